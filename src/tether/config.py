@@ -1,0 +1,135 @@
+"""Typed, layered settings: defaults -> TETHER_HOME/config.toml -> environment -> flags.
+
+An invalid value in a layer is reported (with its key) and ignored; it never
+crashes start-up. Settings are an immutable value passed down, never a global.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on 3.10
+    import tomli as tomllib
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str = Field("ollama", description="Which provider to talk to: ollama or openai.")
+    model: str = Field("", description="Model name; empty picks the provider's default.")
+    ollama_host: str = Field(
+        "http://127.0.0.1:11434", description="Base URL of the Ollama server (env OLLAMA_HOST)."
+    )
+    openai_base_url: str = Field(
+        "https://api.openai.com/v1",
+        description="Base URL of an OpenAI-compatible API, up to /v1 (env OPENAI_BASE_URL).",
+    )
+    max_steps: int = Field(20, ge=1, le=1000, description="Tool round trips per turn before one final tool-free request.")
+    soft_pressure_after: int = Field(
+        8, ge=1, description="After this many round trips the model is nudged to finish."
+    )
+    tool_timeout: float = Field(120.0, gt=0, description="Seconds a tool may run before its result says it timed out.")
+    request_timeout: float = Field(300.0, gt=0, description="Seconds to wait for a model response to progress.")
+    connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for a provider connection.")
+    result_cap: int = Field(16000, ge=200, description="Default characters of a tool result kept (head and tail).")
+    result_caps: dict[str, int] = Field(
+        default_factory=dict, description="Per-tool result caps, e.g. {read_file = 30000}."
+    )
+    protocol: Literal["auto", "native", "text"] = Field(
+        "auto", description="Tool-call protocol: native function calling, the text protocol, or auto-detect."
+    )
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature; unset uses the model's default.")
+
+
+def field_docs() -> dict[str, str]:
+    """Each setting's one-line description (the README's table is checked against this)."""
+    return {name: f.description or "" for name, f in Settings.model_fields.items()}
+
+
+ENV_VARS: dict[str, str] = {
+    "TETHER_PROVIDER": "provider",
+    "TETHER_MODEL": "model",
+    "OLLAMA_HOST": "ollama_host",
+    "OPENAI_BASE_URL": "openai_base_url",
+    "TETHER_MAX_STEPS": "max_steps",
+    "TETHER_PROTOCOL": "protocol",
+}
+
+
+def tether_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("TETHER_HOME") or Path.home() / ".tether").expanduser()
+
+
+def normalize_ollama_host(value: str) -> str:
+    """OLLAMA_HOST is often given as `host:port` with no scheme."""
+    value = value.strip().rstrip("/")
+    if value and "://" not in value:
+        value = "http://" + value
+    return value
+
+
+def _apply_layer(
+    current: dict[str, Any], layer: Mapping[str, Any], source: str, warnings: list[str]
+) -> dict[str, Any]:
+    """Merge one layer key by key so one bad value loses only itself."""
+    for key, value in layer.items():
+        if key not in Settings.model_fields:
+            warnings.append(f"{source}: unknown setting '{key}' ignored")
+            continue
+        candidate = {**current, key: value}
+        try:
+            Settings(**candidate)
+        except ValidationError as exc:
+            reason = exc.errors()[0].get("msg", "invalid value")
+            warnings.append(f"{source}: invalid value for '{key}' ({reason}); ignored")
+            continue
+        current = candidate
+    return current
+
+
+def _read_config_file(path: Path, warnings: list[str]) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        warnings.append(f"{path}: could not be read ({exc}); using defaults")
+        return {}
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    for var, key in ENV_VARS.items():
+        if env.get(var):
+            layer[key] = env[var]
+    if "ollama_host" in layer:
+        layer["ollama_host"] = normalize_ollama_host(layer["ollama_host"])
+    return layer
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> tuple[Settings, list[str]]:
+    """Build Settings from every layer; returns the settings and any warnings."""
+    env = os.environ if env is None else env
+    home = tether_home(env) if home is None else home
+    warnings: list[str] = []
+    values: dict[str, Any] = {}
+    path = home / "config.toml"
+    values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings)
+    values = _apply_layer(values, _env_layer(env), "environment", warnings)
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    values = _apply_layer(values, given, "command line", warnings)
+    return Settings(**values), warnings

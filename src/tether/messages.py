@@ -1,0 +1,174 @@
+"""The data shapes every other module speaks: message parts, stream events, evidence.
+
+One history, many renderings: tool calls and results stay structured parts with
+their ids, and each provider (or the text protocol) encodes them at send time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Thinking:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Part = Union[Text, Thinking, ToolCall, ToolResult]
+
+
+def new_call_id() -> str:
+    """A provider-neutral call id (short enough for every API's limits)."""
+    return "call_" + uuid.uuid4().hex[:20]
+
+
+@dataclass
+class Message:
+    """One entry of the history. Tool results live in `role="tool"` messages."""
+
+    role: Role
+    parts: list[Part] = field(default_factory=list)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", [Text(text)])
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls("system", [Text(text)])
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, Text))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return [p for p in self.parts if isinstance(p, ToolCall)]
+
+    @property
+    def tool_results(self) -> list[ToolResult]:
+        return [p for p in self.parts if isinstance(p, ToolResult)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "parts": [part_to_dict(p) for p in self.parts]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        return cls(data["role"], [part_from_dict(p) for p in data.get("parts", [])])
+
+
+_PART_TYPES: dict[str, type] = {
+    "text": Text,
+    "thinking": Thinking,
+    "tool_call": ToolCall,
+    "tool_result": ToolResult,
+}
+_PART_NAMES = {cls: name for name, cls in _PART_TYPES.items()}
+
+
+def part_to_dict(part: Part) -> dict[str, Any]:
+    return {"type": _PART_NAMES[type(part)], **part.__dict__}
+
+
+def part_from_dict(data: dict[str, Any]) -> Part:
+    fields = {k: v for k, v in data.items() if k != "type"}
+    kind = _PART_TYPES.get(data.get("type", ""))
+    if kind is None:
+        raise ValueError(f"unknown message part type: {data.get('type')!r}")
+    return kind(**fields)
+
+
+# ---------------------------------------------------------------- stream events
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class Done:
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "end_turn"
+
+
+Event = Union[TextDelta, ThinkingDelta, ToolCallEvent, Done]
+
+
+# ---------------------------------------------------------------- evidence
+
+
+@dataclass
+class Evidence:
+    """What one tool call did: kept for the turn, shown with the answer, stored with the session."""
+
+    call: ToolCall
+    started: float
+    elapsed: float
+    summary: str
+    result: str
+    error: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.call.name,
+            "arguments": self.call.arguments,
+            "is_error": self.error,
+            "elapsed_ms": round(self.elapsed * 1000, 1),
+            "summary": self.summary,
+        }

@@ -1,0 +1,54 @@
+"""The provider seam: every backend yields the same normalized event stream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..messages import Event, Message
+from ..toolspec import Tool
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+class ProviderError(Exception):
+    """A failure the user must see as one clear line (never a traceback).
+
+    `kind` is one of: connection, auth, rate_limit, overloaded, api, stream.
+    Messages must never contain an API key.
+    """
+
+    def __init__(self, message: str, kind: str = "api", status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+class Provider(Protocol):
+    name: str
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncIterator[Event]:
+        """Yield TextDelta/ThinkingDelta/ToolCallEvent and exactly one final Done.
+
+        `messages[0]` may be a system message. `tools=None` means no native tools
+        are offered (the text protocol, or a tool-free final request).
+        Raises ProviderError for anything the user must be told about.
+        """
+        ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def supports_native_tools(self, model: str) -> bool: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,125 @@
+"""The tool table: one entry per tool, from which every rendering is derived.
+
+A `Tool` carries its parameters as a pydantic model. Native schemas (for each
+provider) and the text-protocol section of the system prompt are both rendered
+from that model, so the table, the prompt and the handlers cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import BaseModel
+
+DEFAULT_RESULT_CAP = 16_000
+
+
+class ToolError(Exception):
+    """Raised by a handler for an expected failure; becomes an `is_error` result."""
+
+
+@dataclass
+class ToolOutput:
+    """What a handler returns when it has more to say than a string."""
+
+    text: str
+    summary: str = ""
+    changed_paths: tuple[Path, ...] = ()
+
+
+@dataclass
+class ToolContext:
+    """What a handler may know about the world. Handlers never print."""
+
+    root: Path
+    notice: Callable[[str], None] = lambda message: None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """A path as the user means it: relative paths are inside the project root."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.root / p
+
+
+HandlerResult = Union[str, ToolOutput]
+Handler = Callable[[Any, ToolContext], Union[HandlerResult, Awaitable[HandlerResult]]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    params: type[BaseModel]
+    handler: Handler
+    reads: bool = False
+    writes_files: bool = False
+    runs_commands: bool = False
+    network: bool = False
+    block_params: tuple[str, ...] = ()
+    result_cap: int = DEFAULT_RESULT_CAP
+    main_arg: str | None = None
+    """The argument that permission rules match against and the UI shows first."""
+    timeout: float | None = None
+    """Seconds the handler may run; None uses the configured default."""
+
+    @property
+    def read_only(self) -> bool:
+        return not (self.writes_files or self.runs_commands) and self.reads
+
+    @property
+    def has_side_effects(self) -> bool:
+        return self.writes_files or self.runs_commands or not self.reads
+
+    def json_schema(self) -> dict[str, Any]:
+        """A flat JSON schema (no $defs) from the parameters model."""
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        schema.setdefault("properties", {})
+        schema["type"] = "object"
+        return schema
+
+    def main_value(self, arguments: dict[str, Any]) -> str:
+        if self.main_arg is None:
+            return ""
+        value = arguments.get(self.main_arg, "")
+        return value if isinstance(value, str) else str(value)
+
+
+class ToolTable:
+    """The ordered set of tools a conversation offers."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"duplicate tool name: {tool.name}")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def subset(self, keep: Callable[[Tool], bool]) -> ToolTable:
+        return ToolTable(t for t in self if keep(t))
+
+    def block_params(self) -> dict[str, tuple[str, ...]]:
+        return {t.name: t.block_params for t in self if t.block_params}

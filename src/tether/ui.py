@@ -1,0 +1,66 @@
+"""What the loop tells the outside world. The loop and the tools never print.
+
+Three implementations share one loop: the terminal app, the headless writer
+(`-p`), and the silent UI a sub-agent uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from .messages import Evidence, ToolCall
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to an approval request."""
+
+    allowed: bool
+    feedback: str = ""
+    remember: bool = False
+    """The user chose "always": a caller may save an allow rule for this exact call."""
+
+
+NoticeLevel = Literal["info", "warning", "error"]
+
+
+class UI(Protocol):
+    def text(self, delta: str) -> None: ...
+    def thinking(self, delta: str) -> None: ...
+    def tool_start(self, call: ToolCall) -> None: ...
+    def tool_end(self, evidence: Evidence) -> None: ...
+    async def approve(self, call: ToolCall, reason: str) -> Decision: ...
+    def notice(self, message: str, level: NoticeLevel = "info") -> None: ...
+
+    @property
+    def can_ask(self) -> bool:
+        """False when nobody is there to answer an approval or a question."""
+        ...
+
+
+class SilentUI:
+    """Says nothing and asks nobody; approvals are refused."""
+
+    can_ask = False
+
+    def __init__(self) -> None:
+        self.notices: list[tuple[str, str]] = []
+
+    def text(self, delta: str) -> None:
+        pass
+
+    def thinking(self, delta: str) -> None:
+        pass
+
+    def tool_start(self, call: ToolCall) -> None:
+        pass
+
+    def tool_end(self, evidence: Evidence) -> None:
+        pass
+
+    async def approve(self, call: ToolCall, reason: str) -> Decision:
+        return Decision(False, "nobody is available to approve this call")
+
+    def notice(self, message: str, level: NoticeLevel = "info") -> None:
+        self.notices.append((level, message))
