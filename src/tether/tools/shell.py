@@ -1,0 +1,165 @@
+"""The shell tools: run a command, answer it when it waits for input, or end it.
+
+`run_cmd` never hangs on a prompt: a command that waits for input comes back
+with a session id, and the model answers with `send_input` or stops it with
+`end_process`. Each command enforces its own timeout (killing its whole
+process group), so the tool's dispatcher timeout is set well above it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from tether.shell_session import CommandOutcome, SessionError, ShellSessions
+from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+
+DEFAULT_COMMAND_TIMEOUT = 120
+MAX_COMMAND_TIMEOUT = 3500
+DISPATCH_TIMEOUT = 3600.0
+"""Above any command timeout plus the kill grace, so the command's own timeout always wins."""
+RESULT_MARGIN = 2_000
+"""Room for the command line and status line on top of the captured output."""
+
+
+class RunCmdParams(BaseModel):
+    command: str = Field(description="Shell command, run with bash -c in the project root.")
+    stdin: str | None = Field(
+        None,
+        description="Text written to the command's input at start (the first answers to its prompts).",
+    )
+    timeout: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_COMMAND_TIMEOUT,
+        description=f"Seconds before the command is killed (default {DEFAULT_COMMAND_TIMEOUT}).",
+    )
+
+
+class SendInputParams(BaseModel):
+    session: str = Field(description="Session id from run_cmd, e.g. 's1'.")
+    text: str = Field(description="The answer; a newline is added if missing.")
+    eof: bool = Field(
+        False,
+        description="Close the input after the text, for programs that read until end of input (sort, cat).",
+    )
+    timeout: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_COMMAND_TIMEOUT,
+        description=f"Seconds to wait before the command is killed (default {DEFAULT_COMMAND_TIMEOUT}).",
+    )
+
+
+class EndProcessParams(BaseModel):
+    session: str = Field(description="Session id from run_cmd, e.g. 's1'.")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f}s"
+
+
+def status_line(outcome: CommandOutcome, timeout: float) -> str:
+    """The last line of a result: how the command ended, or how to answer it."""
+    if outcome.state == "waiting_for_input":
+        sid = outcome.session_id
+        return (
+            f"[waiting for input · session {sid} · answer with "
+            f'send_input(session="{sid}", text=...) or stop with end_process]'
+        )
+    if outcome.state == "timed_out":
+        return f"[timed out after {timeout:g}s · process group killed]"
+    if outcome.state == "killed":
+        return f"[ended · process group killed · {_seconds(outcome.elapsed)}]"
+    return f"[exit code {outcome.exit_code} · {_seconds(outcome.elapsed)}]"
+
+
+def summary_of(outcome: CommandOutcome) -> str:
+    if outcome.state == "waiting_for_input":
+        return f"waiting for input ({outcome.session_id})"
+    if outcome.state == "timed_out":
+        return "timed out"
+    if outcome.state == "killed":
+        return "ended"
+    return f"exit {outcome.exit_code} · {_seconds(outcome.elapsed)}"
+
+
+def render(outcome: CommandOutcome, timeout: float, header: str = "") -> ToolOutput:
+    """The result text: an optional header line, the output, then the status line."""
+    lines = [header] if header else []
+    if outcome.output:
+        lines.append(outcome.output.rstrip("\n"))
+    lines.append(status_line(outcome, timeout))
+    return ToolOutput("\n".join(lines), summary=summary_of(outcome))
+
+
+def shell_tools(sessions: ShellSessions) -> list[Tool]:
+    """run_cmd, send_input and end_process, all working on `sessions`."""
+
+    async def run_cmd(args: RunCmdParams, ctx: ToolContext) -> ToolOutput:
+        timeout = args.timeout or DEFAULT_COMMAND_TIMEOUT
+        try:
+            outcome = await sessions.run(args.command, stdin=args.stdin, timeout=timeout)
+        except SessionError as exc:
+            raise ToolError(str(exc)) from None
+        except OSError as exc:
+            raise ToolError(f"Could not start the command: {exc}") from None
+        return render(outcome, timeout, header=f"$ {args.command}")
+
+    async def send_input(args: SendInputParams, ctx: ToolContext) -> ToolOutput:
+        timeout = args.timeout or DEFAULT_COMMAND_TIMEOUT
+        try:
+            outcome = await sessions.send_input(
+                args.session, args.text, timeout=timeout, eof=args.eof
+            )
+        except SessionError as exc:
+            raise ToolError(str(exc)) from None
+        return render(outcome, timeout)
+
+    async def end_process(args: EndProcessParams, ctx: ToolContext) -> ToolOutput:
+        try:
+            outcome = await sessions.end(args.session)
+        except SessionError as exc:
+            raise ToolError(str(exc)) from None
+        return render(outcome, 0)
+
+    cap = sessions.output_cap + RESULT_MARGIN
+    return [
+        Tool(
+            name="run_cmd",
+            description=(
+                "Run a shell command (bash -c) in the project root and return its output and "
+                "exit code. If the command stops to wait for input, you get a session id: answer "
+                "with send_input or stop it with end_process. Give known answers up front in "
+                "`stdin`. The command is killed with all its children after `timeout` seconds."
+            ),
+            params=RunCmdParams,
+            handler=run_cmd,
+            runs_commands=True,
+            main_arg="command",
+            block_params=("stdin",),
+            result_cap=cap,
+            timeout=DISPATCH_TIMEOUT,
+        ),
+        Tool(
+            name="send_input",
+            description=(
+                "Send a line of input to a command that is waiting for input (a session from "
+                "run_cmd), then return its new output, as run_cmd does."
+            ),
+            params=SendInputParams,
+            handler=send_input,
+            runs_commands=True,
+            main_arg="session",
+            result_cap=cap,
+            timeout=DISPATCH_TIMEOUT,
+        ),
+        Tool(
+            name="end_process",
+            description="Stop a command session from run_cmd, killing it and every child it started.",
+            params=EndProcessParams,
+            handler=end_process,
+            runs_commands=True,
+            main_arg="session",
+            result_cap=cap,
+        ),
+    ]
