@@ -59,7 +59,8 @@ class Tool:
     runs_commands: bool = False
     network: bool = False
     block_params: tuple[str, ...] = ()
-    result_cap: int = DEFAULT_RESULT_CAP
+    result_cap: int | None = None
+    """Characters of result kept (head and tail); None uses the configured default."""
     main_arg: str | None = None
     """The argument that permission rules match against and the UI shows first."""
     timeout: float | None = None

@@ -1,0 +1,210 @@
+"""Command line: argument parsing, one-shot mode and the exit codes scripts rely on.
+
+Exit codes: 0 answered; 1 error (provider unreachable, API error); 2 usage
+error; 3 the step cap was reached; 130 interrupted.
+
+Heavy imports wait until they are needed so `tether --version` starts instantly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .headless import HeadlessUI
+    from .runtime import RunOptions, Runtime
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+BASE_URL_SETTING = {"ollama": "ollama_host", "openai": "openai_base_url"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="tether",
+        description="A terminal AI assistant that reads, writes and runs things on your machine.",
+    )
+    p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
+                   help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
+    p.add_argument("--provider", help="ollama or openai (default: setting 'provider')")
+    p.add_argument("--model", help="model name (default: setting 'model' or the provider's default)")
+    p.add_argument("--base-url", help="base URL of the provider's API")
+    p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
+                   help="one-shot output: text (answer on stdout), json (one object), stream-json (JSON lines)")
+    p.add_argument("--max-steps", type=positive_int, metavar="N",
+                   help="tool round trips per turn before a final tool-free request")
+    p.add_argument("--auto", action="store_true",
+                   help="allow every tool call that no deny rule forbids, without asking")
+    p.add_argument("--allow", action="append", default=[], metavar="RULE",
+                   help="allow calls matching RULE, e.g. write_file or 'write_file(src/*)' (repeatable)")
+    p.add_argument("--protocol", choices=("auto", "native", "text"),
+                   help="tool-call protocol (default: auto)")
+    p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
+    p.add_argument("--trust", action="store_true",
+                   help="trust this folder's .permissions.json allow rules for this run")
+    p.add_argument("--version", action="version", version=f"tether {__version__}")
+    return p
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # the fast path: nothing else imported
+        print(f"tether {__version__}")
+        return EXIT_OK
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help exits 0, a usage error 2
+        return int(exc.code or 0)
+    if args.prompt is None:
+        return interactive(args)
+    try:
+        return asyncio.run(one_shot(args, dict(os.environ)))
+    except KeyboardInterrupt:
+        sys.stderr.write("Interrupted.\n")
+        return EXIT_INTERRUPTED
+
+
+def interactive(args: argparse.Namespace) -> int:
+    sys.stderr.write(
+        "tether: the interactive terminal is not built yet; run a one-shot request with "
+        "tether -p \"PROMPT\" (see tether --help).\n"
+    )
+    return EXIT_USAGE
+
+
+def usage_error(message: str) -> int:
+    sys.stderr.write(f"tether: {message}\n")
+    return EXIT_USAGE
+
+
+def read_prompt(value: str) -> str:
+    return sys.stdin.read() if value == "-" else value
+
+
+def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "provider": args.provider,
+        "model": args.model,
+        "max_steps": args.max_steps,
+        "protocol": args.protocol,
+    }
+
+
+def with_base_url(settings: Settings, base_url: str | None) -> Settings:
+    """--base-url sets the URL of whichever provider is chosen."""
+    if not base_url:
+        return settings
+    key = BASE_URL_SETTING.get(settings.provider)
+    if key is None:
+        raise ValueError(f"--base-url is not supported for provider {settings.provider!r}")
+    return settings.model_copy(update={key: base_url.rstrip("/")})
+
+
+async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
+    from .config import load_settings, tether_home
+    from .headless import HeadlessUI
+    from .runtime import RunOptions
+
+    prompt = read_prompt(args.prompt).strip()
+    if not prompt:
+        return usage_error("the prompt is empty")
+    root = Path(args.directory or os.getcwd()).expanduser().resolve()
+    if not root.is_dir():
+        return usage_error(f"-C: {root} is not a directory")
+    home = tether_home(env)
+    settings, warnings = load_settings(setting_flags(args), env, home)
+    try:
+        settings = with_base_url(settings, args.base_url)
+    except ValueError as exc:
+        return usage_error(str(exc))
+    ui = HeadlessUI(args.output_format)
+    for warning in warnings:
+        ui.notice(warning, "warning")
+    options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, trusted=args.trust)
+    return await run_one_shot(settings, options, ui, env, prompt)
+
+
+async def run_one_shot(
+    settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str
+) -> int:
+    from .llm_client import Conversation
+    from .runtime import build_runtime
+
+    try:
+        runtime = build_runtime(settings, options, ui, env)
+    except ValueError as exc:
+        return usage_error(str(exc))
+    started = time.monotonic()
+    try:
+        mode = await runtime.resolve_protocol()
+        ui.init(run_info(runtime, options.root, mode))
+        conv = Conversation()
+        try:
+            result = await runtime.loop.run_turn(conv, prompt)
+        except asyncio.CancelledError:
+            ui.result(interrupted_result(conv, started))
+            return EXIT_INTERRUPTED
+        ui.result(result_object(result, started))
+        return exit_code(result.stop_reason)
+    finally:
+        await runtime.aclose()
+
+
+def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
+    return {
+        "provider": runtime.settings.provider,
+        "model": runtime.loop.settings.model,
+        "protocol": mode,
+        "cwd": str(root),
+        "tools": runtime.table.names(),
+        "max_steps": runtime.settings.max_steps,
+    }
+
+
+def result_object(result: Any, started: float) -> dict[str, Any]:
+    return {
+        "type": "result",
+        "is_error": result.stop_reason == "error",
+        "result": result.error if result.stop_reason == "error" else result.text,
+        "stop_reason": result.stop_reason,
+        "num_turns": result.steps,
+        "duration_ms": round((time.monotonic() - started) * 1000),
+        "usage": result.usage.as_dict(),
+        "tool_calls": [e.as_dict() for e in result.evidence],
+    }
+
+
+def interrupted_result(conv: Any, started: float) -> dict[str, Any]:
+    return {
+        "type": "result",
+        "is_error": True,
+        "result": "interrupted",
+        "stop_reason": "cancelled",
+        "num_turns": 0,
+        "duration_ms": round((time.monotonic() - started) * 1000),
+        "usage": conv.usage.as_dict(),
+        "tool_calls": [e.as_dict() for e in conv.evidence],
+    }
+
+
+def exit_code(stop_reason: str) -> int:
+    return {"error": EXIT_ERROR, "max_steps": EXIT_STEP_CAP}.get(stop_reason, EXIT_OK)

@@ -1,0 +1,215 @@
+"""The one choke point every tool call crosses.
+
+validate -> gates (policy, approval) -> before-hooks -> run (worker thread,
+timeout) -> window -> evidence -> after-hooks (auto-commit). Every failure is
+a ToolResult with `is_error`; nothing here raises into the loop except
+cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import ValidationError
+
+from .messages import Evidence, ToolCall, ToolResult
+from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
+from .ui import UI
+
+INVALID_JSON_KEY = "__invalid_json__"
+"""Providers put unparseable native arguments under this key so the model hears about it."""
+
+
+# ---------------------------------------------------------------- windowing
+
+
+def window_text(text: str, cap: int) -> str:
+    """Keep the head and tail of `text` within `cap` characters, marking the cut."""
+    if len(text) <= cap:
+        return text
+    marker_room = 60
+    keep = max(cap - marker_room, 20)
+    head = keep * 2 // 3
+    tail = keep - head
+    omitted = len(text) - head - tail
+    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail:]}"
+
+
+# ---------------------------------------------------------------- gates
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    action: Literal["allow", "deny", "ask"]
+    reason: str = ""
+
+
+class CallPolicy(Protocol):
+    """Decides, before a call runs, whether it may run, must be refused, or needs asking."""
+
+    def check(self, call: ToolCall, tool: Tool) -> GateVerdict: ...
+
+
+class AllowAll:
+    def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
+        return GateVerdict("allow")
+
+
+BeforeHook = Callable[[ToolCall, Tool], None]
+AfterHook = Callable[[ToolCall, Tool, ToolOutput], "str | None"]
+"""Runs after a successful call; returns a notice for the user, or None."""
+
+
+# ---------------------------------------------------------------- dispatcher
+
+
+@dataclass
+class Dispatcher:
+    table: ToolTable
+    ctx: ToolContext
+    ui: UI
+    policy: CallPolicy = field(default_factory=AllowAll)
+    default_timeout: float = 120.0
+    default_cap: int = DEFAULT_RESULT_CAP
+    caps: dict[str, int] = field(default_factory=dict)
+    before_run: list[BeforeHook] = field(default_factory=list)
+    after_success: list[AfterHook] = field(default_factory=list)
+    _approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    async def dispatch(self, call: ToolCall) -> tuple[ToolResult, Evidence]:
+        started = time.time()
+        self.ui.tool_start(call)
+        tool = self.table.get(call.name)
+        output, is_error = await self._checked_run(call, tool)
+        text = window_text(output.text, self._cap_for(call.name, tool))
+        evidence = Evidence(
+            call=call,
+            started=started,
+            elapsed=time.time() - started,
+            summary=output.summary or summarize(output.text),
+            result=text,
+            error=is_error,
+        )
+        if not is_error and tool is not None:
+            self._after(call, tool, output)
+        self.ui.tool_end(evidence)
+        return ToolResult(call.id, call.name, text, is_error), evidence
+
+    async def _checked_run(self, call: ToolCall, tool: Tool | None) -> tuple[ToolOutput, bool]:
+        if tool is None:
+            names = ", ".join(self.table.names())
+            return ToolOutput(f"Unknown tool '{call.name}'. Available tools: {names}."), True
+        args, problem = self._validate(call, tool)
+        if problem:
+            return ToolOutput(problem, summary="invalid arguments"), True
+        refusal = await self._gate(call, tool)
+        if refusal:
+            return ToolOutput(refusal, summary="blocked"), True
+        for hook in self.before_run:
+            hook(call, tool)
+        return await self._run(tool, args)
+
+    def _validate(self, call: ToolCall, tool: Tool) -> tuple[Any, str]:
+        if INVALID_JSON_KEY in call.arguments:
+            raw = str(call.arguments[INVALID_JSON_KEY])[:200]
+            return None, (
+                f"The arguments of your {tool.name} call were not valid JSON ({raw!r}). "
+                "Nothing was run. Send the call again with a valid JSON object."
+            )
+        try:
+            return tool.params.model_validate(call.arguments), ""
+        except ValidationError as exc:
+            return None, describe_validation_error(tool, exc)
+
+    async def _gate(self, call: ToolCall, tool: Tool) -> str:
+        verdict = self.policy.check(call, tool)
+        if verdict.action == "allow":
+            return ""
+        if verdict.action == "deny":
+            return (
+                f"Blocked by a permission rule: {verdict.reason or call.name}. "
+                "This call will not run; do not retry it. Continue without it or tell the user."
+            )
+        if not self.ui.can_ask:
+            return (
+                f"Blocked: {call.name} needs the user's approval ({verdict.reason or 'it has side effects'}) "
+                "and nobody is available to approve it in this mode. Do not retry it; "
+                "finish without it and tell the user it can be allowed with --auto or --allow."
+            )
+        async with self._approval_lock:
+            decision = await self.ui.approve(call, verdict.reason)
+        if decision.allowed:
+            return ""
+        why = f" Their reason: {decision.feedback}" if decision.feedback else ""
+        return f"The user refused this {call.name} call.{why} Do not retry it unchanged."
+
+    async def _run(self, tool: Tool, args: Any) -> tuple[ToolOutput, bool]:
+        timeout = tool.timeout or self.default_timeout
+        try:
+            if inspect.iscoroutinefunction(tool.handler):
+                result = await asyncio.wait_for(tool.handler(args, self.ctx), timeout)
+            else:
+                result = await asyncio.wait_for(
+                    asyncio.to_thread(tool.handler, args, self.ctx), timeout
+                )
+        except asyncio.TimeoutError:
+            return ToolOutput(
+                f"{tool.name} timed out after {timeout:g}s. The work may still be going on "
+                "in the background; check its effects before retrying.",
+                summary="timed out",
+            ), True
+        except ToolError as exc:
+            return ToolOutput(str(exc) or "failed", summary=first_line(str(exc))), True
+        except Exception as exc:  # a handler bug must not end the turn
+            return ToolOutput(f"{tool.name} failed: {type(exc).__name__}: {exc}"), True
+        return (result if isinstance(result, ToolOutput) else ToolOutput(str(result))), False
+
+    def _cap_for(self, name: str, tool: Tool | None) -> int:
+        if name in self.caps:
+            return self.caps[name]
+        if tool is not None and tool.result_cap:
+            return tool.result_cap
+        return self.default_cap
+
+    def _after(self, call: ToolCall, tool: Tool, output: ToolOutput) -> None:
+        for hook in self.after_success:
+            try:
+                notice = hook(call, tool, output)
+            except Exception as exc:  # an observer must never fail the call
+                notice = f"{type(exc).__name__}: {exc}"
+            if notice:
+                self.ui.notice(notice, "warning")
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"
+        problems.append(f"'{where}': {err.get('msg', 'invalid')}")
+    expected = ", ".join(tool.json_schema().get("properties", {}))
+    return (
+        f"Invalid arguments for {tool.name}: {'; '.join(problems)}. "
+        f"Expected parameters: {expected or 'none'}. Nothing was run; send the call again."
+    )
+
+
+def first_line(text: str, limit: int = 100) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+def summarize(text: str) -> str:
+    lines = text.count("\n") + 1 if text else 0
+    head = first_line(text, 80)
+    return f"{head} ({lines} lines)" if lines > 1 else head

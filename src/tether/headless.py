@@ -1,0 +1,94 @@
+"""The one-shot writer behind `tether -p`: text, json or stream-json.
+
+text: the final answer on stdout, progress on stderr. json: one result object.
+stream-json: one JSON object per line as things happen, the result object last.
+Nobody is there to approve, so `can_ask` is False and side effects are refused
+unless a rule or --auto allowed them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from .dispatch import first_line
+from .messages import Evidence, ToolCall
+from .ui import Decision, NoticeLevel
+
+FORMATS = ("text", "json", "stream-json")
+
+
+class HeadlessUI:
+    can_ask = False
+
+    def __init__(
+        self, output_format: str = "text", out: TextIO | None = None, err: TextIO | None = None
+    ) -> None:
+        self.format = output_format
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+
+    # ------------------------------------------------------------ UI protocol
+
+    def text(self, delta: str) -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "text", "text": delta})
+
+    def thinking(self, delta: str) -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "thinking", "text": delta})
+
+    def tool_start(self, call: ToolCall) -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "tool_start", "id": call.id, "name": call.name, "arguments": call.arguments})
+        elif self.format == "text":
+            self.progress(f"→ {call.name} {describe_arguments(call.arguments)}")
+
+    def tool_end(self, evidence: Evidence) -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "tool_end", "id": evidence.call.id, **evidence.as_dict()})
+        elif self.format == "text":
+            mark = "✗" if evidence.error else "✓"
+            self.progress(f"  {mark} {evidence.summary} ({evidence.elapsed:.1f}s)")
+
+    async def approve(self, call: ToolCall, reason: str) -> Decision:
+        return Decision(False, "nobody is available to approve in one-shot mode")
+
+    def notice(self, message: str, level: NoticeLevel = "info") -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "notice", "level": level, "message": message})
+        else:
+            prefix = {"error": "error: ", "warning": "warning: "}.get(level, "")
+            self.progress(prefix + message)
+
+    # ------------------------------------------------------------ writing
+
+    def emit(self, obj: dict[str, Any]) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def progress(self, line: str) -> None:
+        self.err.write(line + "\n")
+        self.err.flush()
+
+    def init(self, info: dict[str, Any]) -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "init", **info})
+
+    def result(self, obj: dict[str, Any]) -> None:
+        """Write the final result in the chosen format."""
+        if self.format == "text":
+            if obj["result"] and not obj["is_error"]:
+                self.out.write(obj["result"].rstrip("\n") + "\n")
+                self.out.flush()
+        else:
+            self.emit(obj)
+
+
+def describe_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
+    """The main argument first and short: what a person needs to see on one line."""
+    for key in ("command", "filepath", "path", "pattern", "source", "url", "query"):
+        if key in arguments:
+            return first_line(str(arguments[key]), limit)
+    return first_line(json.dumps(arguments, ensure_ascii=False), limit)

@@ -1,0 +1,275 @@
+"""The turn loop: ask the model, run what it asked for, write the results down, repeat.
+
+`run_turn` is the whole story; each step is a small named method. The loop
+prints nothing (it talks to the UI protocol) and never lets an error end a
+turn early except a provider failure, which ends it with `stop_reason="error"`
+and a valid history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .dispatch import Dispatcher
+from .messages import (
+    Done,
+    Evidence,
+    Message,
+    Text,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    Usage,
+)
+from .protocol import ParseResult, StreamFilter, parse_reply, render_history_as_text
+from .providers.base import Provider, ProviderError, RequestOptions
+from .toolspec import ToolTable
+from .ui import UI
+
+ProtocolMode = Literal["native", "text"]
+
+STEP_LIMIT_NOTE = (
+    "You have reached the step limit for this request. Tools are disabled now: "
+    "answer the user with what you have, and say what is left undone."
+)
+
+
+def pressure_note(step: int, cap: int) -> str:
+    return (
+        f"(Note: {step} of {cap} tool round trips used. Finish soon: answer now "
+        "unless another tool call is really needed.)"
+    )
+
+
+@dataclass
+class Conversation:
+    """The history plus what the last turn did. Never holds the system prompt."""
+
+    messages: list[Message] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class TurnResult:
+    text: str
+    stop_reason: str  # end_turn | max_steps | error | max_tokens | cancelled
+    steps: int
+    usage: Usage
+    evidence: list[Evidence]
+    error: str | None = None
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    thinking: str = ""
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "end_turn"
+
+
+@dataclass
+class TurnSettings:
+    model: str
+    max_steps: int = 20
+    soft_pressure_after: int = 8
+    temperature: float | None = None
+    keep_thinking: bool = False
+
+
+@dataclass
+class TurnLoop:
+    provider: Provider
+    table: ToolTable
+    dispatcher: Dispatcher
+    ui: UI
+    settings: TurnSettings
+    system_prompt: Callable[[ProtocolMode], str]
+    mode: ProtocolMode = "native"
+
+    async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
+        conv.messages.append(Message.user(user_text))
+        conv.evidence = []
+        turn = _Turn(conv)
+        try:
+            for step in range(1, self.settings.max_steps + 1):
+                reply = await self.ask(turn, tools=True, note=self._pressure(step))
+                parsed = self.parse(reply)
+                if not parsed.calls and not parsed.errors:
+                    return self.finish(turn, reply, parsed.text)
+                await self.dispatch_all(turn, reply, parsed)
+            reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
+            return self.finish(turn, reply, self.parse(reply).text, "max_steps")
+        except ProviderError as exc:
+            return self.fail(turn, exc)
+        except asyncio.CancelledError:
+            self.keep_partial(turn)
+            raise
+
+    # ------------------------------------------------------------ steps
+
+    async def ask(self, turn: _Turn, *, tools: bool, note: str = "") -> Reply:
+        request = self._request_messages(turn.conv.messages, note)
+        offered = list(self.table) if tools and self.mode == "native" else None
+        options = RequestOptions(self.settings.model, self.settings.temperature)
+        reply = Reply()
+        turn.pending = reply
+        shown = StreamFilter()
+        async for event in self.provider.stream(request, offered, options):
+            if isinstance(event, TextDelta):
+                reply.text += event.text
+                self._show(shown.feed(event.text))
+            elif isinstance(event, ThinkingDelta):
+                reply.thinking += event.text
+                self.ui.thinking(event.text)
+            elif isinstance(event, ToolCallEvent):
+                reply.calls.append(event.call)
+            elif isinstance(event, Done):
+                reply.usage, reply.stop_reason = event.usage, event.stop_reason
+        self._show(shown.flush())
+        turn.pending = None
+        turn.usage = turn.usage + reply.usage
+        return reply
+
+    def parse(self, reply: Reply) -> ParseResult:
+        parsed = parse_reply(reply.text, self.table, native=self.mode == "native")
+        if reply.calls:  # native calls win; the text is only the answer part
+            parsed.calls = list(reply.calls)
+            parsed.errors = []
+        if reply.thinking:
+            parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
+        return parsed
+
+    async def dispatch_all(self, turn: _Turn, reply: Reply, parsed: ParseResult) -> None:
+        """Run the calls of one reply; results come back in call order."""
+        turn.steps += 1
+        turn.conv.messages.append(self._assistant_message(parsed, reply))
+        results: dict[str, ToolResult] = {}
+        try:
+            for batch in batches(parsed.calls, self.table):
+                await asyncio.gather(*(self._run_one(turn, call, results) for call in batch))
+        finally:  # also on cancellation: every call gets a result, so history stays valid
+            self.record(turn, parsed, results)
+
+    def record(self, turn: _Turn, parsed: ParseResult, results: dict[str, ToolResult]) -> None:
+        if parsed.calls:
+            ordered = [results.get(c.id) or cancelled_result(c) for c in parsed.calls]
+            turn.conv.messages.append(Message("tool", list(ordered)))
+        if parsed.errors:
+            turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
+
+    def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None) -> TurnResult:
+        parts = []
+        if self.settings.keep_thinking and reply.thinking:
+            parts.append(Thinking(reply.thinking))
+        parts.append(Text(text))
+        turn.conv.messages.append(Message("assistant", parts))
+        stop_reason = stop or ("max_tokens" if reply.stop_reason == "max_tokens" else "end_turn")
+        return turn.result(text, stop_reason, turn.steps + 1)
+
+    def fail(self, turn: _Turn, exc: ProviderError) -> TurnResult:
+        visible = self.keep_partial(turn)
+        self.ui.notice(str(exc), "error")
+        return turn.result(visible, "error", turn.steps, error=str(exc))
+
+    def keep_partial(self, turn: _Turn) -> str:
+        """Keep the text that arrived before a stream broke or was cancelled."""
+        partial = turn.pending.text if turn.pending else ""
+        visible = parse_reply(partial, self.table).text if partial else ""
+        if visible:
+            turn.conv.messages.append(Message("assistant", [Text(visible)]))
+        turn.pending = None
+        return visible
+
+    # ------------------------------------------------------------ helpers
+
+    async def _run_one(self, turn: _Turn, call: ToolCall, results: dict[str, ToolResult]) -> None:
+        tool = self.table.get(call.name)
+        key = call_key(call)
+        reusable = tool is not None and tool.read_only
+        if reusable and key in turn.read_cache:
+            result, evidence = turn.read_cache[key]
+            result = ToolResult(call.id, call.name, result.content, result.is_error)
+            evidence = Evidence(call, evidence.started, 0.0, "reused earlier result", result.content)
+            self.ui.tool_start(call)
+            self.ui.tool_end(evidence)
+        else:
+            result, evidence = await self.dispatcher.dispatch(call)
+            if reusable and not result.is_error:
+                turn.read_cache[key] = (result, evidence)
+            elif not reusable:
+                turn.read_cache.clear()  # something may have changed what reads would see
+        results[call.id] = result
+        turn.conv.evidence.append(evidence)
+
+    def _assistant_message(self, parsed: ParseResult, reply: Reply) -> Message:
+        parts: list = []
+        if self.settings.keep_thinking and parsed.thinking:
+            parts.append(Thinking(parsed.thinking))
+        if parsed.text:
+            parts.append(Text(parsed.text))
+        elif not parsed.calls:  # a refused call: keep what the model sent so the error makes sense
+            parts.append(Text(reply.text or "(empty reply)"))
+        parts.extend(parsed.calls)
+        return Message("assistant", parts)
+
+    def _request_messages(self, history: Sequence[Message], note: str) -> list[Message]:
+        body = list(history)
+        if note:
+            body.append(Message.user(note))
+        if self.mode == "text":
+            body = render_history_as_text(body, self.table)
+        return [Message.system(self.system_prompt(self.mode)), *body]
+
+    def _pressure(self, step: int) -> str:
+        if step > self.settings.soft_pressure_after:
+            return pressure_note(step - 1, self.settings.max_steps)
+        return ""
+
+    def _show(self, pieces: list[tuple[str, str]]) -> None:
+        for kind, chunk in pieces:
+            (self.ui.thinking if kind == "thinking" else self.ui.text)(chunk)
+
+
+@dataclass
+class _Turn:
+    conv: Conversation
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    pending: Reply | None = None
+    read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
+
+    def result(self, text: str, stop: str, steps: int, error: str | None = None) -> TurnResult:
+        self.conv.usage = self.conv.usage + self.usage
+        return TurnResult(text, stop, steps, self.usage, list(self.conv.evidence), error)
+
+
+def call_key(call: ToolCall) -> str:
+    return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
+
+
+def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:
+    """Consecutive read-only calls run together; a call with side effects runs alone, in order."""
+    out: list[list[ToolCall]] = []
+    previous_read_only = False
+    for call in calls:
+        tool = table.get(call.name)
+        read_only = tool is not None and tool.read_only
+        if read_only and previous_read_only:
+            out[-1].append(call)
+        else:
+            out.append([call])
+        previous_read_only = read_only
+    return out
+
+
+def cancelled_result(call: ToolCall) -> ToolResult:
+    return ToolResult(call.id, call.name, "Cancelled by the user before it finished.", True)

@@ -1,0 +1,224 @@
+"""`tether -p` end to end, in a subprocess, against the local fake provider server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fakeserver import FakeServer, Reply
+
+
+def run_cli(args: list[str], cwd: Path, home: Path, stdin: str | None = None, **env: str):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OLLAMA", "TETHER"))}
+    environment.update({"TETHER_HOME": str(home), "OPENAI_API_KEY": "sk-test-not-a-real-key", **env})
+    return subprocess.run(
+        [sys.executable, "-m", "tether", *args],
+        cwd=cwd, env=environment, input=stdin, capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "answer.txt").write_text("The answer is 42.\n")
+    (root / "notes").mkdir()
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def two_tool_script() -> list[Reply]:
+    return [
+        Reply(tool_calls=[("list_dir", {"path": "."})]),
+        Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]),
+        Reply(text="The file says the answer is 42."),
+    ]
+
+
+def openai_args(server: FakeServer, *extra: str) -> list[str]:
+    return ["--provider", "openai", "--base-url", server.url + "/v1", "--model", "fake", *extra]
+
+
+def test_text_format_answer_on_stdout_progress_on_stderr(project: Path, home: Path) -> None:
+    with FakeServer(two_tool_script()) as server:
+        proc = run_cli(["-p", "What is the answer?", *openai_args(server)], project, home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "The file says the answer is 42.\n"
+    assert "list_dir" in proc.stderr and "read_file answer.txt" in proc.stderr
+    assert "sk-test" not in proc.stdout + proc.stderr
+
+
+def test_json_format_is_one_result_object(project: Path, home: Path) -> None:
+    with FakeServer(two_tool_script()) as server:
+        proc = run_cli(["-p", "What is the answer?", "--output-format", "json", *openai_args(server)], project, home)
+        requests = server.requests
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["type"] == "result" and result["is_error"] is False
+    assert result["result"] == "The file says the answer is 42."
+    assert result["stop_reason"] == "end_turn" and result["num_turns"] == 3
+    assert result["usage"]["input_tokens"] > 0 and result["usage"]["output_tokens"] > 0
+    assert [c["name"] for c in result["tool_calls"]] == ["list_dir", "read_file"]
+    assert all(not c["is_error"] and c["elapsed_ms"] >= 0 and c["summary"] for c in result["tool_calls"])
+    last = requests[-1][1]
+    tool_messages = [m for m in last["messages"] if m["role"] == "tool"]
+    assert "42" in tool_messages[-1]["content"]
+
+
+def test_stream_json_emits_events_then_the_result(project: Path, home: Path) -> None:
+    with FakeServer(two_tool_script()) as server:
+        proc = run_cli(["-p", "What is the answer?", "--output-format", "stream-json", *openai_args(server)],
+                       project, home)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "init" and kinds[-1] == "result"
+    assert events[0]["protocol"] == "native" and "read_file" in events[0]["tools"]
+    assert kinds.count("tool_start") == 2 and kinds.count("tool_end") == 2
+    assert kinds.index("tool_start") < kinds.index("tool_end") < kinds.index("text")
+    assert "".join(e["text"] for e in events if e["type"] == "text") == "The file says the answer is 42."
+    assert events[-1]["result"] == "The file says the answer is 42."
+
+
+def test_prompt_from_stdin(project: Path, home: Path) -> None:
+    with FakeServer([Reply(text="pong")]) as server:
+        proc = run_cli(["-p", "-", *openai_args(server)], project, home, stdin="ping\n")
+        body = server.requests[-1][1]
+    assert proc.returncode == 0 and proc.stdout == "pong\n"
+    assert body["messages"][-1]["content"] == "ping"
+
+
+def test_ollama_text_protocol_two_tools(project: Path, home: Path) -> None:
+    script = [
+        Reply(text='<tool_call>\n{"name": "list_dir", "arguments": {"path": "."}}\n</tool_call>'),
+        Reply(text='```json\n{"name": "read_file", "arguments": {"filepath": "answer.txt"}}\n```'),
+        Reply(text="It is 42."),
+    ]
+    with FakeServer(script, tools_capable=False) as server:
+        proc = run_cli(["-p", "answer?", "--output-format", "json"], project, home, OLLAMA_HOST=server.url)
+        requests = server.requests
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["result"] == "It is 42."
+    assert [c["name"] for c in result["tool_calls"]] == ["list_dir", "read_file"]
+    chats = [body for path, body in requests if path == "/api/chat"]
+    assert "tools" not in chats[0]
+    assert "<tool_call>" in chats[0]["messages"][0]["content"], "the tool menu is in the system prompt"
+    assert "[Tool Result for 'read_file']" in chats[-1]["messages"][-1]["content"]
+
+
+def test_side_effects_are_blocked_without_auto_or_allow(project: Path, home: Path) -> None:
+    script = [Reply(tool_calls=[("write_file", {"filepath": "notes/a.md", "content": "hi"})]), Reply(text="ok")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "write", "--output-format", "json", *openai_args(server)], project, home)
+    result = json.loads(proc.stdout)
+    assert result["tool_calls"][0]["is_error"] is True
+    assert not (project / "notes" / "a.md").exists()
+
+
+@pytest.mark.parametrize("flag", [["--auto"], ["--allow", "write_file(notes/*)"]])
+def test_auto_or_a_matching_allow_rule_lets_writes_run(project: Path, home: Path, flag: list[str]) -> None:
+    script = [Reply(tool_calls=[("write_file", {"filepath": "notes/a.md", "content": "hi"})]), Reply(text="ok")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "write", *flag, *openai_args(server)], project, home)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "notes" / "a.md").read_text() == "hi"
+
+
+def test_allow_rule_for_another_folder_does_not_allow(project: Path, home: Path) -> None:
+    script = [Reply(tool_calls=[("write_file", {"filepath": "a.md", "content": "hi"})]), Reply(text="ok")]
+    with FakeServer(script) as server:
+        run_cli(["-p", "write", "--allow", "write_file(notes/*)", *openai_args(server)], project, home)
+    assert not (project / "a.md").exists()
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_provider_exit_1_one_clear_line(project: Path, home: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    proc = run_cli(["-p", "hi"], project, home, OLLAMA_HOST=url)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert url in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_unreachable_provider_in_json_is_an_error_result(project: Path, home: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    proc = run_cli(["-p", "hi", "--output-format", "json", "--provider", "openai", "--base-url", url], project, home)
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["is_error"] is True and result["stop_reason"] == "error"
+    assert "127.0.0.1" in result["result"]
+
+
+def test_api_error_exit_1(project: Path, home: Path) -> None:
+    with FakeServer([Reply(status=400, error_message="model 'fake' does not exist")]) as server:
+        proc = run_cli(["-p", "hi", *openai_args(server)], project, home)
+    assert proc.returncode == 1
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_step_cap_exit_3(project: Path, home: Path) -> None:
+    with FakeServer() as server:
+        server.default_reply = Reply(tool_calls=[("list_dir", {"path": "."})])
+        proc = run_cli(["-p", "loop", "--max-steps", "2", "--output-format", "json", *openai_args(server)],
+                       project, home)
+        chats = [b for p, b in server.requests if p.endswith("/chat/completions")]
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout)["stop_reason"] == "max_steps"
+    assert len(chats) == 3 and "tools" not in chats[-1]
+
+
+@pytest.mark.parametrize("args", [
+    ["-p", ""],
+    ["-p", "hi", "--max-steps", "0"],
+    ["-p", "hi", "--output-format", "yaml"],
+    ["-p", "hi", "-C", "/no/such/dir"],
+    ["-p", "hi", "--provider", "nosuch"],
+    ["-p", "hi", "--allow", "write_file()"],
+    ["--no-such-flag"],
+])
+def test_usage_errors_exit_2(project: Path, home: Path, args: list[str]) -> None:
+    proc = run_cli(args, project, home)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.strip()
+
+
+def test_version(project: Path, home: Path) -> None:
+    proc = run_cli(["--version"], project, home)
+    assert proc.returncode == 0 and proc.stdout.startswith("tether ")
+
+
+def test_interrupt_exit_130(project: Path, home: Path) -> None:
+    environment = {**os.environ, "TETHER_HOME": str(home), "OPENAI_API_KEY": "k"}
+    with FakeServer([Reply(text="slow " * 200, chunk_size=5, delay=0.05)]) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tether", "-p", "hi", "--output-format", "stream-json", *openai_args(server)],
+            cwd=project, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        first = proc.stdout.readline()  # init: the request is under way
+        deadline = time.time() + 10
+        while not proc.stdout.readline().startswith('{"type": "text"') and time.time() < deadline:
+            pass
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert json.loads(first)["type"] == "init"
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
