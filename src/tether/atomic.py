@@ -1,0 +1,114 @@
+"""Crash-safe file writes: a reader sees the old file or the new one, never half.
+
+Every write goes to a temporary file in the same directory, is flushed and
+fsynced, and then replaces the target with `os.replace` (atomic on POSIX and
+Windows). The directory is fsynced afterwards so the rename itself survives a
+power cut. A crash at any moment leaves at most a stray `.<name>.*.tmp` file;
+the target is never empty or truncated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SECRET_MODE = 0o600
+
+
+def atomic_write_text(
+    path: Path,
+    text: str,
+    *,
+    secret: bool = False,
+    encoding: str = "utf-8",
+    newline: str | None = None,
+) -> None:
+    """Write `text` atomically; `newline` translates "\\n" the way `open()` does."""
+    if newline is None:
+        newline = os.linesep
+    if newline not in ("", "\n"):
+        text = text.replace("\n", newline)
+    atomic_write_bytes(path, text.encode(encoding), secret=secret)
+
+
+def atomic_write_json(path: Path, obj: Any, *, secret: bool = False) -> None:
+    """Write `obj` as indented JSON; serialisation errors happen before any file is touched."""
+    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(path, text.encode("utf-8"), secret=secret)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, secret: bool = False) -> None:
+    """Write `data` atomically; `secret=True` makes the file 0600 from its first byte."""
+    target = _write_target(Path(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = SECRET_MODE if secret else _mode_for(target)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        # mkstemp creates the file 0600; set the final mode before any data
+        # exists so a secret is never readable by others, not even briefly.
+        try:
+            os.chmod(tmp_name, mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _write_target(path: Path) -> Path:
+    """Writing through a symlink updates the file it points to and keeps the link."""
+    if path.is_symlink():
+        return Path(os.path.realpath(path))
+    return path
+
+
+def _mode_for(path: Path) -> int:
+    """An existing file keeps its permissions; a new one gets 0666 minus the umask."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_current_umask()
+
+
+def _current_umask() -> int:
+    """The process umask, read without changing it where the OS allows that."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    # Elsewhere the only way to read the umask is to set it and put it back.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist the rename; best effort, since not every OS or filesystem allows it."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

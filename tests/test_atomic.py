@@ -1,0 +1,188 @@
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tether import atomic
+from tether.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from tether.atomic import atomic_write_text
+
+    target = Path(sys.argv[1])
+    payloads = ["A" * 200_000, "B" * 300_000]
+    print("ready", flush=True)
+    i = 0
+    while True:
+        atomic_write_text(target, payloads[i % 2])
+        i += 1
+    """
+)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _temp_files(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs SIGKILL")
+def test_killed_writer_never_leaves_a_partial_file(tmp_path: Path) -> None:
+    target = tmp_path / "data.txt"
+    complete = {"A" * 200_000, "B" * 300_000}
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    rng = random.Random(1234)
+    seen_written = 0
+    for _ in range(30):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target)],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"ready"
+        time.sleep(rng.uniform(0.001, 0.030))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        if target.exists():
+            content = target.read_text()
+            assert content in complete, f"partial file of {len(content)} characters"
+            seen_written += 1
+    assert seen_written > 0, "the writer never got to write; the test proved nothing"
+
+
+def test_text_round_trip_and_parent_dirs(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "note.txt"
+    atomic_write_text(target, "héllo\nworld\n", newline="\n")
+    assert target.read_bytes() == "héllo\nworld\n".encode()
+    assert _temp_files(target.parent) == []
+
+
+def test_newline_translation(tmp_path: Path) -> None:
+    target = tmp_path / "crlf.txt"
+    atomic_write_text(target, "a\nb\n", newline="\r\n")
+    assert target.read_bytes() == b"a\r\nb\r\n"
+
+
+def test_bytes_and_json(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.bin"
+    atomic_write_bytes(raw, b"\x00\xff")
+    assert raw.read_bytes() == b"\x00\xff"
+    doc = tmp_path / "doc.json"
+    atomic_write_json(doc, {"name": "ünï", "n": [1, 2]})
+    assert json.loads(doc.read_text(encoding="utf-8")) == {"name": "ünï", "n": [1, 2]}
+
+
+def test_unserialisable_json_leaves_original(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.json"
+    doc.write_text("{}")
+    with pytest.raises(TypeError):
+        atomic_write_json(doc, {"bad": object()})
+    assert doc.read_text() == "{}"
+    assert _temp_files(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_secret_file_is_0600_before_any_data_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "credentials.json"
+    target.write_text("old")
+    target.chmod(0o644)
+    modes_at_fsync: list[int] = []
+    real_fsync = os.fsync
+
+    def spying_fsync(fd: int) -> None:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            modes_at_fsync.append(stat.S_IMODE(st.st_mode))
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", spying_fsync)
+    atomic_write_json(target, {"key": "value"}, secret=True)
+    assert modes_at_fsync == [0o600]
+    assert _mode(target) == 0o600
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_temp_file_mode_is_set_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temp file is chmod'ed while still empty, so no moment exposes data wider."""
+    target = tmp_path / "secret.txt"
+    sizes_at_chmod: list[int] = []
+    real_chmod = os.chmod
+
+    def spying_chmod(path: str, mode: int) -> None:
+        sizes_at_chmod.append(os.stat(path).st_size)
+        assert _mode(Path(path)) == 0o600  # mkstemp's own mode
+        real_chmod(path, mode)
+
+    monkeypatch.setattr(atomic.os, "chmod", spying_chmod)
+    atomic_write_text(target, "token", secret=True)
+    assert sizes_at_chmod == [0]
+    assert _mode(target) == 0o600
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_existing_mode_is_kept(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    atomic_write_text(script, "#!/bin/sh\necho hi\n")
+    assert _mode(script) == 0o755
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_new_file_follows_umask(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "new.txt", "x")
+    finally:
+        os.umask(old)
+    assert _mode(tmp_path / "new.txt") == 0o640
+
+
+def test_failure_keeps_original_and_removes_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "keep.txt"
+    target.write_text("original")
+
+    def failing_replace(src: str, dst: object) -> None:
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(atomic.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk on fire"):
+        atomic_write_text(target, "new content")
+    assert target.read_text() == "original"
+    assert _temp_files(tmp_path) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symlinks")
+def test_write_through_symlink_keeps_the_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link = tmp_path / "link.txt"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink()
+    assert real.read_text() == "new"
