@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
                    help="trust this folder's .permissions.json allow rules for this run")
+    p.add_argument("--undo", action="store_true",
+                   help="put back the newest change the assistant made, then exit (0 undone, 1 refused)")
     p.add_argument("--version", action="version", version=f"tether {__version__}")
     return p
 
@@ -74,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help exits 0, a usage error 2
         return int(exc.code or 0)
+    if args.undo:
+        return undo_last_change(args)
     if args.prompt is None:
         return interactive(args)
     try:
@@ -89,6 +93,18 @@ def interactive(args: argparse.Namespace) -> int:
         "tether -p \"PROMPT\" (see tether --help).\n"
     )
     return EXIT_USAGE
+
+
+def undo_last_change(args: argparse.Namespace) -> int:
+    from .config import tether_home
+    from .git_ops import GitOps
+
+    root = Path(args.directory or os.getcwd()).expanduser().resolve()
+    if not root.is_dir():
+        return usage_error(f"-C: {root} is not a directory")
+    outcome = GitOps(root, tether_home()).undo()
+    (sys.stdout if outcome.ok else sys.stderr).write(outcome.message.rstrip() + "\n")
+    return EXIT_OK if outcome.ok else EXIT_ERROR
 
 
 def usage_error(message: str) -> int:

@@ -8,15 +8,20 @@ from pathlib import Path
 
 from .approval import ApprovalPolicy
 from .config import Settings
-from .dispatch import Dispatcher
+from .dispatch import AfterHook, BeforeHook, Dispatcher
+from .git_ops import GitOps
 from .llm_client import ProtocolMode, TurnLoop, TurnSettings
 from .permissions import RuleSet, load_rules
 from .prompts import system_prompt
 from .providers import create_provider
 from .providers.base import Provider
-from .toolspec import ToolContext, ToolTable
+from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
 from .tools import builtin_tools
+from .messages import ToolCall
 from .ui import UI
+
+WRITTEN_PARAMS = ("filepath", "path", "destination")
+"""The parameters that name what a file tool may change (copy_file's source is only read)."""
 
 
 @dataclass
@@ -37,6 +42,7 @@ class Runtime:
     table: ToolTable
     loop: TurnLoop
     rules: RuleSet
+    git: GitOps
     warnings: list[str] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -63,6 +69,8 @@ def build_runtime(
     provider = create_provider(settings, env)
     ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
     table, closers = builtin_tools(ctx)
+    git = GitOps(options.root, options.home)
+    before, after = undo_hooks(git, ctx)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
@@ -74,6 +82,8 @@ def build_runtime(
         default_timeout=settings.tool_timeout,
         default_cap=settings.result_cap,
         caps=dict(settings.result_caps),
+        before_run=[before],
+        after_success=[after],
     )
     turn_settings = TurnSettings(
         model=settings.model or provider.default_model,
@@ -89,4 +99,20 @@ def build_runtime(
         settings=turn_settings,
         system_prompt=lambda mode: system_prompt(options.root, table, mode),
     )
-    return Runtime(settings, provider, table, loop, rules, warnings, closers)
+    return Runtime(settings, provider, table, loop, rules, git, warnings, closers)
+
+
+def undo_hooks(git: GitOps, ctx: ToolContext) -> tuple[BeforeHook, AfterHook]:
+    """Snapshot what a file tool may change, then commit what it did change."""
+
+    def before(call: ToolCall, tool: Tool) -> None:
+        if tool.writes_files and git.enabled:
+            named = [call.arguments.get(k) for k in WRITTEN_PARAMS]
+            git.snapshot_before([ctx.resolve(p) for p in named if isinstance(p, str) and p])
+
+    def after(call: ToolCall, tool: Tool, output: ToolOutput) -> str | None:
+        if tool.writes_files and output.changed_paths and git.enabled:
+            return git.commit_paths(tool.name, list(output.changed_paths))
+        return None
+
+    return before, after
