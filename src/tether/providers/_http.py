@@ -1,0 +1,398 @@
+"""What the HTTP providers share: one transport that turns every network failure
+into a one-line ProviderError, and the small wire helpers both chat formats use.
+
+Opening a request happens in exactly one place (`HttpTransport._send`), so
+retries with backoff can later be added there without touching the providers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from ..messages import ToolResult
+from ..toolspec import Tool
+from .base import ProviderError
+
+INVALID_JSON_KEY = "__invalid_json__"
+SERVER_MESSAGE_LIMIT = 300
+CAPABILITY_TIMEOUT = 3.0
+
+
+# ---------------------------------------------------------------- wire helpers
+
+
+def function_tool_schema(tool: Tool) -> dict[str, Any]:
+    """A tool in the `{"type": "function", ...}` shape both Ollama and OpenAI accept."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.json_schema(),
+        },
+    }
+
+
+def tool_result_text(result: ToolResult) -> str:
+    """The content sent back to the model; errors are marked so the model notices."""
+    if result.is_error and not result.content.startswith("Error"):
+        return "Error: " + result.content
+    return result.content
+
+
+def parse_tool_arguments(raw: Any) -> dict[str, Any]:
+    """Turn a model's tool-call arguments into a dict.
+
+    Convention: arguments that are not a JSON object come back as
+    `{"__invalid_json__": "<raw text>"}` instead of raising, so the turn loop
+    can tell the model exactly what it sent and ask it to try again. Empty
+    arguments mean a call without parameters (`{}`), and an object that was
+    JSON-encoded twice (a string holding an object) is unwrapped once.
+    """
+    if isinstance(raw, dict):
+        return raw
+    if raw is None:
+        return {}
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+        if isinstance(value, str):
+            value = json.loads(value)
+    except json.JSONDecodeError:
+        return {INVALID_JSON_KEY: text}
+    return value if isinstance(value, dict) else {INVALID_JSON_KEY: text}
+
+
+def loads_object(text: str) -> dict[str, Any] | None:
+    """One JSON object from a stream line, or None when the line is not one."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def map_stop_reason(reason: str | None, made_calls: bool) -> str:
+    """Provider finish reasons in the vocabulary the loop speaks."""
+    if made_calls:
+        return "tool_use"
+    return {
+        None: "end_turn",
+        "": "end_turn",
+        "stop": "end_turn",
+        "length": "max_tokens",
+        "tool_calls": "tool_use",
+    }.get(reason, reason or "end_turn")
+
+
+# ---------------------------------------------------------------- error text
+
+
+_SECRET_PATTERNS = (
+    re.compile(r"\bsk-[A-Za-z0-9_*.\-]{6,}"),  # OpenAI-style keys, even when partly masked
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),  # Google-style keys
+    re.compile(r"Bearer\s+\S+", re.IGNORECASE),
+)
+
+
+def redact(text: str, secret: str | None = None) -> str:
+    """Remove anything that looks like a key: servers sometimes echo part of one."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub("[redacted]", text)
+    return text
+
+
+def one_line(text: str, limit: int = SERVER_MESSAGE_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def display_url(url: str) -> str:
+    """The URL as shown to the user: no credentials, query or fragment."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")) or url
+
+
+def server_error_message(body: str) -> str:
+    """The human part of an error body: `error.message`, an `error` string, or the text."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, ValueError):
+        return body.strip()
+    if isinstance(data, list) and data:
+        data = data[0]
+    if not isinstance(data, dict):
+        return body.strip()
+    error = data.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or json.dumps(error))
+    if isinstance(error, str):
+        return error
+    return str(data.get("message") or data.get("detail") or body.strip())
+
+
+def status_phrase(status: int) -> str:
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date; rare for these APIs and not worth parsing
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    """A non-2xx answer, already reduced to what an error message needs."""
+
+    status: int
+    message: str
+    retry_after: float | None = None
+
+
+StatusDescriber = Callable[[StatusInfo], ProviderError]
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """The exception and everything behind it (causes, contexts, grouped errors)."""
+    seen: list[BaseException] = []
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or any(current is s for s in seen):
+            continue
+        seen.append(current)
+        stack += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
+    return seen
+
+
+def connect_failure_reason(exc: Exception, connect_timeout: float) -> str:
+    """A few words on why a connection failed.
+
+    httpx reports a refused connection as "All connection attempts failed";
+    the real reason sits further down the exception chain.
+    """
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"connection timed out after {connect_timeout:g} s"
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return "invalid URL: it must start with http:// or https://"
+    if isinstance(exc, httpx.InvalidURL):
+        return f"invalid URL: {exc}"
+    chain = _exception_chain(exc)
+    if any(isinstance(e, ConnectionRefusedError) for e in chain):
+        return "connection refused"
+    if any(isinstance(e, socket.gaierror) for e in chain):
+        return "host name not found"
+    text = " ".join(str(e) for e in chain).lower()
+    if "refused" in text:
+        return "connection refused"
+    if "name or service" in text or "name resolution" in text or "nodename" in text:
+        return "host name not found"
+    if "unreachable" in text:
+        return "network unreachable"
+    return "connection failed"
+
+
+# ---------------------------------------------------------------- transport
+
+
+class HttpTransport:
+    """One provider's HTTP client: JSON requests and line streams, failures as ProviderError."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        label: str,
+        connect_hint: str,
+        auth_hint: str,
+        api_key: str | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 300,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.label = label
+        self.connect_hint = connect_hint
+        self.auth_hint = auth_hint
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self._api_key = api_key
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def shown_url(self) -> str:
+        return display_url(self.base_url)
+
+    def _http(self) -> httpx.AsyncClient:
+        # Created on first use so the client belongs to the running event loop.
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+            self._client = httpx.AsyncClient(
+                headers=headers,
+                timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # -- requests
+
+    async def get_json(
+        self, path: str, describe: StatusDescriber | None = None, *, timeout: float | None = None
+    ) -> Any:
+        return await self._request_json("GET", path, None, describe, timeout)
+
+    async def post_json(
+        self,
+        path: str,
+        body: dict[str, Any],
+        describe: StatusDescriber | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        return await self._request_json("POST", path, body, describe, timeout)
+
+    async def _request_json(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        describe: StatusDescriber | None,
+        timeout: float | None,
+    ) -> Any:
+        async with self._send(method, path, body, describe, timeout) as response:
+            raw = await self._read_all(response)
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, ValueError):
+            raise ProviderError(
+                f"{self.label} at {self.shown_url} answered {path} with something that is not JSON.",
+                kind="api",
+                status=response.status_code,
+            ) from None
+
+    async def stream_lines(
+        self, path: str, body: dict[str, Any], describe: StatusDescriber | None = None
+    ) -> AsyncIterator[str]:
+        """POST `body` and yield the answer line by line as it arrives.
+
+        A connection that breaks after the answer started raises
+        ProviderError(kind="stream") once the lines already received are yielded.
+        """
+        async with self._send("POST", path, body, describe, None) as response:
+            try:
+                async for line in response.aiter_lines():
+                    yield line
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc, answer_started=True) from exc
+
+    @asynccontextmanager
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        describe: StatusDescriber | None,
+        timeout: float | None,
+    ) -> AsyncIterator[httpx.Response]:
+        """Open one request; the single place where a retry policy would go."""
+        client = self._http()
+        extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout)}
+        try:
+            request = client.build_request(method, self.base_url + path, json=body, **extra)
+            response = await client.send(request, stream=True)
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._transport_error(exc, answer_started=False) from exc
+        try:
+            if response.status_code >= 400:
+                text = await self._read_all(response)
+                info = StatusInfo(
+                    response.status_code,
+                    one_line(redact(server_error_message(text), self._api_key)),
+                    parse_retry_after(response.headers),
+                )
+                raise (describe or self.status_error)(info)
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _read_all(self, response: httpx.Response) -> str:
+        try:
+            return (await response.aread()).decode("utf-8", errors="replace")
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, answer_started=True) from exc
+
+    # -- error messages
+
+    def status_error(self, info: StatusInfo) -> ProviderError:
+        """The generic mapping of an HTTP error status to a one-line ProviderError."""
+        status, where = info.status, f"{self.label} at {self.shown_url}"
+        detail = (
+            f"{status_phrase(status)}: {info.message}" if info.message else status_phrase(status)
+        )
+        if status in (401, 403):
+            return ProviderError(
+                f"{where} rejected the request ({detail}). {self.auth_hint}", "auth", status
+            )
+        if status == 429:
+            wait = f" Retry after {info.retry_after:g} s." if info.retry_after is not None else ""
+            return ProviderError(
+                f"{where} is rate limiting requests ({detail}).{wait}", "rate_limit", status
+            )
+        if status in (503, 529):
+            return ProviderError(
+                f"{where} is overloaded ({detail}); try again shortly.", "overloaded", status
+            )
+        return ProviderError(f"{where} returned an error ({detail}).", "api", status)
+
+    def _transport_error(self, exc: Exception, *, answer_started: bool) -> ProviderError:
+        where = f"{self.label} at {self.shown_url}"
+        if isinstance(exc, httpx.ReadTimeout):
+            return ProviderError(
+                f"the model stopped responding for {self.read_timeout:g} s ({where}); "
+                "if it is just slow, raise request_timeout.",
+                "stream",
+            )
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+            what = "in the middle of the answer" if answer_started else "without answering"
+            return ProviderError(f"{where} closed the connection {what}.", "stream")
+        if isinstance(exc, (httpx.WriteTimeout, httpx.PoolTimeout)):
+            return ProviderError(f"{where} did not accept the request in time.", "connection")
+        reason = connect_failure_reason(exc, self.connect_timeout)
+        return ProviderError(f"cannot reach {where} ({reason}). {self.connect_hint}", "connection")
+
+    def incomplete_stream_error(self, received_valid_data: bool) -> ProviderError:
+        """The stream ended cleanly but the answer never said it was finished."""
+        where = f"{self.label} at {self.shown_url}"
+        if not received_valid_data:
+            return ProviderError(
+                f"{where} sent no readable answer; is that URL really {self.label}?", "stream"
+            )
+        return ProviderError(f"{where} ended the answer before it was complete.", "stream")

@@ -1,0 +1,230 @@
+"""Ollama's native API: `/api/chat` streamed as NDJSON, `/api/show`, `/api/tags`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from typing import Any
+
+from ..config import normalize_ollama_host
+from ..messages import (
+    Done,
+    Event,
+    Message,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    Usage,
+    new_call_id,
+)
+from ..toolspec import Tool
+from ._http import (
+    CAPABILITY_TIMEOUT,
+    HttpTransport,
+    StatusDescriber,
+    StatusInfo,
+    as_int,
+    function_tool_schema,
+    loads_object,
+    map_stop_reason,
+    one_line,
+    parse_tool_arguments,
+    tool_result_text,
+)
+from .base import ProviderError, RequestOptions
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_message(message: Message) -> list[dict[str, Any]]:
+    """One history entry as Ollama chat messages (a tool message per result)."""
+    if message.role == "tool" or message.tool_results:
+        return [
+            {"role": "tool", "content": tool_result_text(r), "tool_name": r.name}
+            for r in message.parts
+            if isinstance(r, ToolResult)
+        ]
+    encoded: dict[str, Any] = {"role": message.role, "content": message.text}
+    calls = [p for p in message.parts if isinstance(p, ToolCall)]
+    if message.role == "assistant" and calls:
+        encoded["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": c.arguments}} for c in calls
+        ]
+    return [encoded]
+
+
+def build_chat_body(
+    messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": options.model,
+        "messages": [m for message in messages for m in encode_message(message)],
+        "stream": True,
+    }
+    if tools is not None:
+        body["tools"] = [function_tool_schema(t) for t in tools]
+    model_options: dict[str, Any] = {}
+    if options.temperature is not None:
+        model_options["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        model_options["num_predict"] = options.max_tokens
+    if model_options:
+        body["options"] = model_options
+    return body
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def decode_tool_call(raw: Any) -> ToolCall | None:
+    """Ollama sends each call whole: `{"function": {"name", "arguments": {...}}}`."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        return None
+    function = raw["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else new_call_id()
+    return ToolCall(call_id, name, parse_tool_arguments(function.get("arguments")))
+
+
+class OllamaStreamDecoder:
+    """Turns `/api/chat` NDJSON lines into events; lines that are not JSON are skipped."""
+
+    def __init__(self) -> None:
+        self.finished = False
+        self.valid_lines = 0
+        self.calls_made = 0
+
+    def feed(self, line: str) -> list[Event]:
+        line = line.strip()
+        chunk = loads_object(line) if line and not self.finished else None
+        if chunk is None:
+            return []
+        self.valid_lines += 1
+        if "error" in chunk:
+            raise ProviderError(
+                f"Ollama reported an error while answering: {one_line(str(chunk['error']))}", "api"
+            )
+        events = self._message_events(chunk.get("message"))
+        if chunk.get("done"):
+            self.finished = True
+            usage = Usage(as_int(chunk.get("prompt_eval_count")), as_int(chunk.get("eval_count")))
+            events.append(
+                Done(usage, map_stop_reason(chunk.get("done_reason"), self.calls_made > 0))
+            )
+        return events
+
+    def _message_events(self, message: Any) -> list[Event]:
+        if not isinstance(message, dict):
+            return []
+        events: list[Event] = []
+        if isinstance(message.get("thinking"), str) and message["thinking"]:
+            events.append(ThinkingDelta(message["thinking"]))
+        if isinstance(message.get("content"), str) and message["content"]:
+            events.append(TextDelta(message["content"]))
+        for raw in message.get("tool_calls") or []:
+            call = decode_tool_call(raw)
+            if call is not None:
+                self.calls_made += 1
+                events.append(ToolCallEvent(call))
+        return events
+
+
+# ---------------------------------------------------------------- provider
+
+
+class OllamaProvider:
+    """A local (or remote) Ollama server through its native chat API."""
+
+    name = "ollama"
+    default_model = "qwen2.5-coder:7b"
+    default_base_url = DEFAULT_HOST
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 300,
+    ) -> None:
+        self.base_url = normalize_ollama_host(base_url) or DEFAULT_HOST
+        self._http = HttpTransport(
+            self.base_url,
+            label="Ollama",
+            connect_hint="Is 'ollama serve' running? Set OLLAMA_HOST or --base-url to point elsewhere.",
+            auth_hint="Check the access settings of the server (or the proxy in front of it).",
+            api_key=api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        self._native_tools: dict[tuple[str, str], bool] = {}
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncIterator[Event]:
+        body = build_chat_body(messages, tools, options)
+        decoder = OllamaStreamDecoder()
+        lines = self._http.stream_lines("/api/chat", body, self._chat_status_error(options.model))
+        async with aclosing(lines):
+            async for line in lines:
+                for event in decoder.feed(line):
+                    yield event
+                if decoder.finished:
+                    return
+        raise self._http.incomplete_stream_error(decoder.valid_lines > 0)
+
+    def _chat_status_error(self, model: str) -> StatusDescriber:
+        def describe(info: StatusInfo) -> ProviderError:
+            if info.status == 404 and "model" in info.message.lower():
+                return ProviderError(
+                    f"model '{model}' not found on Ollama at {self._http.shown_url}. "
+                    f"Run 'ollama pull {model}' or choose another with --model.",
+                    "api",
+                    404,
+                )
+            return self._http.status_error(info)
+
+        return describe
+
+    async def list_models(self) -> list[str]:
+        data = await self._http.get_json("/api/tags")
+        models = data.get("models") if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            raise ProviderError(
+                f"Ollama at {self._http.shown_url} gave an unexpected model list.", "api"
+            )
+        names = (m.get("name") or m.get("model") for m in models if isinstance(m, dict))
+        return [n for n in names if isinstance(n, str) and n]
+
+    async def supports_native_tools(self, model: str) -> bool:
+        """Whether the model's template takes native tools (`/api/show` capabilities).
+
+        Only an actual answer is remembered: when the server cannot be asked,
+        the answer is False for now and the question is asked again next time.
+        """
+        key = (self.base_url, model)
+        if key in self._native_tools:
+            return self._native_tools[key]
+        try:
+            data = await self._http.post_json(
+                "/api/show", {"model": model}, timeout=CAPABILITY_TIMEOUT
+            )
+        except ProviderError:
+            return False
+        capabilities = data.get("capabilities") if isinstance(data, dict) else None
+        answer = isinstance(capabilities, list) and "tools" in capabilities
+        self._native_tools[key] = answer
+        return answer
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

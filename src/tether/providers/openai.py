@@ -1,0 +1,334 @@
+"""OpenAI-compatible chat completions (OpenAI itself, vLLM, llama.cpp, LM Studio, ...).
+
+Streams Server-Sent Events from `{base_url}/chat/completions`; `base_url`
+already ends in `/v1`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import (
+    Done,
+    Event,
+    Message,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    Usage,
+    new_call_id,
+)
+from ..toolspec import Tool
+from ._http import (
+    HttpTransport,
+    StatusDescriber,
+    StatusInfo,
+    as_int,
+    function_tool_schema,
+    loads_object,
+    map_stop_reason,
+    one_line,
+    parse_tool_arguments,
+    tool_result_text,
+)
+from .base import ProviderError, RequestOptions
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_message(message: Message) -> list[dict[str, Any]]:
+    """One history entry as chat-completions messages (a tool message per result)."""
+    if message.role == "tool" or message.tool_results:
+        return [
+            {"role": "tool", "tool_call_id": r.call_id, "content": tool_result_text(r)}
+            for r in message.parts
+            if isinstance(r, ToolResult)
+        ]
+    calls = [p for p in message.parts if isinstance(p, ToolCall)]
+    if message.role != "assistant" or not calls:
+        return [{"role": message.role, "content": message.text}]
+    return [
+        {
+            "role": "assistant",
+            # null content is the documented shape of a reply that only calls tools
+            "content": message.text or None,
+            "tool_calls": [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                }
+                for c in calls
+            ],
+        }
+    ]
+
+
+def build_chat_body(
+    messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": options.model,
+        "messages": [m for message in messages for m in encode_message(message)],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools is not None:
+        body["tools"] = [function_tool_schema(t) for t in tools]
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        body["max_tokens"] = options.max_tokens
+    return body
+
+
+# ---------------------------------------------------------------- decoding
+
+
+@dataclass
+class _PartialCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class ToolCallAssembler:
+    """Rebuilds streamed tool calls from `delta.tool_calls` fragments.
+
+    Fragments are grouped by `index`; the id and name usually come only in a
+    call's first fragment and the arguments arrive as arbitrary slices of a
+    JSON string (even mid-escape), so nothing is parsed until the end. Servers
+    that omit `index` are handled too: a fragment with a new id starts a new
+    call, any other continues the latest one.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _PartialCall] = {}
+        self._last_index: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def add(self, fragment: Any) -> None:
+        if not isinstance(fragment, dict):
+            return
+        partial = self._calls.setdefault(self._index_of(fragment), _PartialCall())
+        if isinstance(fragment.get("id"), str) and fragment["id"] and not partial.id:
+            partial.id = fragment["id"]
+        function = fragment.get("function") if isinstance(fragment.get("function"), dict) else {}
+        if isinstance(function.get("name"), str) and function["name"] and not partial.name:
+            partial.name = function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            partial.arguments.append(arguments)
+        elif isinstance(arguments, dict):  # a few servers send the object itself
+            partial.arguments.append(json.dumps(arguments))
+
+    def _index_of(self, fragment: dict[str, Any]) -> int:
+        index = fragment.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            new_id = fragment.get("id")
+            known_ids = {c.id for c in self._calls.values()}
+            if self._last_index is None or (new_id and new_id not in known_ids):
+                index = len(self._calls)
+            else:
+                index = self._last_index
+        self._last_index = index
+        return index
+
+    def complete_calls(self) -> list[ToolCall]:
+        """The finished calls in index order (fragments without a name are dropped)."""
+        return [
+            ToolCall(p.id or new_call_id(), p.name, parse_tool_arguments("".join(p.arguments)))
+            for _, p in sorted(self._calls.items())
+            if p.name
+        ]
+
+
+class OpenAIStreamDecoder:
+    """Turns SSE lines into events; events that are not JSON are skipped.
+
+    Tool calls are emitted when the choice finishes; `Done` when the server
+    sends `[DONE]` (after the usage chunk), or at a clean end of the stream if
+    the choice had finished.
+    """
+
+    def __init__(self) -> None:
+        self.calls = ToolCallAssembler()
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+        self.finished = False
+        self.valid_events = 0
+        self.calls_made = 0
+        self._calls_emitted = False
+
+    def feed(self, line: str) -> list[Event]:
+        if self.finished or not line.startswith("data:"):
+            return []  # blank separators, `event:` lines and `:` comments
+        payload = line[len("data:") :].strip()
+        if payload == "[DONE]":
+            self.valid_events += 1
+            return self.finish()
+        chunk = loads_object(payload)
+        if chunk is None:
+            return []
+        self.valid_events += 1
+        if chunk.get("error"):
+            raise ProviderError(
+                f"the server reported an error while answering: {_error_text(chunk['error'])}",
+                "api",
+            )
+        self._read_usage(chunk.get("usage"))
+        events: list[Event] = []
+        for choice in chunk.get("choices") or []:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                events.extend(self._choice_events(choice))
+        return events
+
+    def _choice_events(self, choice: dict[str, Any]) -> list[Event]:
+        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        events: list[Event] = []
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            events.append(ThinkingDelta(reasoning))
+        if isinstance(delta.get("content"), str) and delta["content"]:
+            events.append(TextDelta(delta["content"]))
+        for fragment in delta.get("tool_calls") or []:
+            self.calls.add(fragment)
+        if choice.get("finish_reason"):
+            self.finish_reason = str(choice["finish_reason"])
+            events.extend(self._emit_calls())
+        return events
+
+    def _read_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+        self.usage = Usage(
+            as_int(usage.get("prompt_tokens")),
+            as_int(usage.get("completion_tokens")),
+            as_int(cached),
+        )
+
+    def _emit_calls(self) -> list[Event]:
+        if self._calls_emitted:
+            return []
+        self._calls_emitted = True
+        calls = self.calls.complete_calls()
+        self.calls_made = len(calls)
+        return [ToolCallEvent(call) for call in calls]
+
+    def finish(self) -> list[Event]:
+        """The closing events: any calls not yet emitted, then the one Done."""
+        events = self._emit_calls()
+        self.finished = True
+        events.append(Done(self.usage, map_stop_reason(self.finish_reason, self.calls_made > 0)))
+        return events
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        return one_line(str(error.get("message") or json.dumps(error)))
+    return one_line(str(error))
+
+
+# ---------------------------------------------------------------- provider
+
+
+class OpenAIProvider:
+    """Any server speaking OpenAI chat completions with streaming."""
+
+    name = "openai"
+    default_model = "gpt-4o-mini"
+    default_base_url = DEFAULT_BASE_URL
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 300,
+    ) -> None:
+        self.base_url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
+        key_hint = "Check OPENAI_API_KEY." if api_key else "Set OPENAI_API_KEY."
+        self._http = HttpTransport(
+            self.base_url,
+            label="the OpenAI-compatible API",
+            connect_hint="Check OPENAI_BASE_URL or --base-url (it should end in /v1).",
+            auth_hint=key_hint,
+            api_key=api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncIterator[Event]:
+        body = build_chat_body(messages, tools, options)
+        decoder = OpenAIStreamDecoder()
+        lines = self._http.stream_lines(
+            "/chat/completions", body, self._chat_status_error(options.model)
+        )
+        async with aclosing(lines):
+            async for line in lines:
+                for event in decoder.feed(line):
+                    yield event
+                if decoder.finished:
+                    return
+        # Some servers close without `[DONE]`; a finished choice is still a whole answer.
+        if decoder.finish_reason is None:
+            raise self._http.incomplete_stream_error(decoder.valid_events > 0)
+        for event in decoder.finish():
+            yield event
+
+    def _chat_status_error(self, model: str) -> StatusDescriber:
+        def describe(info: StatusInfo) -> ProviderError:
+            if info.status != 404:
+                return self._http.status_error(info)
+            if "model" in info.message.lower():
+                return ProviderError(
+                    f"model '{model}' not found at {self._http.shown_url} ({info.message}). "
+                    "Choose another with --model.",
+                    "api",
+                    404,
+                )
+            return ProviderError(
+                f"{self._http.shown_url}/chat/completions was not found (404). "
+                "Check OPENAI_BASE_URL or --base-url (it should end in /v1).",
+                "api",
+                404,
+            )
+
+        return describe
+
+    async def list_models(self) -> list[str]:
+        data = await self._http.get_json("/models")
+        models = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            raise ProviderError(
+                f"the OpenAI-compatible API at {self._http.shown_url} gave an unexpected model list.",
+                "api",
+            )
+        ids = (m.get("id") for m in models if isinstance(m, dict))
+        return [i for i in ids if isinstance(i, str) and i]
+
+    async def supports_native_tools(self, model: str) -> bool:
+        """Chat-completions servers take native tools; the loop falls back if one does not."""
+        return True
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

@@ -1,0 +1,423 @@
+"""A scripted local model server that speaks both Ollama's and OpenAI's wire formats.
+
+Use it wherever real model traffic would be needed (provider tests, CLI
+end-to-end tests, benchmarks). It is a real HTTP server on 127.0.0.1 with a
+free port, so the code under test runs its real network path:
+
+    with FakeServer([Reply(text="Hello!"), Reply(tool_calls=[("read_file", {"path": "a"})])]) as s:
+        provider = OllamaProvider(s.url)              # or OpenAIProvider(s.url + "/v1")
+        ...
+        assert s.requests[0][0] == "/api/chat"
+
+`FakeServer(port=N)` binds a chosen port instead of a free one, e.g. to bring
+a server back up where a test saw it down.
+
+Routes (the wire format follows the path):
+
+    POST /api/chat              Ollama NDJSON stream          (serves the next Reply)
+    POST /api/show              {"capabilities": [...]}        ("tools" if tools_capable)
+    GET  /api/tags              {"models": [{"name": ...}]}
+    POST /v1/chat/completions   OpenAI SSE stream              (serves the next Reply)
+    GET  /v1/models             {"object": "list", "data": [{"id": ...}]}
+
+Every request is recorded, body parsed as JSON, in `requests` as (path, body),
+and its headers in `headers`.
+Chat requests take replies from a queue; when it is empty `default_reply` is
+served, and without one the server answers 500 "fake server script exhausted".
+Streams use chunked transfer encoding as the real servers do, so a
+`drop_after` reply ends with a genuinely broken body, not a clean end.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CREATED_AT = "2025-01-01T00:00:00.000000Z"
+CREATED = 1735689600
+DEFAULT_MODELS = ["fake-coder:7b", "fake-chat:1b"]
+
+
+@dataclass
+class Reply:
+    """One scripted model answer, rendered in whichever format was asked for."""
+
+    text: str = ""
+    """The answer text, streamed in `chunk_size` pieces."""
+    tool_calls: list[tuple[str, dict]] = field(default_factory=list)
+    """Native calls as (name, arguments). Ollama sends them whole in one chunk
+    (without ids, as Ollama does); OpenAI streams each call's JSON arguments in
+    `chunk_size` fragments, with ids `call_<request number>_<call index>`."""
+    thinking: str = ""
+    """Reasoning text: Ollama `message.thinking`, OpenAI `delta.reasoning_content`."""
+    chunk_size: int = 4
+    """Characters per streamed chunk, for text and tool-call argument fragments."""
+    status: int = 200
+    """Anything but 200 answers with an error body in the provider's format."""
+    error_message: str = "error"
+    delay: float = 0.0
+    """Seconds to wait before each streamed chunk."""
+    drop_after: int | None = None
+    """Close the connection after this many chunks (a dropped stream). Every frame
+    counts, including OpenAI's first role-only frame and a malformed one."""
+    malformed_chunk: bool = False
+    """Insert one line that is not valid JSON in the middle of the stream."""
+    retry_after: float | None = None
+    """Retry-After header value sent with an error status."""
+    usage: tuple[int, int] = (10, 5)
+    """(input, output) tokens reported at the end."""
+    cached_tokens: int = 0
+    """OpenAI only: `usage.prompt_tokens_details.cached_tokens`."""
+    finish_reason: str | None = None
+    """Override the reported stop reason (e.g. "length"); None reports the natural one."""
+    interleave_tool_calls: bool = False
+    """OpenAI only: alternate the fragments of parallel calls instead of sending them in turn."""
+    raw_frames: list[bytes] | None = None
+    """Stream exactly these bytes, one chunk each, instead of rendering the fields above
+    (for wire shapes the renderer does not produce: garbage, a missing `[DONE]`, ...)."""
+
+
+class FakeServer:
+    """A scripted Ollama + OpenAI-compatible server in a background thread."""
+
+    def __init__(
+        self,
+        replies: list[Reply] | None = None,
+        *,
+        tools_capable: bool = True,
+        models: list[str] | None = None,
+        port: int = 0,
+    ) -> None:
+        self.port = port
+        self.tools_capable = tools_capable
+        self.models = list(DEFAULT_MODELS if models is None else models)
+        self.default_reply: Reply | None = None
+        self.requests: list[tuple[str, dict]] = []
+        self.headers: list[dict[str, str]] = []
+        """The headers of each request, parallel to `requests` (names lower-cased)."""
+        self._queue: deque[Reply] = deque(replies or [])
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    # -- lifecycle
+
+    def start(self) -> FakeServer:
+        self._stopping.clear()
+        handler = type("BoundHandler", (_Handler,), {"fake": self})
+        self._httpd = _QuietServer(("127.0.0.1", self.port), handler)
+        host, port = self._httpd.server_address[:2]
+        self.url = f"http://{host}:{port}"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- script
+
+    def add(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def bodies(self, path: str) -> list[dict]:
+        """The bodies of the requests made to one path, in order."""
+        with self._lock:
+            return [body for p, body in self.requests if p == path]
+
+    def _record(self, path: str, body: dict, headers: dict[str, str]) -> None:
+        with self._lock:
+            self.requests.append((path, body))
+            self.headers.append(headers)
+
+    def _next_reply(self) -> Reply | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else self.default_reply
+
+    def _pause(self, seconds: float) -> None:
+        # Returns early when the server stops, so a slow reply never delays teardown.
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+# ---------------------------------------------------------------- wire formats
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    size = max(1, size)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _ollama_frames(reply: Reply, model: str) -> list[bytes]:
+    def line(message: dict[str, Any], **extra: Any) -> bytes:
+        chunk = {"model": model, "created_at": CREATED_AT, "message": message, **extra}
+        return (json.dumps(chunk) + "\n").encode()
+
+    frames = [
+        line({"role": "assistant", "content": "", "thinking": p}, done=False)
+        for p in _pieces(reply.thinking, reply.chunk_size)
+    ]
+    frames += [
+        line({"role": "assistant", "content": p}, done=False)
+        for p in _pieces(reply.text, reply.chunk_size)
+    ]
+    if reply.tool_calls:
+        calls = [{"function": {"name": n, "arguments": a}} for n, a in reply.tool_calls]
+        frames.append(line({"role": "assistant", "content": "", "tool_calls": calls}, done=False))
+    frames.append(
+        line(
+            {"role": "assistant", "content": ""},
+            done=True,
+            done_reason=reply.finish_reason or "stop",
+            total_duration=1_000_000,
+            prompt_eval_count=reply.usage[0],
+            eval_count=reply.usage[1],
+        )
+    )
+    if reply.malformed_chunk:
+        frames.insert(len(frames) // 2, b'{"model": "broken", "message": {"content": \n')
+    return frames
+
+
+def _openai_tool_fragments(reply: Reply, reply_id: str) -> list[dict[str, Any]]:
+    per_call: list[list[dict[str, Any]]] = []
+    for i, (name, arguments) in enumerate(reply.tool_calls):
+        first = {
+            "index": i,
+            "id": f"call_{reply_id}_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        rest = [
+            {"index": i, "function": {"arguments": piece}}
+            for piece in _pieces(json.dumps(arguments), reply.chunk_size)
+        ]
+        per_call.append([first, *rest])
+    if not reply.interleave_tool_calls:
+        return [fragment for call in per_call for fragment in call]
+    longest = max((len(c) for c in per_call), default=0)
+    return [call[k] for k in range(longest) for call in per_call if k < len(call)]
+
+
+def _openai_frames(reply: Reply, model: str, include_usage: bool, reply_id: str) -> list[bytes]:
+    def event(choices: list[dict[str, Any]], usage: Any = None) -> bytes:
+        chunk: dict[str, Any] = {
+            "id": f"chatcmpl-{reply_id}",
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": model,
+            "choices": choices,
+        }
+        if include_usage:
+            chunk["usage"] = usage
+        return f"data: {json.dumps(chunk)}\n\n".encode()
+
+    def delta(d: dict[str, Any], finish: str | None = None) -> bytes:
+        return event([{"index": 0, "delta": d, "finish_reason": finish}])
+
+    frames = [delta({"role": "assistant", "content": ""})]
+    frames += [delta({"reasoning_content": p}) for p in _pieces(reply.thinking, reply.chunk_size)]
+    frames += [delta({"content": p}) for p in _pieces(reply.text, reply.chunk_size)]
+    frames += [delta({"tool_calls": [f]}) for f in _openai_tool_fragments(reply, reply_id)]
+    natural = "tool_calls" if reply.tool_calls else "stop"
+    frames.append(delta({}, reply.finish_reason or natural))
+    if include_usage:
+        prompt, completion = reply.usage
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+        }
+        frames.append(event([], usage))
+    if reply.malformed_chunk:
+        frames.insert(len(frames) // 2, b'data: {"choices": [{"delta": {"content": "oops\n\n')
+    frames.append(b"data: [DONE]\n\n")
+    return frames
+
+
+# ---------------------------------------------------------------- handler
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up (closed streams, read timeouts) are normal in tests.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # chunked streams and keep-alive, like the real servers
+    fake: FakeServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_GET(self) -> None:
+        self._dispatch({})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except json.JSONDecodeError:
+            body = {"__unparsed__": raw.decode("utf-8", errors="replace")}
+        self._dispatch(body if isinstance(body, dict) else {"__body__": body})
+
+    def _dispatch(self, body: dict) -> None:
+        path = self.path.split("?", 1)[0]
+        self.fake._record(path, body, {k.lower(): v for k, v in self.headers.items()})
+        routes = {
+            ("POST", "/api/chat"): self._ollama_chat,
+            ("POST", "/api/show"): self._ollama_show,
+            ("GET", "/api/tags"): self._ollama_tags,
+            ("POST", "/v1/chat/completions"): self._openai_chat,
+            ("GET", "/v1/models"): self._openai_models,
+        }
+        route = routes.get((self.command, path))
+        try:
+            if route is None:
+                self._send_json(404, {"error": f"fake server has no route {self.command} {path}"})
+            else:
+                route(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. its read timeout)
+
+    # -- Ollama
+
+    def _ollama_chat(self, body: dict) -> None:
+        reply = self.fake._next_reply()
+        if reply is None:
+            self._send_json(500, {"error": "fake server script exhausted: no reply queued"})
+        elif reply.status != 200:
+            self._send_json(reply.status, {"error": reply.error_message}, reply.retry_after)
+        else:
+            model = str(body.get("model", "fake"))
+            frames = (
+                reply.raw_frames if reply.raw_frames is not None else _ollama_frames(reply, model)
+            )
+            self._stream("application/x-ndjson", frames, reply)
+
+    def _ollama_show(self, body: dict) -> None:
+        capabilities = ["completion", "tools"] if self.fake.tools_capable else ["completion"]
+        self._send_json(
+            200,
+            {
+                "modelfile": "",
+                "parameters": "",
+                "template": "",
+                "details": {"format": "gguf"},
+                "capabilities": capabilities,
+            },
+        )
+
+    def _ollama_tags(self, body: dict) -> None:
+        models = [
+            {"name": m, "model": m, "modified_at": CREATED_AT, "size": 1, "digest": "0"}
+            for m in self.fake.models
+        ]
+        self._send_json(200, {"models": models})
+
+    # -- OpenAI
+
+    def _openai_chat(self, body: dict) -> None:
+        reply = self.fake._next_reply()
+        if reply is None:
+            self._send_openai_error(500, "fake server script exhausted: no reply queued", None)
+        elif reply.status != 200:
+            self._send_openai_error(reply.status, reply.error_message, reply.retry_after)
+        else:
+            model = str(body.get("model", "fake"))
+            options = body.get("stream_options") or {}
+            include_usage = bool(options.get("include_usage"))
+            reply_id = str(len(self.fake.requests))
+            frames = reply.raw_frames
+            if frames is None:
+                frames = _openai_frames(reply, model, include_usage, reply_id)
+            self._stream("text/event-stream", frames, reply)
+
+    def _openai_models(self, body: dict) -> None:
+        data = [
+            {"id": m, "object": "model", "created": CREATED, "owned_by": "fake"}
+            for m in self.fake.models
+        ]
+        self._send_json(200, {"object": "list", "data": data})
+
+    def _send_openai_error(self, status: int, message: str, retry_after: float | None) -> None:
+        kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "api_error")
+        error = {"message": message, "type": kind, "param": None, "code": None}
+        self._send_json(status, {"error": error}, retry_after)
+
+    # -- plumbing
+
+    def _send_json(self, status: int, payload: Any, retry_after: float | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if retry_after is not None:
+            self.send_header("Retry-After", f"{retry_after:g}")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _stream(self, content_type: str, frames: list[bytes], reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for frame in _frames_until_drop(frames, reply.drop_after):
+            self.fake._pause(reply.delay)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
+            self.wfile.flush()
+        if reply.drop_after is not None and reply.drop_after < len(frames):
+            self._drop_connection()
+            return
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _drop_connection(self) -> None:
+        # No terminating chunk: the client sees the body end mid-stream.
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _frames_until_drop(frames: list[bytes], drop_after: int | None) -> Iterator[bytes]:
+    yield from frames if drop_after is None else frames[:drop_after]
+
+
+def closed_port() -> int:
+    """A local port with nothing listening on it (for connection-refused tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,482 @@
+"""The OpenAI-compatible provider against a local server speaking the real SSE
+wire format, plus the shared wire helpers."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Sequence
+
+import httpx
+import pytest
+from fakeserver import FakeServer, Reply, closed_port
+from pydantic import BaseModel
+
+from tether.config import Settings
+from tether.messages import (
+    Done,
+    Event,
+    Message,
+    Text,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    Usage,
+)
+from tether.providers import create_provider
+from tether.providers._http import connect_failure_reason, parse_tool_arguments, redact
+from tether.providers.base import ProviderError, RequestOptions
+from tether.providers.openai import OpenAIProvider, OpenAIStreamDecoder, ToolCallAssembler
+from tether.toolspec import Tool
+
+MODEL = "gpt-4o-mini"
+KEY = "sk-test-abcdefghijklmnop"
+
+
+class ReadArgs(BaseModel):
+    path: str
+
+
+HELLO = (Message.user("hi"),)
+OPTIONS = RequestOptions(MODEL)
+READ_TOOL = Tool("read_file", "Read a text file.", ReadArgs, lambda args, ctx: "")
+
+
+@pytest.fixture
+async def openai(fake_server: FakeServer) -> AsyncIterator[OpenAIProvider]:
+    provider = OpenAIProvider(fake_server.url + "/v1", api_key=KEY, read_timeout=5)
+    yield provider
+    await provider.aclose()
+
+
+async def collect(
+    provider: OpenAIProvider,
+    messages: Sequence[Message] = HELLO,
+    tools: Sequence[Tool] | None = None,
+    options: RequestOptions = OPTIONS,
+    into: list[Event] | None = None,
+) -> list[Event]:
+    events = [] if into is None else into
+    async for event in provider.stream(messages, tools, options):
+        events.append(event)
+    return events
+
+
+def text_of(events: list[Event]) -> str:
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def sse(payload: dict | str) -> bytes:
+    data = payload if isinstance(payload, str) else json.dumps(payload)
+    return f"data: {data}\n\n".encode()
+
+
+# ---------------------------------------------------------------- streaming
+
+
+async def test_text_arrives_in_several_deltas_then_one_done(openai, fake_server):
+    fake_server.add(Reply(text="Hello, world!", chunk_size=5, usage=(30, 4), cached_tokens=12))
+    events = await collect(openai)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello", ", wor", "ld!"]
+    assert events[-1] == Done(Usage(30, 4, 12), "end_turn")
+    assert sum(isinstance(e, Done) for e in events) == 1
+
+
+async def test_key_is_sent_as_a_bearer_token(openai, fake_server):
+    fake_server.add(Reply(text="ok"))
+    await collect(openai)
+    assert fake_server.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+async def test_no_key_sends_no_authorization_header(fake_server):
+    fake_server.add(Reply(text="ok"))
+    provider = OpenAIProvider(fake_server.url + "/v1/")
+    await collect(provider)
+    await provider.aclose()
+    assert "authorization" not in fake_server.headers[0]
+    assert fake_server.requests[0][0] == "/v1/chat/completions"
+
+
+async def test_reasoning_content_becomes_thinking(openai, fake_server):
+    fake_server.add(Reply(thinking="Consider it.", text="Yes.", chunk_size=6))
+    events = await collect(openai)
+    assert events[:2] == [ThinkingDelta("Consid"), ThinkingDelta("er it.")]
+    assert text_of(events) == "Yes."
+
+
+def test_reasoning_field_also_becomes_thinking():
+    decoder = OpenAIStreamDecoder()
+    line = sse({"choices": [{"index": 0, "delta": {"reasoning": "hmm"}}]}).decode().strip()
+    assert decoder.feed(line) == [ThinkingDelta("hmm")]
+
+
+TRICKY_ARGUMENTS = [
+    ("read_file", {"path": 'dir with "quotes"\\and\\backslashes\n.txt'}),
+    ("write_file", {"path": "é/ü.txt", "content": "line1\n\tline2 \u2603 {not json}", "n": [1, 2]}),
+]
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 3])
+@pytest.mark.parametrize("interleave", [False, True])
+async def test_parallel_tool_calls_are_reassembled_from_fragments(
+    openai, fake_server, chunk_size, interleave
+):
+    fake_server.add(
+        Reply(
+            text="Two calls.",
+            tool_calls=TRICKY_ARGUMENTS,
+            chunk_size=chunk_size,
+            interleave_tool_calls=interleave,
+        )
+    )
+    events = await collect(openai, tools=[READ_TOOL])
+    calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
+    assert [(c.name, c.arguments) for c in calls] == TRICKY_ARGUMENTS
+    assert [c.id for c in calls] == ["call_1_0", "call_1_1"]  # the server's ids are kept
+    assert events[-1].stop_reason == "tool_use"
+    # calls are complete before Done and after all the text
+    assert isinstance(events[-2], ToolCallEvent) and text_of(events) == "Two calls."
+
+
+async def test_length_stop_maps_to_max_tokens(openai, fake_server):
+    fake_server.add(Reply(text="cut sho", finish_reason="length"))
+    events = await collect(openai)
+    assert events[-1].stop_reason == "max_tokens"
+
+
+async def test_malformed_event_is_skipped(openai, fake_server):
+    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
+    events = await collect(openai)
+    assert text_of(events) == "Hello there, friend"
+    assert isinstance(events[-1], Done)
+
+
+async def test_invalid_argument_json_is_passed_on_for_the_loop_to_report(openai, fake_server):
+    frames = [
+        sse(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": "call_a",
+                                    "type": "function",
+                                    "function": {"name": "read_file", "arguments": '{"path": "a'},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        ),
+        sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+        sse("[DONE]"),
+    ]
+    fake_server.add(Reply(raw_frames=frames))
+    events = await collect(openai)
+    assert events[0] == ToolCallEvent(
+        ToolCall("call_a", "read_file", {"__invalid_json__": '{"path": "a'})
+    )
+
+
+async def test_stream_closed_without_done_marker_after_finish_is_complete(openai, fake_server):
+    frames = [
+        sse({"choices": [{"index": 0, "delta": {"content": "All"}}]}),
+        sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]
+    fake_server.add(Reply(raw_frames=frames))
+    events = await collect(openai)
+    assert events == [TextDelta("All"), Done(Usage(), "end_turn")]
+
+
+async def test_closing_the_stream_early_leaves_the_provider_usable(openai, fake_server):
+    fake_server.add(Reply(text="a long answer", chunk_size=1), Reply(text="next"))
+    stream = openai.stream([Message.user("hi")], None, RequestOptions(MODEL))
+    assert await stream.__anext__() == TextDelta("a")
+    await stream.aclose()
+    assert text_of(await collect(openai)) == "next"
+
+
+# ---------------------------------------------------------------- assembling fragments
+
+
+def test_assembler_without_index_or_id_uses_fresh_ids():
+    assembler = ToolCallAssembler()
+    assembler.add({"function": {"name": "a", "arguments": '{"x"'}})
+    assembler.add({"function": {"arguments": ": 1}"}})
+    assembler.add({"id": "call_b", "function": {"name": "b", "arguments": ""}})
+    first, second = assembler.complete_calls()
+    assert (first.name, first.arguments) == ("a", {"x": 1})
+    assert first.id.startswith("call_") and len(first.id) > 10
+    assert second == ToolCall("call_b", "b", {})
+
+
+def test_assembler_keeps_first_id_and_name_when_servers_repeat_them():
+    assembler = ToolCallAssembler()
+    assembler.add({"index": 0, "id": "call_1", "function": {"name": "grep", "arguments": "{"}})
+    assembler.add({"index": 0, "id": "call_1", "function": {"name": "grep", "arguments": "}"}})
+    assert assembler.complete_calls() == [ToolCall("call_1", "grep", {})]
+
+
+# ---------------------------------------------------------------- request encoding
+
+
+async def test_history_with_tool_calls_and_results_is_encoded_natively(openai, fake_server):
+    history = [
+        Message.system("You are terse."),
+        Message.user("Read a.txt and b.txt"),
+        Message(
+            "assistant",
+            [
+                Thinking("I should read both."),
+                ToolCall("call_1", "read_file", {"path": "a.txt"}),
+                ToolCall("call_2", "read_file", {"path": "b.txt"}),
+            ],
+        ),
+        Message(
+            "tool",
+            [
+                ToolResult("call_1", "read_file", "alpha"),
+                ToolResult("call_2", "read_file", "no such file", is_error=True),
+            ],
+        ),
+        Message("assistant", [Text("a.txt says alpha.")]),
+        Message.user("thanks"),
+    ]
+    fake_server.add(Reply(text="Done."))
+    await collect(
+        openai, history, [READ_TOOL], RequestOptions(MODEL, temperature=0.0, max_tokens=99)
+    )
+    (body,) = fake_server.bodies("/v1/chat/completions")
+    assert body == {
+        "model": MODEL,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Read a.txt and b.txt"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "b.txt"}'},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "alpha"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "Error: no such file"},
+            {"role": "assistant", "content": "a.txt says alpha."},
+            {"role": "user", "content": "thanks"},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "description": "Read a text file.",
+                    "parameters": READ_TOOL.json_schema(),
+                },
+            }
+        ],
+        "temperature": 0.0,
+        "max_tokens": 99,
+    }
+
+
+async def test_no_tools_or_sampling_fields_when_not_given(openai, fake_server):
+    fake_server.add(Reply(text="ok"))
+    await collect(openai)
+    body = fake_server.bodies("/v1/chat/completions")[0]
+    assert not {"tools", "temperature", "max_tokens"} & body.keys()
+
+
+# ---------------------------------------------------------------- failures
+
+
+async def test_connection_refused_names_the_url_and_the_setting():
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    provider = OpenAIProvider(url, api_key=KEY)
+    with pytest.raises(ProviderError) as info:
+        await collect(provider)
+    await provider.aclose()
+    message = str(info.value)
+    assert info.value.kind == "connection"
+    assert f"at {url} (connection refused)" in message
+    assert "OPENAI_BASE_URL" in message and "--base-url" in message
+    assert KEY not in message
+
+
+async def test_url_without_scheme_is_a_clear_connection_error():
+    provider = OpenAIProvider("localhost:8000/v1")
+    with pytest.raises(ProviderError, match="must start with http") as info:
+        await collect(provider)
+    await provider.aclose()
+    assert info.value.kind == "connection"
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_auth_failure_names_the_variable_and_never_the_key(openai, fake_server, status):
+    fake_server.add(Reply(status=status, error_message=f"Incorrect API key provided: {KEY}."))
+    with pytest.raises(ProviderError) as info:
+        await collect(openai)
+    message = str(info.value)
+    assert info.value.kind == "auth" and info.value.status == status
+    assert "OPENAI_API_KEY" in message
+    assert KEY not in message and "sk-test" not in message
+
+
+async def test_auth_failure_without_a_key_says_to_set_one(fake_server):
+    fake_server.add(Reply(status=401, error_message="You didn't provide an API key."))
+    provider = OpenAIProvider(fake_server.url + "/v1")
+    with pytest.raises(ProviderError, match="Set OPENAI_API_KEY"):
+        await collect(provider)
+    await provider.aclose()
+
+
+async def test_unknown_model_is_named(openai, fake_server):
+    fake_server.add(Reply(status=404, error_message="The model `gpt-9` does not exist"))
+    with pytest.raises(ProviderError) as info:
+        await collect(openai, options=RequestOptions("gpt-9"))
+    assert info.value.status == 404
+    assert "model 'gpt-9' not found" in str(info.value)
+
+
+async def test_wrong_base_url_404_points_at_the_setting(fake_server):
+    provider = OpenAIProvider(fake_server.url)  # missing /v1
+    with pytest.raises(ProviderError, match="OPENAI_BASE_URL") as info:
+        await collect(provider)
+    await provider.aclose()
+    assert info.value.status == 404
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [(429, "rate_limit"), (503, "overloaded"), (529, "overloaded"), (500, "api"), (400, "api")],
+)
+async def test_error_statuses_map_to_kinds(openai, fake_server, status, kind):
+    fake_server.add(Reply(status=status, error_message=f"server says {status}", retry_after=3))
+    with pytest.raises(ProviderError) as info:
+        await collect(openai)
+    assert (info.value.kind, info.value.status) == (kind, status)
+    assert f"server says {status}" in str(info.value)
+    assert ("Retry after 3 s" in str(info.value)) == (status == 429)
+
+
+async def test_long_server_message_is_truncated(openai, fake_server):
+    fake_server.add(Reply(status=500, error_message="y" * 5000))
+    with pytest.raises(ProviderError) as info:
+        await collect(openai)
+    assert len(str(info.value)) < 420 and "…" in str(info.value)
+
+
+async def test_dropped_stream_raises_after_the_text_received(openai, fake_server):
+    # frames: role, "Hell", "o wo", "rld!" ... ; drop after the first two text frames
+    fake_server.add(Reply(text="Hello world!", chunk_size=4, drop_after=3))
+    events: list[Event] = []
+    with pytest.raises(ProviderError) as info:
+        await collect(openai, into=events)
+    assert events == [TextDelta("Hell"), TextDelta("o wo")]
+    assert info.value.kind == "stream"
+
+
+async def test_dropped_stream_never_emits_half_a_tool_call(openai, fake_server):
+    fake_server.add(Reply(tool_calls=[("read_file", {"path": "abc"})], chunk_size=2, drop_after=4))
+    events: list[Event] = []
+    with pytest.raises(ProviderError):
+        await collect(openai, into=events)
+    assert not any(isinstance(e, ToolCallEvent) for e in events)
+
+
+async def test_a_stream_of_garbage_is_a_stream_error(openai, fake_server):
+    fake_server.add(Reply(raw_frames=[b"<html>\n", b"data: {broken\n\n"]))
+    with pytest.raises(ProviderError, match="no readable answer") as info:
+        await collect(openai)
+    assert info.value.kind == "stream"
+
+
+async def test_error_event_mid_stream_is_reported(openai, fake_server):
+    frames = [
+        sse({"choices": [{"index": 0, "delta": {"content": "par"}}]}),
+        sse({"error": {"message": "context length exceeded", "type": "invalid_request_error"}}),
+    ]
+    fake_server.add(Reply(raw_frames=frames))
+    events: list[Event] = []
+    with pytest.raises(ProviderError, match="context length exceeded"):
+        await collect(openai, into=events)
+    assert events == [TextDelta("par")]
+
+
+async def test_read_timeout_says_the_model_stopped_responding(fake_server):
+    fake_server.add(Reply(text="slow", delay=2.0))
+    provider = OpenAIProvider(fake_server.url + "/v1", read_timeout=0.3)
+    with pytest.raises(ProviderError, match="stopped responding for 0.3 s") as info:
+        await collect(provider)
+    await provider.aclose()
+    assert info.value.kind == "stream"
+
+
+# ---------------------------------------------------------------- models, capabilities, registry
+
+
+async def test_list_models_returns_ids():
+    with FakeServer(models=["gpt-4o-mini", "o3"]) as server:
+        provider = OpenAIProvider(server.url + "/v1")
+        assert await provider.list_models() == ["gpt-4o-mini", "o3"]
+        assert server.requests == [("/v1/models", {})]
+        await provider.aclose()
+
+
+async def test_native_tools_are_always_supported(openai, fake_server):
+    assert await openai.supports_native_tools("anything") is True
+    assert fake_server.requests == []
+
+
+async def test_created_provider_sends_the_key_from_the_environment(fake_server):
+    fake_server.add(Reply(text="ok"))
+    settings = Settings(provider="openai", openai_base_url=fake_server.url + "/v1")
+    provider = create_provider(settings, {"OPENAI_API_KEY": KEY})
+    await collect(provider)
+    await provider.aclose()
+    assert fake_server.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def test_connect_failure_reasons_come_from_the_exception_chain():
+    refused = httpx.ConnectError("All connection attempts failed")
+    refused.__cause__ = ConnectionRefusedError(111, "Connect call failed")
+    assert connect_failure_reason(refused, 10) == "connection refused"
+    dns = httpx.ConnectError("failed")
+    dns.__context__ = socket.gaierror(-2, "Name or service not known")
+    assert connect_failure_reason(dns, 10) == "host name not found"
+    assert (
+        connect_failure_reason(httpx.ConnectTimeout("t"), 2.5) == "connection timed out after 2.5 s"
+    )
+
+
+def test_parse_tool_arguments_convention():
+    assert parse_tool_arguments("") == {}
+    assert parse_tool_arguments('{"a": 1}') == {"a": 1}
+    assert parse_tool_arguments(json.dumps('{"a": 1}')) == {"a": 1}  # encoded twice
+    assert parse_tool_arguments("[1, 2]") == {"__invalid_json__": "[1, 2]"}
+    assert parse_tool_arguments('{"a": ') == {"__invalid_json__": '{"a": '}
+
+
+def test_redact_removes_keys_and_bearer_tokens():
+    text = redact(f"bad key {KEY}; header Bearer abc.def; other sk-proj-XYZ123456", KEY)
+    assert "sk-" not in text and "abc.def" not in text
