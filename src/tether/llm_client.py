@@ -12,7 +12,7 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from .dispatch import Dispatcher
 from .messages import (
@@ -30,7 +30,7 @@ from .messages import (
 )
 from .protocol import ParseResult, StreamFilter, parse_reply, render_history_as_text
 from .providers.base import Provider, ProviderError, RequestOptions
-from .toolspec import ToolTable
+from .toolspec import Tool, ToolTable
 from .ui import UI
 
 ProtocolMode = Literal["native", "text"]
@@ -85,6 +85,23 @@ class TurnSettings:
     keep_thinking: bool = False
 
 
+class ContextGuard(Protocol):
+    """Keeps each request inside the model's context window (see context.py)."""
+
+    async def fit(
+        self, messages: list[Message], turn_start: int, system: str, tools: Sequence[Tool] | None
+    ) -> int:
+        """Shrink `messages` in place if the next request would overflow; return the new
+        index of the current turn's user message (earlier history may have been condensed)."""
+        ...
+
+    def observe(
+        self, request: Sequence[Message], tools: Sequence[Tool] | None, usage: Usage
+    ) -> None:
+        """Calibrate the token estimate against the count the provider reported."""
+        ...
+
+
 @dataclass
 class TurnLoop:
     provider: Provider
@@ -94,11 +111,12 @@ class TurnLoop:
     settings: TurnSettings
     system_prompt: Callable[[ProtocolMode], str]
     mode: ProtocolMode = "native"
+    guard: ContextGuard | None = None
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.messages.append(Message.user(user_text))
         conv.evidence = []
-        turn = _Turn(conv)
+        turn = _Turn(conv, start=len(conv.messages) - 1)
         try:
             for step in range(1, self.settings.max_steps + 1):
                 reply = await self.ask(turn, tools=True, note=self._pressure(step))
@@ -117,8 +135,11 @@ class TurnLoop:
     # ------------------------------------------------------------ steps
 
     async def ask(self, turn: _Turn, *, tools: bool, note: str = "") -> Reply:
-        request = self._request_messages(turn.conv.messages, note)
         offered = list(self.table) if tools and self.mode == "native" else None
+        if self.guard is not None:
+            system = self.system_prompt(self.mode)
+            turn.start = await self.guard.fit(turn.conv.messages, turn.start, system, offered)
+        request = self._request_messages(turn.conv.messages, note)
         options = RequestOptions(self.settings.model, self.settings.temperature)
         reply = Reply()
         turn.pending = reply
@@ -137,6 +158,8 @@ class TurnLoop:
         self._show(shown.flush())
         turn.pending = None
         turn.usage = turn.usage + reply.usage
+        if self.guard is not None and reply.usage.input_tokens:
+            self.guard.observe(request, offered, reply.usage)
         return reply
 
     def parse(self, reply: Reply) -> ParseResult:
@@ -242,6 +265,8 @@ class TurnLoop:
 @dataclass
 class _Turn:
     conv: Conversation
+    start: int = 0
+    """Index of this turn's user message in conv.messages."""
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     pending: Reply | None = None
