@@ -9,7 +9,6 @@ Heavy imports wait until they are needed so `tether --version` starts instantly.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 import time
@@ -80,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         return undo_last_change(args)
     if args.prompt is None:
         return interactive(args)
+    import asyncio
+
     try:
         return asyncio.run(one_shot(args, dict(os.environ)))
     except KeyboardInterrupt:
@@ -162,6 +163,8 @@ async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
 async def run_one_shot(
     settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str
 ) -> int:
+    import asyncio
+
     from .llm_client import Conversation
     from .runtime import build_runtime
 

@@ -7,6 +7,8 @@ from that model, so the table, the prompt and the handlers cannot drift apart.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,20 +77,26 @@ class Tool:
         return self.writes_files or self.runs_commands or not self.reads
 
     def json_schema(self) -> dict[str, Any]:
-        """A flat JSON schema (no $defs) from the parameters model."""
-        schema = self.params.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        schema.setdefault("properties", {})
-        schema["type"] = "object"
-        return schema
+        """The JSON schema of the parameters model (a fresh copy: callers may adapt it)."""
+        return copy.deepcopy(_schema_of(self.params))
 
     def main_value(self, arguments: dict[str, Any]) -> str:
         if self.main_arg is None:
             return ""
         value = arguments.get(self.main_arg, "")
         return value if isinstance(value, str) else str(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(params: type[BaseModel]) -> dict[str, Any]:
+    """Schema generation is slow in pydantic; it is done once per model, not per request."""
+    schema = params.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    schema["type"] = "object"
+    return schema
 
 
 class ToolTable:
