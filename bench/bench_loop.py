@@ -63,7 +63,7 @@ async def session(url: str, root: Path, home: Path, steps: int) -> list[float]:
         await runtime.loop.run_turn(Conversation(), "read data.txt again and again")
     finally:
         await runtime.aclose()
-    return [(b - a) * 1000 for a, b in zip(ui.marks, ui.marks[1:])]
+    return [(b - a) * 1000 for a, b in zip(ui.marks, ui.marks[1:], strict=False)]
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 from tether.cli import build_parser
 from tether.config import Settings
-from tether.toolspec import ToolContext
 from tether.tools import builtin_tools
+from tether.toolspec import ToolContext
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
+
 from tether.dispatch import Dispatcher, GateVerdict, window_text
 from tether.llm_client import STEP_LIMIT_NOTE, Conversation, TurnLoop, TurnSettings, batches
 from tether.messages import Done, Message, TextDelta, ToolCall, Usage

@@ -11,13 +11,13 @@ from .config import Settings
 from .dispatch import AfterHook, BeforeHook, Dispatcher
 from .git_ops import GitOps
 from .llm_client import ProtocolMode, TurnLoop, TurnSettings
+from .messages import ToolCall
 from .permissions import RuleSet, load_rules
 from .prompts import system_prompt
 from .providers import create_provider
 from .providers.base import Provider
-from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
 from .tools import builtin_tools
-from .messages import ToolCall
+from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
 from .ui import UI
 
 WRITTEN_PARAMS = ("filepath", "path", "destination")

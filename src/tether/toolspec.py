@@ -47,7 +47,7 @@ class ToolContext:
 
 
 HandlerResult = Union[str, ToolOutput]
-Handler = Callable[[Any, ToolContext], Union[HandlerResult, Awaitable[HandlerResult]]]
+Handler = Callable[[Any, ToolContext], HandlerResult | Awaitable[HandlerResult]]
 
 
 @dataclass(frozen=True)
