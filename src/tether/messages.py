@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -38,7 +38,7 @@ class ToolResult:
     is_error: bool = False
 
 
-Part = Union[Text, Thinking, ToolCall, ToolResult]
+Part = Text | Thinking | ToolCall | ToolResult
 
 
 def new_call_id() -> str:
@@ -147,7 +147,7 @@ class Done:
     stop_reason: str = "end_turn"
 
 
-Event = Union[TextDelta, ThinkingDelta, ToolCallEvent, Done]
+Event = TextDelta | ThinkingDelta | ToolCallEvent | Done
 
 
 # ---------------------------------------------------------------- evidence

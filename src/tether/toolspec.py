@@ -12,7 +12,7 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -46,7 +46,7 @@ class ToolContext:
         return p if p.is_absolute() else self.root / p
 
 
-HandlerResult = Union[str, ToolOutput]
+HandlerResult = str | ToolOutput
 Handler = Callable[[Any, ToolContext], HandlerResult | Awaitable[HandlerResult]]
 
 
