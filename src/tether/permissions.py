@@ -1,0 +1,497 @@
+"""Permission rules (deny, allow, or ask) and the folders whose rules are trusted.
+
+A rule names a tool, optionally with a pattern for the call's main argument:
+`run_cmd(git status)`, `write_file(src/*)`, `mcp__filesystem__*`. Patterns use
+`*` (any text, `/` included) and `?` (one character); a pattern without a
+wildcard also covers `<pattern> <anything>`, so `run_cmd(git status)` allows
+`git status --short` but not `git statusx`.
+
+Deny wins over allow; anything no rule allows asks. Shell commands are split
+into the simple commands they run (see `shell_parse`): a deny rule matching
+any part denies the whole; a compound command is allowed only when a rule
+names its exact text or every part is allowed on its own, and a command with
+constructs we cannot see through is never allowed part by part. Paths are
+matched in their normalized form, so `..` cannot walk out of the directory a
+rule names and a symlink cannot smuggle a write elsewhere.
+
+Rules come from `TETHER_HOME/permissions.json` (always), the project's
+`.permissions.json` (deny rules always; allow rules only once the folder is
+trusted, because a cloned repository must not be able to allow itself things)
+and the command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .shell_parse import allow_forms, deny_forms, normalize_whitespace, split_command
+
+Verdict = Literal["allow", "deny", "ask"]
+RuleKind = Literal["allow", "deny"]
+
+PROJECT_FILE = ".permissions.json"
+USER_FILE = "permissions.json"
+TRUST_FILE = "trusted.json"
+WILDCARDS = "*?"
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.*?-]+$")
+
+
+class RuleError(ValueError):
+    """A rule that cannot be understood; the message says what is wrong with it."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    tool: str
+    pattern: str | None
+    source: str
+    """Where the rule came from: "project", "user", "command line" or "session"."""
+
+    @classmethod
+    def parse(cls, text: str, source: str) -> Rule:
+        """`tool` or `tool(pattern)`; raises RuleError with a clear message."""
+        if not isinstance(text, str):
+            raise RuleError(f"a rule must be text, not {type(text).__name__}")
+        stripped = text.strip()
+        if not stripped:
+            raise RuleError("empty rule")
+        if "(" not in stripped:
+            if ")" in stripped:
+                raise RuleError(f"unbalanced parentheses in rule '{text}'")
+            return cls(_checked_tool(stripped, text), None, source)
+        tool, _, rest = stripped.partition("(")
+        tool = _checked_tool(tool.strip(), text)
+        if not rest.endswith(")"):
+            raise RuleError(f"unbalanced parentheses in rule '{text}': it must end with ')'")
+        pattern = rest[:-1].strip()
+        if not pattern:
+            raise RuleError(
+                f"empty pattern in rule '{text}': write '{tool}' alone to cover every call"
+            )
+        if not _balanced(pattern):
+            raise RuleError(f"unbalanced parentheses in rule '{text}'")
+        return cls(tool, pattern, source)
+
+    @property
+    def has_wildcard(self) -> bool:
+        return self.pattern is not None and any(ch in self.pattern for ch in WILDCARDS)
+
+    def matches_tool(self, tool_name: str) -> bool:
+        if any(ch in self.tool for ch in WILDCARDS):
+            return _glob_match(self.tool, tool_name)
+        return self.tool == tool_name
+
+    def matches_value(self, value: str) -> bool:
+        """Whether the pattern covers `value`; a rule without a pattern covers everything."""
+        return self.pattern is None or pattern_matches(self.pattern, value)
+
+    def __str__(self) -> str:
+        return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
+
+
+def _checked_tool(tool: str, text: str) -> str:
+    if not tool:
+        raise RuleError(f"rule '{text}' names no tool")
+    if not TOOL_NAME.match(tool):
+        raise RuleError(f"rule '{text}': '{tool}' is not a tool name")
+    return tool
+
+
+def _balanced(pattern: str) -> bool:
+    depth = 0
+    for ch in pattern:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def pattern_matches(pattern: str, value: str) -> bool:
+    """`*` and `?` wildcards over the whole value; a pattern without wildcards
+    matches itself and itself followed by a space and anything."""
+    if any(ch in pattern for ch in WILDCARDS):
+        return _glob_match(pattern, value)
+    return value == pattern or value.startswith(pattern + " ")
+
+
+def _glob_match(pattern: str, value: str) -> bool:
+    """Only `*` (any run, `/` included) and `?` are special: fnmatch's `[seq]` would
+    turn a `[` in a command into a pattern. Matched by backtracking to the last
+    `*` only, so a hostile pattern costs at most len(pattern) * len(value) steps
+    (a regex of `*a*a*a*...` can take exponential time, and project deny rules
+    are read even from folders nobody trusts)."""
+    p = v = 0
+    star, resume = -1, 0
+    while v < len(value):
+        if p < len(pattern) and pattern[p] == "*":
+            star, resume = p, v
+            p += 1
+        elif p < len(pattern) and pattern[p] in ("?", value[v]):
+            p += 1
+            v += 1
+        elif star >= 0:
+            p, resume = star + 1, resume + 1
+            v = resume
+        else:
+            return False
+    return all(ch == "*" for ch in pattern[p:])
+
+
+@dataclass
+class Decision:
+    verdict: Verdict
+    rule: Rule | None
+    reason: str
+
+
+def _label(rule: Rule) -> str:
+    return f"{rule} [{rule.source}]"
+
+
+@dataclass
+class RuleSet:
+    allow: list[Rule] = field(default_factory=list)
+    deny: list[Rule] = field(default_factory=list)
+
+    def add(self, kind: RuleKind, rule: Rule) -> None:
+        if kind not in ("allow", "deny"):
+            raise ValueError(f"unknown rule kind: {kind}")
+        rules = self.allow if kind == "allow" else self.deny
+        if all((r.tool, r.pattern) != (rule.tool, rule.pattern) for r in rules):
+            rules.append(rule)
+
+    def describe(self) -> list[str]:
+        """One line per rule, deny first: `allow run_cmd(git status)  [project]`."""
+        kinds = (("deny", self.deny), ("allow", self.allow))
+        return [f"{kind} {rule}  [{rule.source}]" for kind, rules in kinds for rule in rules]
+
+    def decide(
+        self,
+        tool_name: str,
+        main_value: str,
+        *,
+        runs_commands: bool = False,
+        is_path: bool = False,
+        root: Path | None = None,
+    ) -> Decision:
+        if runs_commands:
+            return self._decide_command(tool_name, main_value)
+        if is_path:
+            return self._decide_path(tool_name, main_value, root)
+        return self._decide_plain(tool_name, main_value)
+
+    def _tool_rules(self, rules: Iterable[Rule], tool_name: str) -> list[Rule]:
+        return [rule for rule in rules if rule.matches_tool(tool_name)]
+
+    def _deny_if_any(
+        self, tool_name: str, values: Sequence[str], *, paths: bool = False
+    ) -> Decision | None:
+        for rule in self._tool_rules(self.deny, tool_name):
+            covers = _path_matcher(rule) if paths else rule.matches_value
+            hit = next((v for v in values if covers(v)), None)
+            if hit is not None:
+                what = f" ({_short(hit)})" if rule.pattern is not None else ""
+                return Decision("deny", rule, f"denied by rule {_label(rule)}{what}")
+        return None
+
+    def _decide_plain(self, tool_name: str, value: str) -> Decision:
+        denied = self._deny_if_any(tool_name, [value])
+        if denied:
+            return denied
+        for rule in self._tool_rules(self.allow, tool_name):
+            if rule.matches_value(value):
+                return Decision("allow", rule, f"allowed by rule {_label(rule)}")
+        return _no_rule(tool_name, value)
+
+    def _decide_path(self, tool_name: str, value: str, root: Path | None) -> Decision:
+        views = _path_views(value, root)
+        denied = self._deny_if_any(tool_name, views.every, paths=True)
+        if denied:
+            return denied
+        for rule in self._tool_rules(self.allow, tool_name):
+            if _path_rule_allows(rule, views):
+                return Decision("allow", rule, f"allowed by rule {_label(rule)}")
+        return _no_rule(tool_name, value)
+
+    def _decide_command(self, tool_name: str, command: str) -> Decision:
+        split = split_command(command)
+        whole = normalize_whitespace(command)
+        candidates = [whole, *(form for part in split.parts for form in deny_forms(part))]
+        denied = self._deny_if_any(tool_name, candidates)
+        if denied:
+            return denied
+        rules = self._tool_rules(self.allow, tool_name)
+        for rule in rules:
+            if rule.pattern is None or _names_exact_shape(rule, whole):
+                return Decision("allow", rule, f"allowed by rule {_label(rule)}")
+        if split.opaque:
+            why = ", ".join(split.reasons)
+            return Decision("ask", None, f"the command cannot be checked part by part ({why})")
+        return _allow_every_part(rules, split.parts, split.reasons, tool_name, whole)
+
+
+def _names_exact_shape(rule: Rule, whole: str) -> bool:
+    """A wildcard-free rule whose text is the whole command, as the user wrote it."""
+    return (
+        rule.pattern is not None
+        and not rule.has_wildcard
+        and normalize_whitespace(rule.pattern) == whole
+    )
+
+
+def _allow_every_part(
+    rules: list[Rule], parts: list[str], reasons: list[str], tool_name: str, whole: str
+) -> Decision:
+    if not parts:
+        return Decision("ask", None, "the command is empty")
+    covering: list[Rule] = []
+    for part in parts:
+        forms = allow_forms(part)
+        rule = next((r for r in rules if any(r.matches_value(f) for f in forms)), None)
+        if rule is None:
+            if len(parts) == 1 and not reasons:
+                return _no_rule(tool_name, whole)
+            why = ", ".join(reasons) or "several commands"
+            return Decision(
+                "ask", None, f"compound command ({why}): no allow rule covers {_short(part)}"
+            )
+        covering.append(rule)
+    names = ", ".join(dict.fromkeys(_label(r) for r in covering))
+    return Decision("allow", covering[0], f"allowed by rule {names}")
+
+
+def _no_rule(tool_name: str, value: str) -> Decision:
+    shown = f"{tool_name}({_short(value, quote=False)})" if value else tool_name
+    return Decision("ask", None, f"no allow rule covers {shown}")
+
+
+# --- paths ---------------------------------------------------------------------
+
+
+@dataclass
+class _PathViews:
+    lexical: list[str]
+    """The path normalized (`..` and `.` folded), relative to the root and absolute."""
+    real: list[str] | None
+    """The same with symlinks resolved; None when there is no root to resolve against."""
+    every: list[str]
+    """Every spelling, the path as given included: what deny rules look at."""
+
+
+def _path_views(value: str, root: Path | None) -> _PathViews:
+    expanded = os.path.expanduser(value) if value else value
+    norm = os.path.normpath(expanded) if expanded else ""
+    lexical = [norm]
+    real: list[str] | None = None
+    if root is not None and norm:
+        root_abs = os.path.abspath(root)
+        absolute = os.path.normpath(os.path.join(root_abs, norm))
+        lexical += [absolute, *_inside(absolute, root_abs)]
+        resolved = os.path.realpath(absolute)
+        real_rel = _inside(resolved, os.path.realpath(root_abs))
+        real = [resolved, *real_rel, *(os.path.join(root_abs, r) for r in real_rel)]
+    every = list(dict.fromkeys([value, expanded, *lexical, *(real or [])]))
+    return _PathViews(lexical, real, every)
+
+
+def _inside(path: str, root: str) -> list[str]:
+    """`path` relative to `root` as a one-item list, or [] when it lies outside."""
+    if path == root:
+        return ["."]
+    prefix = root if root.endswith(os.sep) else root + os.sep
+    return [path[len(prefix) :]] if path.startswith(prefix) else []
+
+
+def _path_matcher(rule: Rule) -> Callable[[str], bool]:
+    """A rule's pattern as written and normalized (`./src/*` is `src/*`)."""
+    if rule.pattern is None:
+        return lambda value: True
+    patterns = {rule.pattern, os.path.normpath(os.path.expanduser(rule.pattern))}
+    return lambda value: any(pattern_matches(p, value) for p in patterns)
+
+
+def _path_rule_allows(rule: Rule, views: _PathViews) -> bool:
+    """Allowed only if the normalized path matches and, once symlinks are
+    followed, the real path still does (a link inside src/ may point anywhere).
+    The path as given is not consulted: `src/../x` must not pass for `src/*`."""
+    covers = _path_matcher(rule)
+    lexical = any(covers(v) for v in views.lexical)
+    return lexical and (views.real is None or any(covers(v) for v in views.real))
+
+
+# --- files -----------------------------------------------------------------------
+
+
+def load_rules(
+    root: Path,
+    home: Path,
+    *,
+    trusted: bool,
+    extra_allow: Sequence[str] = (),
+    extra_deny: Sequence[str] = (),
+) -> tuple[RuleSet, list[str]]:
+    """Rules from the user file, the project file and the command line, and warnings.
+
+    Project allow rules count only in a trusted folder (one warning says they
+    were ignored); project deny rules always apply. A bad rule in a file is
+    named in a warning and skipped; a bad rule on the command line is a usage
+    error and raises RuleError.
+    """
+    rules, warnings = RuleSet(), []
+    for kind, rule in _read_rules_file(home / USER_FILE, "user", warnings):
+        rules.add(kind, rule)
+    project_path = root / PROJECT_FILE
+    ignored = 0
+    for kind, rule in _read_rules_file(project_path, "project", warnings):
+        if kind == "allow" and not trusted:
+            ignored += 1
+            continue
+        rules.add(kind, rule)
+    if ignored:
+        warnings.append(
+            f"{project_path}: {ignored} allow rule(s) ignored because this folder is not "
+            "trusted (its deny rules still apply; trust the folder, e.g. with --trust, to use them)"
+        )
+    for kind, texts in (("allow", extra_allow), ("deny", extra_deny)):
+        for text in texts:
+            rules.add(kind, _command_line_rule(kind, text))
+    return rules, warnings
+
+
+def _command_line_rule(kind: RuleKind, text: str) -> Rule:
+    try:
+        return Rule.parse(text, "command line")
+    except RuleError as exc:
+        raise RuleError(f"--{kind} {text!r}: {exc}") from None
+
+
+def _read_rules_file(path: Path, source: str, warnings: list[str]) -> list[tuple[RuleKind, Rule]]:
+    data = _read_json_object(path, warnings)
+    if data is None:
+        return []
+    for key in data:
+        if key not in ("allow", "deny"):
+            warnings.append(f'{path}: unknown key "{key}" ignored (expected "allow" and "deny")')
+    found: list[tuple[RuleKind, Rule]] = []
+    for kind in ("allow", "deny"):
+        entries = data.get(kind, [])
+        if not isinstance(entries, list):
+            warnings.append(f'{path}: "{kind}" must be a list of rules; ignored')
+            continue
+        for entry in entries:
+            try:
+                found.append((kind, Rule.parse(entry, source)))
+            except RuleError as exc:
+                warnings.append(f"{path}: {kind} rule {_short(entry)} refused: {exc}")
+    return found
+
+
+def _read_json_object(path: Path, warnings: list[str]) -> dict[str, Any] | None:
+    """The file's JSON object; None (with a warning unless the file is absent) otherwise."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        warnings.append(f"{path}: could not be read ({exc}); ignored")
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        warnings.append(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); ignored")
+        return None
+    if not isinstance(data, dict):
+        warnings.append(f'{path}: expected an object with "allow" and "deny" lists; ignored')
+        return None
+    return data
+
+
+def _short(value: object, limit: int = 80, *, quote: bool = True) -> str:
+    """A value for a message: quoted (repr) unless told otherwise, and cut to `limit`."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def save_rule(path: Path, kind: RuleKind, rule: Rule) -> None:
+    """Add `rule` to a permissions.json, keeping everything else in it.
+
+    Raises RuleError when the existing file cannot be understood: it is left
+    untouched rather than overwritten.
+    """
+    if kind not in ("allow", "deny"):
+        raise ValueError(f"unknown rule kind: {kind}")
+    problems: list[str] = []
+    data = _read_json_object(path, problems)
+    if problems:
+        raise RuleError(problems[0].replace("; ignored", "; not changed"))
+    data = data or {}
+    entries = data.setdefault(kind, [])
+    if not isinstance(entries, list):
+        raise RuleError(f'{path}: "{kind}" is not a list; not changed')
+    if str(rule) not in entries:
+        entries.append(str(rule))
+    _write_json_atomically(path, data)
+
+
+def _write_json_atomically(path: Path, data: Any) -> None:
+    """Temp file in the same directory, fsync, then os.replace: a reader sees
+    the old file or the new one, never half of one."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# --- trust -----------------------------------------------------------------------
+
+
+class TrustStore:
+    """Folders whose project allow rules the user accepted, in `home/trusted.json`."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = Path(home) / TRUST_FILE
+
+    def is_trusted(self, folder: Path) -> bool:
+        """True when `folder` or one of its parents was trusted."""
+        target = _resolved(folder)
+        return any(target == f or f in target.parents for f in self._folders())
+
+    def trust(self, folder: Path) -> None:
+        folders = [str(f) for f in self._folders()]
+        target = str(_resolved(folder))
+        if target not in folders:
+            _write_json_atomically(self.path, [*folders, target])
+
+    def _folders(self) -> list[Path]:
+        # An unreadable or hand-broken file trusts nothing: the safe reading.
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return []
+        if not isinstance(data, list):
+            return []
+        return [_resolved(Path(p)) for p in data if isinstance(p, str) and os.path.isabs(p)]
+
+
+def _resolved(folder: Path) -> Path:
+    return Path(folder).expanduser().resolve()
