@@ -1,0 +1,146 @@
+"""The memory tools: the assistant's own notebook, kept across sessions.
+
+Reading (`read_memory`, `get_memory_list`) is read-only and runs without
+asking. Writing, editing and deleting are marked `reads=False`: they change
+state that outlives the session, so they go through approval like any other
+side effect, and the loop never answers a repeated write from the cache of
+read results.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from tether.memory import MemoryCorrupt, MemoryStore
+from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+
+NAME_HELP = "Memory name: 1-64 characters, letters, digits, spaces, '_', '.', '-'."
+
+
+class WriteMemoryParams(BaseModel):
+    name: str = Field(description=NAME_HELP)
+    content: str = Field(description="The complete text to remember (replaces any old content).")
+
+
+class ReadMemoryParams(BaseModel):
+    name: str = Field(description=NAME_HELP)
+
+
+class MemoryListParams(BaseModel):
+    pass
+
+
+class EditMemoryParams(BaseModel):
+    name: str = Field(description=NAME_HELP)
+    old_content: str = Field(description="Exact text to replace; must occur exactly once.")
+    new_content: str = Field(description="Replacement text.")
+
+
+class DeleteMemoryParams(BaseModel):
+    name: str = Field(description=NAME_HELP)
+
+
+_Params = TypeVar("_Params", bound=BaseModel)
+_Handler = Callable[[_Params, ToolContext], ToolOutput]
+
+
+def _store_errors_as_tool_errors(handler: _Handler[_Params]) -> _Handler[_Params]:
+    """Every expected failure (bad name, missing memory, corrupt file) becomes a plain message."""
+
+    @functools.wraps(handler)
+    def wrapper(args: _Params, ctx: ToolContext) -> ToolOutput:
+        try:
+            return handler(args, ctx)
+        except (MemoryCorrupt, LookupError, ValueError) as exc:
+            raise ToolError(str(exc)) from exc
+        except OSError as exc:
+            raise ToolError(f"Could not save memory: {exc.strerror or exc}") from exc
+
+    return wrapper
+
+
+def memory_tools(store: MemoryStore) -> list[Tool]:
+    """The five memory tools, all working on `store`."""
+
+    @_store_errors_as_tool_errors
+    def write_memory(args: WriteMemoryParams, ctx: ToolContext) -> ToolOutput:
+        replaced = store.write(args.name, args.content)
+        verb = "Replaced" if replaced else "Saved"
+        return ToolOutput(
+            f"{verb} memory {args.name.strip()!r} ({len(args.content)} characters).",
+            summary=f"{verb.lower()} {args.name.strip()}",
+        )
+
+    @_store_errors_as_tool_errors
+    def read_memory(args: ReadMemoryParams, ctx: ToolContext) -> ToolOutput:
+        content = store.read(args.name)
+        return ToolOutput(content, summary=f"{args.name.strip()} ({len(content)} characters)")
+
+    @_store_errors_as_tool_errors
+    def get_memory_list(args: MemoryListParams, ctx: ToolContext) -> ToolOutput:
+        entries = store.list()
+        if not entries:
+            return ToolOutput("No memories saved yet.", summary="none")
+        lines = [f"- {name}: {preview}" if preview else f"- {name}" for name, preview in entries]
+        return ToolOutput("\n".join(lines), summary=f"{len(entries)} memories")
+
+    @_store_errors_as_tool_errors
+    def edit_memory(args: EditMemoryParams, ctx: ToolContext) -> ToolOutput:
+        store.edit(args.name, args.old_content, args.new_content)
+        return ToolOutput(
+            f"Edited memory {args.name.strip()!r}.", summary=f"edited {args.name.strip()}"
+        )
+
+    @_store_errors_as_tool_errors
+    def delete_memory(args: DeleteMemoryParams, ctx: ToolContext) -> ToolOutput:
+        store.delete(args.name)
+        return ToolOutput(
+            f"Deleted memory {args.name.strip()!r}.", summary=f"deleted {args.name.strip()}"
+        )
+
+    return [
+        _tool(
+            "write_memory",
+            "Save a note under a name for future sessions (facts about the user, the "
+            "project, decisions). Replaces a memory with the same name.",
+            WriteMemoryParams,
+            write_memory,
+            block_params=("content",),
+        ),
+        _tool(
+            "read_memory",
+            "Read one saved memory by name.",
+            ReadMemoryParams,
+            read_memory,
+            reads=True,
+        ),
+        _tool(
+            "get_memory_list",
+            "List saved memories: each name with the first line of its content.",
+            MemoryListParams,
+            get_memory_list,
+            reads=True,
+            main_arg=None,
+        ),
+        _tool(
+            "edit_memory",
+            "Change part of a memory: replace old_content (exact text occurring once) with "
+            "new_content.",
+            EditMemoryParams,
+            edit_memory,
+            block_params=("old_content", "new_content"),
+        ),
+        _tool("delete_memory", "Delete a saved memory.", DeleteMemoryParams, delete_memory),
+    ]
+
+
+def _tool(name: str, description: str, params: type[BaseModel], handler: Any, **flags: Any) -> Tool:
+    flags.setdefault("main_arg", "name")
+    # reads=False on write/edit/delete: a change that outlives the session asks first
+    # and is never treated as a repeatable read.
+    flags.setdefault("reads", False)
+    return Tool(name=name, description=description, params=params, handler=handler, **flags)
