@@ -40,7 +40,7 @@ class ApprovalPolicy:
         outside = self.outside_paths(call.arguments)
         if outside:
             return GateVerdict("ask", f"path outside the project: {', '.join(outside)}")
-        if decision.verdict == "allow" or tool.read_only:
+        if decision.verdict == "allow" or tool.read_only or tool.needs_approval is False:
             return GateVerdict("allow")
         return GateVerdict("ask", describe_effect(tool))
 

@@ -17,6 +17,7 @@ from .prompts import system_prompt
 from .providers import create_provider
 from .providers.base import Provider
 from .tools import builtin_tools
+from .tools.ask import Asker
 from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
 from .ui import UI
 
@@ -33,6 +34,10 @@ class RunOptions:
     auto: bool = False
     allow: Sequence[str] = ()
     trusted: bool = False
+    asker: Asker | None = None
+    """How get_user_input reaches a person; None in one-shot mode."""
+    on_output: Callable[[str], None] | None = None
+    """Sees command output as it appears (the terminal shows it live)."""
 
 
 @dataclass
@@ -68,7 +73,7 @@ def build_runtime(
     """Raises ValueError (a usage problem) for an unknown provider or a bad rule."""
     provider = create_provider(settings, env)
     ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
-    table, closers = builtin_tools(ctx)
+    table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output)
     git = GitOps(options.root, options.home)
     before, after = undo_hooks(git, ctx)
     rules, warnings = load_rules(

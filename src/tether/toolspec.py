@@ -67,6 +67,9 @@ class Tool:
     """The argument that permission rules match against and the UI shows first."""
     timeout: float | None = None
     """Seconds the handler may run; None uses the configured default."""
+    needs_approval: bool | None = None
+    """None: ask exactly when the tool has side effects. False: never ask (tools that talk to
+    the user themselves, or touch only tether's own state). Deny rules apply either way."""
 
     @property
     def read_only(self) -> bool:

@@ -3,20 +3,36 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from ..toolspec import ToolContext, ToolTable
+from .ask import Asker
 
 Closer = Callable[[], Awaitable[None]]
 
 
-def builtin_tools(ctx: ToolContext) -> tuple[ToolTable, list[Closer]]:
-    """Every built-in tool, plus the closers for what they keep running (shell sessions)."""
+def builtin_tools(
+    ctx: ToolContext,
+    home: Path | None = None,
+    asker: Asker | None = None,
+    on_output: Callable[[str], None] | None = None,
+) -> tuple[ToolTable, list[Closer]]:
+    """Every built-in tool, plus the closers for what they keep running (shell sessions).
+
+    `home` (TETHER_HOME) enables the memory tools; `asker` is how get_user_input
+    reaches a person (None: nobody can answer); `on_output` sees command output live.
+    """
+    from ..memory import MemoryStore
     from ..shell_session import ShellSessions
+    from .ask import ask_tools
     from .files import FILE_TOOLS
     from .git import GIT_TOOLS
+    from .memory import memory_tools
     from .shell import shell_tools
     from .system import SYSTEM_TOOLS
 
-    sessions = ShellSessions(ctx.root)
-    table = ToolTable([*FILE_TOOLS, *shell_tools(sessions), *GIT_TOOLS, *SYSTEM_TOOLS])
-    return table, [sessions.close_all]
+    sessions = ShellSessions(ctx.root, on_output=on_output)
+    tools = [*FILE_TOOLS, *shell_tools(sessions), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
+    if home is not None:
+        tools += memory_tools(MemoryStore(home / "memory.json"))
+    return ToolTable(tools), [sessions.close_all]

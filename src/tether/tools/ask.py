@@ -8,9 +8,8 @@ rather than succeeding with that message so the evidence shows honestly that
 no question was answered.
 
 Approval: the tool is `reads=False`, so the loop never answers a repeated
-question from its cache of read results. Asking needs no approval of its own
-(the user is about to be asked anyway); the approval policy has to let it
-through without a prompt.
+question from its cache of read results, and `needs_approval=False`: asking
+needs no approval of its own (the user is about to be asked anyway).
 """
 
 from __future__ import annotations
@@ -80,6 +79,7 @@ def ask_tools(asker: Asker | None) -> list[Tool]:
             reads=False,
             main_arg=None,
             timeout=ASK_TIMEOUT,
+            needs_approval=False,
         )
     ]
 

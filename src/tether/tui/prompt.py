@@ -1,0 +1,144 @@
+"""Input: prompt_toolkit with persistent history, completion, multi-line keys, @mentions."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
+MAX_ATTACH_CHARS = 60_000
+FILE_LIST_TTL = 5.0
+SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"}
+
+
+class ProjectFiles:
+    """The project's file names for @completion, refreshed at most every few seconds."""
+
+    def __init__(self, root: Path, limit: int = 5000) -> None:
+        self.root = root
+        self.limit = limit
+        self._names: list[str] = []
+        self._at = 0.0
+
+    def names(self) -> list[str]:
+        if time.monotonic() - self._at > FILE_LIST_TTL:
+            self._names = self._git_files() or self._walk()
+            self._at = time.monotonic()
+        return self._names
+
+    def _git_files(self) -> list[str]:
+        try:
+            out = subprocess.run(
+                ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                cwd=self.root, capture_output=True, text=True, timeout=2,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return []
+        return out.stdout.splitlines()[: self.limit] if out.returncode == 0 else []
+
+    def _walk(self) -> list[str]:
+        found: list[str] = []
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
+            rel = Path(folder).relative_to(self.root)
+            found.extend(str(rel / f) if str(rel) != "." else f for f in files)
+            if len(found) >= self.limit:
+                break
+        return found[: self.limit]
+
+
+class TetherCompleter(Completer):
+    """Slash commands (with their help) at the start of a line; @paths anywhere."""
+
+    def __init__(self, commands: Callable[[], Sequence[tuple[str, str]]], files: ProjectFiles) -> None:
+        self.commands = commands
+        self.files = files
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        text = document.text_before_cursor
+        if text.startswith("/") and " " not in text:
+            for name, help_text in self.commands():
+                if name.startswith(text):
+                    yield Completion(name, -len(text), display_meta=help_text)
+            return
+        word = text.rsplit(None, 1)[-1] if text.strip() else ""
+        if word.startswith("@"):
+            partial = word[1:]
+            for name in self.files.names():
+                if partial.lower() in name.lower():
+                    yield Completion("@" + name, -len(word))
+
+
+def key_bindings() -> KeyBindings:
+    """Enter sends; Alt-Enter or Ctrl-J adds a line; Ctrl-C clears the line, or exits on an empty one."""
+    keys = KeyBindings()
+
+    @keys.add("escape", "enter")
+    @keys.add("c-j")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @keys.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        if event.current_buffer.text:
+            event.current_buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt())
+
+    return keys
+
+
+def make_session(
+    history: Path, completer: Completer, toolbar: Callable[[], FormattedText | str]
+) -> PromptSession:
+    history.parent.mkdir(parents=True, exist_ok=True)
+    return PromptSession(
+        history=FileHistory(str(history)),
+        completer=completer,
+        complete_while_typing=True,
+        key_bindings=key_bindings(),
+        bottom_toolbar=toolbar,
+        multiline=False,
+        enable_open_in_editor=True,
+    )
+
+
+def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
+    """Attach the contents of every @path that names a file inside the project."""
+    attached: list[str] = []
+    blocks: list[str] = []
+    for match in MENTION.finditer(text):
+        name = match.group(1).rstrip(".,;:)")
+        path = (root / name).resolve()
+        if name in attached or not path.is_file() or not _inside(path, root):
+            continue
+        try:
+            body = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if len(body) > MAX_ATTACH_CHARS:
+            body = body[:MAX_ATTACH_CHARS] + f"\n[... cut at {MAX_ATTACH_CHARS} characters ...]"
+        attached.append(name)
+        blocks.append(f'<file path="{name}">\n{body}\n</file>')
+    if not blocks:
+        return text, []
+    return text + "\n\nAttached files:\n" + "\n".join(blocks), attached
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
