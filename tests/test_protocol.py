@@ -1,0 +1,850 @@
+"""The text tool-call protocol: parsing with repair and refusal, rendering, stream filtering."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from tether.messages import Message, Text, Thinking, ToolCall, ToolResult
+from tether.protocol import (
+    ParseResult,
+    StreamFilter,
+    parse_reply,
+    render_call_as_text,
+    render_history_as_text,
+    render_tool_prompt,
+)
+from tether.toolspec import Tool, ToolContext, ToolTable
+
+# ---------------------------------------------------------------- fake tools
+
+
+class ReadArgs(BaseModel):
+    filepath: str
+    offset: int | None = None
+    limit: int | None = None
+
+
+class WriteArgs(BaseModel):
+    filepath: str
+    content: str
+
+
+class EditArgs(BaseModel):
+    filepath: str
+    old_content: str
+    new_content: str
+
+
+class RunArgs(BaseModel):
+    command: str
+    stdin: str | None = None
+    background: bool = False
+
+
+def _echo(args: BaseModel, ctx: ToolContext) -> str:
+    return repr(args)
+
+
+def make_table() -> ToolTable:
+    return ToolTable(
+        [
+            Tool(
+                "read_file",
+                "Read a file with line numbers. Long files are windowed.",
+                ReadArgs,
+                _echo,
+                reads=True,
+            ),
+            Tool(
+                "write_file",
+                "Write a whole file.\nCreates parent folders.",
+                WriteArgs,
+                _echo,
+                writes_files=True,
+                block_params=("content",),
+            ),
+            Tool(
+                "edit_file",
+                "Replace one exact piece of a file.",
+                EditArgs,
+                _echo,
+                writes_files=True,
+                block_params=("old_content", "new_content"),
+            ),
+            Tool(
+                "run_cmd",
+                "Run a shell command.",
+                RunArgs,
+                _echo,
+                runs_commands=True,
+                block_params=("stdin",),
+            ),
+        ]
+    )
+
+
+TABLE = make_table()
+
+
+def calls_of(result: ParseResult) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.name, c.arguments) for c in result.calls]
+
+
+# ---------------------------------------------------------------- replies that are calls
+
+W = '{"name": "write_file", "arguments": {"filepath": "game.py"}}'
+R = '{"name": "read_file", "arguments": {"filepath": "a.py"}}'
+READ_A = ("read_file", {"filepath": "a.py"})
+
+REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
+    (
+        "canonical write with a content block",
+        f'<tool_call>\n{W}\n<content>\nprint("hi")\n</content>\n</tool_call>',
+        [("write_file", {"filepath": "game.py", "content": 'print("hi")'})],
+        "",
+    ),
+    (
+        "missing final brace",
+        '<tool_call>\n{"name": "read_file", "arguments": {"filepath": "a.py"}\n</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "missing final brace at end of reply",
+        '<tool_call>{"name": "read_file", "arguments": {"filepath": "a.py"}',
+        [READ_A],
+        "",
+    ),
+    (
+        "two missing braces",
+        '<tool_call>{"name": "read_file", "arguments": {"filepath": "a.py", "limit": 5</tool_call>',
+        [("read_file", {"filepath": "a.py", "limit": 5})],
+        "",
+    ),
+    (
+        "arguments beside the name",
+        '<tool_call>{"name": "read_file", "filepath": "a.py"}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "arguments as a JSON string",
+        '<tool_call>{"name": "read_file", "arguments": "{\\"filepath\\": \\"a.py\\"}"}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "parameters key",
+        '<tool_call>{"name": "read_file", "parameters": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "args key",
+        '<tool_call>{"name": "read_file", "args": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "input key",
+        '<tool_call>{"name": "read_file", "input": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "trailing commas",
+        '<tool_call>{"name": "read_file", "arguments": {"filepath": "a.py", "limit": 3,},}</tool_call>',
+        [("read_file", {"filepath": "a.py", "limit": 3})],
+        "",
+    ),
+    (
+        "python literals",
+        '<tool_call>{"name": "run_cmd", "arguments": {"command": "ls", "stdin": None, "background": True}}</tool_call>',
+        [("run_cmd", {"command": "ls", "stdin": None, "background": True})],
+        "",
+    ),
+    (
+        "single-quoted python dict",
+        "<tool_call>{'name': 'read_file', 'arguments': {'filepath': 'a.py'}}</tool_call>",
+        [READ_A],
+        "",
+    ),
+    (
+        "invalid escape kept as a backslash",
+        '<tool_call>{"name": "read_file", "arguments": {"filepath": "C:\\Users\\me"}}</tool_call>',
+        [("read_file", {"filepath": "C:\\Users\\me"})],
+        "",
+    ),
+    (
+        "literal newlines inside a JSON string",
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "a", "content": "x\ny"}}</tool_call>',
+        [("write_file", {"filepath": "a", "content": "x\ny"})],
+        "",
+    ),
+    ("missing closing tag", f"Reading it.\n<tool_call>\n{R}\n", [READ_A], "Reading it."),
+    (
+        "missing closing tag after a complete block",
+        f"<tool_call>\n{W}\n<content>\nx = 1\n</content>\n",
+        [("write_file", {"filepath": "game.py", "content": "x = 1"})],
+        "",
+    ),
+    (
+        "raw block unclosed inside a closed call",
+        f"<tool_call>\n{W}\n<content>\nx = 1\n</tool_call>\nWritten.",
+        [("write_file", {"filepath": "game.py", "content": "x = 1"})],
+        "Written.",
+    ),
+    (
+        "unclosed block then a second call",
+        f"<tool_call>\n{W}\n<content>\nx = 1\n</tool_call>\n<tool_call>\n{R}\n</tool_call>",
+        [("write_file", {"filepath": "game.py", "content": "x = 1"}), READ_A],
+        "",
+    ),
+    (
+        "several calls in order",
+        f"First.\n<tool_call>\n{R}\n</tool_call>\nThen.\n<tool_call>"
+        '{"name": "run_cmd", "arguments": {"command": "ls"}}</tool_call>',
+        [READ_A, ("run_cmd", {"command": "ls"})],
+        "First.\n\nThen.",
+    ),
+    (
+        "several objects in one call block",
+        f"<tool_call>\n{R}\n{R}\n</tool_call>",
+        [READ_A, READ_A],
+        "",
+    ),
+    ("a list of calls", f"<tool_call>[{R}, {R}]</tool_call>", [READ_A, READ_A], ""),
+    ("json fenced inside the call", f"<tool_call>\n```json\n{R}\n```\n</tool_call>", [READ_A], ""),
+    ("tool_call fence", f"Let me look.\n```tool_call\n{R}\n```", [READ_A], "Let me look."),
+    ("tool_code fence with JSON", f"```tool_code\n{R}\n```", [READ_A], ""),
+    (
+        "tool_code fence with a python call",
+        '```tool_code\nprint(default_api.read_file(filepath="a.py"))\n```',
+        [READ_A],
+        "",
+    ),
+    ("json fence naming a tool", f"```json\n{R}\n```", [READ_A], ""),
+    (
+        "unlabelled fence naming a tool",
+        f"I will read it.\n```\n{R}\n```\n",
+        [READ_A],
+        "I will read it.",
+    ),
+    (
+        "tool_call envelope",
+        '<tool_call>{"tool_call": {"name": "read_file", "arguments": {"filepath": "a.py"}}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "openai function envelope with string arguments",
+        '<tool_call>{"id": "x", "type": "function", "function": {"name": "read_file", "arguments": "{\\"filepath\\": \\"a.py\\"}"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "tool_name key",
+        '<tool_call>{"tool_name": "read_file", "arguments": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "function_name key",
+        '<tool_call>{"function_name": "read_file", "arguments": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "tool key",
+        '<tool_call>{"tool": "read_file", "args": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "functions. prefix on the name",
+        '<tool_call>{"name": "functions.read_file", "arguments": {"filepath": "a.py"}}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "tool name written before the JSON",
+        '<tool_call>read_file\n{"filepath": "a.py"}</tool_call>',
+        [READ_A],
+        "",
+    ),
+    (
+        "xml shape inside tool_call",
+        "<tool_call>\n<function=read_file>\n<parameter=filepath>\n42\n</parameter>\n<parameter=limit>\n7\n</parameter>\n"
+        "</function>\n</tool_call>",
+        [("read_file", {"filepath": "42", "limit": 7})],
+        "",
+    ),
+    (
+        "bare xml shape",
+        'Running.\n<function=run_cmd>\n<parameter=command>\necho "a < b" && ls\n</parameter>\n'
+        "<parameter=background>\ntrue\n</parameter>\n</function>\nDone.",
+        [("run_cmd", {"command": 'echo "a < b" && ls', "background": True})],
+        "Running.\n\nDone.",
+    ),
+    (
+        "xml parameter left unclosed inside a closed function",
+        "<function=read_file>\n<parameter=filepath>\na.py\n</function>",
+        [READ_A],
+        "",
+    ),
+    ("bare object is the whole reply", f"  \n{R}\n ", [READ_A], ""),
+    ("bare object after a leaked special token", f"<|python_tag|>{R}", [READ_A], ""),
+    ("bare list after a leaked special token", f"[TOOL_CALLS][{R}]", [READ_A], ""),
+    ("bare object after thinking", f"<think>I should read a.py</think>\n{R}", [READ_A], ""),
+    (
+        "block wins over the JSON value",
+        '<tool_call>\n{"name": "write_file", "arguments": {"filepath": "a", "content": "old \\"escaped\\""}}\n'
+        "<content>\nnew\n</content>\n</tool_call>",
+        [("write_file", {"filepath": "a", "content": "new"})],
+        "",
+    ),
+    (
+        "edit with two blocks",
+        '<tool_call>\n{"name": "edit_file", "arguments": {"filepath": "a.py"}}\n<old_content>\nx = 1\n</old_content>\n'
+        "<new_content>\nx = 2\n\n</new_content>\n</tool_call>",
+        [("edit_file", {"filepath": "a.py", "old_content": "x = 1", "new_content": "x = 2\n"})],
+        "",
+    ),
+    (
+        "stdin block for run_cmd",
+        '<tool_call>\n{"name": "run_cmd", "arguments": {"command": "python x.py"}}\n<stdin>\n3\n4\n</stdin>\n</tool_call>',
+        [("run_cmd", {"command": "python x.py", "stdin": "3\n4"})],
+        "",
+    ),
+    (
+        "block whose body mentions the closing tag",
+        f"<tool_call>\n{W}\n<content>\ns = '</tool_call>'\nt = \"}}\\\\\"\n</content>\n</tool_call>\nok",
+        [("write_file", {"filepath": "game.py", "content": "s = '</tool_call>'\nt = \"}\\\\\""})],
+        "ok",
+    ),
+    (
+        "json string mentioning a block tag",
+        '<tool_call>{"name": "run_cmd", "arguments": {"command": "grep \'<content>\' f"}}</tool_call>\nafter',
+        [("run_cmd", {"command": "grep '<content>' f"})],
+        "after",
+    ),
+    (
+        "empty block",
+        f"<tool_call>\n{W}\n<content>\n</content>\n</tool_call>",
+        [("write_file", {"filepath": "game.py", "content": ""})],
+        "",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected", "text"), [c[1:] for c in REPAIRED], ids=[c[0] for c in REPAIRED]
+)
+def test_repaired_shapes_become_calls(
+    reply: str, expected: list[tuple[str, dict[str, Any]]], text: str
+) -> None:
+    result = parse_reply(reply, TABLE)
+    assert result.errors == []
+    assert calls_of(result) == expected
+    assert result.text == text
+
+
+def test_call_ids_are_fresh_and_distinct() -> None:
+    result = parse_reply(f"<tool_call>{R}</tool_call><tool_call>{R}</tool_call>", TABLE)
+    ids = [c.id for c in result.calls]
+    assert len(set(ids)) == 2 and all(i.startswith("call_") for i in ids)
+
+
+# ---------------------------------------------------------------- refusals
+
+CUT_OFF = (
+    "was cut off before its arguments were complete; nothing was run. Send the complete call again."
+)
+
+REFUSED: list[tuple[str, str, list[str]]] = [
+    (
+        "open string",
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "a.py", "content": "hel',
+        ["write_file", CUT_OFF],
+    ),
+    (
+        "open string in a fence",
+        '```tool_call\n{"name": "write_file", "arguments": {"filepath": "a.py", "content": "hel',
+        ["write_file", CUT_OFF],
+    ),
+    (
+        "open string in a bare object",
+        '{"name": "write_file", "arguments": {"filepath": "a.py", "content": "hel',
+        ["write_file", CUT_OFF],
+    ),
+    (
+        "ends after a colon",
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "a.py", "content":',
+        [CUT_OFF],
+    ),
+    (
+        "ends after a comma",
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "a.py",',
+        [CUT_OFF],
+    ),
+    ("ends after a key", '<tool_call>{"name": "write_file", "arguments": {"filepath"', [CUT_OFF]),
+    (
+        "ends on a number that may go on",
+        '<tool_call>{"name": "read_file", "arguments": {"filepath": "a.py", "limit": 12',
+        [CUT_OFF],
+    ),
+    (
+        "ends inside a literal",
+        '<tool_call>{"name": "run_cmd", "arguments": {"command": "ls", "background": tr',
+        [CUT_OFF],
+    ),
+    ("ends after an opening brace", '<tool_call>{"name": "read_file", "arguments": {', [CUT_OFF]),
+    (
+        "ends inside an escape",
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "a", "content": "a\\',
+        [CUT_OFF],
+    ),
+    (
+        "unclosed block at end of reply",
+        f"<tool_call>\n{W}\n<content>\nprint(1)\nprint(",
+        ["write_file", CUT_OFF],
+    ),
+    (
+        "half a closing block tag",
+        f"<tool_call>\n{W}\n<content>\nprint(1)\n</cont",
+        ["write_file", CUT_OFF],
+    ),
+    ("half an opening block tag", f"<tool_call>\n{W}\n<cont", ["write_file", CUT_OFF]),
+    ("empty call at end of reply", "Let me check.\n<tool_call>\n", [CUT_OFF]),
+    (
+        "xml parameter cut off",
+        "<function=write_file>\n<parameter=filepath>\na.py\n</parameter>\n<parameter=content>\nabc",
+        [CUT_OFF],
+    ),
+    ("xml name cut off", "<tool_call>\n<function=write_fi", [CUT_OFF]),
+    (
+        "unknown tool",
+        '<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>',
+        ["'delete_everything'", "Available tools: read_file, write_file, edit_file, run_cmd"],
+    ),
+    (
+        "malformed xml shape",
+        "<tool_call><function=read_file\n<parameter=filepath>a</parameter></tool_call>",
+        ["malformed", "<function=read_file"],
+    ),
+    ("unknown xml tool", "<function=nope>\n</function>", ["'nope'", "Available tools"]),
+    (
+        "invalid json",
+        '<tool_call>{"name": "read_file", "arguments": {"filepath": a.py}}</tool_call>',
+        ["not valid JSON", '{"name": "read_file", "arguments": {"filepath": a.py}}'],
+    ),
+    (
+        "no json at all",
+        "<tool_call>read the file please</tool_call>",
+        ["not valid JSON", "read the file please"],
+    ),
+    (
+        "no name",
+        '<tool_call>{"arguments": {"filepath": "a.py"}}</tool_call>',
+        ['no "name"', "read_file"],
+    ),
+    (
+        "arguments not an object",
+        '<tool_call>{"name": "read_file", "arguments": "a.py"}</tool_call>',
+        ["read_file", "must be a JSON object"],
+    ),
+    (
+        "invalid json in a tool_call fence",
+        '```tool_call\n{"name": "read_file", "arguments": {filepath: 1}}\n```',
+        ["not valid JSON"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("reply", "fragments"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED]
+)
+def test_unsafe_or_broken_calls_are_refused(reply: str, fragments: list[str]) -> None:
+    result = parse_reply(reply, TABLE)
+    assert result.calls == []
+    assert len(result.errors) == 1
+    for fragment in fragments:
+        assert fragment in result.errors[0]
+
+
+def test_one_refusal_does_not_stop_the_other_calls() -> None:
+    reply = (
+        f"<tool_call>{R}</tool_call>\n<tool_call>" + '{"name": "nope"}</tool_call>\n<tool_call>' + R
+    )
+    result = parse_reply(reply, TABLE)
+    assert calls_of(result) == [READ_A, READ_A]
+    assert len(result.errors) == 1 and "'nope'" in result.errors[0]
+
+
+def test_refusal_message_is_short_with_many_tools() -> None:
+    table = ToolTable(Tool(f"tool_{i}", "A tool.", ReadArgs, _echo) for i in range(50))
+    error = parse_reply('<tool_call>{"name": "x"}</tool_call>', table).errors[0]
+    assert "tool_0" in error and "tool_49" not in error and len(error) < 600
+
+
+# ---------------------------------------------------------------- answers that are not calls
+
+NOT_CALLS: list[tuple[str, str]] = [
+    (
+        "example config in a json fence",
+        'Use this config:\n```json\n{"name": "myapp", "version": "1.0"}\n```\nDone.',
+    ),
+    (
+        "json fence naming a tool with foreign keys",
+        'package.json:\n```json\n{"name": "read_file", "version": "1.0"}\n```',
+    ),
+    (
+        "tool tag in inline code",
+        "Calls are written in a `<tool_call>` block, and thinking in `<think>`.",
+    ),
+    ("tool tag in double-backtick inline code", "Write ``<tool_call>`` then JSON."),
+    ("json object in prose", f"The call would look like {R} but I will not make it."),
+    ("python fence", '```python\nread_file(filepath="a.py")\n```'),
+    ("tool_call fence naming no tool", '```tool_call\n{"name": "launch_rockets"}\n```'),
+    ("plain answer", "The answer is 42."),
+    ("bare object naming no tool", '{"name": "Ada", "age": 36}'),
+    ("bare list of numbers", "[1, 2, 3]"),
+    ("function tag in inline code", "The `<function=NAME>` shape is also accepted."),
+    ("unclosed json fence of data", '```json\n{"a": [1, 2'),
+]
+
+
+@pytest.mark.parametrize("reply", [c[1] for c in NOT_CALLS], ids=[c[0] for c in NOT_CALLS])
+def test_answers_are_not_calls(reply: str) -> None:
+    result = parse_reply(reply, TABLE)
+    assert result.calls == [] and result.errors == []
+    assert result.text == reply.strip()
+
+
+def test_json_fence_does_not_count_beside_a_tool_call_tag() -> None:
+    reply = (
+        f"<tool_call>\n{R}\n</tool_call>\nExample of the format:\n```json\n"
+        + '{"name": "run_cmd", "arguments": {"command": "rm -rf /"}}\n```'
+    )
+    result = parse_reply(reply, TABLE)
+    assert calls_of(result) == [READ_A]
+    assert "rm -rf" in result.text
+
+
+def test_tool_call_fence_still_counts_beside_a_tag() -> None:
+    reply = (
+        f"<tool_call>{R}</tool_call>\n```tool_call\n"
+        + '{"name": "run_cmd", "arguments": {"command": "ls"}}\n```'
+    )
+    assert calls_of(parse_reply(reply, TABLE)) == [READ_A, ("run_cmd", {"command": "ls"})]
+
+
+# ---------------------------------------------------------------- native mode
+
+
+def test_native_reads_shapes_that_name_a_real_tool() -> None:
+    for reply in (
+        f"<tool_call>{R}</tool_call>",
+        f"```json\n{R}\n```",
+        R,
+        "<function=read_file><parameter=filepath>a.py</parameter></function>",
+    ):
+        assert calls_of(parse_reply(reply, TABLE, native=True)) == [READ_A], reply
+
+
+def test_native_leaves_unknown_shapes_as_text() -> None:
+    reply = 'Here is the format: <tool_call>{"name": "some_tool", "arguments": {}}</tool_call> as you asked.'
+    result = parse_reply(reply, TABLE, native=True)
+    assert result.calls == [] and result.errors == []
+    assert result.text == reply
+    broken = "<tool_call>this is not json</tool_call>"
+    assert parse_reply(broken, TABLE, native=True).text == broken
+
+
+def test_native_still_refuses_a_cut_off_call_to_a_real_tool() -> None:
+    result = parse_reply(
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "a", "content": "x',
+        TABLE,
+        native=True,
+    )
+    assert result.calls == [] and CUT_OFF in result.errors[0]
+
+
+# ---------------------------------------------------------------- thinking
+
+
+def test_think_blocks_go_to_thinking() -> None:
+    reply = f"<think>\nLet me read a.py.\n<tool_call>{R}</tool_call> is what I'll do\n</think>\nSure.\n<think>again</think>"
+    result = parse_reply(reply, TABLE)
+    assert result.calls == []  # a call inside thinking is only thought about
+    assert (
+        result.thinking
+        == "Let me read a.py.\n<tool_call>" + R + "</tool_call> is what I'll do\n\nagain"
+    )
+    assert result.text == "Sure."
+
+
+def test_stray_think_close_marks_what_came_before_as_thinking() -> None:
+    result = parse_reply(
+        f"I need the file.\n</think>\n\nReading.\n<tool_call>{R}</tool_call>", TABLE
+    )
+    assert result.thinking == "I need the file."
+    assert result.text == "Reading."
+    assert calls_of(result) == [READ_A]
+
+
+def test_unclosed_think_runs_to_the_end() -> None:
+    result = parse_reply("Hi <think>still thinking", TABLE)
+    assert result.text == "Hi" and result.thinking == "still thinking"
+
+
+# ---------------------------------------------------------------- rendering
+
+
+def test_tool_prompt_lines_come_from_the_schema() -> None:
+    prompt = render_tool_prompt(TABLE)
+    assert (
+        "- read_file(filepath, offset?: int, limit?: int): Read a file with line numbers.\n"
+        in prompt
+    )
+    assert "- write_file(filepath, content=<content> block): Write a whole file.\n" in prompt
+    assert (
+        "- edit_file(filepath, old_content=<old_content> block, new_content=<new_content> block):"
+        in prompt
+    )
+    assert (
+        "- run_cmd(command, stdin?=<stdin> block, background?: bool): Run a shell command."
+        in prompt
+    )
+    assert "Long files are windowed" not in prompt and "Creates parent folders" not in prompt
+    assert prompt.count("<tool_call>") >= 2  # the example and the rules
+    assert (
+        '{"name": "write_file", "arguments": {"filepath": "hello.py"}}\n<content>\nprint("hello")\n</content>'
+        in prompt
+    )
+
+
+def test_tool_prompt_example_parses_as_a_call() -> None:
+    prompt = render_tool_prompt(TABLE)
+    example = prompt[
+        prompt.index("<tool_call>\n{") : prompt.index("</tool_call>") + len("</tool_call>")
+    ]
+    assert calls_of(parse_reply(example, TABLE)) == [
+        ("write_file", {"filepath": "hello.py", "content": 'print("hello")'})
+    ]
+
+
+def test_tool_prompt_stays_lean_with_twenty_tools() -> None:
+    tools = [
+        Tool(
+            f"tool_number_{i}",
+            "Does a fairly ordinary thing to the project files, described at some length. " * 3,
+            RunArgs if i % 2 else ReadArgs,
+            _echo,
+            block_params=("stdin",) if i % 2 else (),
+        )
+        for i in range(20)
+    ]
+    prompt = render_tool_prompt(ToolTable([*TABLE, *tools]))
+    assert len(prompt) < 5000
+
+
+def test_enums_and_lists_are_typed() -> None:
+    from typing import Literal
+
+    class Args(BaseModel):
+        mode: Literal["fast", "slow"] = "fast"
+        paths: list[str]
+
+    prompt = render_tool_prompt(ToolTable([Tool("pick", "Pick.", Args, _echo)]))
+    assert '- pick(mode?: "fast"|"slow", paths: list[str]): Pick.' in prompt
+
+
+TRICKY = 'def f():\n    return "a \\"quoted\\" }\\\\ value"  # } ] {\n\n\tx = {"k": [1, 2]}\n'
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"filepath": "src/a.py", "content": TRICKY},
+        {"filepath": "a", "content": "\n\nleading and trailing newlines\n\n"},
+        {"filepath": "a", "content": "mentions </content> and </tool_call> inside"},
+        {"filepath": "a", "content": ""},
+        {"filepath": "a", "content": "windows\r\nlines\r"},
+    ],
+    ids=["tricky", "newlines", "closing-tags", "empty", "crlf"],
+)
+def test_rendered_call_parses_back_to_identical_arguments(arguments: dict[str, Any]) -> None:
+    text = render_call_as_text(ToolCall("call_1", "write_file", arguments), TABLE)
+    result = parse_reply(text, TABLE)
+    assert result.errors == [] and result.text == ""
+    assert calls_of(result) == [("write_file", arguments)]
+
+
+def test_render_uses_raw_blocks_for_block_params() -> None:
+    text = render_call_as_text(
+        ToolCall("c", "edit_file", {"filepath": "a", "old_content": "x\\y", "new_content": '"q"'}),
+        TABLE,
+    )
+    assert text == (
+        '<tool_call>\n{"name": "edit_file", "arguments": {"filepath": "a"}}\n'
+        '<old_content>\nx\\y\n</old_content>\n<new_content>\n"q"\n</new_content>\n</tool_call>'
+    )
+
+
+def test_history_renders_as_text_messages() -> None:
+    write = ToolCall("c1", "write_file", {"filepath": "a.py", "content": TRICKY})
+    read = ToolCall("c2", "read_file", {"filepath": "b.py"})
+    history = [
+        Message.system("You are helpful."),
+        Message.user("Make a.py"),
+        Message("assistant", [Thinking("plan"), Text("Writing it."), write, read]),
+        Message(
+            "tool",
+            [
+                ToolResult("c1", "write_file", "wrote 3 lines"),
+                ToolResult("c2", "read_file", "no such file", is_error=True),
+            ],
+        ),
+        Message.user("Thanks, now stop."),
+        Message("assistant", [Thinking("only thinking")]),
+        Message("assistant", [Text("Done.")]),
+    ]
+    rendered = render_history_as_text(history, TABLE)
+    assert [m.role for m in rendered] == ["system", "user", "assistant", "user", "assistant"]
+    assert all(isinstance(p, Text) for m in rendered for p in m.parts)
+    assert rendered[2].text == "Writing it.\n" + render_call_as_text(
+        write, TABLE
+    ) + "\n" + render_call_as_text(read, TABLE)
+    assert rendered[3].text == (
+        "[Tool Result for 'write_file']\nwrote 3 lines\n\n[Tool Error for 'read_file']\nno such file\n\nThanks, now stop."
+    )
+    assert "plan" not in "".join(m.text for m in rendered)
+    # One history, many renderings: the text rendering parses back to the same calls.
+    reparsed = parse_reply(rendered[2].text, TABLE)
+    assert calls_of(reparsed) == [(write.name, write.arguments), (read.name, read.arguments)]
+    assert reparsed.text == "Writing it."
+    assert history[2].parts[2] is write  # the input history is untouched
+
+
+# ---------------------------------------------------------------- StreamFilter
+
+
+def run_filter(chunks: list[str]) -> tuple[str, str]:
+    stream = StreamFilter(TABLE)
+    out = []
+    for chunk in chunks:
+        out += stream.feed(chunk)
+    out += stream.flush()
+    text = "".join(c for k, c in out if k == "text")
+    thinking = "".join(c for k, c in out if k == "thinking")
+    return text, thinking
+
+
+STREAMED = (
+    "Let me look.\n<think>which file? maybe `<tool_call>` no</think>Reading `<tool_call>` docs.\n"
+    "<tool_call>\n" + W + "\n<content>\nsecret = '</tool_call>'\n</content>\n</tool_call>\n"
+    "Then <function=read_file>\n<parameter=filepath>\nSECRET2\n</parameter>\n</function>more <to <th < done."
+)
+STREAMED_TEXT = "Let me look.\nReading `<tool_call>` docs.\n\nThen more <to <th < done."
+STREAMED_THINKING = "which file? maybe `<tool_call>` no"
+
+
+def test_stream_filter_whole_and_char_by_char() -> None:
+    assert run_filter([STREAMED]) == (STREAMED_TEXT, STREAMED_THINKING)
+    assert run_filter(list(STREAMED)) == (STREAMED_TEXT, STREAMED_THINKING)
+
+
+def test_stream_filter_split_at_every_position() -> None:
+    for cut in range(len(STREAMED) + 1):
+        assert run_filter([STREAMED[:cut], STREAMED[cut:]]) == (STREAMED_TEXT, STREAMED_THINKING), (
+            cut
+        )
+
+
+def test_stream_filter_random_chunkings() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        chunks, pos = [], 0
+        while pos < len(STREAMED):
+            size = rng.randint(1, 15)
+            chunks.append(STREAMED[pos : pos + size])
+            pos += size
+        assert run_filter(chunks) == (STREAMED_TEXT, STREAMED_THINKING)
+
+
+def test_stream_filter_agrees_with_parse_reply() -> None:
+    result = parse_reply(STREAMED, TABLE)
+    assert result.text == STREAMED_TEXT.strip()
+    assert result.thinking == STREAMED_THINKING
+    assert [c.name for c in result.calls] == ["write_file", "read_file"]
+
+
+def test_stream_filter_never_shows_an_unclosed_call() -> None:
+    stream = StreamFilter(TABLE)
+    shown = stream.feed('Sure.\n<tool_call>\n{"name": "write_file", ')
+    assert stream.inside_call
+    shown += stream.feed('"arguments": {"filepath": "a"}}\n<content>\nSECRET')
+    shown += stream.flush()
+    assert shown == [("text", "Sure.\n")]
+
+
+def test_stream_filter_holds_back_only_a_possible_tag() -> None:
+    stream = StreamFilter(TABLE)
+    assert stream.feed("Hello <tool_") == [("text", "Hello ")]
+    assert stream.feed("box> and <") == [("text", "<tool_box> and ")]
+    assert stream.feed("b>bold") == [("text", "<b>bold")]
+    assert stream.feed(" <thi") == [("text", " ")]
+    assert stream.feed("nk>deep") == [("thinking", "deep")]
+    assert stream.feed("</thi") == []
+    assert stream.feed("nk>out <") == [("text", "out ")]
+    assert stream.flush() == [("text", "<")]
+
+
+def test_stream_filter_drops_a_stray_think_close() -> None:
+    assert run_filter(["I think.", "</th", "ink>Answer."]) == ("I think.Answer.", "")
+
+
+def test_stream_filter_is_linear() -> None:
+    body = ("x = '<content>' \" \\ {}\n" * 50_000)[:1_000_000]
+    reply = (
+        "Start <tool_call>\n"
+        + W
+        + "\n<content>\n"
+        + body
+        + "\n</content>\n</tool_call> end "
+        + "word " * 100_000
+    )
+    stream = StreamFilter(TABLE)
+    started = time.perf_counter()
+    shown = []
+    for pos in range(0, len(reply), 200):
+        shown += stream.feed(reply[pos : pos + 200])
+    shown += stream.flush()
+    assert time.perf_counter() - started < 5
+    assert "".join(c for _, c in shown) == "Start  end " + "word " * 100_000
+
+
+def test_parse_reply_handles_a_large_file_body_quickly() -> None:
+    body = 'line with "quotes" and } and \\ and <tags>\n' * 40_000
+    reply = render_call_as_text(
+        ToolCall("c", "write_file", {"filepath": "big.txt", "content": body}), TABLE
+    )
+    started = time.perf_counter()
+    result = parse_reply(reply, TABLE)
+    assert time.perf_counter() - started < 2
+    assert result.calls[0].arguments["content"] == body
+
+
+def test_json_output_of_render_is_plain_json() -> None:
+    text = render_call_as_text(ToolCall("c", "run_cmd", {"command": "echo é"}), TABLE)
+    assert json.loads(text.splitlines()[1]) == {
+        "name": "run_cmd",
+        "arguments": {"command": "echo é"},
+    }
