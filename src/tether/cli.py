@@ -20,6 +20,7 @@ from . import __version__
 if TYPE_CHECKING:
     from .config import Settings
     from .headless import HeadlessUI
+    from .llm_client import Conversation, TurnResult
     from .runtime import RunOptions, Runtime
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -50,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
                    help="trust this folder's .permissions.json allow rules for this run")
+    p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                   help="continue the most recent session for this folder (interactive)")
+    p.add_argument("-r", "--resume", metavar="SESSION",
+                   help="continue a saved session by title or id (interactive)")
+    p.add_argument("--deepthink", action="store_true",
+                   help="work the request as five stages: plan, check, implement, review, verify")
     p.add_argument("--undo", action="store_true",
                    help="put back the newest change the assistant made, then exit (0 undone, 1 refused)")
     p.add_argument("--version", action="version", version=f"tether {__version__}")
@@ -89,11 +96,45 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def interactive(args: argparse.Namespace) -> int:
-    sys.stderr.write(
-        "tether: the interactive terminal is not built yet; run a one-shot request with "
-        "tether -p \"PROMPT\" (see tether --help).\n"
-    )
-    return EXIT_USAGE
+    import asyncio
+
+    try:
+        return asyncio.run(start_app(args, dict(os.environ)))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
+    from .app import run_app
+
+    prepared = prepare(args, env)
+    if isinstance(prepared, int):
+        return prepared
+    settings, options, warnings = prepared
+    for warning in warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    try:
+        return await run_app(settings, options, env, args.resume, args.continue_last)
+    except ValueError as exc:
+        return usage_error(str(exc))
+
+
+def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, RunOptions, list[str]] | int:
+    """Settings and run options from flags, environment and files; an int is a usage error's exit code."""
+    from .config import load_settings, tether_home
+    from .runtime import RunOptions
+
+    root = Path(args.directory or os.getcwd()).expanduser().resolve()
+    if not root.is_dir():
+        return usage_error(f"-C: {root} is not a directory")
+    home = tether_home(env)
+    settings, warnings = load_settings(setting_flags(args), env, home)
+    try:
+        settings = with_base_url(settings, args.base_url)
+    except ValueError as exc:
+        return usage_error(str(exc))
+    options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, trusted=args.trust)
+    return settings, options, warnings
 
 
 def undo_last_change(args: argparse.Namespace) -> int:
@@ -137,31 +178,24 @@ def with_base_url(settings: Settings, base_url: str | None) -> Settings:
 
 
 async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
-    from .config import load_settings, tether_home
     from .headless import HeadlessUI
-    from .runtime import RunOptions
 
     prompt = read_prompt(args.prompt).strip()
     if not prompt:
         return usage_error("the prompt is empty")
-    root = Path(args.directory or os.getcwd()).expanduser().resolve()
-    if not root.is_dir():
-        return usage_error(f"-C: {root} is not a directory")
-    home = tether_home(env)
-    settings, warnings = load_settings(setting_flags(args), env, home)
-    try:
-        settings = with_base_url(settings, args.base_url)
-    except ValueError as exc:
-        return usage_error(str(exc))
+    prepared = prepare(args, env)
+    if isinstance(prepared, int):
+        return prepared
+    settings, options, warnings = prepared
     ui = HeadlessUI(args.output_format)
     for warning in warnings:
         ui.notice(warning, "warning")
-    options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, trusted=args.trust)
-    return await run_one_shot(settings, options, ui, env, prompt)
+    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink)
 
 
 async def run_one_shot(
-    settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str
+    settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str,
+    deepthink: bool = False,
 ) -> int:
     import asyncio
 
@@ -178,7 +212,7 @@ async def run_one_shot(
         ui.init(run_info(runtime, options.root, mode))
         conv = Conversation()
         try:
-            result = await runtime.loop.run_turn(conv, prompt)
+            result = await run_request(runtime, conv, prompt, deepthink)
         except asyncio.CancelledError:
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
@@ -186,6 +220,15 @@ async def run_one_shot(
         return exit_code(result.stop_reason)
     finally:
         await runtime.aclose()
+
+
+async def run_request(runtime: Runtime, conv: Conversation, prompt: str, deepthink: bool) -> TurnResult:
+    if not deepthink:
+        return await runtime.loop.run_turn(conv, prompt)
+    from .deepthink import Deepthink, deepthink_turn
+
+    chain = Deepthink(runtime.loop, runtime.git, runtime.loop.ui, runtime.plan_gate)
+    return await deepthink_turn(chain, conv, prompt)
 
 
 def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .dispatch import CallPolicy, GateVerdict, first_line, window_text
 from .git_ops import GitOps
 from .llm_client import Conversation, TurnLoop, TurnResult
-from .messages import Evidence, ToolCall
+from .messages import Evidence, ToolCall, Usage
 from .tools.plan import PlanGate
 from .toolspec import Tool, ToolTable
 from .ui import UI
@@ -400,3 +400,21 @@ def _last_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+async def deepthink_turn(chain: Deepthink, conv: Conversation, request: str) -> TurnResult:
+    """Run the chain and fold its stages into one TurnResult, as a plain turn reports."""
+    outcome = await chain.run(conv, request)
+    results = [s.result for s in outcome.stages]
+    usage = Usage()
+    for r in results:
+        usage = usage + r.usage
+    error = next((r.error for r in results if r.error), None)
+    return TurnResult(
+        text=outcome.text,
+        stop_reason=outcome.stop_reason,
+        steps=sum(r.steps for r in results),
+        usage=usage,
+        evidence=list(conv.evidence),
+        error=error,
+    )

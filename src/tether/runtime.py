@@ -18,6 +18,7 @@ from .providers import create_provider
 from .providers.base import Provider
 from .tools import builtin_tools
 from .tools.ask import Asker
+from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
 from .ui import UI
 
@@ -38,6 +39,8 @@ class RunOptions:
     """How get_user_input reaches a person; None in one-shot mode."""
     on_output: Callable[[str], None] | None = None
     """Sees command output as it appears (the terminal shows it live)."""
+    approve_plan: ApprovePlan | None = None
+    """How plan mode asks the user to approve a plan; None: nobody can."""
 
 
 @dataclass
@@ -48,6 +51,8 @@ class Runtime:
     loop: TurnLoop
     rules: RuleSet
     git: GitOps
+    policy: ApprovalPolicy
+    plan_gate: PlanGate
     warnings: list[str] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -59,6 +64,15 @@ class Runtime:
             wanted = "native" if native else "text"
         self.loop.mode = wanted
         return wanted
+
+    def set_plan_mode(self, argument: str, approve_plan: ApprovePlan | None) -> str:
+        """`/planmode on|off`: the plan tool is on the menu only while plan mode is on."""
+        message = set_plan_mode(self.plan_gate, argument)
+        self.table.remove(SUBMIT_PLAN)
+        if self.plan_gate.active:
+            for tool in plan_tools(self.plan_gate, approve_plan):
+                self.table.add(tool)
+        return message
 
     async def aclose(self) -> None:
         """Stop what the tools started (shell sessions) and close connections."""
@@ -79,11 +93,13 @@ def build_runtime(
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
+    policy = ApprovalPolicy(options.root, rules, auto=options.auto)
+    plan_gate = PlanGate(policy)
     dispatcher = Dispatcher(
         table=table,
         ctx=ctx,
         ui=ui,
-        policy=ApprovalPolicy(options.root, rules, auto=options.auto),
+        policy=plan_gate,
         default_timeout=settings.tool_timeout,
         default_cap=settings.result_cap,
         caps=dict(settings.result_caps),
@@ -104,7 +120,7 @@ def build_runtime(
         settings=turn_settings,
         system_prompt=lambda mode: system_prompt(options.root, table, mode),
     )
-    return Runtime(settings, provider, table, loop, rules, git, warnings, closers)
+    return Runtime(settings, provider, table, loop, rules, git, policy, plan_gate, warnings, closers)
 
 
 def undo_hooks(git: GitOps, ctx: ToolContext) -> tuple[BeforeHook, AfterHook]:

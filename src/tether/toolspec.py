@@ -118,6 +118,9 @@ class ToolTable:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
     def names(self) -> list[str]:
         return list(self._tools)
 

@@ -1,0 +1,312 @@
+"""The interactive terminal: read a line, run a turn or a slash command, save, repeat.
+
+Output goes to the normal scrollback. A turn runs as a task so Ctrl-C can
+cancel it (the model request and running tools stop; what was collected is
+kept). The session is saved after every exchange.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from dataclasses import dataclass, field
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.formatted_text import FormattedText
+from rich.console import Console
+from rich.text import Text
+
+from . import __version__
+from .config import Settings
+from .deepthink import Deepthink, deepthink_turn
+from .llm_client import Conversation, TurnResult
+from .messages import Message, TextDelta, ToolCall
+from .permissions import PROJECT_FILE, Rule, TrustStore, save_rule
+from .providers.base import RequestOptions
+from .runtime import RunOptions, Runtime, build_runtime
+from .session import SessionCorrupt, SessionRecord, SessionStore, clean_title, title_prompt
+from .slash import COMMANDS
+from .tools.ask import Question
+from .tui.prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
+from .tui.terminal_ui import TerminalUI
+from .tui.theme import THEME
+from .ui import NoticeLevel
+
+TITLE_TIMEOUT = 20.0
+
+
+@dataclass
+class App:
+    settings: Settings
+    options: RunOptions
+    env: dict[str, str]
+    console: Console = field(default_factory=lambda: Console(theme=THEME, highlight=False))
+    runtime: Runtime = field(init=False)
+    ui: TerminalUI = field(init=False)
+    conv: Conversation = field(default_factory=Conversation)
+    store: SessionStore = field(init=False)
+    record: SessionRecord = field(init=False)
+    prompt: PromptSession = field(init=False)
+    protocol: str = "?"
+    exiting: bool = False
+    deepthink: bool = False
+    last_result: TurnResult | None = None
+
+    # ------------------------------------------------------------ start-up
+
+    def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
+        """Build the runtime and the prompt; raises ValueError for a usage problem."""
+        self.ui = TerminalUI(self.console, self.ask_line, on_always=self.allow_always,
+                             root=self.options.root)
+        self.options.asker = self.ask_questions
+        self.options.approve_plan = self.approve_plan
+        self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
+        self.store = SessionStore(self.options.home)
+        self.record = self._initial_record(resume, continue_last)
+        self.conv = self.record.to_conversation()
+        files = ProjectFiles(self.options.root)
+        completer = TetherCompleter(lambda: COMMANDS.names(), files)
+        self.prompt = make_session(self.options.home / "history", completer, self.toolbar)
+
+    def _initial_record(self, resume: str | None, continue_last: bool) -> SessionRecord:
+        root = self.options.root
+        if resume:
+            return self.store.load(resume, root)
+        if continue_last:
+            latest = self.store.latest(root)
+            if latest is not None:
+                return latest
+            self.say("No earlier session for this folder; starting a new one.", "warning")
+        return self.store.new(root, self.settings.provider, self.runtime.loop.settings.model)
+
+    async def run(self) -> int:
+        self.protocol = await self.runtime.resolve_protocol()
+        self.banner()
+        await self.ask_trust()
+        try:
+            await self.read_loop()
+        finally:
+            await self.runtime.aclose()
+        return 0
+
+    def banner(self) -> None:
+        s = self.runtime.loop.settings
+        self.console.print(Text(f"tether {__version__}", style="bold"),
+                           Text(f"· {self.settings.provider} · {s.model} · {self.protocol} tools",
+                                style="status"))
+        if self.conv.messages:
+            self.say(f"Continuing session {self.record.title or self.record.id} "
+                     f"({len(self.conv.messages)} messages).")
+        self.say("Type a request, /help for commands, Ctrl-D to exit.")
+        for warning in self.runtime.warnings:
+            self.say(warning, "warning")
+
+    async def ask_trust(self) -> None:
+        """A project's own allow rules count only once the user trusts the folder."""
+        root = self.options.root
+        trust = TrustStore(self.options.home)
+        if self.options.trusted or not (root / PROJECT_FILE).exists() or trust.is_trusted(root):
+            return
+        self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without asking.",
+                 "warning")
+        answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ",
+                                     default="n")
+        if answer.strip().lower() in ("y", "yes"):
+            trust.trust(root)
+            self.options.trusted = True
+            self.rebuild()
+            self.say("Trusted; its rules apply from now on.")
+
+    def rebuild(self, settings: Settings | None = None) -> None:
+        """A new runtime (provider, rules) for the same conversation."""
+        old = self.runtime
+        self.settings = settings or self.settings
+        self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
+        self.runtime.loop.mode = old.loop.mode
+        self.runtime.git.enabled = old.git.enabled
+        asyncio.ensure_future(old.aclose())
+
+    # ------------------------------------------------------------ the loop
+
+    async def read_loop(self) -> None:
+        interrupts = 0
+        while not self.exiting:
+            try:
+                line = await self.prompt.prompt_async("› ")
+                interrupts = 0
+            except KeyboardInterrupt:
+                interrupts += 1
+                if interrupts >= 2:
+                    break
+                self.say("(Ctrl-C again, or Ctrl-D, to exit)")
+                continue
+            except EOFError:
+                break
+            await self.handle(line)
+
+    async def handle(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        if text.startswith("/"):
+            await COMMANDS.run(self, text)
+        else:
+            await self.turn(line)
+
+    async def turn(self, line: str) -> None:
+        text, attached = expand_mentions(line, self.options.root)
+        if attached:
+            self.say("attached " + ", ".join(attached))
+        self.runtime.plan_gate.new_request()
+        if self.deepthink:
+            chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
+            await self.run_cancellable(deepthink_turn(chain, self.conv, text))
+        else:
+            await self.run_cancellable(self.runtime.loop.run_turn(self.conv, text))
+
+    async def run_cancellable(self, work) -> TurnResult | None:  # noqa: ANN001
+        """Run a turn so that Ctrl-C stops it, keeps what it collected and returns here."""
+        started = time.monotonic()
+        task = asyncio.ensure_future(work)
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, task.cancel)
+        self.ui.waiting()
+        result = None
+        try:
+            result = await task
+        except asyncio.CancelledError:
+            self.ui.settle()
+            self.console.print(Text("Stopped.", style="notice"))
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            self.ui.settle()
+        if result is not None:
+            self.last_result = result
+            self.footer(result, time.monotonic() - started)
+        await self.save_session()
+        return result
+
+    def footer(self, result: TurnResult, elapsed: float) -> None:
+        out = result.usage.output_tokens
+        first = self.ui.first_token_at
+        rate = ""
+        if out and first:
+            streaming = max(time.monotonic() - first, 1e-3)
+            rate = f" · {out / streaming:.0f} tok/s" if streaming > 0.05 else ""
+        stop = "" if result.stop_reason == "end_turn" else f" · stopped: {result.stop_reason}"
+        self.console.print(Text(
+            f"{result.steps} request(s) · {len(result.evidence)} tool call(s) · "
+            f"{result.usage.input_tokens}→{out} tokens{rate} · {elapsed:.1f}s{stop}", style="status"))
+
+    # ------------------------------------------------------------ sessions
+
+    async def save_session(self) -> None:
+        self.record.update_from(self.conv)
+        self.record.model = self.runtime.loop.settings.model
+        self.record.provider = self.settings.provider
+        if not self.record.messages:
+            return
+        if self.record.autotitle and not self.record.title:
+            self.record.title = await self.make_title()
+        try:
+            self.store.save(self.record)
+        except (SessionCorrupt, OSError) as exc:
+            self.say(f"Session not saved: {exc}", "error")
+
+    async def make_title(self) -> str:
+        users = [m.text for m in self.conv.messages if m.role == "user" and m.text]
+        answers = [m.text for m in self.conv.messages if m.role == "assistant" and m.text]
+        if not users or not answers:
+            return ""
+        request = [Message.user(title_prompt(users[0], answers[-1]))]
+        options = RequestOptions(self.runtime.loop.settings.model, max_tokens=40)
+        try:
+            return clean_title(await asyncio.wait_for(self._collect(request, options), TITLE_TIMEOUT))
+        except Exception:  # a title is a nicety: any failure leaves the session untitled
+            return ""
+
+    async def _collect(self, request: list[Message], options: RequestOptions) -> str:
+        text = ""
+        async for event in self.runtime.provider.stream(request, None, options):
+            if isinstance(event, TextDelta):
+                text += event.text
+        return text
+
+    # ------------------------------------------------------------ talking to the user
+
+    def say(self, message: str, level: NoticeLevel = "info") -> None:
+        style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
+        self.console.print(Text(message, style=style))
+
+    async def ask_line(self, message: str, default: str = "") -> str:
+        session: PromptSession = PromptSession()
+        return await session.prompt_async(message, default=default, handle_sigint=False)
+
+    async def ask_questions(self, questions: list[Question]) -> list[str] | None:
+        self.ui.settle()
+        answers = []
+        for q in questions:
+            self.console.print(Text("? " + q.question, style="bold"))
+            for i, option in enumerate(q.options, 1):
+                self.console.print(Text(f"   {i}. {option}"))
+            try:
+                raw = (await self.ask_line("answer (a number or your own words): ")).strip()
+            except (KeyboardInterrupt, EOFError):
+                return None
+            answers.append(q.options[int(raw) - 1] if raw.isdigit() and 0 < int(raw) <= len(q.options) else raw)
+        return answers
+
+    async def approve_plan(self, plan: str) -> tuple[bool, str]:
+        self.ui.settle()
+        self.console.print(Text("Plan for approval:", style="bold"))
+        self.console.print(Text(plan))
+        try:
+            answer = (await self.ask_line("Approve this plan? [y]es / [n]o: ")).strip().lower()
+            if answer in ("y", "yes"):
+                return True, ""
+            return False, (await self.ask_line("What should change? ")).strip()
+        except (KeyboardInterrupt, EOFError):
+            return False, ""
+
+    def allow_always(self, call: ToolCall) -> str:
+        """Save an allow rule for exactly this call to the project's rules, and apply it now."""
+        tool = self.runtime.table.get(call.name)
+        value = tool.main_value(call.arguments) if tool else ""
+        text = f"{call.name}({escape_pattern(value)})" if value else call.name
+        rule = Rule.parse(text, "project")
+        try:
+            save_rule(self.options.root / PROJECT_FILE, "allow", rule)
+        except (OSError, ValueError) as exc:
+            self.say(f"Could not save the rule: {exc}", "error")
+        self.runtime.rules.add("allow", Rule.parse(text, "session"))
+        return str(rule)
+
+    def toolbar(self) -> FormattedText:
+        s = self.runtime.loop.settings
+        modes = [name for name, on in (
+            ("auto", self.options.auto), ("think", self.ui.show_thinking),
+        ) if on]
+        used = self.conv.usage.input_tokens
+        parts = [f" {self.settings.provider} · {s.model}", f"{self.protocol} tools",
+                 f"context {used:,} tokens" if used else "context empty"]
+        if modes:
+            parts.append("modes: " + ", ".join(modes))
+        return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])
+
+
+def escape_pattern(value: str) -> str:
+    """An exact-match pattern: wildcards in the value are taken literally."""
+    return value.replace("*", "[*]").replace("?", "[?]")
+
+
+async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
+                  resume: str | None, continue_last: bool) -> int:
+    app = App(settings, options, env)
+    try:
+        app.setup(resume, continue_last)
+    except (LookupError, SessionCorrupt) as exc:
+        app.say(str(exc), "error")
+        return 2
+    return await app.run()
+

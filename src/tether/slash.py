@@ -1,0 +1,255 @@
+"""The interactive app's slash commands, each a small handler registered in one table."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from .commands import CommandTable, on_off
+from .permissions import Rule, RuleError, load_rules
+from .session import SessionCorrupt
+
+if TYPE_CHECKING:
+    from .app import App
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
+
+
+@command("help", "/help", "list the commands")
+async def show_help(app: App, arg: str) -> None:
+    for c in COMMANDS.all():
+        app.console.print(Text(f"  {c.usage:<28}", style="bold"), Text(c.help))
+    app.say("Mention a file with @path to attach it. Alt-Enter or Ctrl-J adds a line; "
+            "Ctrl-C stops a running request.")
+
+
+@command("exit", "/exit", "leave tether (Ctrl-D works too)")
+async def exit_app(app: App, arg: str) -> None:
+    app.exiting = True
+
+
+@command("clear", "/clear", "start a new conversation (the old one stays saved)")
+async def clear(app: App, arg: str) -> None:
+    from .llm_client import Conversation
+
+    app.conv = Conversation()
+    app.record = app.store.new(app.options.root, app.settings.provider, app.runtime.loop.settings.model)
+    app.say("New conversation.")
+
+
+async def _toggle(app: App, arg: str, label: str, current: bool) -> bool | None:
+    value = on_off(arg, current)
+    if value is None:
+        app.say(f"Use /{label} on or /{label} off.", "warning")
+    return value
+
+
+@command("think", "/think on|off", "show the model's reasoning, dimmed")
+async def think(app: App, arg: str) -> None:
+    value = await _toggle(app, arg, "think", app.ui.show_thinking)
+    if value is not None:
+        app.ui.show_thinking = value
+        app.say(f"Reasoning is {'shown' if value else 'hidden'}.")
+
+
+@command("automode", "/automode on|off", "run every call no deny rule forbids, without asking")
+async def automode(app: App, arg: str) -> None:
+    value = await _toggle(app, arg, "automode", app.options.auto)
+    if value is not None:
+        app.options.auto = value
+        app.runtime.policy.auto = value
+        app.say("Auto mode is on: calls run without asking (deny rules still apply)." if value
+                else "Auto mode is off: side effects ask first.")
+
+
+@command("model", "/model [NAME]", "show the model and the provider's models, or switch")
+async def model(app: App, arg: str) -> None:
+    loop = app.runtime.loop
+    if arg:
+        loop.settings.model = arg
+        app.protocol = await app.runtime.resolve_protocol()
+        app.say(f"Model: {arg} ({app.protocol} tools).")
+        return
+    app.say(f"Model: {loop.settings.model} ({app.settings.provider}, {app.protocol} tools).")
+    try:
+        names = await app.runtime.provider.list_models()
+    except Exception as exc:  # the list is a convenience; say why it is missing
+        app.say(f"Could not list models: {exc}", "warning")
+        return
+    if names:
+        app.say("Available: " + ", ".join(names[:40]))
+
+
+@command("usage", "/usage", "tokens used in this session")
+async def usage(app: App, arg: str) -> None:
+    u = app.conv.usage
+    app.say(f"input {u.input_tokens:,} · output {u.output_tokens:,} · cached {u.cached_tokens:,} tokens")
+
+
+@command("evidence", "/evidence", "the last request's tool calls: arguments, timings, results")
+async def evidence(app: App, arg: str) -> None:
+    if not app.conv.evidence:
+        app.say("No tool calls in the last request.")
+        return
+    for i, e in enumerate(app.conv.evidence, 1):
+        mark = "✗" if e.error else "✓"
+        app.console.print(Text(f"{i}. {mark} {e.call.name}", style="bold"),
+                          Text(f" {e.elapsed * 1000:.0f} ms · {e.summary}", style="status"))
+        app.console.print(Text("   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
+        lines = e.result.splitlines()
+        for line in lines[:8]:
+            app.console.print(Text("   │ " + line[:200], style="status"))
+        if len(lines) > 8:
+            app.console.print(Text(f"   │ [... {len(lines) - 8} more lines ...]", style="status"))
+
+
+@command("sessions", "/sessions", "the saved sessions of this folder")
+async def sessions(app: App, arg: str) -> None:
+    found = app.store.list(app.options.root)
+    if not found:
+        app.say("No saved sessions for this folder.")
+    for s in found[:30]:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated))
+        state = f"corrupt: {s.corrupt}" if s.corrupt else f"{s.messages} messages"
+        current = " (current)" if s.id == app.record.id else ""
+        app.console.print(Text(f"  {s.id}  {when}  ", style="status"), Text(s.title or "(untitled)"),
+                          Text(f"  {state}{current}", style="status"))
+
+
+@command("load", "/load TITLE|ID", "continue a saved session")
+async def load(app: App, arg: str) -> None:
+    if not arg:
+        app.say("Use /load followed by a title or an id (see /sessions).", "warning")
+        return
+    try:
+        record = app.store.load(arg, app.options.root)
+    except (LookupError, SessionCorrupt) as exc:
+        app.say(str(exc), "error")
+        return
+    await app.save_session()
+    app.record = record
+    app.conv = record.to_conversation()
+    app.say(f"Loaded {record.title or record.id} ({len(record.messages)} messages).")
+    last = next((m.text for m in reversed(record.messages) if m.role == "assistant" and m.text), "")
+    if last:
+        app.console.print(Text(last[-600:], style="status"))
+
+
+@command("save", "/save [TITLE]", "save the session now, optionally naming it")
+async def save(app: App, arg: str) -> None:
+    if arg:
+        app.record.title, app.record.autotitle = arg, False
+    await app.save_session()
+    app.say(f"Saved as {app.record.title or app.record.id}.")
+
+
+@command("title", "/title NAME", "rename this session")
+async def title(app: App, arg: str) -> None:
+    if not arg:
+        app.say(f"Title: {app.record.title or '(untitled)'}")
+        return
+    app.record.title, app.record.autotitle = arg, False
+    await app.save_session()
+    app.say(f"Renamed to {arg}.")
+
+
+@command("autotitle", "/autotitle on|off", "name new sessions automatically after the first exchange")
+async def autotitle(app: App, arg: str) -> None:
+    value = await _toggle(app, arg, "autotitle", app.record.autotitle)
+    if value is not None:
+        app.record.autotitle = value
+        app.say(f"Automatic titles {'on' if value else 'off'}.")
+
+
+@command("export", "/export json|md [PATH]", "write this conversation to a file")
+async def export(app: App, arg: str) -> None:
+    fmt, _, where = arg.partition(" ")
+    if fmt not in ("json", "md"):
+        app.say("Use /export json [path] or /export md [path].", "warning")
+        return
+    app.record.update_from(app.conv)
+    path = Path(where.strip() or f"tether-{app.record.id}.{fmt}").expanduser()
+    path = path if path.is_absolute() else app.options.root / path
+    try:
+        written = app.store.export(app.record, fmt, path)  # type: ignore[arg-type]
+    except OSError as exc:
+        app.say(f"Could not export: {exc}", "error")
+        return
+    app.say(f"Wrote {written}.")
+
+
+@command("compact", "/compact", "condense older history into a summary now")
+async def compact(app: App, arg: str) -> None:
+    guard = app.runtime.loop.guard
+    if guard is None or not hasattr(guard, "compact"):
+        app.say("Context compression is switched off.", "warning")
+        return
+    before = len(app.conv.messages)
+    await app.run_cancellable(guard.compact(app.conv.messages))
+    app.say(f"History: {before} → {len(app.conv.messages)} messages.")
+
+
+@command("undo", "/undo", "put back the newest change the assistant made")
+async def undo(app: App, arg: str) -> None:
+    outcome = app.runtime.git.undo()
+    app.say(outcome.message, "info" if outcome.ok else "warning")
+
+
+@command("autocommit", "/autocommit on|off|status", "commit each AI edit so it can be undone")
+async def autocommit(app: App, arg: str) -> None:
+    git = app.runtime.git
+    if arg in ("", "status"):
+        app.say(f"Auto-commit is {'on' if git.enabled else 'off'}.")
+        for c in git.recent(10):
+            when = time.strftime("%H:%M:%S", time.localtime(c.when))
+            app.console.print(Text(f"  {c.sha[:8]} {when} ", style="status"), Text(c.message.splitlines()[0]))
+        return
+    value = on_off(arg, git.enabled)
+    if value is None:
+        app.say("Use /autocommit on, off or status.", "warning")
+        return
+    git.enabled = value
+    app.say(f"Auto-commit is {'on' if value else 'off'}.")
+
+
+@command("deepthink", "/deepthink on|off", "work each request as plan, check, build, review, verify")
+async def deepthink(app: App, arg: str) -> None:
+    value = await _toggle(app, arg, "deepthink", app.deepthink)
+    if value is not None:
+        app.deepthink = value
+        app.say("Deepthink is on: each request runs in five stages." if value else "Deepthink is off.")
+
+
+@command("planmode", "/planmode on|off", "require an approved plan before any change")
+async def planmode(app: App, arg: str) -> None:
+    app.say(app.runtime.set_plan_mode(arg, app.approve_plan))
+
+
+@command("perms", "/perms [allow|deny RULE|reload]", "list or change the permission rules")
+async def perms(app: App, arg: str) -> None:
+    verb, _, text = arg.partition(" ")
+    if verb in ("allow", "deny") and text.strip():
+        try:
+            app.runtime.rules.add(verb, Rule.parse(text.strip(), "session"))  # type: ignore[arg-type]
+        except RuleError as exc:
+            app.say(str(exc), "error")
+            return
+        app.say(f"{verb} {text.strip()} for this session.")
+    elif verb == "reload":
+        rules, warnings = load_rules(app.options.root, app.options.home,
+                                     trusted=app.options.trusted, extra_allow=app.options.allow)
+        app.runtime.rules.allow[:], app.runtime.rules.deny[:] = rules.allow, rules.deny
+        for warning in warnings:
+            app.say(warning, "warning")
+        app.say("Rules reloaded.")
+    elif verb:
+        app.say("Use /perms, /perms allow RULE, /perms deny RULE or /perms reload.", "warning")
+        return
+    lines = app.runtime.rules.describe()
+    for line in lines or ["No rules: reads run, everything else asks."]:
+        app.say("  " + line)
