@@ -61,6 +61,7 @@ class App:
                              root=self.options.root)
         self.options.asker = self.ask_questions
         self.options.approve_plan = self.approve_plan
+        self.options.on_output = self.ui.command_output
         self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
         self.store = SessionStore(self.options.home)
         self.record = self._initial_record(resume, continue_last)
@@ -189,11 +190,8 @@ class App:
 
     def footer(self, result: TurnResult, elapsed: float) -> None:
         out = result.usage.output_tokens
-        first = self.ui.first_token_at
-        rate = ""
-        if out and first:
-            streaming = max(time.monotonic() - first, 1e-3)
-            rate = f" · {out / streaming:.0f} tok/s" if streaming > 0.05 else ""
+        streaming = self.ui.streaming_seconds
+        rate = f" · {out / streaming:.0f} tok/s" if out and streaming > 0.05 else ""
         stop = "" if result.stop_reason == "end_turn" else f" · stopped: {result.stop_reason}"
         self.console.print(Text(
             f"{result.steps} request(s) · {len(result.evidence)} tool call(s) · "

@@ -42,13 +42,16 @@ class TerminalUI:
     _stream: MarkdownStream | None = field(default=None, init=False)
     _spinner: Status | None = field(default=None, init=False)
     _thinking_open: bool = field(default=False, init=False)
-    first_token_at: float | None = field(default=None, init=False)
+    _reply_started: float | None = field(default=None, init=False)
+    _live_output: bool = field(default=False, init=False)
+    streaming_seconds: float = field(default=0.0, init=False)
+    """Time spent receiving reply text in this turn, for tokens per second."""
 
     # ------------------------------------------------------------ turn framing
 
     def waiting(self) -> None:
         """A request is under way and nothing has arrived yet: show a spinner."""
-        self.first_token_at = None
+        self.streaming_seconds = 0.0
         if self.console.is_terminal and self._spinner is None:
             self._spinner = self.console.status("thinking…", spinner="dots")
             self._spinner.start()
@@ -56,6 +59,7 @@ class TerminalUI:
     def settle(self) -> None:
         """End of a reply or a turn: stop the spinner, flush open text."""
         self._stop_spinner()
+        self._reply_done()
         self._close_thinking()
         if self._stream is not None:
             self._stream.finish()
@@ -65,20 +69,28 @@ class TerminalUI:
         if self._spinner is not None:
             self._spinner.stop()
             self._spinner = None
-        if self.first_token_at is None:
-            self.first_token_at = time.monotonic()
+
+    def _receiving(self) -> None:
+        self._stop_spinner()
+        if self._reply_started is None:
+            self._reply_started = time.monotonic()
+
+    def _reply_done(self) -> None:
+        if self._reply_started is not None:
+            self.streaming_seconds += time.monotonic() - self._reply_started
+            self._reply_started = None
 
     # ------------------------------------------------------------ UI protocol
 
     def text(self, delta: str) -> None:
-        self._stop_spinner()
+        self._receiving()
         self._close_thinking()
         if self._stream is None:
             self._stream = MarkdownStream(self.console)
         self._stream.feed(delta)
 
     def thinking(self, delta: str) -> None:
-        self._stop_spinner()
+        self._receiving()
         if not self.show_thinking:
             return
         self._thinking_open = True
@@ -95,6 +107,12 @@ class TerminalUI:
         line.append(call.name, style="bold tool")
         line.append(" " + describe_arguments(call.arguments))
         self.console.print(line)
+        self._live_output = False
+
+    def command_output(self, chunk: str) -> None:
+        """A running command's output, shown as it appears."""
+        self._live_output = True
+        self.console.print(Text(chunk, style="status"), end="")
 
     def tool_end(self, evidence: Evidence) -> None:
         style = "tool.error" if evidence.error else "tool"
@@ -105,8 +123,11 @@ class TerminalUI:
         self.console.print(line)
         if not evidence.error and evidence.call.name in DIFF_TOOLS:
             self._print_diff(evidence.result)
-        elif evidence.call.name == "run_cmd" or evidence.error:
+        elif evidence.error or (evidence.call.name == "run_cmd" and not self._live_output):
             self._print_trimmed(evidence.result)
+        if self._live_output:
+            self.console.print()
+            self._live_output = False
 
     def _print_diff(self, result: str) -> None:
         lines = [ln for ln in result.splitlines() if ln[:1] in "+-@" or ln.startswith(" ")]
