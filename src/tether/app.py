@@ -29,7 +29,7 @@ from .session import SessionCorrupt, SessionRecord, SessionStore, clean_title, t
 from .slash import COMMANDS
 from .tools.ask import Question
 from .tui.prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
-from .tui.terminal_ui import TerminalUI
+from .tui.terminal_ui import TerminalUI, keys_not_echoed
 from .tui.theme import THEME
 from .ui import NoticeLevel
 
@@ -175,7 +175,8 @@ class App:
         self.ui.waiting()
         result = None
         try:
-            result = await task
+            with keys_not_echoed():
+                result = await task
         except asyncio.CancelledError:
             self.ui.settle()
             self.console.print(Text("Stopped.", style="notice"))

@@ -7,11 +7,14 @@ with its outcome; a file change is shown as a coloured diff.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from rich.console import Console
 from rich.status import Status
@@ -194,6 +197,39 @@ class TerminalUI:
         self.settle()
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
         self.console.print(Text(message, style=style))
+
+
+@contextlib.contextmanager
+def keys_not_echoed(stream: TextIO | None = None) -> Iterator[None]:
+    """While a request runs, the terminal does not echo what is typed.
+
+    The live region of a streaming reply fills whole lines, so an echoed `^C`
+    (or any key) wraps onto a new line; the region is then erased one line
+    short and a copy of it stays behind. Typed-ahead keys are still buffered
+    for the next prompt, and Ctrl-C still interrupts.
+    """
+    try:
+        import termios
+    except ImportError:  # no POSIX terminal control here: nothing to quieten
+        yield
+        return
+    stream = sys.stdin if stream is None else stream
+    try:
+        fd = stream.fileno()
+        saved = termios.tcgetattr(fd) if stream.isatty() else None
+    except (OSError, ValueError, termios.error):
+        saved = None
+    if saved is None:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def change_preview(call: ToolCall, root: Path | None) -> list[str] | None:
