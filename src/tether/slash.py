@@ -22,8 +22,9 @@ command = COMMANDS.command
 
 @command("help", "/help", "list the commands")
 async def show_help(app: App, arg: str) -> None:
+    width = max(len(c.usage) for c in COMMANDS.all()) + 1  # the longest usage still gets a gap
     for c in COMMANDS.all():
-        app.console.print(Text(f"  {c.usage:<28}", style="bold"), Text(c.help))
+        app.console.print(Text(f"  {c.usage:<{width}}", style="bold"), Text(c.help))
     app.say("Mention a file with @path to attach it. Alt-Enter or Ctrl-J adds a line; "
             "Ctrl-C stops a running request.")
 
