@@ -1,4 +1,5 @@
-"""A scripted local model server that speaks both Ollama's and OpenAI's wire formats.
+"""A scripted local model server that speaks Ollama's, OpenAI's, Anthropic's and Gemini's
+wire formats.
 
 Use it wherever real model traffic would be needed (provider tests, CLI
 end-to-end tests, benchmarks). It is a real HTTP server on 127.0.0.1 with a
@@ -18,10 +19,19 @@ Routes (the wire format follows the path):
     POST /api/show              {"capabilities": [...]}        ("tools" if tools_capable)
     GET  /api/tags              {"models": [{"name": ...}]}
     POST /v1/chat/completions   OpenAI SSE stream              (serves the next Reply)
-    GET  /v1/models             {"object": "list", "data": [{"id": ...}]}
+    GET  /v1/models             {"object": "list", "data": [{"id": ...}]} (Anthropic reads
+                                the same shape)
+    POST /v1/messages           Anthropic Messages SSE stream  (serves the next Reply;
+                                400 without an anthropic-version header or max_tokens)
+    POST /v1beta/models/{model}:streamGenerateContent?alt=sse
+                                Gemini SSE stream              (serves the next Reply;
+                                400 without alt=sse)
+    GET  /v1beta/models         {"models": [{"name": "models/...", ...}]} plus one
+                                embedding-only model that a chat client should skip
 
-Every request is recorded, body parsed as JSON, in `requests` as (path, body),
-and its headers in `headers`.
+Every request is recorded, body parsed as JSON, in `requests` as (path, body)
+with the path's query removed; `headers` and `queries` hold each request's
+headers and query string in the same order.
 Chat requests take replies from a queue; when it is empty `default_reply` is
 served, and without one the server answers 500 "fake server script exhausted".
 Streams use chunked transfer encoding as the real servers do, so a
@@ -30,6 +40,7 @@ Streams use chunked transfer encoding as the real servers do, so a
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import sys
@@ -54,9 +65,13 @@ class Reply:
     tool_calls: list[tuple[str, dict]] = field(default_factory=list)
     """Native calls as (name, arguments). Ollama sends them whole in one chunk
     (without ids, as Ollama does); OpenAI streams each call's JSON arguments in
-    `chunk_size` fragments, with ids `call_<request number>_<call index>`."""
+    `chunk_size` fragments, with ids `call_<request number>_<call index>`;
+    Anthropic streams them as `input_json_delta` fragments of `tool_use` blocks
+    with ids `toolu_<request number>_<call index>`; Gemini sends them whole, all
+    in one chunk, without ids."""
     thinking: str = ""
-    """Reasoning text: Ollama `message.thinking`, OpenAI `delta.reasoning_content`."""
+    """Reasoning text: Ollama `message.thinking`, OpenAI `delta.reasoning_content`,
+    Anthropic a `thinking` block (with a signature), Gemini `thought: true` parts."""
     chunk_size: int = 4
     """Characters per streamed chunk, for text and tool-call argument fragments."""
     status: int = 200
@@ -74,7 +89,14 @@ class Reply:
     usage: tuple[int, int] = (10, 5)
     """(input, output) tokens reported at the end."""
     cached_tokens: int = 0
-    """OpenAI only: `usage.prompt_tokens_details.cached_tokens`."""
+    """Prompt tokens served from a cache: OpenAI `prompt_tokens_details.cached_tokens`,
+    Anthropic `cache_read_input_tokens`, Gemini `cachedContentTokenCount`."""
+    cache_write_tokens: int = 0
+    """Anthropic only: `cache_creation_input_tokens`."""
+    reasoning_tokens: int = 0
+    """Gemini only: `usageMetadata.thoughtsTokenCount`."""
+    thought_signature: str = ""
+    """Gemini only: the `thoughtSignature` sent with the first function call."""
     finish_reason: str | None = None
     """Override the reported stop reason (e.g. "length"); None reports the natural one."""
     interleave_tool_calls: bool = False
@@ -102,6 +124,8 @@ class FakeServer:
         self.requests: list[tuple[str, dict]] = []
         self.headers: list[dict[str, str]] = []
         """The headers of each request, parallel to `requests` (names lower-cased)."""
+        self.queries: list[str] = []
+        """The query string of each request ("" when none), parallel to `requests`."""
         self._queue: deque[Reply] = deque(replies or [])
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -150,10 +174,11 @@ class FakeServer:
         with self._lock:
             return [body for p, body in self.requests if p == path]
 
-    def _record(self, path: str, body: dict, headers: dict[str, str]) -> None:
+    def _record(self, path: str, body: dict, headers: dict[str, str], query: str = "") -> None:
         with self._lock:
             self.requests.append((path, body))
             self.headers.append(headers)
+            self.queries.append(query)
 
     def _next_reply(self) -> Reply | None:
         with self._lock:
@@ -261,6 +286,143 @@ def _openai_frames(reply: Reply, model: str, include_usage: bool, reply_id: str)
     return frames
 
 
+def _sse(event: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def _anthropic_block(
+    index: int, block: dict[str, Any], deltas: list[dict[str, Any]]
+) -> list[bytes]:
+    start = {"type": "content_block_start", "index": index, "content_block": block}
+    frames = [_sse("content_block_start", start)]
+    frames += [
+        _sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+        for d in deltas
+    ]
+    frames.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return frames
+
+
+def _anthropic_frames(reply: Reply, model: str, reply_id: str) -> list[bytes]:
+    size = reply.chunk_size
+    usage = {
+        "input_tokens": reply.usage[0],
+        "cache_creation_input_tokens": reply.cache_write_tokens,
+        "cache_read_input_tokens": reply.cached_tokens,
+        "output_tokens": 1,
+    }
+    message = {
+        "id": f"msg_{reply_id}",
+        "type": "message",
+        "role": "assistant",
+        "content": [],
+        "model": model,
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    frames = [
+        _sse("message_start", {"type": "message_start", "message": message}),
+        _sse("ping", {"type": "ping"}),
+    ]
+    blocks: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    if reply.thinking:
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(reply.thinking, size)]
+        deltas.append({"type": "signature_delta", "signature": "EqQBCgIYAhIM" + reply_id})
+        blocks.append(({"type": "thinking", "thinking": "", "signature": ""}, deltas))
+    if reply.text:
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(reply.text, size)]
+        blocks.append(({"type": "text", "text": ""}, deltas))
+    for i, (name, arguments) in enumerate(reply.tool_calls):
+        start = {"type": "tool_use", "id": f"toolu_{reply_id}_{i}", "name": name, "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": ""}]
+        deltas += [
+            {"type": "input_json_delta", "partial_json": p}
+            for p in _pieces(json.dumps(arguments), size)
+        ]
+        blocks.append((start, deltas))
+    for index, (block, deltas) in enumerate(blocks):
+        frames += _anthropic_block(index, block, deltas)
+    natural = "tool_use" if reply.tool_calls else "end_turn"
+    frames.append(
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reply.finish_reason or natural, "stop_sequence": None},
+                "usage": {"output_tokens": reply.usage[1]},
+            },
+        )
+    )
+    frames.append(_sse("message_stop", {"type": "message_stop"}))
+    if reply.malformed_chunk:
+        broken = b'event: content_block_delta\ndata: {"type": "content_bl\n\n'
+        frames.insert(len(frames) // 2, broken)
+    return frames
+
+
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+
+def _gemini_frames(reply: Reply, model: str, reply_id: str) -> list[bytes]:
+    prompt, output = reply.usage
+    usage: dict[str, Any] = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": output,
+        "totalTokenCount": prompt + output + reply.reasoning_tokens,
+    }
+    if reply.cached_tokens:
+        usage["cachedContentTokenCount"] = reply.cached_tokens
+    if reply.reasoning_tokens:
+        usage["thoughtsTokenCount"] = reply.reasoning_tokens
+
+    def chunk(parts: list[dict[str, Any]], finish: str | None = None) -> bytes:
+        candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        payload = {
+            "candidates": [candidate],
+            "usageMetadata": usage,
+            "modelVersion": model,
+            "responseId": f"resp-{reply_id}",
+        }
+        return f"data: {json.dumps(payload)}\r\n\r\n".encode()
+
+    size = reply.chunk_size
+    frames = [chunk([{"text": p, "thought": True}]) for p in _pieces(reply.thinking, size)]
+    frames += [chunk([{"text": p}]) for p in _pieces(reply.text, size)]
+    if reply.tool_calls:
+        calls: list[dict[str, Any]] = [
+            {"functionCall": {"name": n, "args": a}} for n, a in reply.tool_calls
+        ]
+        if reply.thought_signature:
+            calls[0]["thoughtSignature"] = reply.thought_signature
+        frames.append(chunk(calls))
+    frames.append(chunk([{"text": ""}], reply.finish_reason or "STOP"))
+    if reply.malformed_chunk:
+        frames.insert(len(frames) // 2, b'data: {"candidates": [{"content": \r\n\r\n')
+    return frames
+
+
+GEMINI_ERROR_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
 # ---------------------------------------------------------------- handler
 
 
@@ -293,16 +455,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch(body if isinstance(body, dict) else {"__body__": body})
 
     def _dispatch(self, body: dict) -> None:
-        path = self.path.split("?", 1)[0]
-        self.fake._record(path, body, {k.lower(): v for k, v in self.headers.items()})
+        path, _, query = self.path.partition("?")
+        self.fake._record(path, body, {k.lower(): v for k, v in self.headers.items()}, query)
         routes = {
             ("POST", "/api/chat"): self._ollama_chat,
             ("POST", "/api/show"): self._ollama_show,
             ("GET", "/api/tags"): self._ollama_tags,
             ("POST", "/v1/chat/completions"): self._openai_chat,
             ("GET", "/v1/models"): self._openai_models,
+            ("POST", "/v1/messages"): self._anthropic_messages,
+            ("GET", "/v1beta/models"): self._gemini_models,
         }
         route = routes.get((self.command, path))
+        gemini_model = _gemini_model(path)
+        if route is None and self.command == "POST" and gemini_model is not None:
+            route = functools.partial(self._gemini_stream, model=gemini_model, query=query)
         try:
             if route is None:
                 self._send_json(404, {"error": f"fake server has no route {self.command} {path}"})
@@ -376,6 +543,70 @@ class _Handler(BaseHTTPRequestHandler):
         error = {"message": message, "type": kind, "param": None, "code": None}
         self._send_json(status, {"error": error}, retry_after)
 
+    # -- Anthropic
+
+    def _anthropic_messages(self, body: dict) -> None:
+        if "anthropic-version" not in {k.lower() for k in self.headers}:
+            self._send_anthropic_error(400, "anthropic-version: header is required", None)
+            return
+        if not isinstance(body.get("max_tokens"), int):
+            self._send_anthropic_error(400, "max_tokens: Field required", None)
+            return
+        reply = self.fake._next_reply()
+        if reply is None:
+            self._send_anthropic_error(500, "fake server script exhausted: no reply queued", None)
+        elif reply.status != 200:
+            self._send_anthropic_error(reply.status, reply.error_message, reply.retry_after)
+        else:
+            reply_id = str(len(self.fake.requests))
+            frames = reply.raw_frames
+            if frames is None:
+                frames = _anthropic_frames(reply, str(body.get("model", "fake")), reply_id)
+            self._stream("text/event-stream", frames, reply)
+
+    def _send_anthropic_error(self, status: int, message: str, retry_after: float | None) -> None:
+        kind = ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+        self._send_json(
+            status, {"type": "error", "error": {"type": kind, "message": message}}, retry_after
+        )
+
+    # -- Gemini
+
+    def _gemini_stream(self, body: dict, model: str, query: str) -> None:
+        if "alt=sse" not in query.split("&"):
+            self._send_gemini_error(400, "fake server speaks only alt=sse", None)
+            return
+        reply = self.fake._next_reply()
+        if reply is None:
+            self._send_gemini_error(500, "fake server script exhausted: no reply queued", None)
+        elif reply.status != 200:
+            self._send_gemini_error(reply.status, reply.error_message, reply.retry_after)
+        else:
+            reply_id = str(len(self.fake.requests))
+            frames = reply.raw_frames
+            if frames is None:
+                frames = _gemini_frames(reply, model, reply_id)
+            self._stream("text/event-stream", frames, reply)
+
+    def _gemini_models(self, body: dict) -> None:
+        chat = ["generateContent", "countTokens"]
+        models = [
+            {"name": f"models/{m}", "displayName": m, "supportedGenerationMethods": chat}
+            for m in self.fake.models
+        ]
+        models.append(
+            {"name": "models/fake-embedding-001", "supportedGenerationMethods": ["embedContent"]}
+        )
+        self._send_json(200, {"models": models})
+
+    def _send_gemini_error(self, status: int, message: str, retry_after: float | None) -> None:
+        error = {
+            "code": status,
+            "message": message,
+            "status": GEMINI_ERROR_STATUSES.get(status, "UNKNOWN"),
+        }
+        self._send_json(status, {"error": error}, retry_after)
+
     # -- plumbing
 
     def _send_json(self, status: int, payload: Any, retry_after: float | None = None) -> None:
@@ -410,6 +641,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _gemini_model(path: str) -> str | None:
+    """The model named by a Gemini streaming path, or None for any other path."""
+    prefix, suffix = "/v1beta/models/", ":streamGenerateContent"
+    if path.startswith(prefix) and path.endswith(suffix):
+        return path[len(prefix) : -len(suffix)] or None
+    return None
 
 
 def _frames_until_drop(frames: list[bytes], drop_after: int | None) -> Iterator[bytes]:

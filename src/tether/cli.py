@@ -25,7 +25,12 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
-BASE_URL_SETTING = {"ollama": "ollama_host", "openai": "openai_base_url"}
+BASE_URL_SETTING = {
+    "ollama": "ollama_host",
+    "openai": "openai_base_url",
+    "anthropic": "anthropic_base_url",
+    "gemini": "gemini_base_url",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
                    help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
-    p.add_argument("--provider", help="ollama or openai (default: setting 'provider')")
+    p.add_argument("--provider",
+                   help="ollama, openai, anthropic or gemini (default: setting 'provider')")
     p.add_argument("--model", help="model name (default: setting 'model' or the provider's default)")
     p.add_argument("--base-url", help="base URL of the provider's API")
     p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",

@@ -23,7 +23,9 @@ else:  # pragma: no cover - exercised only on 3.10
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    provider: str = Field("ollama", description="Which provider to talk to: ollama or openai.")
+    provider: str = Field(
+        "ollama", description="Which provider to talk to: ollama, openai, anthropic or gemini."
+    )
     model: str = Field("", description="Model name; empty picks the provider's default.")
     ollama_host: str = Field(
         "http://127.0.0.1:11434", description="Base URL of the Ollama server (env OLLAMA_HOST)."
@@ -31,6 +33,14 @@ class Settings(BaseModel):
     openai_base_url: str = Field(
         "https://api.openai.com/v1",
         description="Base URL of an OpenAI-compatible API, up to /v1 (env OPENAI_BASE_URL).",
+    )
+    anthropic_base_url: str = Field(
+        "https://api.anthropic.com",
+        description="Base URL of the Anthropic API, without /v1 (env ANTHROPIC_BASE_URL).",
+    )
+    gemini_base_url: str = Field(
+        "https://generativelanguage.googleapis.com",
+        description="Base URL of the Gemini API, without /v1beta (env GEMINI_BASE_URL).",
     )
     max_steps: int = Field(20, ge=1, le=1000, description="Tool round trips per turn before one final tool-free request.")
     soft_pressure_after: int = Field(
@@ -47,6 +57,13 @@ class Settings(BaseModel):
         "auto", description="Tool-call protocol: native function calling, the text protocol, or auto-detect."
     )
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature; unset uses the model's default.")
+    max_retries: int = Field(
+        4, ge=0, le=20, description="Retries of a rate-limited or overloaded request."
+    )
+    keep_thinking: bool = Field(False, description="Keep reasoning in the stored history.")
+    context_window: int | None = Field(
+        None, ge=256, description="Context window in tokens; Ollama receives it as options.num_ctx."
+    )
 
 
 def field_docs() -> dict[str, str]:
@@ -59,6 +76,8 @@ ENV_VARS: dict[str, str] = {
     "TETHER_MODEL": "model",
     "OLLAMA_HOST": "ollama_host",
     "OPENAI_BASE_URL": "openai_base_url",
+    "ANTHROPIC_BASE_URL": "anthropic_base_url",
+    "GEMINI_BASE_URL": "gemini_base_url",
     "TETHER_MAX_STEPS": "max_steps",
     "TETHER_PROTOCOL": "protocol",
 }

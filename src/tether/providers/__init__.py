@@ -2,13 +2,15 @@
 
 Adding a provider is one line in PROVIDERS (plus, if it has them, one line in
 BASE_URL_SETTINGS and API_KEY_ENV). A provider without a base-URL setting is
-built with its class attribute `default_base_url`.
+built with its class attribute `default_base_url`. A key comes from the
+environment first, then from the keys saved with /connect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import import_module
+from pathlib import Path
 from typing import Any
 
 from ..config import Settings
@@ -17,16 +19,23 @@ from .base import Provider
 PROVIDERS: dict[str, str] = {
     "ollama": "tether.providers.ollama:OllamaProvider",
     "openai": "tether.providers.openai:OpenAIProvider",
+    "anthropic": "tether.providers.anthropic:AnthropicProvider",
+    "gemini": "tether.providers.gemini:GeminiProvider",
 }
 
 BASE_URL_SETTINGS: dict[str, str] = {
     "ollama": "ollama_host",
     "openai": "openai_base_url",
+    "anthropic": "anthropic_base_url",
+    "gemini": "gemini_base_url",
 }
 
-API_KEY_ENV: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
+API_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
 }
+"""The environment variables that may hold each provider's key, in the order they are read."""
 
 
 def provider_names() -> list[str]:
@@ -43,18 +52,44 @@ def provider_class(name: str) -> Any:
     return getattr(import_module(module_name), class_name)
 
 
-def create_provider(settings: Settings, env: Mapping[str, str]) -> Provider:
-    """The provider `settings.provider` names, pointed at its configured URL and key."""
-    cls = provider_class(settings.provider)
-    url_setting = BASE_URL_SETTINGS.get(settings.provider)
-    base_url = (
-        getattr(settings, url_setting) if url_setting else getattr(cls, "default_base_url", "")
-    )
-    key_var = API_KEY_ENV.get(settings.provider)
-    api_key = (env.get(key_var) or None) if key_var else None
+def base_url_of(settings: Settings, name: str) -> str:
+    """The URL the provider `name` is configured to talk to."""
+    url_setting = BASE_URL_SETTINGS.get(name)
+    if url_setting:
+        return str(getattr(settings, url_setting))
+    return str(getattr(provider_class(name), "default_base_url", ""))
+
+
+def create_provider(
+    settings: Settings,
+    env: Mapping[str, str],
+    notice: Callable[[str], None] | None = None,
+    home: Path | None = None,
+) -> Provider:
+    """The provider `settings.provider` names, pointed at its configured URL and key.
+
+    `notice` hears about retries and skipped chunks; `home` holds the saved keys
+    (default: TETHER_HOME), used when the environment has no key.
+    """
+    from ..config import tether_home
+    from ..keys import KeyStore, resolve_key
+    from .retry import RetryPolicy
+
+    name = settings.provider
+    cls = provider_class(name)
+    api_key = None
+    if name in API_KEY_ENV:
+        store = KeyStore(tether_home(env) if home is None else home)
+        api_key, _source = resolve_key(name, env, store)
+    extra: dict[str, Any] = {}
+    if name == "ollama" and settings.context_window is not None:
+        extra["context_window"] = settings.context_window
     return cls(
-        base_url,
+        base_url_of(settings, name),
         api_key=api_key,
         connect_timeout=settings.connect_timeout,
         read_timeout=settings.request_timeout,
+        retry=RetryPolicy(max_retries=settings.max_retries),
+        notice=notice,
+        **extra,
     )

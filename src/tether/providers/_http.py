@@ -1,8 +1,8 @@
 """What the HTTP providers share: one transport that turns every network failure
 into a one-line ProviderError, and the small wire helpers both chat formats use.
 
-Opening a request happens in exactly one place (`HttpTransport._send`), so
-retries with backoff can later be added there without touching the providers.
+Opening a request happens in exactly one place (`HttpTransport._send`), and
+that is where rate-limited and overloaded requests are retried (see retry.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -19,9 +19,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ..messages import ToolResult
+from ..messages import Message, Part, Text, ToolCall, ToolResult
 from ..toolspec import Tool
 from .base import ProviderError
+from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_after_from, retry_notice
 
 INVALID_JSON_KEY = "__invalid_json__"
 SERVER_MESSAGE_LIMIT = 300
@@ -48,6 +49,63 @@ def tool_result_text(result: ToolResult) -> str:
     if result.is_error and not result.content.startswith("Error"):
         return "Error: " + result.content
     return result.content
+
+
+MISSING_RESULT = "No result was recorded for this call."
+
+
+def answered_history(messages: Sequence[Message]) -> list[Message]:
+    """The history with every tool call answered in the message right after it.
+
+    Native APIs reject a call whose result is not in the next message, and a
+    result whose call is not in the message before. The loop never writes
+    either, but a history that was trimmed, cancelled or replayed from another
+    provider can hold one: a missing result is filled in as an error result,
+    and a stray result becomes a user message in the text protocol's wording.
+    Results come back in the order of their calls. The input is not changed.
+    """
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    answers: dict[str, ToolResult] = {}
+    strays: list[ToolResult] = []
+
+    def close_pending() -> None:
+        if pending:
+            out.append(Message("tool", [answers.get(c.id) or _missing(c) for c in pending]))
+        if strays:
+            out.append(Message("user", [Text(_stray_text(r)) for r in strays]))
+        pending.clear()
+        answers.clear()
+        strays.clear()
+
+    for message in messages:
+        results = message.tool_results
+        if results:
+            for result in results:
+                wanted = any(c.id == result.call_id for c in pending)
+                if wanted and result.call_id not in answers:
+                    answers[result.call_id] = result
+                else:
+                    strays.append(result)
+            rest: list[Part] = [p for p in message.parts if not isinstance(p, ToolResult)]
+            if not rest:
+                continue
+            message = Message("user", rest)
+        close_pending()
+        out.append(message)
+        if message.role == "assistant":
+            pending.extend(message.tool_calls)
+    close_pending()
+    return out
+
+
+def _missing(call: ToolCall) -> ToolResult:
+    return ToolResult(call.id, call.name, MISSING_RESULT, is_error=True)
+
+
+def _stray_text(result: ToolResult) -> str:
+    label = "Tool Error" if result.is_error else "Tool Result"
+    return f"[{label} for '{result.name}']\n{result.content}"
 
 
 def parse_tool_arguments(raw: Any) -> dict[str, Any]:
@@ -157,12 +215,9 @@ def status_phrase(status: int) -> str:
         return str(status)
 
 
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    value = headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date; rare for these APIs and not worth parsing
+def parse_retry_after(headers: Mapping[str, str], body: str = "") -> float | None:
+    """Seconds the server asked us to wait (header in seconds or as a date, or the body)."""
+    return retry_after_from(headers, body)
 
 
 @dataclass(frozen=True)
@@ -233,14 +288,24 @@ class HttpTransport:
         api_key: str | None = None,
         connect_timeout: float = 10,
         read_timeout: float = 300,
+        key_header: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
+        """`key_header` names the header that carries the key (default: a Bearer token);
+        `headers` are sent with every request; `notice` hears about each retry."""
         self.base_url = base_url.rstrip("/")
         self.label = label
         self.connect_hint = connect_hint
         self.auth_hint = auth_hint
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.retry = retry or NO_RETRIES
         self._api_key = api_key
+        self._key_header = key_header
+        self._headers = dict(headers or {})
+        self._notice = notice
         self._client: httpx.AsyncClient | None = None
 
     @property
@@ -250,7 +315,12 @@ class HttpTransport:
     def _http(self) -> httpx.AsyncClient:
         # Created on first use so the client belongs to the running event loop.
         if self._client is None:
-            headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+            headers = dict(self._headers)
+            if self._api_key:
+                if self._key_header:
+                    headers[self._key_header] = self._api_key
+                else:
+                    headers["Authorization"] = f"Bearer {self._api_key}"
             self._client = httpx.AsyncClient(
                 headers=headers,
                 timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
@@ -322,7 +392,49 @@ class HttpTransport:
         describe: StatusDescriber | None,
         timeout: float | None,
     ) -> AsyncIterator[httpx.Response]:
-        """Open one request; the single place where a retry policy would go."""
+        """Open one request, retrying "not now" answers; yields the successful response.
+
+        Retries happen here, before the caller has read a byte of the answer.
+        """
+        response = await self._open_with_retries(method, path, body, describe, timeout)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _open_with_retries(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        describe: StatusDescriber | None,
+        timeout: float | None,
+    ) -> httpx.Response:
+        retries = 0
+        while True:
+            try:
+                return await self._open(method, path, body, describe, timeout)
+            except ProviderError as exc:
+                wait = self.retry.wait_before_retry(exc, retries)
+                if wait is None:
+                    if retries == 0:
+                        raise
+                    raise gave_up(exc, retries) from exc
+                retries += 1
+                if self._notice is not None:
+                    limit = self.retry.max_retries
+                    self._notice(retry_notice(self.label, exc, wait, retries, limit))
+                await self.retry.sleep(wait)
+
+    async def _open(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        describe: StatusDescriber | None,
+        timeout: float | None,
+    ) -> httpx.Response:
+        """One attempt: the response when it is a success, else a ProviderError."""
         client = self._http()
         extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout)}
         try:
@@ -330,18 +442,18 @@ class HttpTransport:
             response = await client.send(request, stream=True)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._transport_error(exc, answer_started=False) from exc
+        if response.status_code < 400:
+            return response
         try:
-            if response.status_code >= 400:
-                text = await self._read_all(response)
-                info = StatusInfo(
-                    response.status_code,
-                    one_line(redact(server_error_message(text), self._api_key)),
-                    parse_retry_after(response.headers),
-                )
-                raise (describe or self.status_error)(info)
-            yield response
+            text = await self._read_all(response)
         finally:
             await response.aclose()
+        info = StatusInfo(
+            response.status_code,
+            one_line(redact(server_error_message(text), self._api_key)),
+            parse_retry_after(response.headers, text),
+        )
+        raise (describe or self.status_error)(info)
 
     async def _read_all(self, response: httpx.Response) -> str:
         try:
@@ -364,11 +476,17 @@ class HttpTransport:
         if status == 429:
             wait = f" Retry after {info.retry_after:g} s." if info.retry_after is not None else ""
             return ProviderError(
-                f"{where} is rate limiting requests ({detail}).{wait}", "rate_limit", status
+                f"{where} is rate limiting requests ({detail}).{wait}",
+                "rate_limit",
+                status,
+                info.retry_after,
             )
         if status in (503, 529):
             return ProviderError(
-                f"{where} is overloaded ({detail}); try again shortly.", "overloaded", status
+                f"{where} is overloaded ({detail}); try again shortly.",
+                "overloaded",
+                status,
+                info.retry_after,
             )
         return ProviderError(f"{where} returned an error ({detail}).", "api", status)
 

@@ -24,10 +24,17 @@ class ProviderError(Exception):
     Messages must never contain an API key.
     """
 
-    def __init__(self, message: str, kind: str = "api", status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        kind: str = "api",
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+        self.retry_after = retry_after  # seconds the server asked us to wait, if it said
 
 
 class Provider(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -34,6 +34,7 @@ from ._http import (
     tool_result_text,
 )
 from .base import ProviderError, RequestOptions
+from .retry import RetryPolicy
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -59,8 +60,12 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
 
 
 def build_chat_body(
-    messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    messages: Sequence[Message],
+    tools: Sequence[Tool] | None,
+    options: RequestOptions,
+    num_ctx: int | None = None,
 ) -> dict[str, Any]:
+    """`num_ctx` sets the context window; without it the server's default (often small) applies."""
     body: dict[str, Any] = {
         "model": options.model,
         "messages": [m for message in messages for m in encode_message(message)],
@@ -73,6 +78,8 @@ def build_chat_body(
         model_options["temperature"] = options.temperature
     if options.max_tokens is not None:
         model_options["num_predict"] = options.max_tokens
+    if num_ctx is not None:
+        model_options["num_ctx"] = num_ctx
     if model_options:
         body["options"] = model_options
     return body
@@ -153,8 +160,13 @@ class OllamaProvider:
         api_key: str | None = None,
         connect_timeout: float = 10,
         read_timeout: float = 300,
+        retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
+        context_window: int | None = None,
     ) -> None:
+        """`context_window` is sent as options.num_ctx with every chat request."""
         self.base_url = normalize_ollama_host(base_url) or DEFAULT_HOST
+        self._num_ctx = context_window
         self._http = HttpTransport(
             self.base_url,
             label="Ollama",
@@ -163,6 +175,8 @@ class OllamaProvider:
             api_key=api_key,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
+            retry=retry,
+            notice=notice,
         )
         self._native_tools: dict[tuple[str, str], bool] = {}
 
@@ -172,7 +186,7 @@ class OllamaProvider:
         tools: Sequence[Tool] | None,
         options: RequestOptions,
     ) -> AsyncIterator[Event]:
-        body = build_chat_body(messages, tools, options)
+        body = build_chat_body(messages, tools, options, self._num_ctx)
         decoder = OllamaStreamDecoder()
         lines = self._http.stream_lines("/api/chat", body, self._chat_status_error(options.model))
         async with aclosing(lines):

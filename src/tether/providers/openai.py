@@ -7,7 +7,7 @@ already ends in `/v1`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +38,7 @@ from ._http import (
     tool_result_text,
 )
 from .base import ProviderError, RequestOptions
+from .retry import RetryPolicy
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -259,9 +260,12 @@ class OpenAIProvider:
         api_key: str | None = None,
         connect_timeout: float = 10,
         read_timeout: float = 300,
+        retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
-        key_hint = "Check OPENAI_API_KEY." if api_key else "Set OPENAI_API_KEY."
+        verb = "Check" if api_key else "Set"
+        key_hint = f"{verb} OPENAI_API_KEY, or run /connect openai to save a key."
         self._http = HttpTransport(
             self.base_url,
             label="the OpenAI-compatible API",
@@ -270,6 +274,8 @@ class OpenAIProvider:
             api_key=api_key,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
+            retry=retry,
+            notice=notice,
         )
 
     async def stream(

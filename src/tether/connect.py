@@ -1,0 +1,159 @@
+"""What `/connect` shows and does: which providers are ready, what each still
+needs, and which models one offers.
+
+Nothing here talks to a hosted API to decide readiness (that would cost a
+request per provider); a local Ollama server is asked, briefly, because "is it
+running" is exactly what its user wants to know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .keys import KeyStore, key_variables, resolve_key
+from .providers import (
+    API_KEY_ENV,
+    base_url_of,
+    create_provider,
+    provider_class,
+    provider_names,
+)
+from .providers._http import CAPABILITY_TIMEOUT
+from .providers.base import Provider, ProviderError
+
+OFFICIAL_OPENAI_HOST = "api.openai.com"
+
+
+@dataclass(frozen=True)
+class ProviderStatus:
+    """One provider as `/connect` lists it. Never holds a key."""
+
+    name: str
+    ready: bool
+    needs: str
+    """What is still missing, e.g. "set ANTHROPIC_API_KEY or /connect anthropic"; "" when ready."""
+    base_url: str
+    default_model: str
+    key_source: str
+    """"env NAME", "saved", "missing" or "not needed"."""
+    current: bool = False
+    model: str = ""
+    """The model in use, for the current provider."""
+    protocol: str | None = None
+    """"native" or "text" for the current provider, when known."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def needs_key(provider_name: str) -> bool:
+    """Whether the provider normally needs an API key (a local OpenAI-compatible server may not)."""
+    return provider_name in API_KEY_ENV
+
+
+def key_hint(provider_name: str) -> str:
+    variables = " or ".join(key_variables(provider_name))
+    return f"set {variables} or /connect {provider_name}"
+
+
+async def connection_status(
+    settings: Settings, env: Mapping[str, str], home: Path
+) -> list[ProviderStatus]:
+    """Every registered provider, the current one first-hand (reachable? which protocol?)."""
+    store = KeyStore(home)
+    statuses = [_static_status(name, settings, env, store) for name in provider_names()]
+    return [
+        await _current_status(status, settings, env, home) if status.current else status
+        for status in statuses
+    ]
+
+
+def _static_status(
+    name: str, settings: Settings, env: Mapping[str, str], store: KeyStore
+) -> ProviderStatus:
+    base_url = base_url_of(settings, name)
+    cls = provider_class(name)
+    if needs_key(name):
+        key, source = resolve_key(name, env, store)
+    else:
+        key, source = None, "not needed"
+    ready = not needs_key(name) or key is not None or _keyless_server(name, base_url)
+    needs = "" if ready else key_hint(name)
+    if not ready and store.problem:
+        needs += f" ({store.problem})"
+    return ProviderStatus(
+        name=name,
+        ready=ready,
+        needs=needs,
+        base_url=base_url,
+        default_model=str(getattr(cls, "default_model", "")),
+        key_source=source,
+        current=name == settings.provider,
+    )
+
+
+def _keyless_server(name: str, base_url: str) -> bool:
+    """A server other than OpenAI's own (vLLM, LM Studio, ...) may need no key."""
+    return name == "openai" and OFFICIAL_OPENAI_HOST not in base_url
+
+
+async def _current_status(
+    status: ProviderStatus, settings: Settings, env: Mapping[str, str], home: Path
+) -> ProviderStatus:
+    model = settings.model or status.default_model
+    status = _replace(status, model=model)
+    if not status.ready:
+        return status
+    quick = settings.model_copy(
+        update={"connect_timeout": min(settings.connect_timeout, CAPABILITY_TIMEOUT)}
+    )
+    provider = create_provider(quick, env, home=home)
+    try:
+        if status.key_source == "not needed":  # a local server: is it there?
+            try:
+                await provider.list_models()
+            except ProviderError as exc:
+                return _replace(status, ready=False, needs=str(exc))
+        return _replace(status, protocol=await _protocol(provider, settings, model))
+    finally:
+        await provider.aclose()
+
+
+async def _protocol(provider: Provider, settings: Settings, model: str) -> str:
+    if settings.protocol != "auto":
+        return settings.protocol
+    return "native" if await provider.supports_native_tools(model) else "text"
+
+
+def _replace(status: ProviderStatus, **changes: Any) -> ProviderStatus:
+    return ProviderStatus(**{**asdict(status), **changes})
+
+
+async def available_models(provider: Provider) -> list[str]:
+    """The provider's own model list, sorted; a failure is one clear ProviderError."""
+    try:
+        models = await provider.list_models()
+    except ProviderError as exc:
+        raise ProviderError(
+            f"cannot list the models of {provider.name}: {exc}", exc.kind, exc.status
+        ) from None
+    return sorted(set(models))
+
+
+def status_line(status: ProviderStatus) -> str:
+    """One line for the `/connect` table."""
+    mark = "*" if status.current else " "
+    state = "ready" if status.ready else f"needs: {status.needs}"
+    key = (
+        "" if status.key_source in ("not needed", "missing") else f", key from {status.key_source}"
+    )
+    extra = ""
+    if status.current:
+        extra = f", model {status.model}" + (
+            f", {status.protocol} tools" if status.protocol else ""
+        )
+    return f"{mark} {status.name:<10} {state}{key} — {status.base_url}{extra}"

@@ -1,0 +1,460 @@
+"""Anthropic's Messages API: `/v1/messages` streamed as server-sent events.
+
+The wire format differs from the chat-completions family in ways that matter:
+the system prompt is its own field, roles must alternate user/assistant, tool
+results are `tool_result` blocks inside a user message, and every `tool_use`
+must be answered in the very next message. The system prompt and the tool list
+are marked for prompt caching, so a long session does not pay for the same
+prefix on every turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import (
+    Done,
+    Event,
+    Message,
+    Text,
+    TextDelta,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEvent,
+    ToolResult,
+    Usage,
+    new_call_id,
+)
+from ..toolspec import Tool
+from ._http import (
+    HttpTransport,
+    StatusDescriber,
+    StatusInfo,
+    answered_history,
+    as_int,
+    loads_object,
+    map_stop_reason,
+    one_line,
+    parse_tool_arguments,
+)
+from .base import ProviderError, RequestOptions
+from .retry import RetryPolicy
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+"""The API requires max_tokens; this is used when the caller does not choose."""
+CACHE = {"type": "ephemeral"}
+CONTINUED = "(continuing the conversation)"
+"""Stands in for a missing first user message: the API requires one."""
+EMPTY_RESULT = "(no output)"
+UNAVAILABLE_TOOL = "Not available in this request."
+KEY_ENV = "ANTHROPIC_API_KEY"
+
+Block = dict[str, Any]
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def _safe_id(call_id: str) -> str:
+    """Tool ids must match ^[a-zA-Z0-9_-]+$; ids from other providers may not."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", call_id) or "call"
+
+
+def _text_block(text: str) -> list[Block]:
+    # The API rejects empty and whitespace-only text blocks.
+    return [{"type": "text", "text": text}] if text.strip() else []
+
+
+def _result_block(result: ToolResult) -> Block:
+    block: Block = {
+        "type": "tool_result",
+        "tool_use_id": _safe_id(result.call_id),
+        "content": result.content if result.content.strip() else EMPTY_RESULT,
+    }
+    if result.is_error:
+        block["is_error"] = True
+    return block
+
+
+def encode_blocks(message: Message) -> list[Block]:
+    """A message's parts as content blocks. Thinking is not sent back: without the
+    signature the API issued with it, the API would refuse it."""
+    blocks: list[Block] = []
+    for part in message.parts:
+        if isinstance(part, Text):
+            blocks += _text_block(part.text)
+        elif isinstance(part, ToolCall):
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": _safe_id(part.id),
+                    "name": part.name,
+                    "input": part.arguments,
+                }
+            )
+        elif isinstance(part, ToolResult):
+            blocks.append(_result_block(part))
+    return blocks
+
+
+def encode_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The conversation (without system messages) as strictly alternating turns.
+
+    Tool messages become user turns, consecutive turns of one role are merged
+    with tool results first (the API wants them at the start of the turn), and
+    a conversation that would open with the assistant gets a user turn first.
+    """
+    turns: list[dict[str, Any]] = []
+    for message in answered_history([m for m in messages if m.role != "system"]):
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = encode_blocks(message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"] += blocks
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        turn["content"].sort(key=lambda b: b["type"] != "tool_result")  # stable: keeps order
+    if turns and turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": _text_block(CONTINUED)})
+    return turns
+
+
+def tool_schema(tool: Tool) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.json_schema()}
+
+
+def _history_tool_names(turns: list[dict[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for turn in turns:
+        for block in turn["content"]:
+            if block["type"] == "tool_use" and block["name"] not in names:
+                names.append(block["name"])
+    return names
+
+
+def _tools_field(
+    tools: Sequence[Tool] | None, turns: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, str] | None]:
+    """The tool definitions and, when tools are withheld, the choice that forbids calls.
+
+    A request whose history holds tool blocks must define those tools even when
+    no call is wanted (the step cap's final request): they are declared as
+    stubs with `tool_choice: none`.
+    """
+    if tools:
+        return [tool_schema(t) for t in tools], None
+    used = _history_tool_names(turns)
+    stubs = [
+        {"name": n, "description": UNAVAILABLE_TOOL, "input_schema": {"type": "object"}}
+        for n in used
+    ]
+    return stubs, ({"type": "none"} if stubs else None)
+
+
+def build_chat_body(
+    messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+) -> dict[str, Any]:
+    turns = encode_messages(messages)
+    body: dict[str, Any] = {
+        "model": options.model,
+        "max_tokens": options.max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": turns,
+        "stream": True,
+    }
+    system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text.strip())
+    if system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": CACHE}]
+    definitions, choice = _tools_field(tools, turns)
+    if definitions:
+        definitions[-1]["cache_control"] = CACHE  # caches system + tools as one prefix
+        body["tools"] = definitions
+    if choice:
+        body["tool_choice"] = choice
+    if options.temperature is not None:
+        body["temperature"] = min(options.temperature, 1.0)  # the API's range is 0..1
+    return body
+
+
+# ---------------------------------------------------------------- decoding
+
+
+STOP_REASONS = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "pause_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
+}
+
+ERROR_KINDS = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+}
+
+
+@dataclass
+class _Block:
+    kind: str
+    call_id: str = ""
+    name: str = ""
+    start_input: Any = None
+    json_parts: list[str] = field(default_factory=list)
+
+
+class AnthropicStreamDecoder:
+    """Turns the SSE lines of one answer into events.
+
+    Text and thinking deltas pass straight through; a tool call is emitted
+    whole when its block stops (its JSON input arrives as arbitrary slices).
+    `Done` comes with `message_stop`. Lines that are not JSON are skipped,
+    with one notice per answer.
+    """
+
+    def __init__(self, notice: Callable[[str], None] | None = None) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.input_tokens = 0
+        self.cache_read = 0
+        self.cache_creation = 0
+        self.output_tokens = 0
+        self.stop_reason: str | None = None
+        self.finished = False
+        self.valid_events = 0
+        self.skipped = 0
+        self.calls_made = 0
+        self._notice = notice
+
+    @property
+    def usage(self) -> Usage:
+        total_input = self.input_tokens + self.cache_read + self.cache_creation
+        return Usage(total_input, self.output_tokens, self.cache_read)
+
+    def feed(self, line: str) -> list[Event]:
+        if self.finished or not line.startswith("data:"):
+            return []  # `event:` names repeat the data's "type"; blank separators
+        event = loads_object(line[len("data:") :].strip())
+        if event is None:
+            self._skip()
+            return []
+        self.valid_events += 1
+        handler = self._HANDLERS.get(str(event.get("type")))
+        return handler(self, event) if handler else []  # ping and future event types
+
+    def _skip(self) -> None:
+        self.skipped += 1
+        if self.skipped == 1 and self._notice is not None:
+            self._notice("Skipped an unreadable piece of Anthropic's answer.")
+
+    def _message_start(self, event: dict[str, Any]) -> list[Event]:
+        message = event.get("message")
+        if isinstance(message, dict):
+            self._read_usage(message.get("usage"))
+        return []
+
+    def _block_start(self, event: dict[str, Any]) -> list[Event]:
+        block = event.get("content_block")
+        if not isinstance(block, dict):
+            return []
+        kind = str(block.get("type", ""))
+        state = _Block(kind)
+        if kind == "tool_use":
+            state.call_id = str(block.get("id") or "")
+            state.name = str(block.get("name") or "")
+            state.start_input = block.get("input")
+        self.blocks[as_int(event.get("index"))] = state
+        initial = block.get("text") if kind == "text" else block.get("thinking")
+        if kind in ("text", "thinking") and isinstance(initial, str) and initial:
+            return [TextDelta(initial) if kind == "text" else ThinkingDelta(initial)]
+        return []
+
+    def _block_delta(self, event: dict[str, Any]) -> list[Event]:
+        delta = event.get("delta")
+        if not isinstance(delta, dict):
+            return []
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
+            return [TextDelta(delta["text"])]
+        if (
+            kind == "thinking_delta"
+            and isinstance(delta.get("thinking"), str)
+            and delta["thinking"]
+        ):
+            return [ThinkingDelta(delta["thinking"])]
+        if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            block = self.blocks.get(as_int(event.get("index")))
+            if block is not None:
+                block.json_parts.append(delta["partial_json"])
+        return []  # signature_delta and citations are not needed: thinking is not sent back
+
+    def _block_stop(self, event: dict[str, Any]) -> list[Event]:
+        block = self.blocks.pop(as_int(event.get("index")), None)
+        return self._call_event(block) if block is not None else []
+
+    def _call_event(self, block: _Block) -> list[Event]:
+        if block.kind != "tool_use" or not block.name:
+            return []
+        raw = "".join(block.json_parts)
+        arguments = parse_tool_arguments(raw if raw.strip() else block.start_input)
+        self.calls_made += 1
+        return [ToolCallEvent(ToolCall(block.call_id or new_call_id(), block.name, arguments))]
+
+    def _message_delta(self, event: dict[str, Any]) -> list[Event]:
+        delta = event.get("delta")
+        if isinstance(delta, dict) and delta.get("stop_reason"):
+            self.stop_reason = str(delta["stop_reason"])
+        self._read_usage(event.get("usage"))
+        return []
+
+    def _message_stop(self, event: dict[str, Any]) -> list[Event]:
+        return self.finish()
+
+    def _error(self, event: dict[str, Any]) -> list[Event]:
+        error = event.get("error") if isinstance(event.get("error"), dict) else {}
+        kind = str(error.get("type") or "api_error")
+        message = one_line(str(error.get("message") or kind))
+        raise ProviderError(
+            f"Anthropic reported an error while answering ({kind}: {message}).",
+            ERROR_KINDS.get(kind, "api"),
+        )
+
+    def _read_usage(self, usage: Any) -> None:
+        # message_start carries the input counts; message_delta the (cumulative) output,
+        # and on newer API versions the input counts again.
+        if not isinstance(usage, dict):
+            return
+        if "input_tokens" in usage:
+            self.input_tokens = as_int(usage.get("input_tokens"))
+        if "cache_read_input_tokens" in usage:
+            self.cache_read = as_int(usage.get("cache_read_input_tokens"))
+        if "cache_creation_input_tokens" in usage:
+            self.cache_creation = as_int(usage.get("cache_creation_input_tokens"))
+        if "output_tokens" in usage:
+            self.output_tokens = as_int(usage.get("output_tokens"))
+
+    def finish(self) -> list[Event]:
+        """Any tool call whose block never said it stopped, then the one Done."""
+        events: list[Event] = []
+        for index in sorted(self.blocks):
+            events += self._call_event(self.blocks[index])
+        self.blocks.clear()
+        self.finished = True
+        reason = STOP_REASONS.get(self.stop_reason or "end_turn", self.stop_reason or "end_turn")
+        events.append(Done(self.usage, map_stop_reason(reason, self.calls_made > 0)))
+        return events
+
+    _HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, dict[str, Any]], list[Event]]] = {
+        "message_start": _message_start,
+        "content_block_start": _block_start,
+        "content_block_delta": _block_delta,
+        "content_block_stop": _block_stop,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+        "error": _error,
+    }
+
+
+# ---------------------------------------------------------------- provider
+
+
+class AnthropicProvider:
+    """Claude models through the Messages API."""
+
+    name = "anthropic"
+    default_model = "claude-sonnet-4-5"
+    default_base_url = DEFAULT_BASE_URL
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 300,
+        retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        self.base_url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
+        verb = "Check" if api_key else "Set"
+        self._notice = notice
+        self._http = HttpTransport(
+            self.base_url,
+            label="Anthropic",
+            connect_hint="Check ANTHROPIC_BASE_URL or --base-url (without /v1).",
+            auth_hint=f"{verb} {KEY_ENV}, or run /connect anthropic to save a key.",
+            api_key=api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            key_header="x-api-key",
+            headers={"anthropic-version": API_VERSION},
+            retry=retry,
+            notice=notice,
+        )
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncIterator[Event]:
+        body = build_chat_body(messages, tools, options)
+        decoder = AnthropicStreamDecoder(self._notice)
+        lines = self._http.stream_lines("/v1/messages", body, self._status_error(options.model))
+        async with aclosing(lines):
+            async for line in lines:
+                for event in decoder.feed(line):
+                    yield event
+                if decoder.finished:
+                    return
+        # A clean end after message_delta named the stop reason is still a whole answer.
+        if decoder.stop_reason is None:
+            raise self._http.incomplete_stream_error(decoder.valid_events > 0)
+        for event in decoder.finish():
+            yield event
+
+    def _status_error(self, model: str) -> StatusDescriber:
+        def describe(info: StatusInfo) -> ProviderError:
+            if info.status != 404:
+                return self._http.status_error(info)
+            if "model" in info.message.lower():
+                return ProviderError(
+                    f"model '{model}' not found at Anthropic ({info.message}). "
+                    "Choose another with --model (/connect anthropic lists them).",
+                    "api",
+                    404,
+                )
+            return ProviderError(
+                f"{self._http.shown_url}/v1/messages was not found (404). "
+                "Check ANTHROPIC_BASE_URL or --base-url (without /v1).",
+                "api",
+                404,
+            )
+
+        return describe
+
+    async def list_models(self) -> list[str]:
+        data = await self._http.get_json("/v1/models?limit=1000")
+        models = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            raise ProviderError(
+                f"Anthropic at {self._http.shown_url} gave an unexpected model list.", "api"
+            )
+        ids = (m.get("id") for m in models if isinstance(m, dict))
+        return [i for i in ids if isinstance(i, str) and i]
+
+    async def supports_native_tools(self, model: str) -> bool:
+        """Every current Claude model takes native tools."""
+        return True
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
