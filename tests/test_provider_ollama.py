@@ -394,8 +394,8 @@ async def test_list_models_when_down_is_a_connection_error():
 # ---------------------------------------------------------------- registry
 
 
-def test_registry_names_both_providers():
-    assert provider_names() == ["ollama", "openai"]
+def test_registry_names_every_provider():
+    assert provider_names() == ["ollama", "openai", "anthropic", "gemini"]
     assert PROVIDERS["ollama"] == "tether.providers.ollama:OllamaProvider"
 
 
