@@ -389,3 +389,47 @@ async def test_after_hooks_see_changed_paths_and_failures_become_notices(tmp_pat
     await loop.run_turn(Conversation(), "go")
     assert seen == [(tmp_path / "a",)]
     assert any("ZeroDivisionError" in message for _, message in ui.notices)
+
+
+async def test_repeated_call_ids_from_a_server_get_fresh_ones(tmp_path: Path) -> None:
+    from tether.messages import ToolCallEvent
+
+    reply = [ToolCallEvent(ToolCall("call_0", "read", {"filepath": "a"})),
+             ToolCallEvent(ToolCall("call_0", "read", {"filepath": "b"})), Done(Usage(), "tool_use")]
+    provider = ScriptedProvider([reply, say("ok")])
+    loop, _ = build(provider, [make_tool("read", lambda a, c: f"content of {a.filepath}")], tmp_path)
+    conv = Conversation()
+    await loop.run_turn(conv, "go")
+    calls = conv.messages[1].tool_calls
+    assert len({c.id for c in calls}) == 2
+    assert [r.content for r in tool_results(conv)] == ["content of a", "content of b"]
+
+
+async def test_cancellation_keeps_usage_and_evidence_of_the_cancelled_call(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    async def hang(args, ctx):  # noqa: ANN001
+        started.set()
+        await asyncio.sleep(30)
+
+    tools = [make_tool("read", lambda a, c: "d"), make_tool("hang", hang, reads=False, writes_files=True)]
+    provider = ScriptedProvider([call(("read", {"filepath": "a"})), call(("hang", {"filepath": "b"}))])
+    loop, _ = build(provider, tools, tmp_path)
+    conv = Conversation()
+    task = asyncio.create_task(loop.run_turn(conv, "go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert conv.usage.input_tokens == 20
+    assert [(e.call.name, e.summary) for e in conv.evidence][-1] == ("hang", "cancelled")
+
+
+async def test_an_unexpected_transport_error_ends_the_turn_cleanly(tmp_path: Path) -> None:
+    def explode(request):  # noqa: ANN001
+        raise OverflowError("port must be 0-65535")
+
+    provider = ScriptedProvider([explode])
+    loop, _ = build(provider, [], tmp_path)
+    result = await loop.run_turn(Conversation(), "go")
+    assert result.stop_reason == "error" and "OverflowError" in result.error

@@ -272,12 +272,18 @@ class App:
         """Save an allow rule for exactly this call to the project's rules, and apply it now."""
         tool = self.runtime.table.get(call.name)
         value = tool.main_value(call.arguments) if tool else ""
-        text = f"{call.name}({escape_pattern(value)})" if value else call.name
-        rule = Rule.parse(text, "project")
+        if tool is None or tool.main_arg == "session" or any(ch in value for ch in "*?"):
+            # the rule language has no escape for wildcards, and a session id says nothing
+            # about what is sent to it: no rule could name exactly this call
+            self.say("No exact rule can name this call; allowed this once.", "warning")
+            return ""
+        text = f"{call.name}({value})" if value else call.name
         try:
+            rule = Rule.parse(text, "project")
             save_rule(self.options.root / PROJECT_FILE, "allow", rule)
         except (OSError, ValueError) as exc:
             self.say(f"Could not save the rule: {exc}", "error")
+            return ""
         self.runtime.rules.add("allow", Rule.parse(text, "session"))
         return str(rule)
 
@@ -292,11 +298,6 @@ class App:
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])
-
-
-def escape_pattern(value: str) -> str:
-    """An exact-match pattern: wildcards in the value are taken literally."""
-    return value.replace("*", "[*]").replace("?", "[?]")
 
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],

@@ -267,7 +267,7 @@ def interrupted_result(conv: Any, started: float) -> dict[str, Any]:
         "is_error": True,
         "result": "interrupted",
         "stop_reason": "cancelled",
-        "num_turns": 0,
+        "num_turns": sum(1 for m in conv.messages if m.role == "assistant"),
         "duration_ms": round((time.monotonic() - started) * 1000),
         "usage": conv.usage.as_dict(),
         "tool_calls": [e.as_dict() for e in conv.evidence],

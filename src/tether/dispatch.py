@@ -127,7 +127,13 @@ class Dispatcher:
             return None, describe_validation_error(tool, exc)
 
     async def _gate(self, call: ToolCall, tool: Tool) -> str:
-        verdict = self.policy.check(call, tool)
+        try:
+            verdict = self.policy.check(call, tool)
+        except Exception as exc:  # e.g. a NUL byte in a path: refuse rather than crash the turn
+            return (
+                f"Blocked: the {call.name} call could not be checked against the permission "
+                f"rules ({type(exc).__name__}: {exc}). Fix the arguments before trying again."
+            )
         if verdict.action == "allow":
             return ""
         if verdict.action == "deny":

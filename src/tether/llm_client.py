@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -17,6 +18,7 @@ from typing import Literal, Protocol
 from .dispatch import Dispatcher
 from .messages import (
     Done,
+    Event,
     Evidence,
     Message,
     Text,
@@ -27,6 +29,7 @@ from .messages import (
     ToolCallEvent,
     ToolResult,
     Usage,
+    new_call_id,
 )
 from .protocol import ParseResult, StreamFilter, parse_reply, render_history_as_text
 from .providers.base import Provider, ProviderError, RequestOptions
@@ -130,6 +133,7 @@ class TurnLoop:
             return self.fail(turn, exc)
         except asyncio.CancelledError:
             self.keep_partial(turn)
+            turn.conv.usage = turn.conv.usage + turn.usage
             raise
 
     # ------------------------------------------------------------ steps
@@ -144,17 +148,14 @@ class TurnLoop:
         reply = Reply()
         turn.pending = reply
         shown = StreamFilter()
-        async for event in self.provider.stream(request, offered, options):
-            if isinstance(event, TextDelta):
-                reply.text += event.text
-                self._show(shown.feed(event.text))
-            elif isinstance(event, ThinkingDelta):
-                reply.thinking += event.text
-                self.ui.thinking(event.text)
-            elif isinstance(event, ToolCallEvent):
-                reply.calls.append(event.call)
-            elif isinstance(event, Done):
-                reply.usage, reply.stop_reason = event.usage, event.stop_reason
+        try:
+            async for event in self.provider.stream(request, offered, options):
+                self._take(event, reply, shown)
+        except (ProviderError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a transport surprise is a failed request, not a crash
+            raise ProviderError(f"the request to the model failed: {type(exc).__name__}: {exc}",
+                                "stream") from exc
         self._show(shown.flush())
         turn.pending = None
         turn.usage = turn.usage + reply.usage
@@ -162,10 +163,22 @@ class TurnLoop:
             self.guard.observe(request, offered, reply.usage)
         return reply
 
+    def _take(self, event: Event, reply: Reply, shown: StreamFilter) -> None:
+        if isinstance(event, TextDelta):
+            reply.text += event.text
+            self._show(shown.feed(event.text))
+        elif isinstance(event, ThinkingDelta):
+            reply.thinking += event.text
+            self.ui.thinking(event.text)
+        elif isinstance(event, ToolCallEvent):
+            reply.calls.append(event.call)
+        elif isinstance(event, Done):
+            reply.usage, reply.stop_reason = event.usage, event.stop_reason
+
     def parse(self, reply: Reply) -> ParseResult:
         parsed = parse_reply(reply.text, self.table, native=self.mode == "native")
         if reply.calls:  # native calls win; the text is only the answer part
-            parsed.calls = list(reply.calls)
+            parsed.calls = unique_ids(reply.calls)
             parsed.errors = []
         if reply.thinking:
             parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
@@ -184,8 +197,13 @@ class TurnLoop:
 
     def record(self, turn: _Turn, parsed: ParseResult, results: dict[str, ToolResult]) -> None:
         if parsed.calls:
-            ordered = [results.get(c.id) or cancelled_result(c) for c in parsed.calls]
-            turn.conv.messages.append(Message("tool", list(ordered)))
+            ordered = []
+            for call in parsed.calls:
+                if call.id not in results:  # cancelled before it finished: say so, in evidence too
+                    results[call.id] = cancelled_result(call)
+                    turn.conv.evidence.append(cancelled_evidence(call, results[call.id]))
+                ordered.append(results[call.id])
+            turn.conv.messages.append(Message("tool", ordered))
         if parsed.errors:
             turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
 
@@ -294,6 +312,22 @@ def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]
             out.append([call])
         previous_read_only = read_only
     return out
+
+
+def unique_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """Results are matched by call id, so a server that repeats an id gets fresh ones."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        if call.id in seen or not call.id:
+            call = ToolCall(new_call_id(), call.name, call.arguments)
+        seen.add(call.id)
+        out.append(call)
+    return out
+
+
+def cancelled_evidence(call: ToolCall, result: ToolResult) -> Evidence:
+    return Evidence(call, time.time(), 0.0, "cancelled", result.content, error=True)
 
 
 def cancelled_result(call: ToolCall) -> ToolResult:

@@ -123,6 +123,14 @@ def pattern_matches(pattern: str, value: str) -> bool:
     return value == pattern or value.startswith(pattern + " ")
 
 
+def path_pattern_matches(pattern: str, value: str) -> bool:
+    """Paths match the whole value only: `write_file(README.md)` must not also cover
+    `README.md evil.sh`, as the command-style prefix form would."""
+    if any(ch in pattern for ch in WILDCARDS):
+        return _glob_match(pattern, value)
+    return value == pattern
+
+
 def _glob_match(pattern: str, value: str) -> bool:
     """Only `*` (any run, `/` included) and `?` are special: fnmatch's `[seq]` would
     turn a `[` in a command into a pattern. Matched by backtracking to the last
@@ -316,7 +324,7 @@ def _path_matcher(rule: Rule) -> Callable[[str], bool]:
     if rule.pattern is None:
         return lambda value: True
     patterns = {rule.pattern, os.path.normpath(os.path.expanduser(rule.pattern))}
-    return lambda value: any(pattern_matches(p, value) for p in patterns)
+    return lambda value: any(path_pattern_matches(p, value) for p in patterns)
 
 
 def _path_rule_allows(rule: Rule, views: _PathViews) -> bool:
