@@ -1,0 +1,229 @@
+"""Drive the real interactive app in a pseudo-terminal and read its screen as a user would.
+
+The app runs as `python -m tether` under pexpect with a fixed window size.
+Everything it writes is fed into a pyte terminal emulator, so a test reads
+what a person would see (markdown rendered, spinners and live regions
+redrawn in place) rather than raw escape sequences. The emulator also
+answers the cursor-position requests prompt_toolkit sends, as a real
+terminal does.
+
+    with PtyApp(openai_args(server), cwd=project, env=app_env(home)) as app:
+        app.wait_for_prompt()
+        app.line("hello")
+        app.wait_for_text("Hi there")
+        app.ctrl_d()
+        assert app.wait_exit() == 0
+
+A wait that runs out raises AssertionError with the screen in the message, so
+a failing test shows what was on the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pexpect
+import pyte
+
+ROWS, COLUMNS = 40, 100
+PROMPT_MARK = "›"
+"""The first character of the app's input line."""
+DEFAULT_TIMEOUT = 10.0
+HISTORY_LINES = 5000
+"""Lines kept after they scroll off the top, so text() sees the whole session."""
+
+
+def app_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment for a test app: its own TETHER_HOME, a dummy key, a real-looking terminal."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI", "OLLAMA", "TETHER", "ANTHROPIC", "GEMINI"))
+        and k not in ("COLUMNS", "LINES", "NO_COLOR")
+    }
+    env.update(
+        TETHER_HOME=str(home),
+        OPENAI_API_KEY="x",
+        TERM="xterm-256color",
+        PYTHONUTF8="1",
+        PYTHONIOENCODING="utf-8",
+    )
+    env.update(extra)
+    return env
+
+
+def openai_args(url: str, *extra: str) -> list[str]:
+    """Flags that point the app at a fake server's OpenAI-compatible endpoint."""
+    return ["--provider", "openai", "--base-url", url + "/v1", "--model", "fake", *extra]
+
+
+class _AnsweringScreen(pyte.HistoryScreen):
+    """A screen that keeps scrolled-off lines and answers status requests through `reply`."""
+
+    def __init__(self, columns: int, rows: int, reply: Callable[[str], None]) -> None:
+        super().__init__(columns, rows, history=HISTORY_LINES)
+        self._reply = reply
+
+    def write_process_input(self, data: str) -> None:
+        self._reply(data)
+
+
+def _line_text(line: Mapping[int, pyte.screens.Char], columns: int) -> str:
+    return "".join(line[x].data for x in range(columns)).rstrip()
+
+
+class PtyApp:
+    """One run of the interactive app in a pseudo-terminal."""
+
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        rows: int = ROWS,
+        columns: int = COLUMNS,
+    ) -> None:
+        self.columns = columns
+        self.child = pexpect.spawn(
+            sys.executable,
+            ["-m", "tether", *args],
+            cwd=str(cwd),
+            env=dict(env),
+            dimensions=(rows, columns),
+        )
+        self.screen = _AnsweringScreen(columns, rows, self._answer)
+        self.stream = pyte.ByteStream(self.screen)
+        self.ended = False
+        self.exit_status: int | None = None
+
+    # ------------------------------------------------------------ lifetime
+
+    def __enter__(self) -> PtyApp:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def close(self) -> None:
+        """Stop the app if it is still running (only this child, by its pid)."""
+        if self.child.isalive():
+            self.child.terminate(force=True)
+        self.child.close(force=True)
+
+    def kill(self) -> None:
+        """SIGKILL the app: no handler runs, nothing is flushed or saved on the way out."""
+        os.kill(self.child.pid, signal.SIGKILL)
+        self.wait_exit()
+
+    def wait_exit(self, timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Read until the app ends; its exit status, or -N when signal N ended it."""
+        self.wait_for(lambda _: self.ended, timeout, "the app to exit")
+        self.child.wait()
+        status = self.child.exitstatus
+        self.exit_status = -self.child.signalstatus if status is None else status
+        return self.exit_status
+
+    # ------------------------------------------------------------ typing
+
+    def send(self, keys: str) -> None:
+        self.child.send(keys)
+
+    def line(self, text: str) -> None:
+        """Type a line and press Enter."""
+        self.child.send(text + "\r")
+
+    def ctrl_c(self) -> None:
+        self.child.sendcontrol("c")
+
+    def ctrl_d(self) -> None:
+        self.child.sendcontrol("d")
+
+    def _answer(self, data: str) -> None:
+        if not self.ended:
+            self.child.send(data)
+
+    # ------------------------------------------------------------ reading
+
+    def pump(self, timeout: float = 0.05) -> bool:
+        """Feed whatever the app writes within `timeout` into the screen; False once it has ended."""
+        if self.ended:
+            return False
+        try:
+            data = self.child.read_nonblocking(65536, timeout=timeout)
+        except pexpect.TIMEOUT:
+            return True
+        except pexpect.EOF:
+            self.ended = True
+            return False
+        self.stream.feed(data)
+        return True
+
+    def lines(self) -> list[str]:
+        """Every line of the session so far: what scrolled off the top, then the screen."""
+        scrolled = [_line_text(line, self.columns) for line in self.screen.history.top]
+        return scrolled + [line.rstrip() for line in self.screen.display]
+
+    def text(self) -> str:
+        return "\n".join(self.lines())
+
+    def screen_text(self) -> str:
+        """Only what is on the screen now."""
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def cursor_line(self) -> str:
+        return self.screen.display[self.screen.cursor.y].rstrip()
+
+    def at_prompt(self) -> bool:
+        """The cursor rests on an input line (`› ...`): the app is waiting for a request."""
+        return self.cursor_line().startswith(PROMPT_MARK)
+
+    def wait_for(
+        self, predicate: Callable[[str], bool], timeout: float = DEFAULT_TIMEOUT, what: str = ""
+    ) -> str:
+        """Read until `predicate(text())` holds; returns that text. Fails with the screen shown."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.text()
+            if predicate(text):
+                return text
+            if time.monotonic() > deadline:
+                break
+            if not self.pump(0.05):
+                text = self.text()
+                if predicate(text):
+                    return text
+                raise AssertionError(f"the app exited while waiting for {what}:\n{text}")
+        raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.text()}")
+
+    def wait_for_text(self, needle: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        return self.wait_for(lambda text: needle in text, timeout, repr(needle))
+
+    def wait_for_prompt(self, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the input line is showing and the app is idle at it."""
+        return self.wait_for(lambda _: self.at_prompt(), timeout, "the input prompt")
+
+    def wait_for_cursor_on(self, needle: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the cursor rests on a line holding `needle` (a question waiting for an answer)."""
+        return self.wait_for(
+            lambda _: needle in self.cursor_line(), timeout, f"the cursor on a line with {needle!r}"
+        )
+
+    def settle(self, quiet: float = 0.3, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Read until the app has written nothing for `quiet` seconds."""
+        deadline = time.monotonic() + timeout
+        last = time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - last < quiet:
+            before = self.text()
+            if not self.pump(0.05):
+                return
+            if self.text() != before:
+                last = time.monotonic()

@@ -1,0 +1,410 @@
+"""The interactive app end to end: a real `tether` in a pseudo-terminal, a scripted model server.
+
+Each test types into the app as a person would and reads the emulated screen
+(see ptyapp.py); the fake server records every request body, so a test can
+check what the model was actually sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from fakeserver import FakeServer, Reply
+from ptyapp import PtyApp, app_env, openai_args
+
+from tether.memory import MemoryStore
+from tether.session import SessionStore
+from tether.slash import COMMANDS
+from tether.tui.terminal_ui import keys_not_echoed
+
+CHAT = "/v1/chat/completions"
+TITLE_REQUEST = "Write a short title"
+"""How the app's session-title request begins (session.title_prompt)."""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "notes").mkdir()
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as fake:
+        yield fake
+
+
+def start_app(server: FakeServer, project: Path, home: Path, *extra: str) -> PtyApp:
+    app = PtyApp(openai_args(server.url, *extra), cwd=project, env=app_env(home))
+    try:
+        app.wait_for_prompt()
+    except BaseException:
+        app.close()
+        raise
+    return app
+
+
+def turn_bodies(server: FakeServer) -> list[dict]:
+    """The chat requests of turns, leaving out the app's session-title requests."""
+    return [b for b in server.bodies(CHAT) if not _last_content(b).startswith(TITLE_REQUEST)]
+
+
+def _last_content(body: dict) -> str:
+    content = body["messages"][-1].get("content")
+    return content if isinstance(content, str) else ""
+
+
+def roles_and_texts(body: dict) -> list[tuple[str, str]]:
+    """(role, content) of each non-system message of a request."""
+    return [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] != "system"]
+
+
+def ask(app: PtyApp, text: str, done: str, timeout: float = 10) -> None:
+    """Send a request and wait until `done` is on screen and the prompt is back."""
+    app.line(text)
+    app.wait_for_text(done, timeout)
+    app.wait_for_prompt()
+
+
+# ---------------------------------------------------------------- output
+
+
+def test_text_streams_onto_the_screen_before_the_reply_ends(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    text = "Beginning" + " step" * 44 + " Finale now"
+    assert len(text) == 60 * 4  # 60 chunks of 4 characters, 50 ms apart
+    server.add(Reply(text=text, chunk_size=4, delay=0.05), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("tell me a story")
+        app.wait_for_text("Beginning")
+        first_seen = time.monotonic()
+        assert "Finale" not in app.text(), "the whole reply arrived at once"
+        app.wait_for_text("Finale now")
+        # The last ~55 chunks were still on their way (~2.7 s) when the first word showed.
+        assert time.monotonic() - first_seen > 1.0
+        app.wait_for_prompt()
+
+
+def test_markdown_is_rendered(server: FakeServer, project: Path, home: Path) -> None:
+    answer = (
+        "# Release Notes\n\n"
+        "Some **bold** words.\n\n"
+        "- apples\n- pears\n\n"
+        "```python\nprint('fenced code')\n```\n\n"
+        "| Fruit | Count |\n|-------|-------|\n| kiwi  | 7     |\n"
+    )
+    server.add(Reply(text=answer, chunk_size=16), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        ask(app, "release notes please", "tool call(s)")
+        shown = app.text()
+    assert "Release Notes" in shown and "# Release" not in shown
+    assert "Some bold words." in shown and "**" not in shown
+    assert "• apples" in shown and "• pears" in shown and "- apples" not in shown
+    assert "print('fenced code')" in shown and "```" not in shown
+    table = [line for line in shown.splitlines() if "Fruit" in line or "kiwi" in line]
+    assert len(table) == 2 and not any("|" in line for line in table), table
+    assert "─" in shown  # the table's header rule, drawn instead of |-------|
+
+
+# ---------------------------------------------------------------- Ctrl-C
+
+
+def test_ctrl_c_stops_a_slow_stream_and_keeps_history(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    slow = "Streaming slowly " + "and on " * 200
+    server.add(
+        Reply(text=slow, chunk_size=5, delay=0.05),
+        Reply(text="Fancy Title"),
+        Reply(text="Second answer."),
+    )
+    with start_app(server, project, home) as app:
+        app.line("first question")
+        app.wait_for_text("Streaming slowly")
+        app.ctrl_c()
+        app.wait_for_text("Stopped.")
+        app.wait_for_prompt()
+        before_stop = app.text().split("Stopped.")[0]
+        # The partial text stays on screen, once: the echoed ^C must not break the live region.
+        assert before_stop.count("Streaming slowly") == 1, before_stop
+        assert "^C" not in app.text()
+        ask(app, "second question", "Second answer.")
+    first, second = turn_bodies(server)
+    assert roles_and_texts(first) == [("user", "first question")]
+    history = roles_and_texts(second)
+    assert [role for role, _ in history] == ["user", "assistant", "user"]
+    assert history[0] == ("user", "first question")
+    partial = history[1][1]
+    assert partial.startswith("Streaming slowly") and len(partial) < len(slow.strip())
+    assert history[2] == ("user", "second question")
+
+
+def test_keys_typed_during_a_reply_are_not_echoed_into_it_and_wait_at_the_prompt(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(Reply(text="Streaming " * 30, chunk_size=5, delay=0.02), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("first question")
+        app.wait_for_text("Streaming")
+        app.send("typed ahead")
+        app.wait_for_text("tool call(s)")
+        app.wait_for(lambda _: app.cursor_line() == "› typed ahead", what="the typed-ahead text")
+        reply = app.text().split("› first question")[1].split("1 request(s)")[0]
+    # An echoed key would have broken the live region and left a stray copy of a line behind.
+    assert reply.split() == ["Streaming"] * 30, reply
+
+
+def test_keys_not_echoed_switches_echo_off_and_back(tmp_path: Path) -> None:
+    termios = pytest.importorskip("termios")
+    leader, follower = os.openpty()
+    with os.fdopen(follower, "r") as terminal:
+        before = termios.tcgetattr(follower)
+        assert before[3] & termios.ECHO
+        with keys_not_echoed(terminal):
+            assert not termios.tcgetattr(follower)[3] & (termios.ECHO | termios.ECHOCTL)
+            assert termios.tcgetattr(follower)[3] & termios.ISIG, "Ctrl-C must still interrupt"
+        assert termios.tcgetattr(follower) == before
+    os.close(leader)
+    with (tmp_path / "not-a-terminal").open("w+") as plain, keys_not_echoed(plain):
+        pass  # a file or pipe is left alone
+
+
+def test_ctrl_c_stops_a_running_command_and_its_processes(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(Reply(tool_calls=[("run_cmd", {"command": "echo $$ > shell.pid; sleep 30"})]))
+    with start_app(server, project, home, "--auto") as app:
+        app.line("wait a while")
+        pid_file = project / "shell.pid"
+        app.wait_for(
+            lambda _: pid_file.exists() and pid_file.read_text().strip() != "",
+            what="the command to start",
+        )
+        pid = int(pid_file.read_text())
+        started = time.monotonic()
+        app.ctrl_c()
+        app.wait_for_text("Stopped.")
+        app.wait_for_prompt()
+        assert time.monotonic() - started < 5
+        assert wait_until_gone(pid), f"the command's shell {pid} outlived Ctrl-C"
+
+
+def wait_until_gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------- approvals
+
+
+def write_call(content: str = "hello\n") -> Reply:
+    return Reply(tool_calls=[("write_file", {"filepath": "notes/a.md", "content": content})])
+
+
+def test_approval_yes_writes_the_file(server: FakeServer, project: Path, home: Path) -> None:
+    server.add(write_call(), Reply(text="Wrote it."), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("write a note")
+        app.wait_for_cursor_on("Allow?")
+        assert (project / "notes" / "a.md").exists() is False, "it wrote before asking"
+        app.line("y")
+        app.wait_for_text("Wrote it.")
+        app.wait_for_prompt()
+    assert (project / "notes" / "a.md").read_text() == "hello\n"
+
+
+def test_approval_no_with_a_reason_tells_the_model_why(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(write_call(), Reply(text="Understood."), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("write a note")
+        app.wait_for_cursor_on("Allow?")
+        app.line("n")
+        app.wait_for_cursor_on("Why not?")
+        app.line("put notes in the docs folder")
+        app.wait_for_text("Understood.")
+        app.wait_for_prompt()
+    assert not (project / "notes" / "a.md").exists()
+    results = [m for m in turn_bodies(server)[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 1 and "put notes in the docs folder" in results[0]["content"]
+
+
+def test_ctrl_c_at_the_approval_question_refuses_the_call(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(write_call(), Reply(text="Not written, then."), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("write a note")
+        app.wait_for_cursor_on("Allow?")
+        app.ctrl_c()
+        app.wait_for_text("Not written, then.")
+        app.wait_for_prompt()
+    assert not (project / "notes" / "a.md").exists()
+    results = [m for m in turn_bodies(server)[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 1 and "refused" in results[0]["content"]
+
+
+def test_approval_always_saves_a_rule_and_stops_asking(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(
+        write_call(),
+        Reply(text="Wrote it."),
+        Reply(text="Fancy Title"),
+        write_call(),
+        Reply(text="Wrote it again."),
+    )
+    with start_app(server, project, home) as app:
+        app.line("write a note")
+        app.wait_for_cursor_on("Allow?")
+        app.line("a")
+        app.wait_for_text("Wrote it.")
+        app.wait_for_prompt()
+        assert (project / "notes" / "a.md").read_text() == "hello\n"
+        rules = json.loads((project / ".permissions.json").read_text())
+        assert "write_file(notes/a.md)" in rules["allow"]
+        ask(app, "write it again", "Wrote it again.")
+        assert app.text().count("Allow?") == 1, "the second identical call asked again"
+    last = turn_bodies(server)[-1]
+    results = [m["content"] for m in last["messages"] if m["role"] == "tool"]
+    assert results[-1].startswith("Overwrote notes/a.md")
+
+
+# ---------------------------------------------------------------- sessions
+
+
+def test_load_by_title_and_continue_restore_the_conversation(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(Reply(text="The capital is Paris."), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        ask(app, "capital of France?", "The capital is Paris.")
+        app.ctrl_d()
+        assert app.wait_exit() == 0
+    [saved] = SessionStore(home).list(project)
+    assert saved.title == "Fancy Title"
+    earlier = [("user", "capital of France?"), ("assistant", "The capital is Paris.")]
+
+    server.add(Reply(text="About two million."))
+    with start_app(server, project, home) as app:
+        app.line("/load fancy title")
+        app.wait_for_text("Loaded Fancy Title (2 messages)")
+        app.wait_for_prompt()
+        ask(app, "and its population?", "About two million.")
+    assert roles_and_texts(turn_bodies(server)[-1]) == [*earlier, ("user", "and its population?")]
+
+    server.add(Reply(text="Yes, the Louvre."))
+    with start_app(server, project, home, "-c") as app:
+        assert "Continuing session Fancy Title (4 messages)" in app.text()
+        ask(app, "any museums?", "Yes, the Louvre.")
+    assert roles_and_texts(turn_bodies(server)[-1]) == [
+        *earlier,
+        ("user", "and its population?"),
+        ("assistant", "About two million."),
+        ("user", "any museums?"),
+    ]
+
+
+def test_a_killed_app_leaves_session_and_memory_files_whole(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    remember = Reply(
+        tool_calls=[("write_memory", {"name": "editor", "content": "The user likes vim."})]
+    )
+    server.add(
+        remember,
+        Reply(text="Noted."),
+        Reply(text="Fancy Title"),
+        Reply(text="Long answer " * 300, chunk_size=5, delay=0.02),
+    )
+    with start_app(server, project, home) as app:
+        app.line("remember that I like vim")
+        app.wait_for_cursor_on("Allow?")
+        app.line("y")
+        assert "✓ saved editor" in app.wait_for_text("Noted.")
+        app.wait_for_prompt()
+        app.line("now write a long answer")
+        app.wait_for_text("Long answer Long answer")
+        app.kill()
+        assert app.exit_status == -9
+    [saved] = SessionStore(home).list(project)
+    record = SessionStore(home).load(saved.id)
+    assert record.title == "Fancy Title"
+    assert [m.role for m in record.messages] == ["user", "assistant", "tool", "assistant"]
+    assert MemoryStore(home / "memory.json").read("editor") == "The user likes vim."
+    json.loads((home / "memory.json").read_text())
+    leftovers = [p.name for p in (home / "sessions").iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+
+
+# ---------------------------------------------------------------- commands and exits
+
+
+def test_unknown_command_suggests_the_nearest_and_help_lists_all(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    with start_app(server, project, home) as app:
+        app.line("/evid")
+        app.wait_for_text("Unknown command /evid. Did you mean /evidence?")
+        app.wait_for_prompt()
+        app.line("/help")
+        app.wait_for_text("Mention a file with @path")
+        shown = app.text()
+    rows = [line for line in shown.splitlines() if line.startswith("  /")]
+    assert {row.split()[0] for row in rows} == {"/" + c.name for c in COMMANDS.all()}
+    help_columns = {row.index(c.help) for row, c in zip(rows, COMMANDS.all(), strict=True)}
+    assert len(help_columns) == 1, "the help texts do not line up"
+    assert server.bodies(CHAT) == [], "a slash command reached the model"
+
+
+def test_ctrl_d_at_an_empty_prompt_exits_0(server: FakeServer, project: Path, home: Path) -> None:
+    with start_app(server, project, home) as app:
+        app.ctrl_d()
+        assert app.wait_exit() == 0
+
+
+def test_ctrl_c_twice_at_an_empty_prompt_exits(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    with start_app(server, project, home) as app:
+        app.ctrl_c()
+        app.wait_for_text("Ctrl-C again, or Ctrl-D, to exit")
+        app.wait_for_prompt()
+        app.ctrl_c()
+        assert app.wait_exit() == 0
+        assert "Traceback" not in app.text()
+
+
+def test_ctrl_c_clears_a_typed_line_instead_of_exiting(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    with start_app(server, project, home) as app:
+        app.send("half a thought")
+        app.wait_for(lambda _: "half a thought" in app.cursor_line(), what="the typed text")
+        app.ctrl_c()
+        app.wait_for(lambda _: app.cursor_line().rstrip() == "›", what="an empty input line")
+        app.ctrl_d()
+        assert app.wait_exit() == 0
+    assert server.bodies(CHAT) == []
