@@ -82,7 +82,7 @@ class App:
         return self.store.new(root, self.settings.provider, self.runtime.loop.settings.model)
 
     async def run(self) -> int:
-        self.protocol = await self.runtime.resolve_protocol()
+        self.protocol = await self.runtime.start()
         self.banner()
         await self.ask_trust()
         try:
@@ -116,17 +116,17 @@ class App:
         if answer.strip().lower() in ("y", "yes"):
             trust.trust(root)
             self.options.trusted = True
-            self.rebuild()
+            await self.rebuild()
             self.say("Trusted; its rules apply from now on.")
 
-    def rebuild(self, settings: Settings | None = None) -> None:
+    async def rebuild(self, settings: Settings | None = None) -> None:
         """A new runtime (provider, rules) for the same conversation."""
         old = self.runtime
+        self.runtime = build_runtime(settings or self.settings, self.options, self.ui, self.env)
         self.settings = settings or self.settings
-        self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
-        self.runtime.loop.mode = old.loop.mode
         self.runtime.git.enabled = old.git.enabled
-        asyncio.ensure_future(old.aclose())
+        self.protocol = await self.runtime.start()
+        await old.aclose()
 
     # ------------------------------------------------------------ the loop
 
@@ -238,9 +238,10 @@ class App:
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
         self.console.print(Text(message, style=style))
 
-    async def ask_line(self, message: str, default: str = "") -> str:
+    async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
         session: PromptSession = PromptSession()
-        return await session.prompt_async(message, default=default, handle_sigint=False)
+        return await session.prompt_async(message, default=default, handle_sigint=False,
+                                          is_password=secret)
 
     async def ask_questions(self, questions: list[Question]) -> list[str] | None:
         self.ui.settle()

@@ -134,7 +134,8 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
     if not root.is_dir():
         return usage_error(f"-C: {root} is not a directory")
     home = tether_home(env)
-    settings, warnings = load_settings(setting_flags(args), env, home)
+    remembered = remembered_connection(home, args.provider or env.get("TETHER_PROVIDER"))
+    settings, warnings = load_settings(setting_flags(args), env, home, remembered)
     try:
         settings = with_base_url(settings, args.base_url)
     except ValueError as exc:
@@ -171,6 +172,16 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_steps": args.max_steps,
         "protocol": args.protocol,
     }
+
+
+def remembered_connection(home: Path, chosen: str | None) -> dict[str, str]:
+    """The provider and model chosen with /connect last time, unless another provider is asked for."""
+    from .keys import ConnectionStore
+
+    last = ConnectionStore(home).last()
+    if not last or (chosen and chosen != last[0]):
+        return {}
+    return {"provider": last[0], "model": last[1]}
 
 
 def with_base_url(settings: Settings, base_url: str | None) -> Settings:
@@ -214,7 +225,7 @@ async def run_one_shot(
         return usage_error(str(exc))
     started = time.monotonic()
     try:
-        mode = await runtime.resolve_protocol()
+        mode = await runtime.start()
         ui.init(run_info(runtime, options.root, mode))
         conv = Conversation()
         try:

@@ -64,6 +64,9 @@ class Settings(BaseModel):
     context_window: int | None = Field(
         None, ge=256, description="Context window in tokens; Ollama receives it as options.num_ctx."
     )
+    compress: bool = Field(
+        True, description="Trim old tool results and condense old history before a request overflows."
+    )
 
 
 def field_docs() -> dict[str, str]:
@@ -140,14 +143,19 @@ def load_settings(
     flags: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
+    remembered: Mapping[str, Any] | None = None,
 ) -> tuple[Settings, list[str]]:
-    """Build Settings from every layer; returns the settings and any warnings."""
+    """Build Settings from every layer; returns the settings and any warnings.
+
+    `remembered` (the last /connect choice) sits above the config file, below
+    the environment and flags."""
     env = os.environ if env is None else env
     home = tether_home(env) if home is None else home
     warnings: list[str] = []
     values: dict[str, Any] = {}
     path = home / "config.toml"
     values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings)
+    values = _apply_layer(values, remembered or {}, "last connection", warnings)
     values = _apply_layer(values, _env_layer(env), "environment", warnings)
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     values = _apply_layer(values, given, "command line", warnings)

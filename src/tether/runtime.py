@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .approval import ApprovalPolicy
 from .config import Settings
+from .context import Compressor, context_window
 from .dispatch import AfterHook, BeforeHook, Dispatcher
 from .git_ops import GitOps
 from .llm_client import ProtocolMode, TurnLoop, TurnSettings
@@ -56,6 +57,17 @@ class Runtime:
     warnings: list[str] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
+    async def start(self) -> ProtocolMode:
+        """Ask the provider what the model can do: tool protocol and context window."""
+        mode = await self.resolve_protocol()
+        model = self.loop.settings.model
+        window = await context_window(self.provider, model, self.settings.context_window)
+        self.loop.guard = Compressor(
+            self.provider, model, window, enabled=self.settings.compress,
+            notice=lambda message: self.loop.ui.notice(message),
+        )
+        return mode
+
     async def resolve_protocol(self) -> ProtocolMode:
         """Native function calling when the model has it, else the text protocol."""
         wanted = self.settings.protocol
@@ -85,7 +97,9 @@ def build_runtime(
     settings: Settings, options: RunOptions, ui: UI, env: Mapping[str, str]
 ) -> Runtime:
     """Raises ValueError (a usage problem) for an unknown provider or a bad rule."""
-    provider = create_provider(settings, env)
+    provider = create_provider(
+        settings, env, notice=lambda message: ui.notice(message, "warning"), home=options.home
+    )
     ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
     table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output)
     git = GitOps(options.root, options.home)
@@ -111,6 +125,7 @@ def build_runtime(
         max_steps=settings.max_steps,
         soft_pressure_after=settings.soft_pressure_after,
         temperature=settings.temperature,
+        keep_thinking=settings.keep_thinking,
     )
     loop = TurnLoop(
         provider=provider,

@@ -73,7 +73,7 @@ async def model(app: App, arg: str) -> None:
     loop = app.runtime.loop
     if arg:
         loop.settings.model = arg
-        app.protocol = await app.runtime.resolve_protocol()
+        app.protocol = await app.runtime.start()
         app.say(f"Model: {arg} ({app.protocol} tools).")
         return
     app.say(f"Model: {loop.settings.model} ({app.settings.provider}, {app.protocol} tools).")
@@ -254,3 +254,102 @@ async def perms(app: App, arg: str) -> None:
     lines = app.runtime.rules.describe()
     for line in lines or ["No rules: reads run, everything else asks."]:
         app.say("  " + line)
+
+
+@command("connect", "/connect [NAME [MODEL]|status]", "choose the provider and model; save a key")
+async def connect(app: App, arg: str) -> None:
+    from .connect import connection_status, status_line
+
+    words = arg.split()
+    if words[:1] == ["status"]:
+        for status in await connection_status(app.settings, app.env, app.options.home):
+            app.say(status_line(status))
+        return
+    name = words[0] if words else await _pick_provider(app)
+    if not name:
+        return
+    from .providers import provider_names
+
+    if name not in provider_names():
+        app.say(f"Unknown provider {name!r}; choose one of: {', '.join(provider_names())}.", "warning")
+        return
+    if not await _ensure_key(app, name):
+        return
+    await _switch(app, name, words[1] if len(words) > 1 else None)
+
+
+async def _pick_provider(app: App) -> str:
+    from .connect import connection_status, status_line
+
+    for status in await connection_status(app.settings, app.env, app.options.home):
+        app.say(status_line(status))
+    try:
+        return (await app.ask_line("provider (empty to cancel): ")).strip()
+    except (KeyboardInterrupt, EOFError):
+        return ""
+
+
+async def _ensure_key(app: App, name: str) -> bool:
+    """Keys come from the environment first; a key typed here is saved under TETHER_HOME only."""
+    from .connect import needs_key
+    from .keys import KeyStore, KeyStoreError, resolve_key
+
+    store = KeyStore(app.options.home)
+    key, source = resolve_key(name, app.env, store)
+    if key or not needs_key(name):
+        return True
+    try:
+        typed = (await app.ask_line(f"API key for {name} (saved to {app.options.home}, owner-only): ",
+                                    secret=True)).strip()
+    except (KeyboardInterrupt, EOFError):
+        typed = ""
+    if not typed:
+        app.say("No key given; not switched.", "warning")
+        return False
+    try:
+        store.set(name, typed)
+    except (KeyStoreError, OSError, ValueError) as exc:
+        app.say(f"Could not save the key: {exc}", "error")
+        return False
+    app.say(f"Key saved for {name}.")
+    return True
+
+
+async def _switch(app: App, name: str, model: str | None) -> None:
+    from .keys import ConnectionStore
+
+    candidate = app.settings.model_copy(update={"provider": name, "model": model or ""})
+    try:
+        await app.rebuild(candidate)
+    except ValueError as exc:
+        app.say(str(exc), "error")
+        return
+    if model is None:
+        model = await _pick_model(app)
+        if model:
+            app.runtime.loop.settings.model = model
+            app.protocol = await app.runtime.start()
+    chosen = app.runtime.loop.settings.model
+    ConnectionStore(app.options.home).remember(name, chosen)
+    app.say(f"Connected: {name} · {chosen} ({app.protocol} tools).")
+
+
+async def _pick_model(app: App) -> str:
+    from .connect import available_models
+
+    try:
+        names = await available_models(app.runtime.provider)
+    except Exception as exc:  # listing is a convenience: keep the default model
+        app.say(f"Could not list models ({exc}); keeping {app.runtime.loop.settings.model}.", "warning")
+        return ""
+    if not names:
+        return ""
+    for i, n in enumerate(names[:30], 1):
+        app.say(f"  {i:>2}. {n}")
+    try:
+        raw = (await app.ask_line("model (number or name, empty for the default): ")).strip()
+    except (KeyboardInterrupt, EOFError):
+        return ""
+    if raw.isdigit() and 0 < int(raw) <= min(len(names), 30):
+        return names[int(raw) - 1]
+    return raw
