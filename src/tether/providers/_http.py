@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ..messages import Message, Part, Text, ToolCall, ToolResult
+from ..messages import Event, Message, Part, Text, ToolCall, ToolResult
 from ..toolspec import Tool
 from .base import ProviderError
 from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_after_from, retry_notice
@@ -172,10 +172,27 @@ _SECRET_PATTERNS = (
 def redact(text: str, secret: str | None = None) -> str:
     """Remove anything that looks like a key: servers sometimes echo part of one."""
     if secret:
-        text = text.replace(secret, "[redacted]")
+        text = _redact_cut_secret(text.replace(secret, "[redacted]"), secret)
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
     return text
+
+
+_CUT_WORD = re.compile(r"(\S+)…")
+_CUT_SECRET_MIN = 4
+
+
+def _redact_cut_secret(text: str, secret: str) -> str:
+    """Remove the start of `secret` where `one_line` cut the text off in the middle of it."""
+
+    def cut(match: re.Match[str]) -> str:
+        word = match.group(1)
+        for start in range(max(0, len(word) - len(secret)), len(word) - _CUT_SECRET_MIN + 1):
+            if secret.startswith(word[start:]):
+                return word[:start] + "[redacted]…"
+        return match.group(0)
+
+    return _CUT_WORD.sub(cut, text)
 
 
 def one_line(text: str, limit: int = SERVER_MESSAGE_LIMIT) -> str:
@@ -331,6 +348,32 @@ class HttpTransport:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+    # -- redaction
+
+    def redacted(self, error: ProviderError) -> ProviderError:
+        """`error` with the key (or anything like one) removed from its message."""
+        text = redact(str(error), self._api_key)
+        if text == str(error):
+            return error
+        return ProviderError(text, error.kind, error.status, error.retry_after)
+
+    async def redacting(self, events: AsyncGenerator[Event, None]) -> AsyncIterator[Event]:
+        """`events` passed through; a ProviderError they raise loses any echo of the key.
+
+        Servers put their own text into errors sent inside a stream, and some
+        repeat the key they were given. Every provider's `stream` goes through
+        here, so no decoder has to remember to redact.
+        """
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    yield event
+        except ProviderError as exc:
+            clean = self.redacted(exc)
+            if clean is exc:
+                raise
+            raise clean from None
 
     # -- requests
 

@@ -11,7 +11,7 @@ prefix on every turn.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -401,12 +401,21 @@ class AnthropicProvider:
             notice=notice,
         )
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool] | None,
         options: RequestOptions,
     ) -> AsyncIterator[Event]:
+        # In-stream errors carry the server's words, which can echo the key.
+        return self._http.redacting(self._stream(messages, tools, options))
+
+    async def _stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncGenerator[Event, None]:
         body = build_chat_body(messages, tools, options)
         decoder = AnthropicStreamDecoder(self._notice)
         lines = self._http.stream_lines("/v1/messages", body, self._status_error(options.model))

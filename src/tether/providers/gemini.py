@@ -12,7 +12,7 @@ are converted to the OpenAPI subset Gemini accepts. The key travels in the
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 from urllib.parse import quote
@@ -445,12 +445,21 @@ class GeminiProvider:
             notice=notice,
         )
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool] | None,
         options: RequestOptions,
     ) -> AsyncIterator[Event]:
+        # In-stream errors carry the server's words, which can echo the key.
+        return self._http.redacting(self._stream(messages, tools, options))
+
+    async def _stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncGenerator[Event, None]:
         body = build_chat_body(messages, tools, options, self._signatures)
         decoder = GeminiStreamDecoder(self._notice)
         path = model_path(options.model)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -180,12 +180,21 @@ class OllamaProvider:
         )
         self._native_tools: dict[tuple[str, str], bool] = {}
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool] | None,
         options: RequestOptions,
     ) -> AsyncIterator[Event]:
+        # In-stream errors carry the server's words, which can echo the key.
+        return self._http.redacting(self._stream(messages, tools, options))
+
+    async def _stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncGenerator[Event, None]:
         body = build_chat_body(messages, tools, options, self._num_ctx)
         decoder = OllamaStreamDecoder()
         lines = self._http.stream_lines("/api/chat", body, self._chat_status_error(options.model))

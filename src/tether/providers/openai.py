@@ -7,7 +7,7 @@ already ends in `/v1`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -278,12 +278,21 @@ class OpenAIProvider:
             notice=notice,
         )
 
-    async def stream(
+    def stream(
         self,
         messages: Sequence[Message],
         tools: Sequence[Tool] | None,
         options: RequestOptions,
     ) -> AsyncIterator[Event]:
+        # In-stream errors carry the server's words, which can echo the key.
+        return self._http.redacting(self._stream(messages, tools, options))
+
+    async def _stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool] | None,
+        options: RequestOptions,
+    ) -> AsyncGenerator[Event, None]:
         body = build_chat_body(messages, tools, options)
         decoder = OpenAIStreamDecoder()
         lines = self._http.stream_lines(
