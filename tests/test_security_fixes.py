@@ -1,4 +1,6 @@
-"""Regression tests for security fixes: keys echoed in streamed errors."""
+"""Regression tests for security fixes: keys echoed in streamed errors, failures of the
+network layer that are not httpx errors, repository-configured programs run by
+read-only git commands, and search_in_file following symlinks out of the project."""
 
 from __future__ import annotations
 
@@ -103,3 +105,53 @@ async def test_streamed_error_cut_off_inside_the_key_shows_none_of_it(name, fake
 async def test_streamed_error_without_the_key_is_left_alone(fake_server):
     error = await _stream_error("openai", fake_server, "model is busy")
     assert "model is busy" in str(error) and "[redacted]" not in str(error)
+
+
+# ---------------------------------------------------------------- non-httpx network errors
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+async def test_port_out_of_range_is_a_connection_error_naming_the_url(name):
+    provider = PROVIDERS[name][0]("http://127.0.0.1:99999")
+    try:
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(HELLO, None, RequestOptions(PROVIDERS[name][2])):
+                pass
+    finally:
+        await provider.aclose()
+    assert info.value.kind == "connection"
+    assert "cannot reach" in str(info.value) and "127.0.0.1:99999" in str(info.value)
+    assert "port must be 0-65535" in str(info.value)
+
+
+async def test_key_the_network_layer_cannot_send_is_a_connection_error(fake_server):
+    # A key pasted with a typographic quote cannot go into an HTTP header.
+    provider = OpenAIProvider(fake_server.url + "/v1", api_key="sk-pasted\u2019key")
+    try:
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(HELLO, None, RequestOptions("fake")):
+                pass
+    finally:
+        await provider.aclose()
+    assert info.value.kind == "connection"
+    assert fake_server.url in str(info.value) and "pasted" not in str(info.value)
+
+
+async def test_unexpected_failure_while_reading_is_a_connection_error(fake_server, monkeypatch):
+    import httpx
+
+    async def broken_lines(self: httpx.Response):
+        yield 'data: {"choices": []}'
+        raise RuntimeError("decoder exploded")
+
+    monkeypatch.setattr(httpx.Response, "aiter_lines", broken_lines)
+    fake_server.add(Reply(text="hello"))
+    provider = _openai(fake_server.url)
+    try:
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(HELLO, None, RequestOptions("fake")):
+                pass
+    finally:
+        await provider.aclose()
+    assert info.value.kind == "connection"
+    assert "decoder exploded" in str(info.value) and fake_server.url in str(info.value)

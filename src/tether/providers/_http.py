@@ -425,6 +425,8 @@ class HttpTransport:
                     yield line
             except httpx.HTTPError as exc:
                 raise self._transport_error(exc, answer_started=True) from exc
+            except Exception as exc:
+                raise self._unexpected_error(exc, answer_started=True) from exc
 
     @asynccontextmanager
     async def _send(
@@ -478,13 +480,15 @@ class HttpTransport:
         timeout: float | None,
     ) -> httpx.Response:
         """One attempt: the response when it is a success, else a ProviderError."""
-        client = self._http()
         extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout)}
         try:
+            client = self._http()
             request = client.build_request(method, self.base_url + path, json=body, **extra)
             response = await client.send(request, stream=True)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise self._transport_error(exc, answer_started=False) from exc
+        except Exception as exc:
+            raise self._unexpected_error(exc, answer_started=False) from exc
         if response.status_code < 400:
             return response
         try:
@@ -503,6 +507,8 @@ class HttpTransport:
             return (await response.aread()).decode("utf-8", errors="replace")
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, answer_started=True) from exc
+        except Exception as exc:
+            raise self._unexpected_error(exc, answer_started=True) from exc
 
     # -- error messages
 
@@ -548,6 +554,17 @@ class HttpTransport:
             return ProviderError(f"{where} did not accept the request in time.", "connection")
         reason = connect_failure_reason(exc, self.connect_timeout)
         return ProviderError(f"cannot reach {where} ({reason}). {self.connect_hint}", "connection")
+
+    def _unexpected_error(self, exc: Exception, *, answer_started: bool) -> ProviderError:
+        """A failure the network layer does not wrap as an httpx error (a port out of
+        range, a header it cannot encode, ...): still one line, never a traceback."""
+        where = f"{self.label} at {self.shown_url}"
+        while getattr(exc, "exceptions", None):  # the real error inside a task group's
+            exc = exc.exceptions[0]  # type: ignore[attr-defined]
+        detail = one_line(redact(str(exc), self._api_key), 160).rstrip(".") or type(exc).__name__
+        if answer_started:
+            return ProviderError(f"reading the answer from {where} failed ({detail}).", "connection")
+        return ProviderError(f"cannot reach {where} ({detail}). {self.connect_hint}", "connection")
 
     def incomplete_stream_error(self, received_valid_data: bool) -> ProviderError:
         """The stream ended cleanly but the answer never said it was finished."""
