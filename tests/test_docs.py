@@ -51,7 +51,8 @@ def test_readme_documents_every_flag_and_names_no_missing_one() -> None:
 
 
 def test_readme_documents_every_setting() -> None:
-    table = re.findall(r"^\| `(\w+)` \|", README, re.M)
+    section = README.split("| setting | default | meaning |", 1)[1].split("\n\n", 1)[0]
+    table = re.findall(r"^\| `(\w+)` \|", section, re.M)
     assert set(table) == set(Settings.model_fields), "README's settings table and Settings differ"
 
 
@@ -59,3 +60,14 @@ def test_readme_names_every_builtin_tool(tmp_path: Path) -> None:
     table, _ = builtin_tools(ToolContext(root=tmp_path))
     for name in table.names():
         assert f"`{name}" in README, f"README does not mention the {name} tool"
+
+
+def test_readme_documents_every_slash_command_and_no_missing_one() -> None:
+    from tether.slash import COMMANDS
+
+    names = {c.name for c in COMMANDS.all()}
+    for name in names:
+        assert f"`/{name}" in README, f"README does not document /{name}"
+    table = README.split("### Slash commands", 1)[1].split("\n\n", 2)[1]
+    named = set(re.findall(r"^\| `/([a-z]+)", table, re.M))
+    assert named == names, f"README's command table and the command table differ: {named ^ names}"
