@@ -5,18 +5,26 @@ read-only git commands, and search_in_file following symlinks out of the project
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fakeserver import FakeServer, Reply
 
+from tether.git_ops import GitOps, clean_git_env
 from tether.messages import Message
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.gemini import GeminiProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai import OpenAIProvider
+from tether.tools.files import SearchInFileParams, search_in_file
+from tether.tools.git import GitDiffParams, GitStatusParams, git_diff, git_status
+from tether.toolspec import ToolContext
+from tether.tui.prompt import ProjectFiles
 
 # A key without any well-known prefix: only the provider's own key can catch it.
 KEY = "or-v1-abcdef0123456789SECRET"
@@ -155,3 +163,105 @@ async def test_unexpected_failure_while_reading_is_a_connection_error(fake_serve
         await provider.aclose()
     assert info.value.kind == "connection"
     assert "decoder exploded" in str(info.value) and fake_server.url in str(info.value)
+
+
+# ---------------------------------------------------------------- programs from .git/config
+
+
+@pytest.fixture
+def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No user or system git config leaks in; a fixed identity for the test's own commits."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_COUNT"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{var}_NAME", "Test User")
+        monkeypatch.setenv(f"GIT_{var}_EMAIL", "user@example.com")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def hostile_repo(tmp_path: Path, isolated_git: None) -> tuple[Path, Path]:
+    """A repository whose own config runs a program that leaves `marker` behind."""
+    root, marker = tmp_path / "project", tmp_path / "ran"
+    root.mkdir()
+    _git(root, "init", "-q")
+    (root / "a.txt").write_text("one\n")
+    _git(root, "add", "a.txt")
+    _git(root, "commit", "-q", "-m", "first")
+    (root / "a.txt").write_text("two\n")
+    _git(root, "config", "core.fsmonitor", f"touch {shlex.quote(str(marker))}; false")
+    return root, marker
+
+
+def test_clean_git_env_turns_the_repository_fsmonitor_off(isolated_git):
+    env = clean_git_env()
+    assert env["GIT_CONFIG_COUNT"] == "1"
+    assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("core.fsmonitor", "false")
+
+
+def test_clean_git_env_keeps_config_the_user_set(tmp_path, isolated_git, monkeypatch):
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "tether.test")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "kept")
+    env = clean_git_env()
+    assert env["GIT_CONFIG_COUNT"] == "2"
+    assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("tether.test", "kept")
+    assert (env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("core.fsmonitor", "false")
+    seen = subprocess.run(
+        ["git", "config", "--get", "tether.test"], env=env, capture_output=True, text=True
+    )
+    assert seen.stdout.strip() == "kept"
+
+
+def test_git_status_does_not_run_the_repository_fsmonitor(hostile_repo):
+    root, marker = hostile_repo
+    out = git_status(GitStatusParams(), ToolContext(root=root))
+    assert "a.txt" in out.text
+    assert not marker.exists()
+
+
+def test_git_diff_does_not_run_the_repository_fsmonitor(hostile_repo):
+    root, marker = hostile_repo
+    out = git_diff(GitDiffParams(), ToolContext(root=root))
+    assert "+two" in out.text
+    assert not marker.exists()
+
+
+def test_git_diff_does_not_run_a_textconv_program(hostile_repo):
+    root, marker = hostile_repo
+    _git(root, "config", "--unset", "core.fsmonitor")
+    (root / ".git" / "info" / "attributes").write_text("*.txt diff=conv\n")
+    _git(root, "config", "diff.conv.textconv", f"touch {shlex.quote(str(marker))}; cat")
+    out = git_diff(GitDiffParams(), ToolContext(root=root))
+    assert "+two" in out.text
+    assert not marker.exists()
+
+
+def test_search_in_file_does_not_run_the_repository_fsmonitor(hostile_repo):
+    root, marker = hostile_repo
+    out = search_in_file(SearchInFileParams(pattern="two", path="."), ToolContext(root=root))
+    assert "a.txt:1: two" in out.text
+    assert not marker.exists()
+
+
+def test_file_completion_does_not_run_the_repository_fsmonitor(hostile_repo):
+    root, marker = hostile_repo
+    assert "a.txt" in ProjectFiles(root).names()
+    assert not marker.exists()
+
+
+def test_diff_since_runs_no_repository_program(hostile_repo, tmp_path):
+    root, marker = hostile_repo
+    (root / ".git" / "info" / "attributes").write_text("*.txt diff=conv\n")
+    _git(root, "config", "diff.conv.textconv", f"touch {shlex.quote(str(marker))}; cat")
+    diff = GitOps(root, tmp_path / "home").diff_since("HEAD")
+    assert "+two" in diff
+    assert not marker.exists()

@@ -95,12 +95,32 @@ class GitCommandError(Exception):
     """A git command failed; the message is fit to show the user."""
 
 
+# Settings in a repository's own .git/config that would make even a read-only git
+# command run a program; forced off as `git -c` would, for every git we start.
+_SAFE_CONFIG = (("core.fsmonitor", "false"),)
+
+
 def clean_git_env() -> dict[str, str]:
-    """The environment for git subprocesses, minus anything redirecting git elsewhere."""
+    """The environment for git subprocesses, minus anything redirecting git elsewhere,
+    plus config that keeps the repository from running programs of its own."""
     env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV_VARS}
     env["GIT_LITERAL_PATHSPECS"] = "1"  # a file named `*.py` means that file only
     env["GIT_TERMINAL_PROMPT"] = "0"
+    _append_config(env, _SAFE_CONFIG)
     return env
+
+
+def _append_config(env: dict[str, str], pairs: Sequence[tuple[str, str]]) -> None:
+    """Add config entries after any the user already set through GIT_CONFIG_COUNT."""
+    try:
+        count = max(int(env.get("GIT_CONFIG_COUNT", "0")), 0)
+    except ValueError:  # git itself refuses a bogus count, so there is nothing to keep
+        count = 0
+    for key, value in pairs:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
 
 
 def _decode(raw: bytes) -> str:
@@ -742,7 +762,7 @@ class GitOps:
 
     def _diff_since(self, repo: _Repo, rev: str | None) -> str:
         base = repo.tree_of(rev) if rev else repo.empty_tree()
-        diff = ("diff", "--no-color", "--no-ext-diff")
+        diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
         if repo.shadow:
             # The shadow tracks only files the assistant touched; never the whole folder.
             return _decode(repo.run(*diff, base, "--").stdout)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from tether.git_ops import clean_git_env
 from tether.tools._paths import display_path, near_names
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
@@ -755,6 +756,7 @@ def _git_listed_files(directory: Path) -> list[Path] | None:
             timeout=GIT_LIST_TIMEOUT,
             check=False,
             stdin=subprocess.DEVNULL,
+            env=clean_git_env(),  # no repository-configured programs (core.fsmonitor)
         )
     except (OSError, subprocess.SubprocessError):
         return None

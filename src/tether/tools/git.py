@@ -94,8 +94,9 @@ def git_status(params: GitStatusParams, ctx: ToolContext) -> ToolOutput:
 def git_diff(params: GitDiffParams, ctx: ToolContext) -> ToolOutput:
     _require_repository(ctx)
     pathspec = ["--", str(ctx.resolve(params.path))] if params.path else ["--"]
-    staged = _run_git(ctx, "diff", "--cached", "--no-ext-diff", *pathspec)
-    unstaged = _run_git(ctx, "diff", "--no-ext-diff", *pathspec)
+    # No external diff programs or textconv filters: both come from repository config.
+    staged = _run_git(ctx, "diff", "--cached", "--no-ext-diff", "--no-textconv", *pathspec)
+    unstaged = _run_git(ctx, "diff", "--no-ext-diff", "--no-textconv", *pathspec)
     untracked = _run_git(ctx, "ls-files", "--others", "--exclude-standard", *pathspec).splitlines()
     where = f" in {params.path}" if params.path else ""
     if not (staged or unstaged or untracked):

@@ -16,6 +16,8 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+from ..git_ops import clean_git_env
+
 MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
 FILE_LIST_TTL = 5.0
@@ -42,6 +44,7 @@ class ProjectFiles:
             out = subprocess.run(
                 ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
                 cwd=self.root, capture_output=True, text=True, timeout=2,
+                env=clean_git_env(),  # no repository-configured programs (core.fsmonitor)
             )
         except (OSError, subprocess.SubprocessError):
             return []
