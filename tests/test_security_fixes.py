@@ -265,3 +265,55 @@ def test_diff_since_runs_no_repository_program(hostile_repo, tmp_path):
     diff = GitOps(root, tmp_path / "home").diff_since("HEAD")
     assert "+two" in diff
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------- search_in_file and symlinks
+
+
+@pytest.fixture
+def linked_secret(tmp_path: Path, isolated_git: None) -> tuple[Path, Path]:
+    """A project holding a file symlink to a secret outside it, and a file of its own."""
+    secret = tmp_path / "outside" / "credentials"
+    secret.parent.mkdir()
+    secret.write_text("aws_secret_access_key = TOPSECRET123\n")
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "notes.txt").symlink_to(secret)
+    (root / "own.txt").write_text("a secret of the project\n")
+    return root, secret
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["walk", "git"])
+def test_search_skips_files_linking_outside_the_project(linked_secret, tracked):
+    root, _ = linked_secret
+    if tracked:
+        _git(root, "init", "-q")
+        _git(root, "add", "notes.txt", "own.txt")
+    out = search_in_file(SearchInFileParams(pattern="(?i)secret", path="."), ToolContext(root=root))
+    assert "TOPSECRET123" not in out.text
+    assert "own.txt:1: a secret of the project" in out.text
+    assert "1 behind symlinks leading outside" in out.text
+
+
+def test_search_of_a_file_symlink_leading_out_reads_nothing(linked_secret):
+    root, _ = linked_secret
+    out = search_in_file(SearchInFileParams(pattern="SECRET", path="notes.txt"), ToolContext(root=root))
+    assert "TOPSECRET123" not in out.text
+    assert "No matches" in out.text
+
+
+def test_search_keeps_links_that_stay_inside_the_project(linked_secret):
+    root, _ = linked_secret
+    (root / "alias.txt").symlink_to(root / "own.txt")
+    out = search_in_file(SearchInFileParams(pattern="project", path="."), ToolContext(root=root))
+    assert "alias.txt:1:" in out.text and "own.txt:1:" in out.text
+
+
+def test_search_of_an_outside_folder_named_on_purpose_still_works(linked_secret):
+    # The approval gate asks before a path outside the project is searched; once it is,
+    # that folder is searched as asked.
+    root, secret = linked_secret
+    out = search_in_file(
+        SearchInFileParams(pattern="TOPSECRET", path=str(secret.parent)), ToolContext(root=root)
+    )
+    assert "TOPSECRET123" in out.text

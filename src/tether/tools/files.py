@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from tether.git_ops import clean_git_env
-from tether.tools._paths import display_path, near_names
+from tether.tools._paths import display_path, is_inside_root, near_names
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 READ_LINE_LIMIT = 400
@@ -699,6 +699,7 @@ class _SearchReport:
     files_matched: int = 0
     skipped_binary: int = 0
     skipped_large: int = 0
+    skipped_outside: int = 0
     stopped: str = ""
 
 
@@ -709,6 +710,7 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     if not target.exists():
         raise _not_found(target, ctx, what="Path")
     files = [target] if target.is_file() else _searchable_files(target)
+    scope = _search_scope(target, ctx.root)
     report = _SearchReport()
     deadline = time.monotonic() + SEARCH_TIME_LIMIT
     for path in files:
@@ -718,10 +720,23 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
                 "to search the rest]"
             )
             break
+        if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
+            report.skipped_outside += 1
+            continue
         _search_file(regex, path, ctx.root, report)
         if report.stopped:
             break
     return _render_search(report, args.pattern, display_path(target, ctx.root))
+
+
+def _search_scope(target: Path, root: Path) -> Path:
+    """Where the files a search reads must really be: the project, or, for a path
+    outside it that the user approved by name, that path."""
+    named = os.path.normpath(os.path.abspath(target))
+    for base in {os.path.abspath(root), os.path.realpath(root)}:
+        if named == base or named.startswith(base.rstrip(os.sep) + os.sep):
+            return root
+    return target
 
 
 def _compile_pattern(pattern: str) -> re.Pattern[str]:
@@ -851,6 +866,8 @@ def _skipped_note(report: _SearchReport) -> str:
         parts.append(f"{report.skipped_binary} binary")
     if report.skipped_large:
         parts.append(f"{report.skipped_large} over {SEARCH_MAX_FILE_BYTES // (1024 * 1024)} MB")
+    if report.skipped_outside:
+        parts.append(f"{report.skipped_outside} behind symlinks leading outside")
     return f"(skipped files: {', '.join(parts)})" if parts else ""
 
 
