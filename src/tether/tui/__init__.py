@@ -1,0 +1,1 @@
+"""The terminal front end: streaming markdown output, theme, prompt and approval."""
