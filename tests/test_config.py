@@ -1,0 +1,66 @@
+"""Settings: layered, typed, and a bad value loses only itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tether.config import Settings, field_docs, load_settings, normalize_ollama_host, tether_home
+
+
+def write_config(home: Path, text: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text)
+
+
+def test_defaults_without_any_file(tmp_path: Path) -> None:
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    assert settings == Settings()
+    assert warnings == []
+
+
+def test_layers_file_then_remembered_then_environment_then_flags(tmp_path: Path) -> None:
+    write_config(tmp_path, 'provider = "openai"\nmodel = "from-file"\nmax_steps = 7\nresult_caps = {read_file = 999}\n')
+    settings, _ = load_settings(env={}, home=tmp_path)
+    assert (settings.provider, settings.model, settings.max_steps) == ("openai", "from-file", 7)
+    assert settings.result_caps == {"read_file": 999}
+    settings, _ = load_settings(env={}, home=tmp_path, remembered={"provider": "anthropic", "model": "m2"})
+    assert (settings.provider, settings.model) == ("anthropic", "m2")
+    settings, _ = load_settings(env={"TETHER_MODEL": "from-env", "TETHER_MAX_STEPS": "9"}, home=tmp_path)
+    assert (settings.model, settings.max_steps) == ("from-env", 9)
+    settings, _ = load_settings({"model": "from-flag", "max_steps": None}, {"TETHER_MODEL": "e"}, tmp_path)
+    assert settings.model == "from-flag" and settings.max_steps == 7
+
+
+def test_an_invalid_value_is_reported_with_its_key_and_ignored(tmp_path: Path) -> None:
+    write_config(tmp_path, 'max_steps = 0\nprotocol = "smoke-signals"\nmodel = "kept"\nbogus = 1\n')
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    assert settings.model == "kept"
+    assert settings.max_steps == 20 and settings.protocol == "auto"
+    text = "\n".join(warnings)
+    assert "'max_steps'" in text and "'protocol'" in text and "'bogus'" in text
+    assert str(tmp_path / "config.toml") in text
+
+
+def test_a_broken_file_is_reported_not_a_crash(tmp_path: Path) -> None:
+    write_config(tmp_path, "this is = = not toml [")
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    assert settings == Settings()
+    assert len(warnings) == 1 and "could not be read" in warnings[0]
+
+
+def test_a_bad_environment_value_is_reported(tmp_path: Path) -> None:
+    settings, warnings = load_settings(env={"TETHER_MAX_STEPS": "lots"}, home=tmp_path)
+    assert settings.max_steps == 20
+    assert any("environment" in w and "'max_steps'" in w for w in warnings)
+
+
+def test_ollama_host_without_scheme_and_tether_home(tmp_path: Path) -> None:
+    assert normalize_ollama_host("localhost:11434/") == "http://localhost:11434"
+    settings, _ = load_settings(env={"OLLAMA_HOST": "10.0.0.5:1234"}, home=tmp_path)
+    assert settings.ollama_host == "http://10.0.0.5:1234"
+    assert tether_home({"TETHER_HOME": str(tmp_path)}) == tmp_path
+    assert tether_home({}).name == ".tether"
+
+
+def test_every_setting_has_a_description() -> None:
+    assert all(field_docs().values())
