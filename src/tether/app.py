@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -19,7 +20,6 @@ from rich.text import Text
 
 from . import __version__
 from .config import Settings
-from .deepthink import Deepthink, deepthink_turn
 from .llm_client import Conversation, TurnResult
 from .messages import Message, TextDelta, ToolCall
 from .permissions import PROJECT_FILE, Rule, TrustStore, save_rule
@@ -84,6 +84,7 @@ class App:
     async def run(self) -> int:
         self.protocol = await self.runtime.start()
         self.banner()
+        threading.Thread(target=warm_up, daemon=True).start()
         await self.ask_trust()
         try:
             await self.read_loop()
@@ -161,6 +162,8 @@ class App:
             self.say("attached " + ", ".join(attached))
         self.runtime.plan_gate.new_request()
         if self.deepthink:
+            from .deepthink import Deepthink, deepthink_turn
+
             chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
             await self.run_cancellable(deepthink_turn(chain, self.conv, text))
         else:
@@ -299,6 +302,11 @@ class App:
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])
+
+
+def warm_up() -> None:
+    """Load what the first reply needs while the user is still typing."""
+    import tether.tui.render  # noqa: F401  (markdown, highlighting)
 
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.status import Status
@@ -23,7 +23,9 @@ from rich.text import Text
 from ..headless import describe_arguments
 from ..messages import Evidence, ToolCall
 from ..ui import Decision, NoticeLevel
-from .render import MarkdownStream
+
+if TYPE_CHECKING:
+    from .render import MarkdownStream
 
 Asker = Callable[[str], Awaitable[str]]
 """Shows a prompt and returns the line typed; raises KeyboardInterrupt/EOFError on Ctrl-C/D."""
@@ -89,6 +91,8 @@ class TerminalUI:
         self._receiving()
         self._close_thinking()
         if self._stream is None:
+            from .render import MarkdownStream  # markdown and highlighting load on first use
+
             self._stream = MarkdownStream(self.console)
         self._stream.feed(delta)
 
