@@ -54,9 +54,11 @@ class TimingUI(HeadlessUI):
 
 async def session(url: str, root: Path, home: Path, steps: int) -> list[float]:
     settings = Settings(provider="openai", openai_base_url=url + "/v1", model="bench",
-                        max_steps=steps, soft_pressure_after=steps)
+                        max_steps=steps, soft_pressure_after=steps,
+                        context_window=1_000_000)  # nothing trimmed: history grows in full
     ui = TimingUI()
     runtime = build_runtime(settings, RunOptions(root=root, home=home), ui, {"OPENAI_API_KEY": "x"})
+    await runtime.start()  # the context guard is part of the harness, so it is measured too
     runtime.loop.mode = "native"
     runtime.git.enabled = False
     try:
