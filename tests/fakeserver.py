@@ -114,11 +114,14 @@ class FakeServer:
         replies: list[Reply] | None = None,
         *,
         tools_capable: bool = True,
+        context_length: int | None = 32_768,
         models: list[str] | None = None,
         port: int = 0,
     ) -> None:
         self.port = port
         self.tools_capable = tools_capable
+        self.context_length = context_length
+        """What `/api/show` reports as the model's trained context (None: not reported)."""
         self.models = list(DEFAULT_MODELS if models is None else models)
         self.default_reply: Reply | None = None
         self.requests: list[tuple[str, dict]] = []
@@ -503,6 +506,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "template": "",
                 "details": {"format": "gguf"},
                 "capabilities": capabilities,
+                "model_info": (
+                    {"general.architecture": "qwen2", "qwen2.context_length": self.fake.context_length}
+                    if self.fake.context_length else {}
+                ),
             },
         )
 

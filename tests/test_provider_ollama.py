@@ -426,3 +426,24 @@ def test_provider_modules_are_imported_lazily():
     code = "import sys, tether.providers; print(sorted(m for m in sys.modules if m.startswith('tether.providers.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "ollama" not in out.stdout and "openai" not in out.stdout
+
+
+@pytest.mark.parametrize(("trained", "expected"), [(32_768, 16_384), (8_192, 8_192)])
+async def test_context_window_is_asked_for_and_sent_as_num_ctx(trained: int, expected: int) -> None:
+    with FakeServer([Reply(text="hi")], context_length=trained) as server:
+        provider = OllamaProvider(server.url)
+        assert await provider.context_window("m") == expected
+        [event async for event in provider.stream([Message.user("x")], None, RequestOptions("m"))]
+        await provider.aclose()
+        chat = [b for p, b in server.requests if p == "/api/chat"][-1]
+    assert chat["options"]["num_ctx"] == expected
+
+
+async def test_a_configured_window_wins_and_needs_no_question() -> None:
+    with FakeServer([Reply(text="hi")]) as server:
+        provider = OllamaProvider(server.url, context_window=4096)
+        assert await provider.context_window("m") == 4096
+        [event async for event in provider.stream([Message.user("x")], None, RequestOptions("m"))]
+        await provider.aclose()
+        assert [p for p, _ in server.requests] == ["/api/chat"]
+        assert server.requests[0][1]["options"]["num_ctx"] == 4096

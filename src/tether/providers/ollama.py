@@ -7,6 +7,7 @@ from contextlib import aclosing
 from typing import Any
 
 from ..config import normalize_ollama_host
+from ..context import ollama_context_window
 from ..messages import (
     Done,
     Event,
@@ -146,6 +147,11 @@ class OllamaStreamDecoder:
 # ---------------------------------------------------------------- provider
 
 
+DEFAULT_NUM_CTX = 16_384
+"""The window asked of Ollama when none is configured: room for the tool menu and real work
+on a small model, at a memory cost a laptop can carry."""
+
+
 class OllamaProvider:
     """A local (or remote) Ollama server through its native chat API."""
 
@@ -178,7 +184,8 @@ class OllamaProvider:
             retry=retry,
             notice=notice,
         )
-        self._native_tools: dict[tuple[str, str], bool] = {}
+        self._shown: dict[str, dict[str, Any]] = {}
+        self._chosen_ctx: dict[str, int] = {}
 
     def stream(
         self,
@@ -195,7 +202,8 @@ class OllamaProvider:
         tools: Sequence[Tool] | None,
         options: RequestOptions,
     ) -> AsyncGenerator[Event, None]:
-        body = build_chat_body(messages, tools, options, self._num_ctx)
+        num_ctx = self._num_ctx or self._chosen_ctx.get(options.model)
+        body = build_chat_body(messages, tools, options, num_ctx)
         decoder = OllamaStreamDecoder()
         lines = self._http.stream_lines("/api/chat", body, self._chat_status_error(options.model))
         async with aclosing(lines):
@@ -235,19 +243,40 @@ class OllamaProvider:
         Only an actual answer is remembered: when the server cannot be asked,
         the answer is False for now and the question is asked again next time.
         """
-        key = (self.base_url, model)
-        if key in self._native_tools:
-            return self._native_tools[key]
+        data = await self._show(model)
+        capabilities = data.get("capabilities") if data else None
+        return isinstance(capabilities, list) and "tools" in capabilities
+
+    async def context_window(self, model: str) -> int | None:
+        """The window tether asks for, sent as `num_ctx` with every chat request.
+
+        The server's own default is small (a few thousand tokens) and it silently
+        cuts a longer prompt, losing the system prompt and the tool menu. So unless
+        a window is configured, tether asks for the model's Modelfile `num_ctx`, or
+        DEFAULT_NUM_CTX, never more than the model was trained for.
+        """
+        if self._num_ctx:
+            return self._num_ctx
+        data = await self._show(model)
+        if not data:
+            return None
+        self._chosen_ctx[model] = ollama_context_window(data, DEFAULT_NUM_CTX)
+        return self._chosen_ctx[model]
+
+    async def _show(self, model: str) -> dict[str, Any] | None:
+        """`/api/show` for the model, asked once per model and server (unless it failed)."""
+        if model in self._shown:
+            return self._shown[model]
         try:
             data = await self._http.post_json(
                 "/api/show", {"model": model}, timeout=CAPABILITY_TIMEOUT
             )
         except ProviderError:
-            return False
-        capabilities = data.get("capabilities") if isinstance(data, dict) else None
-        answer = isinstance(capabilities, list) and "tools" in capabilities
-        self._native_tools[key] = answer
-        return answer
+            return None
+        if not isinstance(data, dict):
+            return None
+        self._shown[model] = data
+        return data
 
     async def aclose(self) -> None:
         await self._http.aclose()
