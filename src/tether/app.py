@@ -295,13 +295,21 @@ class App:
         s = self.runtime.loop.settings
         modes = [name for name, on in (
             ("auto", self.options.auto), ("think", self.ui.show_thinking),
+            ("deepthink", self.deepthink), ("plan", self.runtime.plan_gate.active),
         ) if on]
-        used = self.conv.usage.input_tokens
-        parts = [f" {self.settings.provider} · {s.model}", f"{self.protocol} tools",
-                 f"context {used:,} tokens" if used else "context empty"]
+        parts = [f" {self.settings.provider} · {s.model}", f"{self.protocol} tools", self.context_used()]
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])
+
+    def context_used(self) -> str:
+        used = self.conv.context_tokens
+        window = getattr(self.runtime.loop.guard, "window", 0)
+        if not used:
+            return "context empty"
+        if window:
+            return f"context {used:,}/{window:,} ({100 * used // window}%)"
+        return f"context {used:,} tokens"
 
 
 def warm_up() -> None:

@@ -58,6 +58,8 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    context_tokens: int = 0
+    """Input tokens of the latest request: how full the context window is."""
 
 
 @dataclass
@@ -159,6 +161,7 @@ class TurnLoop:
         self._show(shown.flush())
         turn.pending = None
         turn.usage = turn.usage + reply.usage
+        turn.conv.context_tokens = reply.usage.input_tokens or turn.conv.context_tokens
         if self.guard is not None and reply.usage.input_tokens:
             self.guard.observe(request, offered, reply.usage)
         return reply
