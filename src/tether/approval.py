@@ -7,24 +7,37 @@ asks even when a rule would allow it (except under --auto).
 Every path a call names is checked, not only its main argument: copy_file's
 destination and search_in_file's path meet the same deny rules as any other
 path, and an allow rule must cover all of them.
+
+Two checks stand above every rule and --auto: tether's saved keys
+(`credentials.json` in the state directory) are never read or written through
+a tool, and when a sandbox was asked for but cannot run, every command asks
+before it runs unconfined.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .dispatch import GateVerdict
+from .keys import CREDENTIALS_FILE
 from .messages import ToolCall
 from .permissions import Decision, RuleSet
+from .sandbox import Sandbox
 from .shell_parse import split_command
 from .toolspec import Tool
 
 PATH_PARAMS = ("filepath", "path", "source", "destination")
 """Parameter names that hold file-system paths, by the tool table's naming convention."""
 SHELL_TOOL = "run_cmd"
+SANDBOXED_TOOLS = ("run_cmd", "send_input")
+"""The tools whose commands the sandbox confines (end_process only stops one)."""
+SEARCH_TOOL = "search_in_file"
+COMMAND_TEXT_PARAMS = ("command", "stdin", "text")
+"""Arguments of the shell tools whose text reaches a shell."""
 
 
 @dataclass
@@ -32,12 +45,19 @@ class ApprovalPolicy:
     root: Path
     rules: RuleSet
     auto: bool = False
+    home: Path | None = None
+    """tether's state directory (TETHER_HOME): its saved keys are out of every tool's reach."""
+    sandbox: Sandbox | None = None
+    """The sandbox commands run in; when it was asked for but cannot run, commands ask."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         decisions = [self._decide(tool, value, is_path) for value, is_path in checked_values(call, tool)]
         denied = next((d for d in decisions if d.verdict == "deny"), None)
         if denied is not None:
             return GateVerdict("deny", denied.reason)
+        guarded = self.secrets_verdict(call, tool) or self.sandbox_verdict(tool)
+        if guarded is not None:
+            return guarded
         unverifiable = self.unverifiable(call, tool)
         if self.auto:
             if unverifiable:  # --auto turns "ask" into "run": deny rules must still be able to see it
@@ -53,6 +73,48 @@ class ApprovalPolicy:
         if tool.read_only or tool.needs_approval is False:
             return GateVerdict("allow")
         return GateVerdict("ask", describe_effect(tool))
+
+    def secrets_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
+        """Deny a call that names the saved keys; ask before a search that would read them."""
+        if self.home is None:
+            return None
+        if tool.name in SANDBOXED_TOOLS:
+            texts = [call.arguments.get(k) for k in COMMAND_TEXT_PARAMS]
+            if any(isinstance(t, str) and self._mentions_secrets(t) for t in texts):
+                return GateVerdict("deny", (
+                    f"the command names tether's saved keys ({CREDENTIALS_FILE} in the state "
+                    "directory), which no tool may read or change. This check reads the command "
+                    "text only; --sandbox hides the state directory from every command"
+                ))
+            return None
+        paths = [v for k in PATH_PARAMS if isinstance(v := call.arguments.get(k), str) and v]
+        if any(is_secret_path(self.root, self.home, p) for p in paths):
+            return GateVerdict("deny", (
+                f"tether's saved keys ({CREDENTIALS_FILE} in the state directory) are never "
+                "read or written through a tool"
+            ))
+        if tool.name == SEARCH_TOOL and any(contains_home(self.root, self.home, p) for p in paths):
+            return GateVerdict("ask", (
+                "the search would read tether's state directory, which holds saved keys"
+            ))
+        return None
+
+    def _mentions_secrets(self, text: str) -> bool:
+        if CREDENTIALS_FILE not in text or self.home is None:
+            return False
+        return any(spelling in text for spelling in home_spellings(self.root, self.home))
+
+    def sandbox_verdict(self, tool: Tool) -> GateVerdict | None:
+        """Ask before a command when the sandbox it should run in cannot start."""
+        sandbox = self.sandbox
+        if sandbox is None or tool.name not in SANDBOXED_TOOLS or not sandbox.enabled:
+            return None
+        if sandbox.available():
+            return None
+        return GateVerdict("ask", (
+            f"the {sandbox.mode} sandbox cannot be used ({sandbox.problem}), so the command "
+            "would run unconfined; install bubblewrap or choose --sandbox off"
+        ))
 
     def _decide(self, tool: Tool, value: str, is_path: bool) -> Decision:
         return self.rules.decide(
@@ -108,6 +170,56 @@ def is_inside(root: Path, path: str) -> bool:
     except (ValueError, OSError):  # outside, or a path the OS cannot even represent
         return False
     return True
+
+
+def _absolute(root: Path, path: str) -> Path:
+    candidate = Path(os.path.expanduser(path))
+    return Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
+
+
+def _forms(path: Path) -> set[Path]:
+    """The path as written (normalised) and with every symlink resolved."""
+    return {path, path.resolve()}
+
+
+def _within(path: Path, parent: Path) -> bool:
+    return path == parent or parent in path.parents
+
+
+def is_secret_path(root: Path, home: Path, path: str) -> bool:
+    """True when `path` is a credentials file inside `home`, by name, symlink or hard link."""
+    try:
+        candidate = _absolute(root, path)
+        homes = _forms(Path(os.path.normpath(home.expanduser())))
+        for form in _forms(candidate):
+            if form.name == CREDENTIALS_FILE and any(_within(form, h) for h in homes):
+                return True
+        secrets = home / CREDENTIALS_FILE
+        return candidate.is_file() and secrets.is_file() and os.path.samefile(candidate, secrets)
+    except (ValueError, OSError, RuntimeError):  # a path the OS cannot represent reads nothing
+        return False
+
+
+def contains_home(root: Path, home: Path, path: str) -> bool:
+    """True when the directory `path` is `home` or one of its ancestors."""
+    try:
+        homes = _forms(Path(os.path.normpath(home.expanduser())))
+        return any(_within(h, form) for form in _forms(_absolute(root, path)) for h in homes)
+    except (ValueError, OSError, RuntimeError):
+        return False
+
+
+def home_spellings(root: Path, home: Path) -> set[str]:
+    """Ways a command may name the state directory: absolute, ~/..., relative, by variable."""
+    spellings = {".tether", "TETHER_HOME", str(home)}
+    with contextlib.suppress(OSError, RuntimeError):
+        spellings.add(str(home.resolve()))
+    with contextlib.suppress(ValueError, RuntimeError):
+        spellings.add("~/" + home.relative_to(Path.home()).as_posix())
+    relative = os.path.relpath(home, root)
+    if not relative.startswith(".."):
+        spellings.add(relative)
+    return {s for s in spellings if s not in ("", ".", "~/.")}
 
 
 def describe_effect(tool: Tool) -> str:

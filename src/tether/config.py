@@ -67,6 +67,9 @@ class Settings(BaseModel):
     compress: bool = Field(
         True, description="Trim old tool results and condense old history before a request overflows."
     )
+    sandbox: Literal["off", "read-only", "workspace-write"] = Field(
+        "off", description="Run commands under bubblewrap: off, read-only, or workspace-write (project root writable)."
+    )
 
 
 def field_docs() -> dict[str, str]:

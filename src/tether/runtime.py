@@ -17,6 +17,7 @@ from .permissions import RuleSet, load_rules
 from .prompts import system_prompt
 from .providers import create_provider
 from .providers.base import Provider
+from .sandbox import Sandbox
 from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
@@ -42,6 +43,8 @@ class RunOptions:
     """Sees command output as it appears (the terminal shows it live)."""
     approve_plan: ApprovePlan | None = None
     """How plan mode asks the user to approve a plan; None: nobody can."""
+    sandbox: Sandbox | None = None
+    """A ready sandbox to use instead of the one the `sandbox` setting describes."""
 
 
 @dataclass
@@ -101,13 +104,19 @@ def build_runtime(
         settings, env, notice=lambda message: ui.notice(message, "warning"), home=options.home
     )
     ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
-    table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output)
+    sandbox = options.sandbox
+    if sandbox is None:
+        sandbox = Sandbox(
+            settings.sandbox, options.root, options.home,
+            notice=lambda message: ui.notice(message, "warning"),
+        )
+    table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
     git = GitOps(options.root, options.home)
     before, after = undo_hooks(git, ctx)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
-    policy = ApprovalPolicy(options.root, rules, auto=options.auto)
+    policy = ApprovalPolicy(options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox)
     plan_gate = PlanGate(policy)
     dispatcher = Dispatcher(
         table=table,

@@ -441,12 +441,15 @@ class ShellSessions:
         output_cap: int = 30_000,
         idle_fallback: float = 2.0,
         on_output: Callable[[str], None] | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         self.root = Path(root)
         self.max_sessions = max_sessions
         self.output_cap = output_cap
         self.idle_fallback = idle_fallback
         self.on_output = on_output
+        self.wrap = wrap
+        """Turns the command line into the one actually started (e.g. inside a sandbox)."""
         self._sessions: dict[str, _Session] = {}
         self._background: list[_Session] = []
         """Finished commands whose background children still hold the output pipe."""
@@ -510,8 +513,9 @@ class ShellSessions:
         return session
 
     async def _start(self, command: str) -> _Session:
+        argv = [_shell(), "-c", command]
         proc = subprocess.Popen(
-            [_shell(), "-c", command],
+            self.wrap(argv) if self.wrap is not None else argv,
             cwd=self.root,
             env=_environment(),
             stdin=subprocess.PIPE,

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..toolspec import ToolContext, ToolTable
 from .ask import Asker
+
+if TYPE_CHECKING:
+    from ..sandbox import Sandbox
 
 Closer = Callable[[], Awaitable[None]]
 
@@ -16,11 +20,13 @@ def builtin_tools(
     home: Path | None = None,
     asker: Asker | None = None,
     on_output: Callable[[str], None] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[ToolTable, list[Closer]]:
     """Every built-in tool, plus the closers for what they keep running (shell sessions).
 
     `home` (TETHER_HOME) enables the memory tools; `asker` is how get_user_input
-    reaches a person (None: nobody can answer); `on_output` sees command output live.
+    reaches a person (None: nobody can answer); `on_output` sees command output live;
+    `sandbox` wraps every command run_cmd starts (None: commands run unconfined).
     """
     from ..memory import MemoryStore
     from ..shell_session import ShellSessions
@@ -31,7 +37,8 @@ def builtin_tools(
     from .shell import shell_tools
     from .system import SYSTEM_TOOLS
 
-    sessions = ShellSessions(ctx.root, on_output=on_output)
+    wrap = sandbox.wrap if sandbox is not None else None
+    sessions = ShellSessions(ctx.root, on_output=on_output, wrap=wrap)
     tools = [*FILE_TOOLS, *shell_tools(sessions), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
     if home is not None:
         tools += memory_tools(MemoryStore(home / "memory.json"))

@@ -1,0 +1,427 @@
+"""The command sandbox: bubblewrap around run_cmd, and asking when it cannot run.
+
+Tests marked `needs_bwrap` run real commands inside bubblewrap and are skipped
+where it is missing or cannot start; the fallback tests always run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import stat
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tether import sandbox as sandbox_module
+from tether import shell_session
+from tether.approval import ApprovalPolicy
+from tether.cli import build_parser, setting_flags
+from tether.config import Settings, load_settings
+from tether.dispatch import Dispatcher
+from tether.messages import Evidence, ToolCall
+from tether.permissions import Rule, RuleSet
+from tether.runtime import RunOptions, build_runtime
+from tether.sandbox import Sandbox, probe_problem
+from tether.shell_session import ShellSessions
+from tether.tools import builtin_tools
+from tether.toolspec import ToolContext
+from tether.ui import Decision, SilentUI
+
+PY = sys.executable
+PROMPT = f"{PY} -c \"name=input('name? '); print('hi', name)\""
+BWRAP_PROBLEM = probe_problem()
+needs_bwrap = pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
+linux_only = pytest.mark.skipif(not shell_session.proc_usable(), reason="needs /proc")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project root and a separate state directory holding a saved key."""
+    root, home = tmp_path / "proj", tmp_path / "state"
+    root.mkdir()
+    home.mkdir()
+    (home / "credentials.json").write_text('{"openai": "sk-saved-not-real"}')
+    return root, home
+
+
+async def run_in(sandbox: Sandbox | None, command: str, timeout: float = 20):
+    """Run one command in a fresh ShellSessions, inside `sandbox` (None: unconfined, in /tmp)."""
+    root = sandbox.root if sandbox else Path("/tmp")
+    shells = ShellSessions(root, wrap=sandbox.wrap if sandbox else None)
+    try:
+        return await shells.run(command, timeout=timeout)
+    finally:
+        await shells.close_all()
+
+
+def without_bwrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """PATH with bash and python but no bwrap."""
+    bin_dir = tmp_path / "bin-no-bwrap"
+    bin_dir.mkdir()
+    for name in ("bash", "env", "true"):
+        found = shutil.which(name)
+        if found:
+            (bin_dir / name).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+class ApprovingUI(SilentUI):
+    """Says yes to every approval and remembers what it was asked."""
+
+    can_ask = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, str]] = []
+        self.ended: list[Evidence] = []
+
+    async def approve(self, call: ToolCall, reason: str) -> Decision:
+        self.asked.append((call.name, reason))
+        return Decision(True)
+
+    def tool_end(self, evidence: Evidence) -> None:
+        self.ended.append(evidence)
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_workspace_write_binds_the_root_writable_and_hides_the_state_dir(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    root, home = project
+    argv = Sandbox("workspace-write", root, home).wrap(["bash", "-c", "ls"])
+    assert argv[-3:] == ["bash", "-c", "ls"]
+    options = argv[: argv.index("--")]
+    for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent"):
+        assert flag in options
+    assert "--new-session" not in options  # the process group must stay ours to kill
+    assert options[options.index("--ro-bind") + 1 : options.index("--ro-bind") + 3] == ["/", "/"]
+    bind = options.index("--bind")
+    assert options[bind + 1 : bind + 3] == [str(root), str(root)]
+    assert bind > options.index("/tmp")  # a project under /tmp survives the private /tmp
+    assert options[-2:] == ["--chdir", str(root)]
+    hidden = [options[i + 1] for i, arg in enumerate(options) if arg == "--tmpfs"]
+    assert hidden == ["/tmp", str(home)]
+    after = argv[argv.index("--") + 1 : -3]
+    assert after[0] == "env" and "OPENAI_API_KEY" in after and "GEMINI_API_KEY" in after
+
+
+def test_read_only_binds_the_root_read_only_and_state_inside_root_stays_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    root = tmp_path / "proj"
+    home = root / ".state"
+    home.mkdir(parents=True)
+    options = Sandbox("read-only", root, home).mount_args()
+    assert "--bind" not in options
+    binds = [i for i, arg in enumerate(options) if arg == "--ro-bind" and options[i + 1] == str(root)]
+    assert binds and binds[0] < options.index(str(home))  # the root first, the tmpfs over it after
+
+
+def test_a_project_inside_the_state_dir_is_bound_again_after_hiding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    home = tmp_path / "state"
+    root = home / "work"
+    root.mkdir(parents=True)
+    options = Sandbox("workspace-write", root, home).mount_args()
+    binds = [i for i, arg in enumerate(options) if arg == "--bind"]
+    assert len(binds) == 2 and binds[0] < options.index(str(home)) < binds[1]
+
+
+def test_a_missing_state_dir_is_not_mounted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    options = Sandbox("read-only", tmp_path, tmp_path / "absent").mount_args()
+    assert str(tmp_path / "absent") not in options
+
+
+def test_off_never_probes_and_leaves_commands_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail() -> str:
+        raise AssertionError("probed")
+
+    monkeypatch.setattr(sandbox_module, "probe_problem", fail)
+    box = Sandbox("off", tmp_path, tmp_path)
+    assert not box.enabled and not box.available()
+    assert box.wrap(["bash", "-c", "ls"]) == ["bash", "-c", "ls"]
+
+
+# ---------------------------------------------------------------- setting and flag
+
+
+def test_the_flag_sets_the_setting_and_bad_values_are_usage_errors(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["--sandbox", "workspace-write", "-p", "x"])
+    settings, warnings = load_settings(setting_flags(args), env={}, home=tmp_path)
+    assert settings.sandbox == "workspace-write" and not warnings
+    assert load_settings({}, env={}, home=tmp_path)[0].sandbox == "off"
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--sandbox", "everything"])
+    assert exc.value.code == 2
+
+
+def test_an_invalid_sandbox_in_the_config_file_is_reported_and_ignored(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('sandbox = "strict"\n')
+    settings, warnings = load_settings({}, env={}, home=tmp_path)
+    assert settings.sandbox == "off"
+    assert any("sandbox" in w for w in warnings)
+
+
+# ---------------------------------------------------------------- fallback
+
+
+def test_missing_bwrap_is_reported_once_and_commands_run_unwrapped(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    without_bwrap(monkeypatch, tmp_path)
+    notices: list[str] = []
+    root, home = project
+    box = Sandbox("read-only", root, home, notice=notices.append)
+    assert not box.available() and not box.available()
+    assert "not installed" in box.problem
+    assert box.wrap(["bash", "-c", "ls"]) == ["bash", "-c", "ls"]
+    assert len(notices) == 1 and "read-only sandbox cannot be used" in notices[0]
+
+
+def test_a_bwrap_that_cannot_start_names_its_reason(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_dir = tmp_path / "fakebin"
+    fake_dir.mkdir()
+    fake = fake_dir / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{fake_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    root, home = project
+    box = Sandbox("workspace-write", root, home)
+    assert not box.available()
+    assert "No permissions to create new namespace" in box.problem
+
+
+async def test_unavailable_sandbox_makes_every_command_ask_even_under_auto(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    without_bwrap(monkeypatch, tmp_path)
+    root, home = project
+    box = Sandbox("workspace-write", root, home)
+    table, closers = builtin_tools(ToolContext(root=root), sandbox=box)
+    rules = RuleSet([Rule.parse("run_cmd", "test")], [])
+    policy = ApprovalPolicy(root, rules, auto=True, home=home, sandbox=box)
+    for name, args in (("run_cmd", {"command": "true"}), ("send_input", {"session": "s1", "text": "y"})):
+        verdict = policy.check(ToolCall("c", name, args), table.get(name))
+        assert verdict.action == "ask" and "unconfined" in verdict.reason
+    assert policy.check(ToolCall("c", "end_process", {"session": "s1"}), table.get("end_process")).action == "allow"
+    assert policy.check(ToolCall("c", "read_file", {"filepath": "a"}), table.get("read_file")).action == "allow"
+    ui = ApprovingUI()
+    dispatcher = Dispatcher(table, ToolContext(root=root), ui, policy=policy)
+    result, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": "echo approved > ran.txt"}))
+    assert not result.is_error and (root / "ran.txt").read_text() == "approved\n"
+    assert ui.asked and "sandbox cannot be used" in ui.asked[0][1]
+    for close in closers:
+        await close()
+
+
+async def test_one_shot_blocks_commands_and_says_so_once(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    without_bwrap(monkeypatch, tmp_path)
+    root, home = project
+    ui = SilentUI()
+    runtime = build_runtime(
+        Settings(sandbox="read-only"), RunOptions(root=root, home=home, auto=True), ui, env={}
+    )
+    try:
+        for _ in range(2):
+            result, _ = await runtime.loop.dispatcher.dispatch(
+                ToolCall("c", "run_cmd", {"command": "touch ran.txt"})
+            )
+            assert result.is_error and "sandbox cannot be used" in result.content
+            assert "install bubblewrap" in result.content
+        assert not (root / "ran.txt").exists()
+        sandbox_notices = [m for _, m in ui.notices if "sandbox" in m]
+        assert len(sandbox_notices) == 1
+        assert runtime.policy.home == home and runtime.policy.sandbox is not None
+    finally:
+        await runtime.aclose()
+
+
+# ---------------------------------------------------------------- inside bubblewrap
+
+
+@needs_bwrap
+async def test_workspace_write_writes_inside_the_root_only(project: tuple[Path, Path]) -> None:
+    root, home = project
+    box = Sandbox("workspace-write", root, home)
+    inside = await run_in(box, "echo kept > inside.txt && pwd")
+    assert inside.exit_code == 0 and inside.output.strip() == str(root.resolve())
+    assert (root / "inside.txt").read_text() == "kept\n"
+    # Outside the root and outside /tmp: the host file system is read-only.
+    stray = Path(sys.prefix) / f"tether-sandbox-probe-{uuid.uuid4().hex}"
+    try:
+        outside = await run_in(box, f"echo x > {stray}")
+        assert outside.exit_code != 0 and "Read-only file system" in outside.output
+        assert not stray.exists()
+    finally:
+        stray.unlink(missing_ok=True)
+    # Outside the root but under /tmp: it lands in the private /tmp, never on the host.
+    neighbour = root.parent / "neighbour.txt"
+    await run_in(box, f"echo x > {neighbour}")
+    assert not neighbour.exists()
+
+
+@needs_bwrap
+async def test_read_only_refuses_writes_in_the_root(project: tuple[Path, Path]) -> None:
+    root, home = project
+    (root / "existing.txt").write_text("original\n")
+    box = Sandbox("read-only", root, home)
+    outcome = await run_in(box, "cat existing.txt; echo changed > existing.txt; touch new.txt")
+    assert "original" in outcome.output and "Read-only file system" in outcome.output
+    assert outcome.exit_code != 0
+    assert (root / "existing.txt").read_text() == "original\n" and not (root / "new.txt").exists()
+
+
+@needs_bwrap
+async def test_tmp_is_private(project: tuple[Path, Path], tmp_path: Path) -> None:
+    root, home = project
+    name = f"/tmp/tether-sandbox-{uuid.uuid4().hex}"
+    host_file = tmp_path / "host-only.txt"
+    host_file.write_text("host\n")
+    try:
+        outcome = await run_in(
+            Sandbox("workspace-write", root, home),
+            f"echo inside > {name} && cat {name}; cat {host_file}",
+        )
+        assert "inside" in outcome.output and "No such file" in outcome.output
+        assert not Path(name).exists()
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+@pytest.fixture
+def host_server() -> Iterator[tuple[int, list[bool]]]:
+    """A TCP listener on 127.0.0.1 that records each connection it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    accepted: list[bool] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(True)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join(2)
+    server.close()
+
+
+@needs_bwrap
+async def test_the_network_is_unreachable(project: tuple[Path, Path], host_server) -> None:
+    port, accepted = host_server
+    connect = (
+        f"{PY} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+        "print('connected')\""
+    )
+    root, home = project
+    control = await run_in(None, connect)
+    assert "connected" in control.output and len(accepted) == 1  # the test can tell
+    sandboxed = await run_in(Sandbox("read-only", root, home), connect)
+    assert "connected" not in sandboxed.output and sandboxed.exit_code != 0
+    assert len(accepted) == 1
+
+
+@needs_bwrap
+async def test_the_state_dir_and_key_variables_are_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The state directory inside the project is the hard case: the root bind would expose it.
+    root = tmp_path / "proj"
+    home = root / ".tether"
+    home.mkdir(parents=True)
+    (home / "credentials.json").write_text('{"openai": "sk-saved-not-real"}')
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-not-real")
+    box = Sandbox("workspace-write", root, home)
+    outcome = await run_in(
+        box, "cat .tether/credentials.json; ls -A .tether; echo key=${OPENAI_API_KEY:-unset}"
+    )
+    assert "sk-saved-not-real" not in outcome.output and "sk-env-not-real" not in outcome.output
+    assert "No such file" in outcome.output and "key=unset" in outcome.output
+    await run_in(box, "echo planted > .tether/credentials.json")
+    assert "sk-saved-not-real" in (home / "credentials.json").read_text()  # not overwritten
+
+
+@needs_bwrap
+@linux_only
+async def test_a_prompting_program_is_still_detected_and_answered(project: tuple[Path, Path]) -> None:
+    root, home = project
+    box = Sandbox("read-only", root, home)
+    shells = ShellSessions(root, wrap=box.wrap)
+    try:
+        first = await shells.run(PROMPT, timeout=20)
+        assert first.state == "waiting_for_input" and "name? " in first.output
+        second = await shells.send_input(first.session_id or "", "bob", timeout=20)
+        assert second.state == "exited" and "hi bob" in second.output
+        quiet = await shells.run("sleep 0.6; echo done", timeout=20)
+        assert quiet.state == "exited" and quiet.output == "done\n"  # silence is not a prompt
+    finally:
+        await shells.close_all()
+
+
+def marked_processes(marker: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if marker in " ".join(proc.info["cmdline"] or []) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc.pid)
+    return found
+
+
+@needs_bwrap
+async def test_the_timeout_kills_the_whole_sandboxed_tree(project: tuple[Path, Path]) -> None:
+    root, home = project
+    marker = f"{300 + uuid.uuid4().int % 1000}.25"
+    box = Sandbox("workspace-write", root, home)
+    shells = ShellSessions(root, wrap=box.wrap)
+    try:
+        outcome = await shells.run(f"sleep {marker} & sleep {marker}", timeout=1)
+        assert outcome.state == "timed_out"
+        assert marked_processes(marker) == []
+        waiting = await shells.run(f"sleep {marker} & read answer", timeout=20)
+        assert waiting.state == "waiting_for_input" and marked_processes(marker)
+        await shells.end(waiting.session_id or "")
+        assert marked_processes(marker) == []
+    finally:
+        await shells.close_all()
+
+
+@needs_bwrap
+async def test_run_cmd_through_the_dispatcher_runs_sandboxed(project: tuple[Path, Path]) -> None:
+    root, home = project
+    box = Sandbox("read-only", root, home)
+    table, closers = builtin_tools(ToolContext(root=root), sandbox=box)
+    policy = ApprovalPolicy(root, RuleSet([], []), auto=True, home=home, sandbox=box)
+    dispatcher = Dispatcher(table, ToolContext(root=root), SilentUI(), policy=policy)
+    try:
+        result, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": "touch x"}))
+        assert not result.is_error and "Read-only file system" in result.content
+        assert not (root / "x").exists()
+    finally:
+        for close in closers:
+            await close()
