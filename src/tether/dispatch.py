@@ -145,13 +145,13 @@ class Dispatcher:
             return (
                 f"Blocked: {call.name} needs the user's approval ({verdict.reason or 'it has side effects'}) "
                 "and nobody is available to approve it in this mode. Do not retry it; "
-                "finish without it and tell the user it can be allowed with --auto or --allow."
+                "finish without it and tell the user what was blocked and why."
             )
         async with self._approval_lock:
             decision = await self.ui.approve(call, verdict.reason)
         if decision.allowed:
             return ""
-        why = f" Their reason: {decision.feedback}" if decision.feedback else ""
+        why = f" Their reason: {decision.feedback.rstrip('.')}." if decision.feedback else ""
         return f"The user refused this {call.name} call.{why} Do not retry it unchanged."
 
     async def _run(self, tool: Tool, args: Any) -> tuple[ToolOutput, bool]:

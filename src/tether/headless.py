@@ -51,6 +51,9 @@ class HeadlessUI:
         elif self.format == "text":
             mark = "✗" if evidence.error else "✓"
             self.progress(f"  {mark} {evidence.summary} ({evidence.elapsed:.1f}s)")
+            if evidence.summary == "blocked":  # say why, so the user knows what would allow it
+                self.progress("    " + first_line(evidence.result, 200)
+                              + " Use --auto or --allow RULE to let such calls run.")
 
     async def approve(self, call: ToolCall, reason: str) -> Decision:
         return Decision(False, "nobody is available to approve in one-shot mode")
