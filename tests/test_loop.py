@@ -433,3 +433,15 @@ async def test_an_unexpected_transport_error_ends_the_turn_cleanly(tmp_path: Pat
     loop, _ = build(provider, [], tmp_path)
     result = await loop.run_turn(Conversation(), "go")
     assert result.stop_reason == "error" and "OverflowError" in result.error
+
+
+async def test_a_text_call_cut_off_by_the_token_limit_is_not_run(tmp_path: Path) -> None:
+    ran = []
+    tool = make_tool("run_cmd", lambda a, c: ran.append(a) or "ok")
+    text = '<tool_call>\n{"name": "run_cmd", "arguments": {"filepath": "x"}}\n</tool_call>'
+    cut = [TextDelta(text), Done(Usage(10, 4096), "max_tokens")]
+    provider = ScriptedProvider([cut, say("ok")], native=False)
+    loop, _ = build(provider, [tool], tmp_path)
+    await loop.run_turn(Conversation(), "go")
+    assert not ran
+    assert "output token limit" in provider.requests[1].messages[-1].text

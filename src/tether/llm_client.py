@@ -44,6 +44,12 @@ STEP_LIMIT_NOTE = (
 )
 
 
+CUT_OFF_CALL = (
+    "Your reply reached the output token limit, so your last {name} call may be incomplete. "
+    "It was not run. Send it again, shorter if you can (e.g. split a large file into parts)."
+)
+
+
 def pressure_note(step: int, cap: int) -> str:
     return (
         f"(Note: {step} of {cap} tool round trips used. Finish soon: answer now "
@@ -74,11 +80,20 @@ class TurnResult:
 
 @dataclass
 class Reply:
-    text: str = ""
-    thinking: str = ""
+    chunks: list[str] = field(default_factory=list)
+    """Text deltas as they came (joined on demand: a long reply in tiny chunks stays linear)."""
+    thinking_chunks: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = "end_turn"
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+    @property
+    def thinking(self) -> str:
+        return "".join(self.thinking_chunks)
 
 
 @dataclass
@@ -168,10 +183,10 @@ class TurnLoop:
 
     def _take(self, event: Event, reply: Reply, shown: StreamFilter) -> None:
         if isinstance(event, TextDelta):
-            reply.text += event.text
+            reply.chunks.append(event.text)
             self._show(shown.feed(event.text))
         elif isinstance(event, ThinkingDelta):
-            reply.thinking += event.text
+            reply.thinking_chunks.append(event.text)
             self.ui.thinking(event.text)
         elif isinstance(event, ToolCallEvent):
             reply.calls.append(event.call)
@@ -183,6 +198,10 @@ class TurnLoop:
         if reply.calls:  # native calls win; the text is only the answer part
             parsed.calls = unique_ids(reply.calls)
             parsed.errors = []
+        elif parsed.calls and reply.stop_reason == "max_tokens":
+            # the reply was cut off: its last text call may lack arguments that were coming
+            cut = parsed.calls.pop()
+            parsed.errors.append(CUT_OFF_CALL.format(name=cut.name))
         if reply.thinking:
             parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
         return parsed
