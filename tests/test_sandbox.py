@@ -34,7 +34,10 @@ from tether.tools import builtin_tools
 from tether.toolspec import ToolContext
 from tether.ui import Decision, SilentUI
 
-PY = sys.executable
+PY = getattr(sys, "_base_executable", None) or sys.executable
+"""An interpreter outside /tmp: the sandbox's private /tmp hides a venv (or a CI checkout) kept there."""
+HOST_DIR = next((Path(d) for d in ("/var/tmp", str(Path.home())) if Path(d).is_dir()), Path(sys.prefix))
+"""A writable host folder outside /tmp, to show the sandbox makes it read-only."""
 PROMPT = f"{PY} -c \"name=input('name? '); print('hi', name)\""
 BWRAP_PROBLEM = probe_problem()
 needs_bwrap = pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
@@ -265,7 +268,7 @@ async def test_workspace_write_writes_inside_the_root_only(project: tuple[Path, 
     assert inside.exit_code == 0 and inside.output.strip() == str(root.resolve())
     assert (root / "inside.txt").read_text() == "kept\n"
     # Outside the root and outside /tmp: the host file system is read-only.
-    stray = Path(sys.prefix) / f"tether-sandbox-probe-{uuid.uuid4().hex}"
+    stray = HOST_DIR / f"tether-sandbox-probe-{uuid.uuid4().hex}"
     try:
         outside = await run_in(box, f"echo x > {stray}")
         assert outside.exit_code != 0 and "Read-only file system" in outside.output
