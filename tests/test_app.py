@@ -416,3 +416,37 @@ def test_ctrl_c_clears_a_typed_line_instead_of_exiting(
         app.ctrl_d()
         assert app.wait_exit() == 0
     assert server.bodies(CHAT) == []
+
+
+def test_connect_saves_a_typed_key_owner_only_and_switches(project: Path, home: Path) -> None:
+    """/connect anthropic: the key is asked once (hidden), saved 0600 under TETHER_HOME only,
+    a model is picked from the provider's own list, and the choice is remembered."""
+    with FakeServer([Reply(text="Hello from the other side.")]) as server:
+        env = app_env(home, ANTHROPIC_BASE_URL=server.url)
+        env.pop("ANTHROPIC_API_KEY", None)
+        with PtyApp(openai_args(server.url), cwd=project, env=env) as app:
+            app.wait_for_prompt()
+            app.line("/connect status")
+            app.wait_for_text("gemini")
+            app.line("/connect anthropic")
+            app.wait_for_text("API key for anthropic")
+            app.line("sk-ant-typed-secret-123")
+            app.wait_for_text("model (number or name")
+            app.line("2")
+            app.wait_for_text("Connected: anthropic")
+            ask(app, "hi there", "Hello from the other side.")
+            screen = app.text()
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+        sent = [b for p, b in server.requests if p == "/v1/messages"]
+    assert "sk-ant-typed-secret-123" not in screen
+    credentials = home / "credentials.json"
+    assert oct(credentials.stat().st_mode & 0o777) == "0o600"
+    assert "sk-ant-typed-secret-123" in credentials.read_text()
+    assert not list(project.rglob("credentials.json"))
+    assert sent and sent[0]["model"] == "fake-coder:7b"
+    remembered = json.loads((home / "connection.json").read_text())
+    assert remembered == {"provider": "anthropic", "model": "fake-coder:7b"}
+    for path in [*home.rglob("*.json"), home / "history"]:
+        if path != credentials and path.exists():
+            assert "sk-ant-typed-secret-123" not in path.read_text(), path
