@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import socket
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -249,6 +249,17 @@ class StatusInfo:
 StatusDescriber = Callable[[StatusInfo], ProviderError]
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One request as the transport sends it, and sends again when it retries."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+    describe: StatusDescriber | None = None
+    timeout: float | None = None
+
+
 def _exception_chain(exc: BaseException) -> list[BaseException]:
     """The exception and everything behind it (causes, contexts, grouped errors)."""
     seen: list[BaseException] = []
@@ -380,7 +391,7 @@ class HttpTransport:
     async def get_json(
         self, path: str, describe: StatusDescriber | None = None, *, timeout: float | None = None
     ) -> Any:
-        return await self._request_json("GET", path, None, describe, timeout)
+        return await self._request_json(_Request("GET", path, None, describe, timeout))
 
     async def post_json(
         self,
@@ -390,23 +401,16 @@ class HttpTransport:
         *,
         timeout: float | None = None,
     ) -> Any:
-        return await self._request_json("POST", path, body, describe, timeout)
+        return await self._request_json(_Request("POST", path, body, describe, timeout))
 
-    async def _request_json(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None,
-        describe: StatusDescriber | None,
-        timeout: float | None,
-    ) -> Any:
-        async with self._send(method, path, body, describe, timeout) as response:
+    async def _request_json(self, request: _Request) -> Any:
+        async with self._send(request) as response:
             raw = await self._read_all(response)
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, ValueError):
             raise ProviderError(
-                f"{self.label} at {self.shown_url} answered {path} with something that is not JSON.",
+                f"{self.label} at {self.shown_url} answered {request.path} with something that is not JSON.",
                 kind="api",
                 status=response.status_code,
             ) from None
@@ -419,46 +423,28 @@ class HttpTransport:
         A connection that breaks after the answer started raises
         ProviderError(kind="stream") once the lines already received are yielded.
         """
-        async with self._send("POST", path, body, describe, None) as response:
-            try:
+        async with self._send(_Request("POST", path, body, describe)) as response:
+            with self._failures_as_provider_errors(answer_started=True):
                 async for line in response.aiter_lines():
                     yield line
-            except httpx.HTTPError as exc:
-                raise self._transport_error(exc, answer_started=True) from exc
-            except Exception as exc:
-                raise self._unexpected_error(exc, answer_started=True) from exc
 
     @asynccontextmanager
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None,
-        describe: StatusDescriber | None,
-        timeout: float | None,
-    ) -> AsyncIterator[httpx.Response]:
+    async def _send(self, request: _Request) -> AsyncIterator[httpx.Response]:
         """Open one request, retrying "not now" answers; yields the successful response.
 
         Retries happen here, before the caller has read a byte of the answer.
         """
-        response = await self._open_with_retries(method, path, body, describe, timeout)
+        response = await self._open_with_retries(request)
         try:
             yield response
         finally:
             await response.aclose()
 
-    async def _open_with_retries(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None,
-        describe: StatusDescriber | None,
-        timeout: float | None,
-    ) -> httpx.Response:
+    async def _open_with_retries(self, request: _Request) -> httpx.Response:
         retries = 0
         while True:
             try:
-                return await self._open(method, path, body, describe, timeout)
+                return await self._open(request)
             except ProviderError as exc:
                 wait = self.retry.wait_before_retry(exc, retries)
                 if wait is None:
@@ -471,24 +457,14 @@ class HttpTransport:
                     self._notice(retry_notice(self.label, exc, wait, retries, limit))
                 await self.retry.sleep(wait)
 
-    async def _open(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None,
-        describe: StatusDescriber | None,
-        timeout: float | None,
-    ) -> httpx.Response:
+    async def _open(self, request: _Request) -> httpx.Response:
         """One attempt: the response when it is a success, else a ProviderError."""
-        extra = {} if timeout is None else {"timeout": httpx.Timeout(timeout)}
-        try:
+        extra = {} if request.timeout is None else {"timeout": httpx.Timeout(request.timeout)}
+        with self._failures_as_provider_errors(answer_started=False):
             client = self._http()
-            request = client.build_request(method, self.base_url + path, json=body, **extra)
-            response = await client.send(request, stream=True)
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise self._transport_error(exc, answer_started=False) from exc
-        except Exception as exc:
-            raise self._unexpected_error(exc, answer_started=False) from exc
+            url = self.base_url + request.path
+            sent = client.build_request(request.method, url, json=request.body, **extra)
+            response = await client.send(sent, stream=True)
         if response.status_code < 400:
             return response
         try:
@@ -500,15 +476,24 @@ class HttpTransport:
             one_line(redact(server_error_message(text), self._api_key)),
             parse_retry_after(response.headers, text),
         )
-        raise (describe or self.status_error)(info)
+        raise (request.describe or self.status_error)(info)
 
     async def _read_all(self, response: httpx.Response) -> str:
-        try:
+        with self._failures_as_provider_errors(answer_started=True):
             return (await response.aread()).decode("utf-8", errors="replace")
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, answer_started=True) from exc
+
+    @contextmanager
+    def _failures_as_provider_errors(self, *, answer_started: bool) -> Iterator[None]:
+        """Any failure of the network layer in the block, as a one-line ProviderError.
+
+        (`httpx.InvalidURL` is not an `httpx.HTTPError`; only building a request raises it.)
+        """
+        try:
+            yield
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise self._transport_error(exc, answer_started=answer_started) from exc
         except Exception as exc:
-            raise self._unexpected_error(exc, answer_started=True) from exc
+            raise self._unexpected_error(exc, answer_started=answer_started) from exc
 
     # -- error messages
 
