@@ -11,9 +11,9 @@ prefix on every turn.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ..messages import (
@@ -30,10 +30,8 @@ from ..messages import (
     new_call_id,
 )
 from ..toolspec import Tool
+from ._common import HttpChatProvider, model_ids
 from ._http import (
-    HttpTransport,
-    StatusDescriber,
-    StatusInfo,
     answered_history,
     as_int,
     loads_object,
@@ -42,9 +40,9 @@ from ._http import (
     parse_tool_arguments,
 )
 from .base import ProviderError, RequestOptions
-from .retry import RetryPolicy
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+CHAT_PATH = "/v1/messages"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
 """The API requires max_tokens; this is used when the caller does not choose."""
@@ -367,103 +365,37 @@ class AnthropicStreamDecoder:
 # ---------------------------------------------------------------- provider
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpChatProvider[AnthropicStreamDecoder]):
     """Claude models through the Messages API."""
 
     name = "anthropic"
     default_model = "claude-sonnet-4-5"
     default_base_url = DEFAULT_BASE_URL
+    label = "Anthropic"
+    connect_hint = "Check ANTHROPIC_BASE_URL or --base-url (without /v1)."
+    key_env = KEY_ENV
+    key_header = "x-api-key"
+    extra_headers = MappingProxyType({"anthropic-version": API_VERSION})
+    chat_path_shown = CHAT_PATH
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        connect_timeout: float = 10,
-        read_timeout: float = 300,
-        retry: RetryPolicy | None = None,
-        notice: Callable[[str], None] | None = None,
-    ) -> None:
-        self.base_url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
-        verb = "Check" if api_key else "Set"
-        self._notice = notice
-        self._http = HttpTransport(
-            self.base_url,
-            label="Anthropic",
-            connect_hint="Check ANTHROPIC_BASE_URL or --base-url (without /v1).",
-            auth_hint=f"{verb} {KEY_ENV}, or run /connect anthropic to save a key.",
-            api_key=api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            key_header="x-api-key",
-            headers={"anthropic-version": API_VERSION},
-            retry=retry,
-            notice=notice,
-        )
+    def _chat_request(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> tuple[str, dict[str, Any]]:
+        return CHAT_PATH, build_chat_body(messages, tools, options)
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncIterator[Event]:
-        # In-stream errors carry the server's words, which can echo the key.
-        return self._http.redacting(self._stream(messages, tools, options))
+    def _decoder(self) -> AnthropicStreamDecoder:
+        return AnthropicStreamDecoder(self._notice)
 
-    async def _stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncGenerator[Event, None]:
-        body = build_chat_body(messages, tools, options)
-        decoder = AnthropicStreamDecoder(self._notice)
-        lines = self._http.stream_lines("/v1/messages", body, self._status_error(options.model))
-        async with aclosing(lines):
-            async for line in lines:
-                for event in decoder.feed(line):
-                    yield event
-                if decoder.finished:
-                    return
+    def _stream_ended(self, decoder: AnthropicStreamDecoder) -> list[Event]:
         # A clean end after message_delta named the stop reason is still a whole answer.
         if decoder.stop_reason is None:
             raise self._http.incomplete_stream_error(decoder.valid_events > 0)
-        for event in decoder.finish():
-            yield event
-
-    def _status_error(self, model: str) -> StatusDescriber:
-        def describe(info: StatusInfo) -> ProviderError:
-            if info.status != 404:
-                return self._http.status_error(info)
-            if "model" in info.message.lower():
-                return ProviderError(
-                    f"model '{model}' not found at Anthropic ({info.message}). "
-                    "Choose another with --model (/connect anthropic lists them).",
-                    "api",
-                    404,
-                )
-            return ProviderError(
-                f"{self._http.shown_url}/v1/messages was not found (404). "
-                "Check ANTHROPIC_BASE_URL or --base-url (without /v1).",
-                "api",
-                404,
-            )
-
-        return describe
+        return decoder.finish()
 
     async def list_models(self) -> list[str]:
         data = await self._http.get_json("/v1/models?limit=1000")
-        models = data.get("data") if isinstance(data, dict) else None
-        if not isinstance(models, list):
-            raise ProviderError(
-                f"Anthropic at {self._http.shown_url} gave an unexpected model list.", "api"
-            )
-        ids = (m.get("id") for m in models if isinstance(m, dict))
-        return [i for i in ids if isinstance(i, str) and i]
+        return model_ids(self._model_list(data, "data"))
 
     async def supports_native_tools(self, model: str) -> bool:
         """Every current Claude model takes native tools."""
         return True
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

@@ -12,8 +12,7 @@ are converted to the OpenAPI subset Gemini accepts. The key travels in the
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -31,8 +30,8 @@ from ..messages import (
     new_call_id,
 )
 from ..toolspec import Tool
+from ._common import HttpChatProvider
 from ._http import (
-    HttpTransport,
     StatusDescriber,
     StatusInfo,
     answered_history,
@@ -42,7 +41,6 @@ from ._http import (
     parse_tool_arguments,
 )
 from .base import ProviderError, RequestOptions
-from .retry import RetryPolicy
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -300,14 +298,22 @@ class GeminiStreamDecoder:
     ended. Lines that are not JSON are skipped, with one notice per answer.
     """
 
-    def __init__(self, notice: Callable[[str], None] | None = None) -> None:
+    finished = False
+    """Never set while reading: the answer has no end marker, the stream's end ends it."""
+
+    def __init__(
+        self,
+        notice: Callable[[str], None] | None = None,
+        signatures: dict[str, str] | None = None,
+    ) -> None:
+        """`signatures` is where thought signatures are recorded (default: a new dict)."""
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.valid_events = 0
         self.skipped = 0
         self.calls_made = 0
         self.produced_text = False
-        self.signatures: dict[str, str] = {}
+        self.signatures: dict[str, str] = {} if signatures is None else signatures
         """Thought signatures of the calls decoded, by call id, to send back later."""
         self._notice = notice
 
@@ -411,95 +417,51 @@ def _stream_error(error: Any) -> ProviderError:
 # ---------------------------------------------------------------- provider
 
 
-class GeminiProvider:
+class GeminiProvider(HttpChatProvider[GeminiStreamDecoder]):
     """Gemini models through the Generative Language API."""
 
     name = "gemini"
     default_model = "gemini-2.5-flash"
     default_base_url = DEFAULT_BASE_URL
+    label = "Gemini"
+    connect_hint = "Check GEMINI_BASE_URL or --base-url (without /v1beta)."
+    key_env = KEY_ENVS[0]
+    key_header = "x-goog-api-key"
+    chat_path_shown = "/v1beta"
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        connect_timeout: float = 10,
-        read_timeout: float = 300,
-        retry: RetryPolicy | None = None,
-        notice: Callable[[str], None] | None = None,
-    ) -> None:
-        self.base_url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
-        verb = "Check" if api_key else "Set"
-        self._notice = notice
+    def __init__(self, base_url: str, **transport: Any) -> None:
+        """`transport` is what every HTTP provider takes (api_key, timeouts, retry, notice)."""
+        super().__init__(base_url, **transport)
         self._signatures: dict[str, str] = {}
-        self._http = HttpTransport(
-            self.base_url,
-            label="Gemini",
-            connect_hint="Check GEMINI_BASE_URL or --base-url (without /v1beta).",
-            auth_hint=f"{verb} GEMINI_API_KEY, or run /connect gemini to save a key.",
-            api_key=api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            key_header="x-goog-api-key",
-            retry=retry,
-            notice=notice,
-        )
+        """Thought signatures of the calls this session decoded, sent back with those calls."""
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncIterator[Event]:
-        # In-stream errors carry the server's words, which can echo the key.
-        return self._http.redacting(self._stream(messages, tools, options))
-
-    async def _stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncGenerator[Event, None]:
+    def _chat_request(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> tuple[str, dict[str, Any]]:
         body = build_chat_body(messages, tools, options, self._signatures)
-        decoder = GeminiStreamDecoder(self._notice)
-        path = model_path(options.model)
-        lines = self._http.stream_lines(path, body, self._status_error(options.model))
-        try:
-            async with aclosing(lines):
-                async for line in lines:
-                    for event in decoder.feed(line):
-                        yield event
-        finally:
-            self._signatures.update(decoder.signatures)
+        return model_path(options.model), body
+
+    def _decoder(self) -> GeminiStreamDecoder:
+        return GeminiStreamDecoder(self._notice, self._signatures)
+
+    def _stream_ended(self, decoder: GeminiStreamDecoder) -> list[Event]:
+        # No end marker: a clean end after a finish reason is the whole answer.
         if decoder.finish_reason is None:
             raise self._http.incomplete_stream_error(decoder.valid_events > 0)
         notice = decoder.stop_notice()
         if notice and self._notice is not None:
             self._notice(notice)
-        yield decoder.finish()
+        return [decoder.finish()]
 
-    def _status_error(self, model: str) -> StatusDescriber:
-        def describe(info: StatusInfo) -> ProviderError:
-            text = info.message.lower()
-            if info.status == 400 and "api key" in text:  # Gemini answers a bad key with 400
-                return self._http.status_error(StatusInfo(401, info.message, info.retry_after))
-            if info.status == 404 and "model" in text:
-                return ProviderError(
-                    f"model '{model}' not found at Gemini ({info.message}). "
-                    "Choose another with --model (/connect gemini lists them).",
-                    "api",
-                    404,
-                )
-            if info.status == 404:
-                return ProviderError(
-                    f"{self._http.shown_url}/v1beta was not found (404). "
-                    "Check GEMINI_BASE_URL or --base-url (without /v1beta).",
-                    "api",
-                    404,
-                )
-            return self._http.status_error(info)
+    def _chat_status_error(self, model: str) -> StatusDescriber:
+        describe = super()._chat_status_error(model)
 
-        return describe
+        def describe_gemini(info: StatusInfo) -> ProviderError:
+            if info.status == 400 and "api key" in info.message.lower():
+                info = StatusInfo(401, info.message, info.retry_after)  # Gemini's bad key is a 400
+            return describe(info)
+
+        return describe_gemini
 
     async def list_models(self) -> list[str]:
         """Models that can chat, without the `models/` prefix (every page, up to a few)."""
@@ -508,12 +470,7 @@ class GeminiProvider:
         for _ in range(MODEL_LIST_PAGES):
             query = "pageSize=1000" + (f"&pageToken={quote(token)}" if token else "")
             data = await self._http.get_json(f"/v1beta/models?{query}")
-            models = data.get("models") if isinstance(data, dict) else None
-            if not isinstance(models, list):
-                raise ProviderError(
-                    f"Gemini at {self._http.shown_url} gave an unexpected model list.", "api"
-                )
-            names += [n for n in map(_chat_model_name, models) if n]
+            names += [n for n in map(_chat_model_name, self._model_list(data, "models")) if n]
             token = data.get("nextPageToken") or ""
             if not isinstance(token, str) or not token:
                 break
@@ -522,9 +479,6 @@ class GeminiProvider:
     async def supports_native_tools(self, model: str) -> bool:
         """Gemini models take function declarations."""
         return True
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
 
 def _chat_model_name(model: Any) -> str | None:

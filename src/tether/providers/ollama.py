@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Sequence
 from typing import Any
 
 from ..config import normalize_ollama_host
@@ -21,11 +20,9 @@ from ..messages import (
     new_call_id,
 )
 from ..toolspec import Tool
+from ._common import HttpChatProvider
 from ._http import (
     CAPABILITY_TIMEOUT,
-    HttpTransport,
-    StatusDescriber,
-    StatusInfo,
     as_int,
     function_tool_schema,
     loads_object,
@@ -35,7 +32,6 @@ from ._http import (
     tool_result_text,
 )
 from .base import ProviderError, RequestOptions
-from .retry import RetryPolicy
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -152,88 +148,53 @@ DEFAULT_NUM_CTX = 16_384
 on a small model, at a memory cost a laptop can carry."""
 
 
-class OllamaProvider:
+class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
     """A local (or remote) Ollama server through its native chat API."""
 
     name = "ollama"
     default_model = "qwen2.5-coder:7b"
     default_base_url = DEFAULT_HOST
+    label = "Ollama"
+    connect_hint = "Is 'ollama serve' running? Set OLLAMA_HOST or --base-url to point elsewhere."
 
     def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        connect_timeout: float = 10,
-        read_timeout: float = 300,
-        retry: RetryPolicy | None = None,
-        notice: Callable[[str], None] | None = None,
-        context_window: int | None = None,
+        self, base_url: str, *, context_window: int | None = None, **transport: Any
     ) -> None:
-        """`context_window` is sent as options.num_ctx with every chat request."""
-        self.base_url = normalize_ollama_host(base_url) or DEFAULT_HOST
+        """`context_window` is sent as options.num_ctx with every chat request; `transport`
+        is what every HTTP provider takes (api_key, timeouts, retry, notice)."""
+        super().__init__(base_url, **transport)
         self._num_ctx = context_window
-        self._http = HttpTransport(
-            self.base_url,
-            label="Ollama",
-            connect_hint="Is 'ollama serve' running? Set OLLAMA_HOST or --base-url to point elsewhere.",
-            auth_hint="Check the access settings of the server (or the proxy in front of it).",
-            api_key=api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            retry=retry,
-            notice=notice,
-        )
         self._shown: dict[str, dict[str, Any]] = {}
         self._chosen_ctx: dict[str, int] = {}
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncIterator[Event]:
-        # In-stream errors carry the server's words, which can echo the key.
-        return self._http.redacting(self._stream(messages, tools, options))
+    @classmethod
+    def _clean_base_url(cls, base_url: str) -> str:
+        return normalize_ollama_host(base_url) or DEFAULT_HOST
 
-    async def _stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncGenerator[Event, None]:
+    def _auth_hint(self, api_key: str | None) -> str:
+        return "Check the access settings of the server (or the proxy in front of it)."
+
+    def _chat_request(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> tuple[str, dict[str, Any]]:
         num_ctx = self._num_ctx or self._chosen_ctx.get(options.model)
-        body = build_chat_body(messages, tools, options, num_ctx)
-        decoder = OllamaStreamDecoder()
-        lines = self._http.stream_lines("/api/chat", body, self._chat_status_error(options.model))
-        async with aclosing(lines):
-            async for line in lines:
-                for event in decoder.feed(line):
-                    yield event
-                if decoder.finished:
-                    return
+        return "/api/chat", build_chat_body(messages, tools, options, num_ctx)
+
+    def _decoder(self) -> OllamaStreamDecoder:
+        return OllamaStreamDecoder()
+
+    def _stream_ended(self, decoder: OllamaStreamDecoder) -> list[Event]:
         raise self._http.incomplete_stream_error(decoder.valid_lines > 0)
 
-    def _chat_status_error(self, model: str) -> StatusDescriber:
-        def describe(info: StatusInfo) -> ProviderError:
-            if info.status == 404 and "model" in info.message.lower():
-                return ProviderError(
-                    f"model '{model}' not found on Ollama at {self._http.shown_url}. "
-                    f"Run 'ollama pull {model}' or choose another with --model.",
-                    "api",
-                    404,
-                )
-            return self._http.status_error(info)
-
-        return describe
+    def _model_not_found(self, model: str, message: str) -> str:
+        return (
+            f"model '{model}' not found on Ollama at {self._http.shown_url}. "
+            f"Run 'ollama pull {model}' or choose another with --model."
+        )
 
     async def list_models(self) -> list[str]:
         data = await self._http.get_json("/api/tags")
-        models = data.get("models") if isinstance(data, dict) else None
-        if not isinstance(models, list):
-            raise ProviderError(
-                f"Ollama at {self._http.shown_url} gave an unexpected model list.", "api"
-            )
+        models = self._model_list(data, "models")
         names = (m.get("name") or m.get("model") for m in models if isinstance(m, dict))
         return [n for n in names if isinstance(n, str) and n]
 
@@ -277,6 +238,3 @@ class OllamaProvider:
             return None
         self._shown[model] = data
         return data
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

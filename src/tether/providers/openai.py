@@ -7,8 +7,7 @@ already ends in `/v1`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +24,8 @@ from ..messages import (
     new_call_id,
 )
 from ..toolspec import Tool
+from ._common import HttpChatProvider, model_ids
 from ._http import (
-    HttpTransport,
-    StatusDescriber,
-    StatusInfo,
     as_int,
     function_tool_schema,
     loads_object,
@@ -38,9 +35,9 @@ from ._http import (
     tool_result_text,
 )
 from .base import ProviderError, RequestOptions
-from .retry import RetryPolicy
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+CHAT_PATH = "/chat/completions"
 
 
 # ---------------------------------------------------------------- encoding
@@ -246,104 +243,41 @@ def _error_text(error: Any) -> str:
 # ---------------------------------------------------------------- provider
 
 
-class OpenAIProvider:
+class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     """Any server speaking OpenAI chat completions with streaming."""
 
     name = "openai"
     default_model = "gpt-4o-mini"
     default_base_url = DEFAULT_BASE_URL
+    label = "the OpenAI-compatible API"
+    connect_hint = "Check OPENAI_BASE_URL or --base-url (it should end in /v1)."
+    key_env = "OPENAI_API_KEY"
+    chat_path_shown = CHAT_PATH
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        api_key: str | None = None,
-        connect_timeout: float = 10,
-        read_timeout: float = 300,
-        retry: RetryPolicy | None = None,
-        notice: Callable[[str], None] | None = None,
-    ) -> None:
-        self.base_url = (base_url or DEFAULT_BASE_URL).strip().rstrip("/")
-        verb = "Check" if api_key else "Set"
-        key_hint = f"{verb} OPENAI_API_KEY, or run /connect openai to save a key."
-        self._http = HttpTransport(
-            self.base_url,
-            label="the OpenAI-compatible API",
-            connect_hint="Check OPENAI_BASE_URL or --base-url (it should end in /v1).",
-            auth_hint=key_hint,
-            api_key=api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            retry=retry,
-            notice=notice,
-        )
+    def _chat_request(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> tuple[str, dict[str, Any]]:
+        return CHAT_PATH, build_chat_body(messages, tools, options)
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncIterator[Event]:
-        # In-stream errors carry the server's words, which can echo the key.
-        return self._http.redacting(self._stream(messages, tools, options))
+    def _decoder(self) -> OpenAIStreamDecoder:
+        return OpenAIStreamDecoder()
 
-    async def _stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[Tool] | None,
-        options: RequestOptions,
-    ) -> AsyncGenerator[Event, None]:
-        body = build_chat_body(messages, tools, options)
-        decoder = OpenAIStreamDecoder()
-        lines = self._http.stream_lines(
-            "/chat/completions", body, self._chat_status_error(options.model)
-        )
-        async with aclosing(lines):
-            async for line in lines:
-                for event in decoder.feed(line):
-                    yield event
-                if decoder.finished:
-                    return
+    def _stream_ended(self, decoder: OpenAIStreamDecoder) -> list[Event]:
         # Some servers close without `[DONE]`; a finished choice is still a whole answer.
         if decoder.finish_reason is None:
             raise self._http.incomplete_stream_error(decoder.valid_events > 0)
-        for event in decoder.finish():
-            yield event
+        return decoder.finish()
 
-    def _chat_status_error(self, model: str) -> StatusDescriber:
-        def describe(info: StatusInfo) -> ProviderError:
-            if info.status != 404:
-                return self._http.status_error(info)
-            if "model" in info.message.lower():
-                return ProviderError(
-                    f"model '{model}' not found at {self._http.shown_url} ({info.message}). "
-                    "Choose another with --model.",
-                    "api",
-                    404,
-                )
-            return ProviderError(
-                f"{self._http.shown_url}/chat/completions was not found (404). "
-                "Check OPENAI_BASE_URL or --base-url (it should end in /v1).",
-                "api",
-                404,
-            )
-
-        return describe
+    def _model_not_found(self, model: str, message: str) -> str:
+        return (
+            f"model '{model}' not found at {self._http.shown_url} ({message}). "
+            "Choose another with --model."
+        )
 
     async def list_models(self) -> list[str]:
         data = await self._http.get_json("/models")
-        models = data.get("data") if isinstance(data, dict) else None
-        if not isinstance(models, list):
-            raise ProviderError(
-                f"the OpenAI-compatible API at {self._http.shown_url} gave an unexpected model list.",
-                "api",
-            )
-        ids = (m.get("id") for m in models if isinstance(m, dict))
-        return [i for i in ids if isinstance(i, str) and i]
+        return model_ids(self._model_list(data, "data"))
 
     async def supports_native_tools(self, model: str) -> bool:
         """Chat-completions servers take native tools; the loop falls back if one does not."""
         return True
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

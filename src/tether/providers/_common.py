@@ -1,0 +1,177 @@
+"""What the HTTP providers share around their transport: the constructor they all take,
+reading a streamed answer line by line, the model-list check, and closing.
+
+A provider class says only what is its own: where a chat request goes and what it
+sends (`_chat_request`), how its answer is read (`_decoder`), what a clean end of
+the stream means before the decoder saw the end of the answer (`_stream_ended`),
+and, where its service says it differently, how an error status reads.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing
+from types import MappingProxyType
+from typing import Any, Generic, Protocol, TypeVar
+
+from ..messages import Event, Message
+from ..toolspec import Tool
+from ._http import HttpTransport, StatusDescriber, StatusInfo
+from .base import ProviderError, RequestOptions
+from .retry import RetryPolicy
+
+
+class StreamDecoder(Protocol):
+    """Turns the lines of one answer into events; `finished` once the answer said it is whole."""
+
+    finished: bool
+
+    def feed(self, line: str) -> list[Event]: ...
+
+
+DecoderT = TypeVar("DecoderT", bound=StreamDecoder)
+
+
+class HttpChatProvider(ABC, Generic[DecoderT]):
+    """A provider that streams chat answers over one HttpTransport (`self._http`)."""
+
+    name: str
+    default_base_url: str
+    label: str
+    """How messages name the service: "Anthropic", "the OpenAI-compatible API", ..."""
+    connect_hint: str
+    """What to check when the server cannot be reached or the URL is wrong."""
+    key_env: str = ""
+    """The environment variable the auth hint names."""
+    key_header: str | None = None
+    """The header that carries the key; None sends it as a Bearer token."""
+    extra_headers: Mapping[str, str] = MappingProxyType({})
+    """Headers sent with every request."""
+    chat_path_shown: str | None = None
+    """What a 404 names as not found when the URL is wrong; None: the plain status message."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 300,
+        retry: RetryPolicy | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        """`notice` hears about retries and skipped pieces of an answer."""
+        self.base_url = self._clean_base_url(base_url)
+        self._notice = notice
+        self._http = HttpTransport(
+            self.base_url,
+            label=self.label,
+            connect_hint=self.connect_hint,
+            auth_hint=self._auth_hint(api_key),
+            api_key=api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            key_header=self.key_header,
+            headers=self.extra_headers,
+            retry=retry,
+            notice=notice,
+        )
+
+    @classmethod
+    def _clean_base_url(cls, base_url: str) -> str:
+        return (base_url or cls.default_base_url).strip().rstrip("/")
+
+    def _auth_hint(self, api_key: str | None) -> str:
+        """What to do about a rejected key; a missing key is to be set, a given one checked."""
+        verb = "Check" if api_key else "Set"
+        return f"{verb} {self.key_env}, or run /connect {self.name} to save a key."
+
+    # -- streaming
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> AsyncIterator[Event]:
+        # In-stream errors carry the server's words, which can echo the key.
+        return self._http.redacting(self._stream(messages, tools, options))
+
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> AsyncGenerator[Event, None]:
+        path, body = self._chat_request(messages, tools, options)
+        decoder = self._decoder()
+        lines = self._http.stream_lines(path, body, self._chat_status_error(options.model))
+        async with aclosing(lines):
+            async for line in lines:
+                for event in decoder.feed(line):
+                    yield event
+                if decoder.finished:
+                    return
+        for event in self._stream_ended(decoder):
+            yield event
+
+    @abstractmethod
+    def _chat_request(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> tuple[str, dict[str, Any]]:
+        """The path a chat request is posted to and its body."""
+
+    @abstractmethod
+    def _decoder(self) -> DecoderT:
+        """A fresh decoder for one answer."""
+
+    @abstractmethod
+    def _stream_ended(self, decoder: DecoderT) -> list[Event]:
+        """The last events when the stream ended before `decoder` was finished.
+
+        Raises ProviderError when that leaves the answer incomplete.
+        """
+
+    def _chat_status_error(self, model: str) -> StatusDescriber:
+        """How an error status of a chat request for `model` reads.
+
+        A 404 that speaks of a model means the model is unknown; any other 404
+        means the URL is wrong (where `chat_path_shown` is set).
+        """
+
+        def describe(info: StatusInfo) -> ProviderError:
+            if info.status != 404:
+                return self._http.status_error(info)
+            if "model" in info.message.lower():
+                return ProviderError(self._model_not_found(model, info.message), "api", 404)
+            if self.chat_path_shown is None:
+                return self._http.status_error(info)
+            return ProviderError(
+                f"{self._http.shown_url}{self.chat_path_shown} was not found (404). "
+                + self.connect_hint,
+                "api",
+                404,
+            )
+
+        return describe
+
+    def _model_not_found(self, model: str, message: str) -> str:
+        return (
+            f"model '{model}' not found at {self.label} ({message}). "
+            f"Choose another with --model (/connect {self.name} lists them)."
+        )
+
+    # -- models and closing
+
+    def _model_list(self, data: Any, key: str) -> list[Any]:
+        """The list under `key` in a model-list answer; ProviderError if there is none."""
+        models = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(models, list):
+            raise ProviderError(
+                f"{self.label} at {self._http.shown_url} gave an unexpected model list.", "api"
+            )
+        return models
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def model_ids(models: list[Any]) -> list[str]:
+    """The `id` of each entry of a `{"data": [{"id": ...}, ...]}` model list."""
+    ids = (m.get("id") for m in models if isinstance(m, dict))
+    return [i for i in ids if isinstance(i, str) and i]
