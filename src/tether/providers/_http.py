@@ -99,6 +99,41 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
+def alternating_turns(
+    messages: Sequence[Message],
+    encode: Callable[[Message], list[dict[str, Any]]],
+    *,
+    model_role: str,
+    items: str,
+    is_result: Callable[[dict[str, Any]], bool],
+    opener: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The conversation (without system messages) as strictly alternating turns.
+
+    For the APIs that want one user turn, then one model turn, and so on
+    (Anthropic, Gemini): `encode` turns a message into the items of a turn
+    (kept under the key `items`); tool messages become user turns; consecutive
+    turns of one role are merged with tool results first (`is_result`), and a
+    conversation that would open with the model gets a user turn holding
+    `opener` first. Messages that encode to nothing are left out.
+    """
+    turns: list[dict[str, Any]] = []
+    for message in answered_history([m for m in messages if m.role != "system"]):
+        role = model_role if message.role == "assistant" else "user"
+        encoded = encode(message)
+        if not encoded:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1][items] += encoded
+        else:
+            turns.append({"role": role, items: encoded})
+    for turn in turns:
+        turn[items].sort(key=lambda item: not is_result(item))  # stable: keeps order
+    if turns and turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", items: [dict(opener)]})
+    return turns
+
+
 def _missing(call: ToolCall) -> ToolResult:
     return ToolResult(call.id, call.name, MISSING_RESULT, is_error=True)
 

@@ -32,7 +32,7 @@ from ..messages import (
 from ..toolspec import Tool
 from ._common import HttpChatProvider, model_ids
 from ._http import (
-    answered_history,
+    alternating_turns,
     as_int,
     loads_object,
     map_stop_reason,
@@ -104,25 +104,17 @@ def encode_blocks(message: Message) -> list[Block]:
 def encode_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The conversation (without system messages) as strictly alternating turns.
 
-    Tool messages become user turns, consecutive turns of one role are merged
-    with tool results first (the API wants them at the start of the turn), and
-    a conversation that would open with the assistant gets a user turn first.
+    Tool results come first in their user turn (the API wants them at its start),
+    and a conversation that would open with the assistant gets a user turn first.
     """
-    turns: list[dict[str, Any]] = []
-    for message in answered_history([m for m in messages if m.role != "system"]):
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = encode_blocks(message)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"] += blocks
-        else:
-            turns.append({"role": role, "content": blocks})
-    for turn in turns:
-        turn["content"].sort(key=lambda b: b["type"] != "tool_result")  # stable: keeps order
-    if turns and turns[0]["role"] != "user":
-        turns.insert(0, {"role": "user", "content": _text_block(CONTINUED)})
-    return turns
+    return alternating_turns(
+        messages,
+        encode_blocks,
+        model_role="assistant",
+        items="content",
+        is_result=lambda block: block["type"] == "tool_result",
+        opener={"type": "text", "text": CONTINUED},
+    )
 
 
 def tool_schema(tool: Tool) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from ._common import HttpChatProvider
 from ._http import (
     StatusDescriber,
     StatusInfo,
-    answered_history,
+    alternating_turns,
     as_int,
     loads_object,
     one_line,
@@ -199,24 +199,17 @@ def encode_contents(
     """The conversation as alternating user/model contents.
 
     Results follow their calls in call order (Gemini pairs them by position),
-    consecutive contents of one role are merged with function responses
-    first, and a conversation cannot open with the model.
+    function responses come first in their user content, and a conversation
+    cannot open with the model.
     """
-    contents: list[dict[str, Any]] = []
-    for message in answered_history([m for m in messages if m.role != "system"]):
-        role = "model" if message.role == "assistant" else "user"
-        parts = encode_parts(message, signatures)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"] += parts
-        else:
-            contents.append({"role": role, "parts": parts})
-    for content in contents:
-        content["parts"].sort(key=lambda p: "functionResponse" not in p)  # stable
-    if contents and contents[0]["role"] != "user":
-        contents.insert(0, {"role": "user", "parts": [{"text": CONTINUED}]})
-    return contents
+    return alternating_turns(
+        messages,
+        lambda message: encode_parts(message, signatures),
+        model_role="model",
+        items="parts",
+        is_result=lambda part: "functionResponse" in part,
+        opener={"text": CONTINUED},
+    )
 
 
 def _history_tool_names(contents: list[dict[str, Any]]) -> list[str]:

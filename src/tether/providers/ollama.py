@@ -15,7 +15,6 @@ from ..messages import (
     ThinkingDelta,
     ToolCall,
     ToolCallEvent,
-    ToolResult,
     Usage,
     new_call_id,
 )
@@ -44,11 +43,10 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool" or message.tool_results:
         return [
             {"role": "tool", "content": tool_result_text(r), "tool_name": r.name}
-            for r in message.parts
-            if isinstance(r, ToolResult)
+            for r in message.tool_results
         ]
     encoded: dict[str, Any] = {"role": message.role, "content": message.text}
-    calls = [p for p in message.parts if isinstance(p, ToolCall)]
+    calls = message.tool_calls
     if message.role == "assistant" and calls:
         encoded["tool_calls"] = [
             {"function": {"name": c.name, "arguments": c.arguments}} for c in calls

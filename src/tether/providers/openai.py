@@ -19,7 +19,6 @@ from ..messages import (
     ThinkingDelta,
     ToolCall,
     ToolCallEvent,
-    ToolResult,
     Usage,
     new_call_id,
 )
@@ -48,10 +47,9 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
     if message.role == "tool" or message.tool_results:
         return [
             {"role": "tool", "tool_call_id": r.call_id, "content": tool_result_text(r)}
-            for r in message.parts
-            if isinstance(r, ToolResult)
+            for r in message.tool_results
         ]
-    calls = [p for p in message.parts if isinstance(p, ToolCall)]
+    calls = message.tool_calls
     if message.role != "assistant" or not calls:
         return [{"role": message.role, "content": message.text}]
     return [
