@@ -1,18 +1,26 @@
 """The Anthropic provider against a local server speaking the real Messages SSE format,
-and `tether -p --provider anthropic` end to end."""
+and `tether -p --provider anthropic` end to end.
+What every provider does alike is tested once, in test_provider_openai.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply, closed_port
-from pydantic import BaseModel
+from provider_helpers import (
+    ANSWER,
+    ANSWERED_AND_THANKED,
+    READ_TOOL,
+    ReadArgs,
+    ask_in_json,
+    collector,
+    project_with_answer,
+    text_of,
+    two_reads,
+)
 
 from tether.config import Settings
 from tether.keys import KeyStore
@@ -22,7 +30,6 @@ from tether.messages import (
     Message,
     Text,
     TextDelta,
-    Thinking,
     ThinkingDelta,
     ToolCall,
     ToolCallEvent,
@@ -43,15 +50,8 @@ from tether.toolspec import Tool
 MODEL = "claude-sonnet-4-5"
 KEY = "sk-ant-api03-test-abcdefghijklmnop"
 OPTIONS = RequestOptions(MODEL)
-HELLO = (Message.user("hi"),)
-
-
-class ReadArgs(BaseModel):
-    path: str
-
-
-READ = Tool("read_file", "Read a text file.", ReadArgs, lambda args, ctx: "")
 LIST = Tool("list_dir", "List a directory.", ReadArgs, lambda args, ctx: "")
+collect = collector(OPTIONS)
 
 
 @pytest.fixture
@@ -59,23 +59,6 @@ async def claude(fake_server: FakeServer) -> AsyncIterator[AnthropicProvider]:
     provider = AnthropicProvider(fake_server.url, api_key=KEY, read_timeout=5)
     yield provider
     await provider.aclose()
-
-
-async def collect(
-    provider: AnthropicProvider,
-    messages: Sequence[Message] = HELLO,
-    tools: Sequence[Tool] | None = None,
-    options: RequestOptions = OPTIONS,
-    into: list[Event] | None = None,
-) -> list[Event]:
-    events = [] if into is None else into
-    async for event in provider.stream(messages, tools, options):
-        events.append(event)
-    return events
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def sse(event: str, payload: dict) -> bytes:
@@ -155,7 +138,7 @@ async def test_parallel_tool_calls_are_reassembled_from_json_fragments(
     claude, fake_server, chunk_size
 ):
     fake_server.add(Reply(text="Two calls.", tool_calls=TRICKY, chunk_size=chunk_size))
-    events = await collect(claude, tools=[READ])
+    events = await collect(claude, tools=[READ_TOOL])
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
     assert [(c.name, c.arguments) for c in calls] == TRICKY
     assert [c.id for c in calls] == ["toolu_1_0", "toolu_1_1"]
@@ -208,16 +191,6 @@ async def test_stop_reasons_are_mapped(claude, fake_server, reason, expected):
     fake_server.add(Reply(text="cut", finish_reason=reason))
     events = await collect(claude)
     assert events[-1].stop_reason == expected
-
-
-async def test_malformed_event_is_skipped_with_one_notice(fake_server):
-    notices: list[str] = []
-    provider = AnthropicProvider(fake_server.url, api_key=KEY, notice=notices.append)
-    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
-    events = await collect(provider)
-    await provider.aclose()
-    assert text_of(events) == "Hello there, friend" and isinstance(events[-1], Done)
-    assert notices == ["Skipped an unreadable piece of Anthropic's answer."]
 
 
 def test_pings_and_unknown_events_are_ignored():
@@ -277,46 +250,16 @@ async def test_stream_closed_after_the_stop_reason_is_complete(claude, fake_serv
     assert await collect(claude) == [TextDelta("All"), Done(Usage(5, 2, 0), "end_turn")]
 
 
-async def test_closing_the_stream_early_leaves_the_provider_usable(claude, fake_server):
-    fake_server.add(Reply(text="a long answer", chunk_size=1), Reply(text="next"))
-    stream = claude.stream([Message.user("hi")], None, OPTIONS)
-    assert await stream.__anext__() == TextDelta("a")
-    await stream.aclose()
-    assert text_of(await collect(claude)) == "next"
-
-
 # ---------------------------------------------------------------- request encoding
 
 
-HISTORY = [
-    Message.system("You are terse."),
-    Message.user("Read a.txt and b.txt"),
-    Message(
-        "assistant",
-        [
-            Thinking("I should read both."),
-            Text(""),
-            ToolCall("call_1", "read_file", {"path": "a.txt"}),
-            ToolCall("call_2", "read_file", {"path": "b.txt"}),
-        ],
-    ),
-    Message(
-        "tool",
-        [
-            ToolResult("call_1", "read_file", "alpha"),
-            ToolResult("call_2", "read_file", "no such file", is_error=True),
-        ],
-    ),
-    Message.user("(Note: finish soon.)"),
-    Message("assistant", [Text("a.txt says alpha.")]),
-    Message.user("thanks"),
-]
+HISTORY = [*two_reads(""), Message.user("(Note: finish soon.)"), *ANSWERED_AND_THANKED]
 
 
 async def test_history_is_encoded_with_native_blocks_and_cache_marks(claude, fake_server):
     fake_server.add(Reply(text="Done."))
     await collect(
-        claude, HISTORY, [READ, LIST], RequestOptions(MODEL, temperature=0.2, max_tokens=99)
+        claude, HISTORY, [READ_TOOL, LIST], RequestOptions(MODEL, temperature=0.2, max_tokens=99)
     )
     (body,) = fake_server.bodies("/v1/messages")
     ephemeral = {"type": "ephemeral"}
@@ -330,7 +273,7 @@ async def test_history_is_encoded_with_native_blocks_and_cache_marks(claude, fak
             {
                 "name": "read_file",
                 "description": "Read a text file.",
-                "input_schema": READ.json_schema(),
+                "input_schema": READ_TOOL.json_schema(),
             },
             {
                 "name": "list_dir",
@@ -558,13 +501,6 @@ async def test_dropped_stream_keeps_the_text_received_and_no_half_call(claude, f
     assert not any(isinstance(e, ToolCallEvent) for e in events)
 
 
-async def test_a_stream_of_garbage_is_a_stream_error(claude, fake_server):
-    fake_server.add(Reply(raw_frames=[b"<html>\n", b"data: {broken\n\n"]))
-    with pytest.raises(ProviderError, match="no readable answer") as info:
-        await collect(claude)
-    assert info.value.kind == "stream"
-
-
 # ---------------------------------------------------------------- models, registry
 
 
@@ -592,48 +528,16 @@ async def test_created_provider_prefers_the_environment_then_the_saved_key(fake_
 # ---------------------------------------------------------------- the CLI, end to end
 
 
-def run_cli(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI", "OLLAMA", "TETHER", "ANTHROPIC", "GEMINI", "GOOGLE"))
-    }
-    env.update({"TETHER_HOME": str(home), "ANTHROPIC_API_KEY": KEY})
-    return subprocess.run(
-        [sys.executable, "-m", "tether", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_cli_answers_a_two_tool_question_in_json(tmp_path: Path):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "answer.txt").write_text("The answer is 42.\n")
+    root = project_with_answer(tmp_path)
     script = [
         Reply(text="Let me look.", tool_calls=[("list_dir", {"path": "."})]),
         Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})], chunk_size=3),
-        Reply(text="The file says the answer is 42.", usage=(50, 9), cached_tokens=30),
+        Reply(text=ANSWER, usage=(50, 9), cached_tokens=30),
     ]
     with FakeServer(script) as server:
-        proc = run_cli(
-            [
-                "-p",
-                "What is the answer?",
-                "--output-format",
-                "json",
-                "--provider",
-                "anthropic",
-                "--base-url",
-                server.url,
-                "--model",
-                MODEL,
-            ],
-            root,
-            tmp_path / "home",
+        proc = ask_in_json(
+            "anthropic", server.url, MODEL, root, tmp_path / "home", {"ANTHROPIC_API_KEY": KEY}
         )
         bodies = server.bodies("/v1/messages")
     assert proc.returncode == 0, proc.stderr

@@ -1,18 +1,27 @@
 """The Gemini provider against a local server speaking the real streamGenerateContent SSE
-format, its schema converter, and `tether -p --provider gemini` end to end."""
+format, its schema converter, and `tether -p --provider gemini` end to end.
+What every provider does alike is tested once, in test_provider_openai.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Literal
 
 import pytest
 from fakeserver import FakeServer, Reply, closed_port
+from provider_helpers import (
+    ANSWER,
+    ANSWERED_AND_THANKED,
+    HELLO,
+    READ_TOOL,
+    ask_in_json,
+    collector,
+    project_with_answer,
+    text_of,
+    two_reads,
+)
 from pydantic import BaseModel, Field
 
 from tether.config import Settings
@@ -22,7 +31,6 @@ from tether.messages import (
     Message,
     Text,
     TextDelta,
-    Thinking,
     ThinkingDelta,
     ToolCall,
     ToolCallEvent,
@@ -45,15 +53,8 @@ from tether.toolspec import Tool
 MODEL = "gemini-2.5-flash"
 KEY = "AIzaSyTEST-abcdefghijklmnopqrstuv"
 OPTIONS = RequestOptions(MODEL)
-HELLO = (Message.user("hi"),)
 STREAM_PATH = f"/v1beta/models/{MODEL}:streamGenerateContent"
-
-
-class ReadArgs(BaseModel):
-    path: str
-
-
-READ = Tool("read_file", "Read a text file.", ReadArgs, lambda args, ctx: "")
+collect = collector(OPTIONS)
 
 
 @pytest.fixture
@@ -61,23 +62,6 @@ async def gemini(fake_server: FakeServer) -> AsyncIterator[GeminiProvider]:
     provider = GeminiProvider(fake_server.url, api_key=KEY, read_timeout=5)
     yield provider
     await provider.aclose()
-
-
-async def collect(
-    provider: GeminiProvider,
-    messages: Sequence[Message] = HELLO,
-    tools: Sequence[Tool] | None = None,
-    options: RequestOptions = OPTIONS,
-    into: list[Event] | None = None,
-) -> list[Event]:
-    events = [] if into is None else into
-    async for event in provider.stream(messages, tools, options):
-        events.append(event)
-    return events
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def data(payload: dict) -> bytes:
@@ -127,7 +111,7 @@ async def test_thoughts_are_thinking_and_count_as_output(gemini, fake_server):
 async def test_parallel_function_calls_get_fresh_ids(gemini, fake_server):
     calls = [("read_file", {"path": 'a "q".txt'}), ("list_dir", {"path": "."})]
     fake_server.add(Reply(text="Two calls.", tool_calls=calls))
-    events = await collect(gemini, tools=[READ])
+    events = await collect(gemini, tools=[READ_TOOL])
     got = [e.call for e in events if isinstance(e, ToolCallEvent)]
     assert [(c.name, c.arguments) for c in got] == calls
     assert len({c.id for c in got}) == 2 and all(c.id.startswith("call_") for c in got)
@@ -193,16 +177,6 @@ async def test_a_blocked_answer_says_why(fake_server):
     ]
 
 
-async def test_malformed_event_is_skipped_with_one_notice(fake_server):
-    notices: list[str] = []
-    provider = GeminiProvider(fake_server.url, api_key=KEY, notice=notices.append)
-    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
-    events = await collect(provider)
-    await provider.aclose()
-    assert text_of(events) == "Hello there, friend" and isinstance(events[-1], Done)
-    assert notices == ["Skipped an unreadable piece of Gemini's answer."]
-
-
 async def test_error_event_mid_stream_keeps_the_text_before(gemini, fake_server):
     frames = [
         data(candidate([{"text": "par"}])),
@@ -229,34 +203,18 @@ async def test_stream_that_ends_without_a_finish_reason_is_incomplete(gemini, fa
 
 
 HISTORY = [
-    Message.system("You are terse."),
-    Message.user("Read a.txt and b.txt"),
-    Message(
-        "assistant",
-        [
-            Thinking("I should read both."),
-            Text("Reading."),
-            ToolCall("call_1", "read_file", {"path": "a.txt"}),
-            ToolCall("call_2", "read_file", {"path": "b.txt"}),
-        ],
-    ),
     # results stored out of call order: Gemini pairs by position, so they are reordered
-    Message(
-        "tool",
-        [
-            ToolResult("call_2", "read_file", "no such file", is_error=True),
-            ToolResult("call_1", "read_file", "alpha"),
-        ],
-    ),
+    *two_reads("Reading.", results_in_call_order=False),
     Message.user("(Note: finish soon.)"),
-    Message("assistant", [Text("a.txt says alpha.")]),
-    Message.user("thanks"),
+    *ANSWERED_AND_THANKED,
 ]
 
 
 async def test_history_is_encoded_with_function_parts(gemini, fake_server):
     fake_server.add(Reply(text="Done."))
-    await collect(gemini, HISTORY, [READ], RequestOptions(MODEL, temperature=0.2, max_tokens=99))
+    await collect(
+        gemini, HISTORY, [READ_TOOL], RequestOptions(MODEL, temperature=0.2, max_tokens=99)
+    )
     (body,) = fake_server.bodies(STREAM_PATH)
     assert body == {
         "systemInstruction": {"parts": [{"text": "You are terse."}]},
@@ -320,14 +278,14 @@ async def test_a_thought_signature_goes_back_with_its_call(gemini, fake_server):
         ),
         Reply(text="ok"),
     )
-    events = await collect(gemini, tools=[READ])
+    events = await collect(gemini, tools=[READ_TOOL])
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
     history = [
         Message.user("hi"),
         Message("assistant", list(calls)),
         Message("tool", [ToolResult(c.id, c.name, "x") for c in calls]),
     ]
-    await collect(gemini, history, [READ])
+    await collect(gemini, history, [READ_TOOL])
     model_turn = fake_server.bodies(STREAM_PATH)[1]["contents"][1]
     assert model_turn["parts"][0]["thoughtSignature"] == "c2lnbmF0dXJl"
     assert "thoughtSignature" not in model_turn["parts"][1]
@@ -512,21 +470,6 @@ async def test_rate_limit_is_retried_honouring_google_retry_delay(fake_server):
     assert len(fake_server.bodies(STREAM_PATH)) == 3
 
 
-async def test_dropped_stream_keeps_the_text_received(gemini, fake_server):
-    fake_server.add(Reply(text="Hello world!", chunk_size=4, drop_after=2))
-    events: list[Event] = []
-    with pytest.raises(ProviderError) as info:
-        await collect(gemini, into=events)
-    assert events == [TextDelta("Hell"), TextDelta("o wo")]
-    assert info.value.kind == "stream"
-
-
-async def test_a_stream_of_garbage_is_a_stream_error(gemini, fake_server):
-    fake_server.add(Reply(raw_frames=[b"<html>\n", b"data: {broken\n\n"]))
-    with pytest.raises(ProviderError, match="no readable answer"):
-        await collect(gemini)
-
-
 # ---------------------------------------------------------------- models, registry
 
 
@@ -563,42 +506,15 @@ async def test_created_provider_reads_gemini_or_google_key(fake_server, tmp_path
 
 
 def test_cli_answers_a_two_tool_question_in_json(tmp_path: Path):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "answer.txt").write_text("The answer is 42.\n")
+    root = project_with_answer(tmp_path)
     script = [
         Reply(thinking="Where is it?", tool_calls=[("list_dir", {"path": "."})]),
         Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]),
-        Reply(text="The file says the answer is 42."),
+        Reply(text=ANSWER),
     ]
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI", "OLLAMA", "TETHER", "ANTHROPIC", "GEMINI", "GOOGLE"))
-    }
-    env.update({"TETHER_HOME": str(tmp_path / "home"), "GEMINI_API_KEY": KEY})
     with FakeServer(script) as server:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tether",
-                "-p",
-                "What is the answer?",
-                "--output-format",
-                "json",
-                "--provider",
-                "gemini",
-                "--base-url",
-                server.url,
-                "--model",
-                MODEL,
-            ],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        proc = ask_in_json(
+            "gemini", server.url, MODEL, root, tmp_path / "home", {"GEMINI_API_KEY": KEY}
         )
         bodies = server.bodies(STREAM_PATH)
         queries = list(server.queries)

@@ -1,47 +1,37 @@
 """The Ollama provider against a local server speaking Ollama's real wire format,
-plus the provider registry."""
+plus the provider registry.
+What every provider does alike is tested once, in test_provider_openai.py."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import pytest
 from fakeserver import FakeServer, Reply, closed_port
-from pydantic import BaseModel
+from provider_helpers import READ_TOOL, collector, text_of, two_reads
 
 from tether.config import Settings
 from tether.messages import (
     Done,
     Event,
     Message,
-    Text,
     TextDelta,
-    Thinking,
     ThinkingDelta,
     ToolCall,
     ToolCallEvent,
-    ToolResult,
     Usage,
 )
 from tether.providers import PROVIDERS, create_provider, provider_names
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.ollama import OllamaProvider, OllamaStreamDecoder
 from tether.providers.openai import OpenAIProvider
-from tether.toolspec import Tool
 
 MODEL = "fake-coder:7b"
-
-
-class ReadArgs(BaseModel):
-    path: str
-
-
-HELLO = (Message.user("hi"),)
 OPTIONS = RequestOptions(MODEL)
-READ_TOOL = Tool("read_file", "Read a text file.", ReadArgs, lambda args, ctx: "")
+collect = collector(OPTIONS)
 
 
 @pytest.fixture
@@ -49,23 +39,6 @@ async def ollama(fake_server: FakeServer) -> AsyncIterator[OllamaProvider]:
     provider = OllamaProvider(fake_server.url, read_timeout=5)
     yield provider
     await provider.aclose()
-
-
-async def collect(
-    provider: OllamaProvider,
-    messages: Sequence[Message] = HELLO,
-    tools: Sequence[Tool] | None = None,
-    options: RequestOptions = OPTIONS,
-    into: list[Event] | None = None,
-) -> list[Event]:
-    events = [] if into is None else into
-    async for event in provider.stream(messages, tools, options):
-        events.append(event)
-    return events
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 # ---------------------------------------------------------------- streaming
@@ -105,57 +78,13 @@ async def test_native_tool_calls_become_events_with_fresh_ids(ollama, fake_serve
     assert text_of(events) == "Reading both."
 
 
-async def test_length_stop_maps_to_max_tokens(ollama, fake_server):
-    fake_server.add(Reply(text="cut sho", finish_reason="length"))
-    events = await collect(ollama)
-    assert events[-1].stop_reason == "max_tokens"
-
-
-async def test_malformed_line_is_skipped(ollama, fake_server):
-    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
-    events = await collect(ollama)
-    assert text_of(events) == "Hello there, friend"
-    assert isinstance(events[-1], Done)
-
-
-async def test_closing_the_stream_early_leaves_the_provider_usable(ollama, fake_server):
-    fake_server.add(Reply(text="a long answer", chunk_size=1), Reply(text="next"))
-    stream = ollama.stream([Message.user("hi")], None, RequestOptions(MODEL))
-    assert await stream.__anext__() == TextDelta("a")
-    await stream.aclose()
-    assert text_of(await collect(ollama)) == "next"
-
-
 # ---------------------------------------------------------------- request encoding
-
-
-def history_with_tool_round() -> list[Message]:
-    return [
-        Message.system("You are terse."),
-        Message.user("Read a.txt and b.txt"),
-        Message(
-            "assistant",
-            [
-                Thinking("I should read both."),
-                Text("Reading."),
-                ToolCall("call_1", "read_file", {"path": "a.txt"}),
-                ToolCall("call_2", "read_file", {"path": "b.txt"}),
-            ],
-        ),
-        Message(
-            "tool",
-            [
-                ToolResult("call_1", "read_file", "alpha"),
-                ToolResult("call_2", "read_file", "no such file", is_error=True),
-            ],
-        ),
-    ]
 
 
 async def test_history_with_tool_calls_and_results_is_encoded_natively(ollama, fake_server):
     fake_server.add(Reply(text="Done."))
     options = RequestOptions(MODEL, temperature=0.2, max_tokens=256)
-    await collect(ollama, history_with_tool_round(), [READ_TOOL], options)
+    await collect(ollama, two_reads("Reading."), [READ_TOOL], options)
     (body,) = fake_server.bodies("/api/chat")
     assert body == {
         "model": MODEL,
@@ -275,16 +204,6 @@ async def test_exhausted_script_is_a_clear_api_error(ollama):
     assert info.value.kind == "api" and info.value.status == 500
 
 
-async def test_dropped_stream_raises_after_the_text_received(ollama, fake_server):
-    fake_server.add(Reply(text="Hello world, again", chunk_size=4, drop_after=2))
-    events: list[Event] = []
-    with pytest.raises(ProviderError) as info:
-        await collect(ollama, into=events)
-    assert events == [TextDelta("Hell"), TextDelta("o wo")]
-    assert info.value.kind == "stream"
-    assert "closed the connection in the middle of the answer" in str(info.value)
-
-
 async def test_stream_that_ends_without_done_is_a_stream_error(ollama, fake_server):
     line = json.dumps(
         {"model": MODEL, "message": {"role": "assistant", "content": "part"}, "done": False}
@@ -297,13 +216,6 @@ async def test_stream_that_ends_without_done_is_a_stream_error(ollama, fake_serv
     assert info.value.kind == "stream"
 
 
-async def test_a_stream_of_garbage_is_a_stream_error(ollama, fake_server):
-    fake_server.add(Reply(raw_frames=[b"<html>\n", b"not ollama\n"]))
-    with pytest.raises(ProviderError, match="no readable answer") as info:
-        await collect(ollama)
-    assert info.value.kind == "stream"
-
-
 async def test_error_line_mid_stream_is_reported(ollama, fake_server):
     first = json.dumps({"model": MODEL, "message": {"content": "par"}, "done": False})
     fake_server.add(Reply(raw_frames=[(first + "\n").encode(), b'{"error": "out of memory"}\n']))
@@ -312,15 +224,6 @@ async def test_error_line_mid_stream_is_reported(ollama, fake_server):
         await collect(ollama, into=events)
     assert events == [TextDelta("par")]
     assert info.value.kind == "api"
-
-
-async def test_read_timeout_says_the_model_stopped_responding(fake_server):
-    fake_server.add(Reply(text="slow", delay=2.0))
-    provider = OllamaProvider(fake_server.url, read_timeout=0.3)
-    with pytest.raises(ProviderError, match="stopped responding for 0.3 s") as info:
-        await collect(provider)
-    await provider.aclose()
-    assert info.value.kind == "stream"
 
 
 # ---------------------------------------------------------------- decoding details

@@ -1,48 +1,44 @@
 """The OpenAI-compatible provider against a local server speaking the real SSE
-wire format, plus the shared wire helpers."""
+wire format, plus the shared wire helpers and what every provider does alike."""
 
 from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from fakeserver import FakeServer, Reply, closed_port
-from pydantic import BaseModel
+from provider_helpers import (
+    ANSWERED_AND_THANKED,
+    READ_TOOL,
+    collector,
+    opened,
+    text_of,
+    two_reads,
+)
 
 from tether.config import Settings
 from tether.messages import (
     Done,
     Event,
     Message,
-    Text,
     TextDelta,
-    Thinking,
     ThinkingDelta,
     ToolCall,
     ToolCallEvent,
-    ToolResult,
     Usage,
 )
 from tether.providers import create_provider
 from tether.providers._http import connect_failure_reason, parse_tool_arguments, redact
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.openai import OpenAIProvider, OpenAIStreamDecoder, ToolCallAssembler
-from tether.toolspec import Tool
 
 MODEL = "gpt-4o-mini"
 KEY = "sk-test-abcdefghijklmnop"
-
-
-class ReadArgs(BaseModel):
-    path: str
-
-
-HELLO = (Message.user("hi"),)
 OPTIONS = RequestOptions(MODEL)
-READ_TOOL = Tool("read_file", "Read a text file.", ReadArgs, lambda args, ctx: "")
+collect = collector(OPTIONS)
 
 
 @pytest.fixture
@@ -50,23 +46,6 @@ async def openai(fake_server: FakeServer) -> AsyncIterator[OpenAIProvider]:
     provider = OpenAIProvider(fake_server.url + "/v1", api_key=KEY, read_timeout=5)
     yield provider
     await provider.aclose()
-
-
-async def collect(
-    provider: OpenAIProvider,
-    messages: Sequence[Message] = HELLO,
-    tools: Sequence[Tool] | None = None,
-    options: RequestOptions = OPTIONS,
-    into: list[Event] | None = None,
-) -> list[Event]:
-    events = [] if into is None else into
-    async for event in provider.stream(messages, tools, options):
-        events.append(event)
-    return events
-
-
-def text_of(events: list[Event]) -> str:
-    return "".join(e.text for e in events if isinstance(e, TextDelta))
 
 
 def sse(payload: dict | str) -> bytes:
@@ -141,19 +120,6 @@ async def test_parallel_tool_calls_are_reassembled_from_fragments(
     assert isinstance(events[-2], ToolCallEvent) and text_of(events) == "Two calls."
 
 
-async def test_length_stop_maps_to_max_tokens(openai, fake_server):
-    fake_server.add(Reply(text="cut sho", finish_reason="length"))
-    events = await collect(openai)
-    assert events[-1].stop_reason == "max_tokens"
-
-
-async def test_malformed_event_is_skipped(openai, fake_server):
-    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
-    events = await collect(openai)
-    assert text_of(events) == "Hello there, friend"
-    assert isinstance(events[-1], Done)
-
-
 async def test_invalid_argument_json_is_passed_on_for_the_loop_to_report(openai, fake_server):
     frames = [
         sse(
@@ -195,14 +161,6 @@ async def test_stream_closed_without_done_marker_after_finish_is_complete(openai
     assert events == [TextDelta("All"), Done(Usage(), "end_turn")]
 
 
-async def test_closing_the_stream_early_leaves_the_provider_usable(openai, fake_server):
-    fake_server.add(Reply(text="a long answer", chunk_size=1), Reply(text="next"))
-    stream = openai.stream([Message.user("hi")], None, RequestOptions(MODEL))
-    assert await stream.__anext__() == TextDelta("a")
-    await stream.aclose()
-    assert text_of(await collect(openai)) == "next"
-
-
 # ---------------------------------------------------------------- assembling fragments
 
 
@@ -228,27 +186,7 @@ def test_assembler_keeps_first_id_and_name_when_servers_repeat_them():
 
 
 async def test_history_with_tool_calls_and_results_is_encoded_natively(openai, fake_server):
-    history = [
-        Message.system("You are terse."),
-        Message.user("Read a.txt and b.txt"),
-        Message(
-            "assistant",
-            [
-                Thinking("I should read both."),
-                ToolCall("call_1", "read_file", {"path": "a.txt"}),
-                ToolCall("call_2", "read_file", {"path": "b.txt"}),
-            ],
-        ),
-        Message(
-            "tool",
-            [
-                ToolResult("call_1", "read_file", "alpha"),
-                ToolResult("call_2", "read_file", "no such file", is_error=True),
-            ],
-        ),
-        Message("assistant", [Text("a.txt says alpha.")]),
-        Message.user("thanks"),
-    ]
+    history = [*two_reads(None), *ANSWERED_AND_THANKED]
     fake_server.add(Reply(text="Done."))
     await collect(
         openai, history, [READ_TOOL], RequestOptions(MODEL, temperature=0.0, max_tokens=99)
@@ -383,29 +321,12 @@ async def test_long_server_message_is_truncated(openai, fake_server):
     assert len(str(info.value)) < 420 and "…" in str(info.value)
 
 
-async def test_dropped_stream_raises_after_the_text_received(openai, fake_server):
-    # frames: role, "Hell", "o wo", "rld!" ... ; drop after the first two text frames
-    fake_server.add(Reply(text="Hello world!", chunk_size=4, drop_after=3))
-    events: list[Event] = []
-    with pytest.raises(ProviderError) as info:
-        await collect(openai, into=events)
-    assert events == [TextDelta("Hell"), TextDelta("o wo")]
-    assert info.value.kind == "stream"
-
-
 async def test_dropped_stream_never_emits_half_a_tool_call(openai, fake_server):
     fake_server.add(Reply(tool_calls=[("read_file", {"path": "abc"})], chunk_size=2, drop_after=4))
     events: list[Event] = []
     with pytest.raises(ProviderError):
         await collect(openai, into=events)
     assert not any(isinstance(e, ToolCallEvent) for e in events)
-
-
-async def test_a_stream_of_garbage_is_a_stream_error(openai, fake_server):
-    fake_server.add(Reply(raw_frames=[b"<html>\n", b"data: {broken\n\n"]))
-    with pytest.raises(ProviderError, match="no readable answer") as info:
-        await collect(openai)
-    assert info.value.kind == "stream"
 
 
 async def test_error_event_mid_stream_is_reported(openai, fake_server):
@@ -418,15 +339,6 @@ async def test_error_event_mid_stream_is_reported(openai, fake_server):
     with pytest.raises(ProviderError, match="context length exceeded"):
         await collect(openai, into=events)
     assert events == [TextDelta("par")]
-
-
-async def test_read_timeout_says_the_model_stopped_responding(fake_server):
-    fake_server.add(Reply(text="slow", delay=2.0))
-    provider = OpenAIProvider(fake_server.url + "/v1", read_timeout=0.3)
-    with pytest.raises(ProviderError, match="stopped responding for 0.3 s") as info:
-        await collect(provider)
-    await provider.aclose()
-    assert info.value.kind == "stream"
 
 
 # ---------------------------------------------------------------- models, capabilities, registry
@@ -452,6 +364,95 @@ async def test_created_provider_sends_the_key_from_the_environment(fake_server):
     await collect(provider)
     await provider.aclose()
     assert fake_server.headers[0]["authorization"] == f"Bearer {KEY}"
+
+
+# ---------------------------------------------------------------- every provider alike
+
+
+EVERY_PROVIDER = ["anthropic", "gemini", "ollama", "openai"]
+collect_default = collector()  # each provider's own default model
+
+
+@pytest.mark.parametrize("name", EVERY_PROVIDER)
+async def test_closing_the_stream_early_leaves_the_provider_usable(name, fake_server):
+    fake_server.add(Reply(text="a long answer", chunk_size=1), Reply(text="next"))
+    async with opened(name, fake_server.url) as provider:
+        stream = provider.stream([Message.user("hi")], None, RequestOptions(provider.default_model))
+        assert await stream.__anext__() == TextDelta("a")
+        await stream.aclose()
+        assert text_of(await collect_default(provider)) == "next"
+
+
+@pytest.mark.parametrize(
+    ("name", "notices_wanted"),
+    [
+        ("anthropic", ["Skipped an unreadable piece of Anthropic's answer."]),
+        ("gemini", ["Skipped an unreadable piece of Gemini's answer."]),
+        ("ollama", []),
+        ("openai", []),
+    ],
+)
+async def test_a_malformed_chunk_is_skipped(name, notices_wanted, fake_server):
+    notices: list[str] = []
+    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
+    async with opened(name, fake_server.url, notice=notices.append) as provider:
+        events = await collect_default(provider)
+    assert text_of(events) == "Hello there, friend" and isinstance(events[-1], Done)
+    assert notices == notices_wanted
+
+
+@pytest.mark.parametrize(
+    ("name", "garbage"),
+    [
+        ("anthropic", [b"<html>\n", b"data: {broken\n\n"]),
+        ("gemini", [b"<html>\n", b"data: {broken\n\n"]),
+        ("ollama", [b"<html>\n", b"not ollama\n"]),
+        ("openai", [b"<html>\n", b"data: {broken\n\n"]),
+    ],
+)
+async def test_a_stream_of_garbage_is_a_stream_error(name, garbage, fake_server):
+    fake_server.add(Reply(raw_frames=garbage))
+    async with opened(name, fake_server.url) as provider:
+        with pytest.raises(ProviderError, match="no readable answer") as info:
+            await collect_default(provider)
+    assert info.value.kind == "stream"
+
+
+@pytest.mark.parametrize(
+    ("name", "drop_after"),
+    [
+        ("gemini", 2),
+        ("ollama", 2),
+        ("openai", 3),  # frames: role, "Hell", "o wo", "rld!" ...
+    ],
+)
+async def test_dropped_stream_raises_after_the_text_received(name, drop_after, fake_server):
+    # drop_after: how many frames are sent before the break, the last the second text frame
+    fake_server.add(Reply(text="Hello world!", chunk_size=4, drop_after=drop_after))
+    events: list[Event] = []
+    async with opened(name, fake_server.url) as provider:
+        with pytest.raises(ProviderError) as info:
+            await collect_default(provider, into=events)
+    assert events == [TextDelta("Hell"), TextDelta("o wo")]
+    assert info.value.kind == "stream"
+    assert "closed the connection in the middle of the answer" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["ollama", "openai"])
+async def test_length_stop_maps_to_max_tokens(name, fake_server):
+    fake_server.add(Reply(text="cut sho", finish_reason="length"))
+    async with opened(name, fake_server.url) as provider:
+        events = await collect_default(provider)
+    assert events[-1].stop_reason == "max_tokens"
+
+
+@pytest.mark.parametrize("name", ["ollama", "openai"])
+async def test_read_timeout_says_the_model_stopped_responding(name, fake_server):
+    fake_server.add(Reply(text="slow", delay=2.0))
+    async with opened(name, fake_server.url, read_timeout=0.3) as provider:
+        with pytest.raises(ProviderError, match="stopped responding for 0.3 s") as info:
+            await collect_default(provider)
+    assert info.value.kind == "stream"
 
 
 # ---------------------------------------------------------------- shared helpers
