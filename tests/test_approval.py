@@ -95,3 +95,16 @@ async def test_a_path_the_os_cannot_represent_is_refused_not_a_crash(tmp_path: P
     for bad in ("a\x00b", "a\ud800b"):
         result, evidence = await dispatcher.dispatch(ToolCall("c", "read_file", {"filepath": bad}))
         assert result.is_error and evidence.error
+
+
+@pytest.mark.parametrize("command", [
+    "cat $TETHER_HOME/cred*.json", "cat ~/.tether/*", "tar czf x.tgz {home}", "ls {home} && cat {home}/c*",
+])
+def test_commands_naming_the_state_directory_are_refused_even_under_auto(
+    tmp_path: Path, table: ToolTable, command: str
+) -> None:
+    home = tmp_path / "state"
+    p = ApprovalPolicy(tmp_path / "project", RuleSet([], []), auto=True, home=home)
+    call = ToolCall("c", "run_cmd", {"command": command.format(home=home)})
+    assert p.check(call, table.get("run_cmd")).action == "deny"
+    assert p.check(ToolCall("c", "run_cmd", {"command": "cat notes.txt"}), table.get("run_cmd")).action == "allow"

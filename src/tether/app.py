@@ -11,7 +11,9 @@ import asyncio
 import signal
 import threading
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.formatted_text import FormattedText
@@ -62,6 +64,8 @@ class App:
         self.options.asker = self.ask_questions
         self.options.approve_plan = self.approve_plan
         self.options.on_output = self.ui.command_output
+        if TrustStore(self.options.home).is_trusted(self.options.root):
+            self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
         self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
         self.store = SessionStore(self.options.home)
         self.record = self._initial_record(resume, continue_last)
@@ -112,8 +116,7 @@ class App:
             return
         self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without asking.",
                  "warning")
-        answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ",
-                                     default="n")
+        answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ")
         if answer.strip().lower() in ("y", "yes"):
             trust.trust(root)
             self.options.trusted = True
@@ -161,6 +164,8 @@ class App:
         if attached:
             self.say("attached " + ", ".join(attached))
         self.runtime.plan_gate.new_request()
+        if self.protocol != "native" and self.settings.protocol == "auto":
+            self.protocol = await self.runtime.start()  # the server may have been down at start
         if self.deepthink:
             from .deepthink import Deepthink, deepthink_turn
 
@@ -169,8 +174,9 @@ class App:
         else:
             await self.run_cancellable(self.runtime.loop.run_turn(self.conv, text))
 
-    async def run_cancellable(self, work) -> TurnResult | None:  # noqa: ANN001
-        """Run a turn so that Ctrl-C stops it, keeps what it collected and returns here."""
+    async def run_cancellable(self, work: Awaitable[Any]) -> Any:
+        """Run a turn (or /compact) so that Ctrl-C stops it, keeps what it collected and
+        returns here; a turn's result gets the footer line."""
         started = time.monotonic()
         task = asyncio.ensure_future(work)
         loop = asyncio.get_running_loop()
@@ -186,7 +192,7 @@ class App:
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             self.ui.settle()
-        if result is not None:
+        if isinstance(result, TurnResult):
             self.last_result = result
             self.footer(result, time.monotonic() - started)
         await self.save_session()
@@ -282,14 +288,29 @@ class App:
             self.say("No exact rule can name this call; allowed this once.", "warning")
             return ""
         text = f"{call.name}({value})" if value else call.name
+        rules_file = self.options.root / PROJECT_FILE
+        first_rules = not rules_file.exists()
         try:
             rule = Rule.parse(text, "project")
-            save_rule(self.options.root / PROJECT_FILE, "allow", rule)
+            save_rule(rules_file, "allow", rule)
         except (OSError, ValueError) as exc:
             self.say(f"Could not save the rule: {exc}", "error")
             return ""
         self.runtime.rules.add("allow", Rule.parse(text, "session"))
+        self.keep_rules_trusted(first_rules)
         return str(rule)
+
+    def keep_rules_trusted(self, file_is_ours: bool) -> None:
+        """A rules file the user's own answers created is theirs: trust the folder so the rules
+        count next time. A file that came with the project needs an explicit yes."""
+        if self.options.trusted:
+            return
+        if file_is_ours:
+            TrustStore(self.options.home).trust(self.options.root)
+            self.options.trusted = True
+        else:
+            self.say(f"This folder is not trusted, so its {PROJECT_FILE} counts only after you "
+                     "trust it (asked at start).", "warning")
 
     def toolbar(self) -> FormattedText:
         s = self.runtime.loop.settings

@@ -82,9 +82,9 @@ class ApprovalPolicy:
             texts = [call.arguments.get(k) for k in COMMAND_TEXT_PARAMS]
             if any(isinstance(t, str) and self._mentions_secrets(t) for t in texts):
                 return GateVerdict("deny", (
-                    f"the command names tether's saved keys ({CREDENTIALS_FILE} in the state "
-                    "directory), which no tool may read or change. This check reads the command "
-                    "text only; --sandbox hides the state directory from every command"
+                    f"the command names tether's state directory, which holds the saved keys "
+                    f"({CREDENTIALS_FILE}) that no tool may read or change. This check reads the "
+                    "command text only; --sandbox hides the state directory from every command"
                 ))
             return None
         paths = [v for k in PATH_PARAMS if isinstance(v := call.arguments.get(k), str) and v]
@@ -100,7 +100,11 @@ class ApprovalPolicy:
         return None
 
     def _mentions_secrets(self, text: str) -> bool:
-        if CREDENTIALS_FILE not in text or self.home is None:
+        """Any mention of the state directory, not just of the keys file: `cat ~/.tether/cred*`
+        names no file, yet reads it. Inside a working sandbox the directory is hidden anyway."""
+        if self.home is None:
+            return False
+        if self.sandbox is not None and self.sandbox.enabled and self.sandbox.available():
             return False
         return any(spelling in text for spelling in home_spellings(self.root, self.home))
 

@@ -65,9 +65,12 @@ class Runtime:
         mode = await self.resolve_protocol()
         model = self.loop.settings.model
         window = await context_window(self.provider, model, self.settings.context_window)
+        old = self.loop.guard
         self.loop.guard = Compressor(
             self.provider, model, window, enabled=self.settings.compress,
             notice=lambda message: self.loop.ui.notice(message),
+            # keep what was learnt about this provider's token counts
+            estimator=old.estimator if isinstance(old, Compressor) else None,
         )
         return mode
 
