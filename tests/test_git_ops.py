@@ -500,3 +500,76 @@ def test_undo_restores_the_executable_bit(repo: Path, home: Path) -> None:
     assert ops.undo().ok
     assert script.read_text() == "#!/bin/sh\n"
     assert git(repo, "status", "--porcelain") == ""
+
+
+def write_hook(repo: Path, name: str, body: str, hooks_dir: str = ".git/hooks") -> None:
+    path = repo / hooks_dir / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="shell-script hooks")
+def test_post_commit_hook_runs_after_an_ai_commit_but_blocking_hooks_do_not(
+    repo: Path, home: Path, tmp_path: Path
+) -> None:
+    ran = tmp_path / "ran"
+    write_hook(repo, "pre-commit", f"touch '{ran}.pre-commit'\nexit 1")
+    write_hook(repo, "commit-msg", f"touch '{ran}.commit-msg'\nexit 1")
+    write_hook(
+        repo,
+        "post-commit",
+        f"git log -1 --format=%s > '{ran}.post-commit'\npwd >> '{ran}.post-commit'",
+    )
+    ops = GitOps(repo, home)
+    assert ai_edit(ops, "write_file", {repo / "base.txt": "ai\n"}) is None
+    assert head_subject(repo) == "ai(write_file): base.txt"
+    assert not Path(f"{ran}.pre-commit").exists()
+    assert not Path(f"{ran}.commit-msg").exists()
+    subject, cwd = Path(f"{ran}.post-commit").read_text().splitlines()
+    assert subject == "ai(write_file): base.txt"  # it saw the commit that had just landed
+    assert Path(cwd).resolve() == repo.resolve()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="shell-script hooks")
+def test_post_commit_hook_honours_core_hooks_path(repo: Path, home: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    git(repo, "config", "core.hooksPath", "my-hooks")
+    write_hook(repo, "post-commit", f"touch '{marker}'", hooks_dir="my-hooks")
+    ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"})
+    assert marker.exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="shell-script hooks")
+def test_a_failing_post_commit_hook_is_a_notice_and_the_commit_stands(
+    repo: Path, home: Path
+) -> None:
+    write_hook(repo, "post-commit", "echo 'deploy step broke' >&2\nexit 3")
+    notice = ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"})
+    assert notice is not None
+    assert "post-commit hook failed (exit 3): deploy step broke" in notice
+    assert head_subject(repo) == "ai(write_file): base.txt"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="shell-script hooks")
+def test_a_hung_post_commit_hook_is_stopped_with_a_notice(
+    repo: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tether.git_ops as git_ops
+
+    monkeypatch.setattr(git_ops, "HOOK_TIMEOUT", 0.5)
+    write_hook(repo, "post-commit", "sleep 30 &\nsleep 30")
+    notice = ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"})
+    assert notice is not None and "post-commit hook was stopped" in notice
+    assert head_subject(repo) == "ai(write_file): base.txt"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="shell-script hooks")
+def test_a_post_commit_hook_that_is_not_executable_is_ignored(
+    repo: Path, home: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "marker"
+    write_hook(repo, "post-commit", f"touch '{marker}'")
+    (repo / ".git/hooks/post-commit").chmod(0o644)
+    assert ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"}) is None
+    assert not marker.exists()

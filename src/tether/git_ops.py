@@ -4,8 +4,18 @@ Each successful file tool call becomes one commit, `ai(<tool>): <paths>`, with
 the trailer `Tether-Ai-Commit: 1`. The commit is built in a temporary index
 from HEAD plus only the named paths, so whatever the user has staged or left
 unstaged elsewhere stays exactly as it was. Plumbing (`commit-tree`,
-`update-ref` with compare-and-swap) is used instead of `git commit`: no hooks
-run for these automated checkpoints, and the user's config is never changed.
+`update-ref` with compare-and-swap) is used instead of `git commit`, and the
+user's config is never changed.
+
+Hooks are skipped only where they could block an automated commit: pre-commit,
+prepare-commit-msg and commit-msg never run, since a lint failure must not
+stop a checkpoint (and commit-msg must not rewrite the trailer undo relies
+on). A post-commit hook cannot block, so once an AI commit has landed the
+repository's post-commit hook (found through `git rev-parse --git-path hooks`,
+which honours core.hooksPath) runs if it is executable: from the top of the
+work tree, stdin closed, output captured, at most HOOK_TIMEOUT seconds. A
+failure or a timeout comes back as a notice; the commit stands either way.
+The shadow repository has no user hooks, so nothing runs there.
 
 Outside a git repository the same commits go to a shadow repository under
 `TETHER_HOME/shadow/<hash of the folder>`, used with `--git-dir/--work-tree`,
@@ -35,6 +45,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -46,6 +57,7 @@ from tether.atomic import atomic_write_text
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0
+HOOK_TIMEOUT = 30.0
 _SUBJECT_PATHS = 5
 _TRAILER_RE = re.compile(rf"^{AI_TRAILER}:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
 _TOOL_RE = re.compile(r"^ai\(([^)]*)\):")
@@ -377,6 +389,30 @@ class _Repo:
                 full.unlink()
             _prune_empty_dirs(full.parent, self.toplevel)
 
+    def hook(self, name: str) -> Path | None:
+        """The repository's executable hook `name`, or None (always None in the shadow)."""
+        if self.shadow:
+            return None
+        hooks = Path(self.out("rev-parse", "--git-path", "hooks"))
+        path = (hooks if hooks.is_absolute() else self.toplevel / hooks) / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        return None
+
+    def run_post_commit_hook(self) -> str | None:
+        """Run the post-commit hook if there is one; a notice on trouble, never raises."""
+        try:
+            hook = self.hook("post-commit")
+        except (GitCommandError, OSError):
+            return None
+        if hook is None:
+            return None
+        env = clean_git_env()
+        env.pop("GIT_INDEX_FILE", None)
+        # Literal pathspecs are for tether's own plumbing calls, not the user's script.
+        env.pop("GIT_LITERAL_PATHSPECS", None)
+        return _run_hook(hook, cwd=self.toplevel, env=env)
+
     def _identity_args(self) -> list[str]:
         """A fallback identity only for what the user has not configured."""
         args: list[str] = []
@@ -410,6 +446,43 @@ def _spawn(
         raise GitCommandError(f"git {_verb(cmd[1:])} timed out after {GIT_TIMEOUT:.0f}s") from exc
     except OSError as exc:
         raise GitCommandError(f"could not run git: {exc.strerror or exc}") from exc
+
+
+def _run_hook(hook: Path, *, cwd: Path, env: dict[str, str]) -> str | None:
+    """Run one hook with stdin closed and output captured; a notice if it fails."""
+    name = hook.name
+    try:
+        # Its own process group, so a timeout also stops anything the hook started.
+        proc = subprocess.Popen(
+            [str(hook)],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=os.name == "posix",
+        )
+    except OSError as exc:
+        return f"the {name} hook could not run: {exc.strerror or exc}"
+    try:
+        _out, err = proc.communicate(timeout=HOOK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        return f"the {name} hook was stopped after {HOOK_TIMEOUT:.0f}s"
+    if proc.returncode != 0:
+        return f"the {name} hook failed (exit {proc.returncode}): {_last_line(err)}"
+    return None
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a hook and its process group, then reap it without waiting forever."""
+    with contextlib.suppress(OSError):
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+        proc.communicate(timeout=5)
 
 
 def _verb(args: Sequence[str]) -> str:
@@ -641,6 +714,9 @@ class GitOps:
             repo.set_index_to(new, [r for r in rels if r not in users_staged])
         except GitCommandError as exc:
             notices.append(f"committed {new[:8]}, but git's index was not updated ({exc})")
+        hook_notice = repo.run_post_commit_hook()
+        if hook_notice:
+            notices.append(f"committed {new[:8]}, but {hook_notice}")
         return "; ".join(notices) or None
 
     def _build_commits(
