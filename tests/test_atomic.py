@@ -7,6 +7,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -186,3 +187,44 @@ def test_write_through_symlink_keeps_the_link(tmp_path: Path) -> None:
     atomic_write_text(link, "new")
     assert link.is_symlink()
     assert real.read_text() == "new"
+
+
+def _stray_temp(directory: Path, target_name: str, age: float) -> Path:
+    """A temp file as mkstemp names them, with its mtime set `age` seconds back."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=f".{target_name}.", suffix=".tmp")
+    os.close(fd)
+    when = time.time() - age
+    os.utime(name, (when, when))
+    return Path(name)
+
+
+def test_a_write_removes_old_stray_temps_of_its_target_only(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    old = _stray_temp(tmp_path, "state.json", age=600)
+    fresh = _stray_temp(tmp_path, "state.json", age=5)  # another writer may be mid-write
+    other = _stray_temp(tmp_path, "state.json.bak", age=600)  # a different target's
+    unrelated = tmp_path / ".state.json.notes.tmp"  # not mkstemp's name
+    unrelated.write_text("keep")
+    os.utime(unrelated, (time.time() - 600, time.time() - 600))
+
+    atomic_write_json(target, {"ok": True})
+
+    assert json.loads(target.read_text()) == {"ok": True}
+    assert not old.exists()
+    assert fresh.exists()
+    assert other.exists()
+    assert unrelated.exists()
+
+
+def test_cleanup_trouble_never_fails_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _stray_temp(tmp_path, "f.txt", age=600)
+
+    def refuse(path: object) -> None:
+        raise PermissionError("read-only")
+
+    monkeypatch.setattr(atomic.os, "unlink", refuse)
+    atomic_write_text(tmp_path / "f.txt", "new")
+    assert (tmp_path / "f.txt").read_text() == "new"
+    assert old.exists()

@@ -4,7 +4,9 @@ Every write goes to a temporary file in the same directory, is flushed and
 fsynced, and then replaces the target with `os.replace` (atomic on POSIX and
 Windows). The directory is fsynced afterwards so the rename itself survives a
 power cut. A crash at any moment leaves at most a stray `.<name>.*.tmp` file;
-the target is never empty or truncated.
+the target is never empty or truncated. The next successful write of the same
+target removes such strays once they are over a minute old (a younger one may
+belong to another writer that is still busy).
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 SECRET_MODE = 0o600
+STALE_TEMP_AGE = 60.0
+# What tempfile.mkstemp puts between our prefix and suffix: eight characters.
+_MKSTEMP_MIDDLE = re.compile(r"[a-z0-9_]{8}")
 
 
 def atomic_write_text(
@@ -66,6 +73,29 @@ def atomic_write_bytes(path: Path, data: bytes, *, secret: bool = False) -> None
             os.unlink(tmp_name)
         raise
     _fsync_directory(target.parent)
+    _remove_stale_temps(target)
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Delete temp files an earlier, crashed write of `target` left behind. Never raises."""
+    prefix, suffix = f".{target.name}.", ".tmp"
+    cutoff = time.time() - STALE_TEMP_AGE
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and name.endswith(suffix)):
+            continue
+        # Exactly mkstemp's random part, so `.a.b.<random>.tmp` (target `a.b`)
+        # is never taken for a temp file of target `a`.
+        if not _MKSTEMP_MIDDLE.fullmatch(name[len(prefix) : len(name) - len(suffix)]):
+            continue
+        with contextlib.suppress(OSError):
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                os.unlink(entry.path)
 
 
 def _write_target(path: Path) -> Path:
