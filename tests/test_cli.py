@@ -221,3 +221,29 @@ def test_interrupt_exit_130(project: Path, home: Path) -> None:
     assert json.loads(first)["type"] == "init"
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+
+
+def test_a_dropped_stream_keeps_the_partial_answer(project: Path, home: Path) -> None:
+    with FakeServer([Reply(text="The first half of an answer that never ends", chunk_size=5, drop_after=5)]) as s:
+        text = run_cli(["-p", "hi", *openai_args(s)], project, home)
+    with FakeServer([Reply(text="The first half of an answer that never ends", chunk_size=5, drop_after=5)]) as s:
+        as_json = run_cli(["-p", "hi", "--output-format", "json", *openai_args(s)], project, home)
+    assert text.returncode == 1 and text.stdout.startswith("The first")
+    assert "error" in text.stderr
+    result = json.loads(as_json.stdout)
+    assert result["is_error"] and result["partial_result"].startswith("The first")
+
+
+def test_rule_file_problems_are_reported_in_one_shot_mode(project: Path, home: Path) -> None:
+    (project / ".permissions.json").write_text('{"allow": ["read_file"], "deny": ["write_file()", "delete_file"]}')
+    with FakeServer([Reply(text="ok")]) as server:
+        proc = run_cli(["-p", "hi", *openai_args(server)], project, home)
+    assert proc.returncode == 0
+    assert "write_file()" in proc.stderr and "not trusted" in proc.stderr
+
+
+def test_a_failing_command_is_marked_as_such(project: Path, home: Path) -> None:
+    script = [Reply(tool_calls=[("run_cmd", {"command": "exit 3"})]), Reply(text="it failed")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "run it", "--auto", *openai_args(server)], project, home)
+    assert "! exit 3" in proc.stderr

@@ -208,7 +208,7 @@ async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
     if isinstance(prepared, int):
         return prepared
     settings, options, warnings = prepared
-    ui = HeadlessUI(args.output_format)
+    ui = HeadlessUI(args.output_format, auto=args.auto)
     for warning in warnings:
         ui.notice(warning, "warning")
     return await run_one_shot(settings, options, ui, env, prompt, args.deepthink)
@@ -227,6 +227,8 @@ async def run_one_shot(
         runtime = build_runtime(settings, options, ui, env)
     except ValueError as exc:
         return usage_error(str(exc))
+    for warning in runtime.warnings:
+        ui.notice(warning, "warning")
     started = time.monotonic()
     try:
         mode = await runtime.start()
@@ -264,7 +266,7 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
 
 
 def result_object(result: Any, started: float) -> dict[str, Any]:
-    return {
+    obj = {
         "type": "result",
         "is_error": result.stop_reason == "error",
         "result": result.error if result.stop_reason == "error" else result.text,
@@ -274,6 +276,9 @@ def result_object(result: Any, started: float) -> dict[str, Any]:
         "usage": result.usage.as_dict(),
         "tool_calls": [e.as_dict() for e in result.evidence],
     }
+    if result.stop_reason == "error" and result.text:
+        obj["partial_result"] = result.text  # what arrived before the failure
+    return obj
 
 
 def interrupted_result(conv: Any, started: float) -> dict[str, Any]:

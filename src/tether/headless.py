@@ -17,17 +17,31 @@ from .messages import Evidence, ToolCall
 from .ui import Decision, NoticeLevel
 
 FORMATS = ("text", "json", "stream-json")
+NEEDS_APPROVAL = "needs the user's approval"
+"""How dispatch words a refusal that an allow rule or --auto would have let through."""
+
+
+def outcome_mark(evidence: Evidence) -> str:
+    """✓ worked, ✗ the call failed, ! it ran but what it ran failed (a non-zero exit, a timeout)."""
+    if evidence.error:
+        return "✗"
+    summary = evidence.summary
+    if summary == "timed out" or (summary.startswith("exit ") and not summary.startswith("exit 0 ")):
+        return "!"
+    return "✓"
 
 
 class HeadlessUI:
     can_ask = False
 
     def __init__(
-        self, output_format: str = "text", out: TextIO | None = None, err: TextIO | None = None
+        self, output_format: str = "text", out: TextIO | None = None, err: TextIO | None = None,
+        auto: bool = False,
     ) -> None:
         self.format = output_format
         self.out = out or sys.stdout
         self.err = err or sys.stderr
+        self.auto = auto
 
     # ------------------------------------------------------------ UI protocol
 
@@ -49,11 +63,11 @@ class HeadlessUI:
         if self.format == "stream-json":
             self.emit({"type": "tool_end", "id": evidence.call.id, **evidence.as_dict()})
         elif self.format == "text":
-            mark = "✗" if evidence.error else "✓"
-            self.progress(f"  {mark} {evidence.summary} ({evidence.elapsed:.1f}s)")
+            self.progress(f"  {outcome_mark(evidence)} {evidence.summary} ({evidence.elapsed:.1f}s)")
             if evidence.summary == "blocked":  # say why, so the user knows what would allow it
-                self.progress("    " + first_line(evidence.result, 200)
-                              + " Use --auto or --allow RULE to let such calls run.")
+                hint = "" if self.auto or NEEDS_APPROVAL not in evidence.result else (
+                    " Use --auto or --allow RULE to let such calls run.")
+                self.progress("    " + first_line(evidence.result, 200) + hint)
 
     async def approve(self, call: ToolCall, reason: str) -> Decision:
         return Decision(False, "nobody is available to approve in one-shot mode")
@@ -80,10 +94,11 @@ class HeadlessUI:
             self.emit({"type": "init", **info})
 
     def result(self, obj: dict[str, Any]) -> None:
-        """Write the final result in the chosen format."""
+        """Write the final result in the chosen format (an error's partial answer too)."""
         if self.format == "text":
-            if obj["result"] and not obj["is_error"]:
-                self.out.write(obj["result"].rstrip("\n") + "\n")
+            answer = obj.get("partial_result", "") if obj["is_error"] else obj["result"]
+            if answer:
+                self.out.write(answer.rstrip("\n") + "\n")
                 self.out.flush()
         else:
             self.emit(obj)

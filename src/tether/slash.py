@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from .commands import CommandTable, on_off
+from .headless import outcome_mark
 from .permissions import Rule, RuleError, load_rules
 from .session import SessionCorrupt
 
@@ -98,7 +99,7 @@ async def evidence(app: App, arg: str) -> None:
         app.say("No tool calls in the last request.")
         return
     for i, e in enumerate(app.conv.evidence, 1):
-        mark = "✗" if e.error else "✓"
+        mark = outcome_mark(e)
         app.console.print(Text(f"{i}. {mark} {e.call.name}", style="bold"),
                           Text(f" {e.elapsed * 1000:.0f} ms · {e.summary}", style="status"))
         app.console.print(Text("   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from ..headless import describe_arguments
+from ..headless import describe_arguments, outcome_mark
 from ..messages import Evidence, ToolCall
 from ..ui import Decision, NoticeLevel
 
@@ -123,7 +123,7 @@ class TerminalUI:
 
     def tool_end(self, evidence: Evidence) -> None:
         style = "tool.error" if evidence.error else "tool"
-        mark = "✗" if evidence.error else "✓"
+        mark = outcome_mark(evidence)
         line = Text(f"  {mark} ", style=style)
         line.append(evidence.summary or "done")
         line.append(f"  {evidence.elapsed:.1f}s", style="status")
