@@ -16,6 +16,7 @@ from fakeserver import FakeServer, Reply
 
 from tether.git_ops import GitOps, clean_git_env
 from tether.messages import Message
+from tether.providers._http import redact
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.gemini import GeminiProvider
@@ -108,6 +109,29 @@ async def test_streamed_error_cut_off_inside_the_key_shows_none_of_it(name, fake
     error = await _stream_error(name, fake_server, f"{padding} key {KEY} was rejected")
     assert KEY[:6] not in str(error)
     assert "[redacted]…" in str(error)
+
+
+@pytest.mark.parametrize("short_key", ["x", "k", "dummy"])
+def test_a_short_placeholder_key_does_not_garble_the_message(short_key):
+    message = "The model `qwen` does not exist; pick one from the list (keep it short)"
+    assert redact(message, short_key) == message
+
+
+def test_a_real_length_key_is_still_redacted_whole_and_when_cut_off():
+    assert redact(f"bad key {KEY} given", KEY) == "bad key [redacted] given"
+    assert redact(f"bad key {KEY[:10]}…", KEY) == "bad key [redacted]…"
+
+
+async def test_streamed_error_with_a_dummy_key_keeps_its_text(fake_server):
+    fake_server.add(Reply(raw_frames=_openai_error("model 'x-large' does not exist")))
+    provider = OpenAIProvider(fake_server.url + "/v1", api_key="x", read_timeout=5)
+    try:
+        with pytest.raises(ProviderError) as info:
+            async for _ in provider.stream(HELLO, None, RequestOptions("fake")):
+                pass
+    finally:
+        await provider.aclose()
+    assert "model 'x-large' does not exist" in str(info.value)
 
 
 async def test_streamed_error_without_the_key_is_left_alone(fake_server):

@@ -204,9 +204,14 @@ _SECRET_PATTERNS = (
 )
 
 
+# A shorter "key" is a placeholder such as the "x" local servers accept; hiding
+# every occurrence of it would garble the message ("does not e[redacted]ist").
+REDACT_MIN_SECRET = 8
+
+
 def redact(text: str, secret: str | None = None) -> str:
     """Remove anything that looks like a key: servers sometimes echo part of one."""
-    if secret:
+    if secret and len(secret) >= REDACT_MIN_SECRET:
         text = _redact_cut_secret(text.replace(secret, "[redacted]"), secret)
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
