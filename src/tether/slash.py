@@ -245,7 +245,14 @@ async def perms(app: App, arg: str) -> None:
     elif verb == "reload":
         rules, warnings = load_rules(app.options.root, app.options.home,
                                      trusted=app.options.trusted, extra_allow=app.options.allow)
-        app.runtime.rules.allow[:], app.runtime.rules.deny[:] = rules.allow, rules.deny
+        # Only the files are re-read: rules given this session or on the command
+        # line have no file to come back from, so they carry over.
+        current = app.runtime.rules
+        for kind, kept in (("allow", current.allow), ("deny", current.deny)):
+            for rule in kept:
+                if rule.source in ("session", "command line"):
+                    rules.add(kind, rule)  # type: ignore[arg-type]
+        current.allow[:], current.deny[:] = rules.allow, rules.deny
         for warning in warnings:
             app.say(warning, "warning")
         app.say("Rules reloaded.")

@@ -1,0 +1,58 @@
+"""/perms through the slash-command table, with a small stand-in for the app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from tether.permissions import PROJECT_FILE, USER_FILE, Rule, RuleSet
+from tether.slash import COMMANDS
+
+
+class FakeApp:
+    """Just what /perms reads: the options, the live rule set and `say`."""
+
+    def __init__(self, root: Path, home: Path, rules: RuleSet, allow: list[str]) -> None:
+        self.options = SimpleNamespace(root=root, home=home, trusted=True, allow=allow)
+        self.runtime = SimpleNamespace(rules=rules)
+        self.said: list[tuple[str, str]] = []
+
+    def say(self, text: str, style: str = "info") -> None:
+        self.said.append((text, style))
+
+
+def rule_texts(rules: list[Rule]) -> set[tuple[str, str]]:
+    return {(str(rule), rule.source) for rule in rules}
+
+
+async def test_reload_rereads_the_files_and_keeps_session_and_command_line_rules(
+    tmp_path: Path,
+) -> None:
+    root, home = tmp_path / "project", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    user_file = home / USER_FILE
+    user_file.write_text(json.dumps({"allow": ["run_cmd(ls)"]}))
+    rules = RuleSet()
+    rules.add("allow", Rule.parse("run_cmd(ls)", "user"))
+    rules.add("allow", Rule.parse("run_cmd(make test)", "command line"))
+    app = FakeApp(root, home, rules, allow=["run_cmd(make test)"])
+
+    await COMMANDS.run(app, "/perms allow run_cmd(git status)")  # type: ignore[arg-type]
+    await COMMANDS.run(app, "/perms deny write_file(secrets/*)")  # type: ignore[arg-type]
+    # The files change on disk: the user file drops `ls`, the project gains a deny rule.
+    user_file.write_text(json.dumps({"allow": ["run_cmd(pwd)"]}))
+    (root / PROJECT_FILE).write_text(json.dumps({"deny": ["run_cmd(rm -rf *)"]}))
+    await COMMANDS.run(app, "/perms reload")  # type: ignore[arg-type]
+
+    assert rule_texts(rules.allow) == {
+        ("run_cmd(pwd)", "user"),
+        ("run_cmd(make test)", "command line"),
+        ("run_cmd(git status)", "session"),
+    }
+    assert rule_texts(rules.deny) == {
+        ("run_cmd(rm -rf *)", "project"),
+        ("write_file(secrets/*)", "session"),
+    }
+    assert ("Rules reloaded.", "info") in app.said
