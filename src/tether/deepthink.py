@@ -248,7 +248,8 @@ class Deepthink:
         report = ""
         if len(chain.outcomes) >= STAGES.index("implement") + 1:
             report = verification_report(evidence)
-            self.ui.text(("\n\n" if answer.strip() else "") + report + "\n")
+            shown = report.replace("\n", "  \n")  # markdown hard breaks: one line per command
+            self.ui.text(("\n\n" if answer.strip() else "") + shown + "\n")
             answer = f"{answer.rstrip()}\n\n{report}" if answer.strip() else report
         return DeepthinkResult(chain.outcomes, answer, report, stopped, chain.last.stop_reason)
 

@@ -32,6 +32,8 @@ Asker = Callable[[str], Awaitable[str]]
 
 DIFF_TOOLS = ("edit_file", "write_file")
 SHOWN_RESULT_LINES = 12
+LIVE_LINES = 40
+TAIL_LINES = 8
 
 
 @dataclass
@@ -49,6 +51,9 @@ class TerminalUI:
     _thinking_open: bool = field(default=False, init=False)
     _reply_started: float | None = field(default=None, init=False)
     _live_output: bool = field(default=False, init=False)
+    _live_lines: int = field(default=0, init=False)
+    _live_hidden: int = field(default=0, init=False)
+    _live_line_ended: bool = field(default=True, init=False)
     streaming_seconds: float = field(default=0.0, init=False)
     """Time spent receiving reply text in this turn, for tokens per second."""
 
@@ -115,26 +120,49 @@ class TerminalUI:
         line.append(" " + describe_arguments(call.arguments))
         self.console.print(line)
         self._live_output = False
+        self._live_lines = self._live_hidden = 0
 
     def command_output(self, chunk: str) -> None:
-        """A running command's output, shown as it appears."""
+        """A running command's output, shown as it appears, up to LIVE_LINES lines: the
+        scrollback is for the conversation, and the tail is shown when the command ends."""
         self._live_output = True
-        self.console.print(Text(chunk, style="status"), end="")
+        room = LIVE_LINES - self._live_lines
+        if room <= 0:
+            self._live_hidden += chunk.count("\n")
+            return
+        lines = chunk.splitlines(keepends=True)
+        shown = "".join(lines[:room])
+        self._live_lines += shown.count("\n")
+        self._live_hidden += chunk.count("\n") - shown.count("\n")
+        self._live_line_ended = shown.endswith("\n")
+        self.console.print(Text(shown, style="status"), end="")
 
     def tool_end(self, evidence: Evidence) -> None:
+        live = self._live_output
+        if live:
+            self._end_live_output(evidence.result)
         style = "tool.error" if evidence.error else "tool"
-        mark = outcome_mark(evidence)
-        line = Text(f"  {mark} ", style=style)
+        line = Text(f"  {outcome_mark(evidence)} ", style=style)
         line.append(evidence.summary or "done")
         line.append(f"  {evidence.elapsed:.1f}s", style="status")
         self.console.print(line)
         if not evidence.error and evidence.call.name in DIFF_TOOLS:
             self._print_diff(evidence.result)
-        elif evidence.error or (evidence.call.name == "run_cmd" and not self._live_output):
+        elif evidence.error or (evidence.call.name == "run_cmd" and not live):
             self._print_trimmed(evidence.result)
-        if self._live_output:
-            self.console.print()
-            self._live_output = False
+
+    def _end_live_output(self, result: str) -> None:
+        if not self._live_line_ended:
+            self.console.print()  # the output stopped mid-line
+        if self._live_hidden:
+            self._print_tail(result)
+        self._live_output = False
+
+    def _print_tail(self, result: str) -> None:
+        self.console.print(Text(f"    [... {self._live_hidden} lines not shown; the last ones:]",
+                                style="status"))
+        for ln in result.splitlines()[-TAIL_LINES:]:
+            self.console.print(Text("    " + ln[:200], style="status"))
 
     def _print_diff(self, result: str) -> None:
         lines = [ln for ln in result.splitlines() if ln[:1] in "+-@" or ln.startswith(" ")]
