@@ -7,68 +7,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from protocol_tables import make_table
 
 from tether.messages import ToolCall
 from tether.protocol import StreamFilter, parse_reply, render_call_as_text
-from tether.toolspec import Tool, ToolContext, ToolTable
 
-
-class ReadArgs(BaseModel):
-    filepath: str
-    offset: int | None = None
-    limit: int | None = None
-
-
-class WriteArgs(BaseModel):
-    filepath: str
-    content: str
-
-
-class EditArgs(BaseModel):
-    filepath: str
-    old_content: str
-    new_content: str
-
-
-class RunArgs(BaseModel):
-    command: str
-    stdin: str | None = None
-
-
-def _echo(args: BaseModel, ctx: ToolContext) -> str:
-    return repr(args)
-
-
-TABLE = ToolTable(
-    [
-        Tool("read_file", "Read a file with line numbers.", ReadArgs, _echo, reads=True),
-        Tool(
-            "write_file",
-            "Write a whole file.",
-            WriteArgs,
-            _echo,
-            writes_files=True,
-            block_params=("content",),
-        ),
-        Tool(
-            "edit_file",
-            "Replace one exact piece of a file.",
-            EditArgs,
-            _echo,
-            writes_files=True,
-            block_params=("old_content", "new_content"),
-        ),
-        Tool(
-            "run_cmd",
-            "Run a shell command.",
-            RunArgs,
-            _echo,
-            runs_commands=True,
-            block_params=("stdin",),
-        ),
-    ]
-)
+TABLE = make_table()
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
