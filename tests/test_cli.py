@@ -247,3 +247,27 @@ def test_a_failing_command_is_marked_as_such(project: Path, home: Path) -> None:
     with FakeServer(script) as server:
         proc = run_cli(["-p", "run it", "--auto", *openai_args(server)], project, home)
     assert "! exit 3" in proc.stderr
+
+
+def test_a_small_model_session_in_the_text_protocol_writes_runs_and_answers(project: Path, home: Path) -> None:
+    """The shapes a small local model really writes: a <content> block, a bare JSON object,
+    a json fence; the file body needs no escaping and the command's output reaches the model."""
+    body = 'print("sum:", sum([1, 2, 3]))\nprint("quote \\" and backslash \\\\ kept")\n'
+    script = [
+        Reply(text='I will write it.\n<tool_call>\n{"name": "write_file", "arguments": {"filepath": "calc.py"}}\n'
+                   f"<content>\n{body}</content>\n</tool_call>"),
+        Reply(text='{"name": "run_cmd", "arguments": {"command": "python3 calc.py"}}'),
+        Reply(text='```json\n{"name": "read_file", "arguments": {"filepath": "calc.py"}}\n```'),
+        Reply(text="calc.py prints sum: 6."),
+    ]
+    with FakeServer(script, tools_capable=False) as server:
+        proc = run_cli(["-p", "write calc.py and run it", "--auto", "--output-format", "json"],
+                       project, home, OLLAMA_HOST=server.url)
+        chats = [b for p, b in server.requests if p == "/api/chat"]
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "calc.py").read_text() == body.removesuffix("\n")  # one newline before </content> is the block's own
+    result = json.loads(proc.stdout)
+    assert [c["name"] for c in result["tool_calls"]] == ["write_file", "run_cmd", "read_file"]
+    assert not any(c["is_error"] for c in result["tool_calls"])
+    assert "sum: 6" in chats[2]["messages"][-1]["content"]
+    assert result["result"] == "calc.py prints sum: 6."
