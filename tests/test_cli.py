@@ -265,7 +265,7 @@ def test_a_small_model_session_in_the_text_protocol_writes_runs_and_answers(proj
                        project, home, OLLAMA_HOST=server.url)
         chats = [b for p, b in server.requests if p == "/api/chat"]
     assert proc.returncode == 0, proc.stderr
-    assert (project / "calc.py").read_text() == body.removesuffix("\n")  # one newline before </content> is the block's own
+    assert (project / "calc.py").read_text() == body  # the newline before </content> is the file's
     result = json.loads(proc.stdout)
     assert [c["name"] for c in result["tool_calls"]] == ["write_file", "run_cmd", "read_file"]
     assert not any(c["is_error"] for c in result["tool_calls"])

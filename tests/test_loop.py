@@ -260,7 +260,7 @@ async def test_text_protocol_round_trip(tmp_path: Path) -> None:
     loop, ui = build(provider, [tool], tmp_path)
     conv = Conversation()
     result = await loop.run_turn(conv, "write g.py")
-    assert written == {"g.py": 'print("hi \\n there")'}
+    assert written == {"g.py": 'print("hi \\n there")\n'}
     assert "<tool_call>" not in ui.shown and "Writing it now." in ui.shown
     second = provider.requests[1]
     assert second.tools is None

@@ -39,7 +39,7 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
     (
         "canonical write with a content block",
         f'<tool_call>\n{W}\n<content>\nprint("hi")\n</content>\n</tool_call>',
-        [("write_file", {"filepath": "game.py", "content": 'print("hi")'})],
+        [("write_file", {"filepath": "game.py", "content": 'print("hi")\n'})],
         "",
     ),
     (
@@ -124,19 +124,19 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
     (
         "missing closing tag after a complete block",
         f"<tool_call>\n{W}\n<content>\nx = 1\n</content>\n",
-        [("write_file", {"filepath": "game.py", "content": "x = 1"})],
+        [("write_file", {"filepath": "game.py", "content": "x = 1\n"})],
         "",
     ),
     (
         "raw block unclosed inside a closed call",
         f"<tool_call>\n{W}\n<content>\nx = 1\n</tool_call>\nWritten.",
-        [("write_file", {"filepath": "game.py", "content": "x = 1"})],
+        [("write_file", {"filepath": "game.py", "content": "x = 1\n"})],
         "Written.",
     ),
     (
         "unclosed block then a second call",
         f"<tool_call>\n{W}\n<content>\nx = 1\n</tool_call>\n<tool_call>\n{R}\n</tool_call>",
-        [("write_file", {"filepath": "game.py", "content": "x = 1"}), READ_A],
+        [("write_file", {"filepath": "game.py", "content": "x = 1\n"}), READ_A],
         "",
     ),
     (
@@ -239,26 +239,26 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "block wins over the JSON value",
         '<tool_call>\n{"name": "write_file", "arguments": {"filepath": "a", "content": "old \\"escaped\\""}}\n'
         "<content>\nnew\n</content>\n</tool_call>",
-        [("write_file", {"filepath": "a", "content": "new"})],
+        [("write_file", {"filepath": "a", "content": "new\n"})],
         "",
     ),
     (
         "edit with two blocks",
         '<tool_call>\n{"name": "edit_file", "arguments": {"filepath": "a.py"}}\n<old_content>\nx = 1\n</old_content>\n'
         "<new_content>\nx = 2\n\n</new_content>\n</tool_call>",
-        [("edit_file", {"filepath": "a.py", "old_content": "x = 1", "new_content": "x = 2\n"})],
+        [("edit_file", {"filepath": "a.py", "old_content": "x = 1\n", "new_content": "x = 2\n\n"})],
         "",
     ),
     (
         "stdin block for run_cmd",
         '<tool_call>\n{"name": "run_cmd", "arguments": {"command": "python x.py"}}\n<stdin>\n3\n4\n</stdin>\n</tool_call>',
-        [("run_cmd", {"command": "python x.py", "stdin": "3\n4"})],
+        [("run_cmd", {"command": "python x.py", "stdin": "3\n4\n"})],
         "",
     ),
     (
         "block whose body mentions the closing tag",
         f"<tool_call>\n{W}\n<content>\ns = '</tool_call>'\nt = \"}}\\\\\"\n</content>\n</tool_call>\nok",
-        [("write_file", {"filepath": "game.py", "content": "s = '</tool_call>'\nt = \"}\\\\\""})],
+        [("write_file", {"filepath": "game.py", "content": "s = '</tool_call>'\nt = \"}\\\\\"\n"})],
         "ok",
     ),
     (
@@ -569,7 +569,7 @@ def test_tool_prompt_example_parses_as_a_call() -> None:
         prompt.index("<tool_call>\n{") : prompt.index("</tool_call>") + len("</tool_call>")
     ]
     assert calls_of(parse_reply(example, TABLE)) == [
-        ("write_file", {"filepath": "hello.py", "content": 'print("hello")'})
+        ("write_file", {"filepath": "hello.py", "content": 'print("hello")\n'})
     ]
 
 
@@ -627,7 +627,7 @@ def test_render_uses_raw_blocks_for_block_params() -> None:
     )
     assert text == (
         '<tool_call>\n{"name": "edit_file", "arguments": {"filepath": "a"}}\n'
-        '<old_content>\nx\\y\n</old_content>\n<new_content>\n"q"\n</new_content>\n</tool_call>'
+        '<old_content>\nx\\y</old_content>\n<new_content>\n"q"</new_content>\n</tool_call>'
     )
 
 

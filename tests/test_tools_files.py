@@ -561,3 +561,16 @@ def test_display_path(tmp_path: Path) -> None:
     assert display_path(tmp_path / "a" / "b.txt", tmp_path) == "a/b.txt"
     assert display_path(tmp_path, tmp_path) == "."
     assert display_path(Path("/elsewhere/x"), tmp_path) == "/elsewhere/x"
+
+
+def test_edit_matches_whole_lines_at_the_end_of_a_file_without_a_final_newline(tmp_path: Path) -> None:
+    from tether.tools.files import EditFileParams, edit_file
+
+    (tmp_path / "a.py").write_text("x = 10\ny = 1")
+    ctx = ToolContext(root=tmp_path)
+    edit_file(EditFileParams(filepath="a.py", old_content="y = 1\n", new_content="y = 2\n"), ctx)
+    assert (tmp_path / "a.py").read_text() == "x = 10\ny = 2"
+    (tmp_path / "b.py").write_text("x = 10\ny = 1")
+    with pytest.raises(ToolError):  # "x = 1" is inside "x = 10": never matched as a line
+        edit_file(EditFileParams(filepath="b.py", old_content="x = 1\n", new_content="x = 2\n"), ctx)
+    assert (tmp_path / "b.py").read_text() == "x = 10\ny = 1"

@@ -774,8 +774,17 @@ def _sniff_name(src: str) -> str | None:
     return _clean_name(m.group(1) or m.group(2))
 
 
+def _strip_raw_block(value: str) -> str:
+    """A raw block's text: the newline right after the opening tag is the tag's own; the
+    newline before the closing tag is the content's (a file written as
+    `<content>\nX\n</content>` ends with a newline, as text files should)."""
+    if value.startswith("\r\n"):
+        return value[2:]
+    return value[1:] if value.startswith("\n") else value
+
+
 def _strip_block(value: str) -> str:
-    """A raw block's text: one leading and one trailing newline are the tags' own."""
+    """A parameter value's text: one leading and one trailing newline are the tags' own."""
     crlf = value.startswith("\r\n")
     if crlf:
         value = value[2:]
@@ -807,9 +816,9 @@ def _read_blocks(rest: str, closed: bool) -> tuple[dict[str, str], bool]:
         if end < 0:
             if not closed:
                 return blocks, True
-            blocks[m.group(1)] = _strip_block(rest[m.end() :])
+            blocks[m.group(1)] = _strip_raw_block(rest[m.end() :])
             return blocks, False
-        blocks[m.group(1)] = _strip_block(rest[m.end() : end])
+        blocks[m.group(1)] = _strip_raw_block(rest[m.end() : end])
         pos = end + len(m.group(1)) + 3
 
 
@@ -1383,7 +1392,7 @@ def _example_call(table: ToolTable) -> str:
     args: dict[str, Any] = {}
     for name in required:
         prop = schema["properties"].get(name, {})
-        args[name] = 'print("hello")' if name in tool.block_params else _example_value(name, prop)
+        args[name] = 'print("hello")\n' if name in tool.block_params else _example_value(name, prop)
     return render_call_as_text(ToolCall("example", tool.name, args), table)
 
 
@@ -1423,7 +1432,7 @@ def render_call_as_text(call: ToolCall, table: ToolTable) -> str:
     json_args = {k: v for k, v in call.arguments.items() if k not in in_blocks}
     head = json.dumps({"name": call.name, "arguments": json_args}, ensure_ascii=False, default=str)
     lines = [CALL_OPEN, head]
-    lines += [f"<{name}>\n{value}\n</{name}>" for name, value in blocks]
+    lines += [f"<{name}>\n{value}</{name}>" for name, value in blocks]
     lines.append(CALL_CLOSE)
     return "\n".join(lines)
 

@@ -419,7 +419,21 @@ def _edit_by_match(loaded: _Loaded, old: str, new: str, shown: str) -> str:
             return text[:start] + new_variant + text[start + len(old_variant) :]
         if positions:
             raise _not_unique_error(text, positions, shown)
+    at_end = _edit_at_unterminated_end(text, old, new)
+    if at_end is not None:
+        return at_end
     raise _not_found_error(text, old, shown)
+
+
+def _edit_at_unterminated_end(text: str, old: str, new: str) -> str | None:
+    """Whole lines written as a raw block end with a newline, but the same lines may end a
+    file that has none: match them there (and only there)."""
+    if not (old.endswith("\n") and new.endswith("\n")) or text.endswith("\n"):
+        return None
+    old_lines, new_lines = old[:-1], new[:-1]
+    if old_lines and text.endswith(old_lines) and text.count(old_lines) == 1:
+        return text[: len(text) - len(old_lines)] + new_lines
+    return None
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
