@@ -625,3 +625,11 @@ def test_broken_trust_file_trusts_nothing_and_never_crashes(content: str, tmp_pa
     assert not store.is_trusted(tmp_path)
     store.trust(tmp_path)
     assert store.is_trusted(tmp_path / "x")
+
+
+def test_session_rules_carry_over_when_rules_are_rebuilt() -> None:
+    old = RuleSet([Rule.parse("read_file", "project")], [Rule.parse("run_cmd(rm *)", "session")])
+    new = RuleSet([Rule.parse("write_file", "user")], [])
+    new.carry_session_rules(old)
+    assert [str(r) for r in new.deny] == ["run_cmd(rm *)"]
+    assert [str(r) for r in new.allow] == ["write_file"]

@@ -124,11 +124,15 @@ class App:
             self.say("Trusted; its rules apply from now on.")
 
     async def rebuild(self, settings: Settings | None = None) -> None:
-        """A new runtime (provider, rules) for the same conversation."""
+        """A new runtime (provider, rules) for the same conversation; what the user set this
+        session (rules, plan mode, auto-commit) carries over."""
         old = self.runtime
         self.runtime = build_runtime(settings or self.settings, self.options, self.ui, self.env)
         self.settings = settings or self.settings
         self.runtime.git.enabled = old.git.enabled
+        self.runtime.rules.carry_session_rules(old.rules)
+        if old.plan_gate.active:
+            self.runtime.set_plan_mode("on", self.approve_plan)
         self.protocol = await self.runtime.start()
         await old.aclose()
 

@@ -177,6 +177,14 @@ class RuleSet:
         if all((r.tool, r.pattern) != (rule.tool, rule.pattern) for r in rules):
             rules.append(rule)
 
+    def carry_session_rules(self, previous: RuleSet) -> None:
+        """Rules added this session have no file to be read back from: keep them when the
+        rules are rebuilt (a reload, a provider switch)."""
+        for kind, rules in (("allow", previous.allow), ("deny", previous.deny)):
+            for rule in rules:
+                if rule.source == "session":
+                    self.add(kind, rule)  # type: ignore[arg-type]
+
     def describe(self) -> list[str]:
         """One line per rule, deny first: `allow run_cmd(git status)  [project]`."""
         kinds = (("deny", self.deny), ("allow", self.allow))

@@ -245,13 +245,9 @@ async def perms(app: App, arg: str) -> None:
     elif verb == "reload":
         rules, warnings = load_rules(app.options.root, app.options.home,
                                      trusted=app.options.trusted, extra_allow=app.options.allow)
-        # Only the files are re-read: rules given this session or on the command
-        # line have no file to come back from, so they carry over.
+        # The files are re-read (command-line rules come with them); session rules carry over.
         current = app.runtime.rules
-        for kind, kept in (("allow", current.allow), ("deny", current.deny)):
-            for rule in kept:
-                if rule.source in ("session", "command line"):
-                    rules.add(kind, rule)  # type: ignore[arg-type]
+        rules.carry_session_rules(current)
         current.allow[:], current.deny[:] = rules.allow, rules.deny
         for warning in warnings:
             app.say(warning, "warning")
