@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import get_app_or_none, run_in_terminal
 from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
@@ -72,7 +73,8 @@ class App:
         self.conv = self.record.to_conversation()
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(lambda: COMMANDS.names(), files)
-        self.prompt = make_session(self.options.home / "history", completer, self.toolbar)
+        self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
+                                   warn=self.warn_anytime)
 
     def _initial_record(self, resume: str | None, continue_last: bool) -> SessionRecord:
         root = self.options.root
@@ -250,6 +252,14 @@ class App:
     def say(self, message: str, level: NoticeLevel = "info") -> None:
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
         self.console.print(Text(message, style=style))
+
+    def warn_anytime(self, message: str) -> None:
+        """A warning that may come while the input line is showing (the history file failing
+        as Enter stores a line): printed above the prompt then, directly otherwise."""
+        if get_app_or_none() is None:
+            self.say(message, "warning")
+        else:
+            run_in_terminal(lambda: self.say(message, "warning"))
 
     async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
         session: PromptSession = PromptSession()

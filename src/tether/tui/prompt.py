@@ -13,7 +13,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
-from prompt_toolkit.history import FileHistory
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from ..git_ops import clean_git_env
@@ -102,12 +102,66 @@ def key_bindings() -> KeyBindings:
     return keys
 
 
+class SafeFileHistory(FileHistory):
+    """Input history in a file that may fail: the first read or write error is reported
+    through `warn`, after which the file is left alone and the history lives in memory."""
+
+    def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
+        super().__init__(str(path))
+        self.warn = warn
+        self.failed = False
+
+    def load_history_strings(self) -> Iterable[str]:
+        try:
+            return list(super().load_history_strings())
+        except OSError as exc:
+            self._give_up(exc)
+            return []
+
+    def store_string(self, string: str) -> None:
+        if self.failed:
+            return
+        try:
+            super().store_string(string)
+        except OSError as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: OSError) -> None:
+        if not self.failed:
+            self.failed = True
+            self.warn(f"The input history {self.filename} cannot be used ({_reason(exc)}); "
+                      "this session's history is kept in memory only.")
+
+
+def open_history(path: Path, warn: Callable[[str], None]) -> History:
+    """The history file, or an in-memory history (with one warning) when its folder cannot be made."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = "a file is in the way" if isinstance(exc, FileExistsError) else _reason(exc)
+        warn(f"The folder {path.parent} cannot be created ({reason}); "
+             "this session's input history is kept in memory only.")
+        return InMemoryHistory()
+    return SafeFileHistory(path, warn)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _ignore(_message: str) -> None:
+    pass
+
+
 def make_session(
-    history: Path, completer: Completer, toolbar: Callable[[], FormattedText | str]
+    history: Path,
+    completer: Completer,
+    toolbar: Callable[[], FormattedText | str],
+    warn: Callable[[str], None] = _ignore,
 ) -> PromptSession:
-    history.parent.mkdir(parents=True, exist_ok=True)
+    """The input line; `warn` hears (once) when the history file cannot be used."""
     return PromptSession(
-        history=FileHistory(str(history)),
+        history=open_history(history, warn),
         completer=completer,
         complete_while_typing=True,
         key_bindings=key_bindings(),

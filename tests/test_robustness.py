@@ -1,0 +1,120 @@
+"""A broken home folder, a bad setting or a failing command gives one clear line, never a
+traceback: the interactive app (in a pseudo-terminal) and `tether -p` (in a subprocess),
+against the local fake provider server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeServer, Reply
+from ptyapp import PtyApp, app_env, openai_args
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as fake:
+        fake.default_reply = Reply(text="Fine.")
+        yield fake
+
+
+def started(server: FakeServer, project: Path, home: Path, *extra: str) -> PtyApp:
+    app = PtyApp(openai_args(server.url, *extra), cwd=project, env=app_env(home))
+    try:
+        app.wait_for_prompt()
+    except BaseException:
+        app.close()
+        raise
+    return app
+
+
+def flat(text: str) -> str:
+    """The text with the terminal's line wrapping undone (rich wraps at spaces)."""
+    return " ".join(text.split())
+
+
+def leave(app: PtyApp) -> str:
+    """Exit with Ctrl-D; the whole session's text, unwrapped, checked for a traceback and
+    a clean exit."""
+    app.ctrl_d()
+    assert app.wait_exit() == 0, app.text()
+    text = flat(app.text())
+    assert "Traceback" not in text, text
+    return text
+
+
+def run_cli(args: list[str], cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess:
+    environment = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith(("OPENAI", "OLLAMA", "TETHER", "ANTHROPIC", "GEMINI"))
+    }
+    environment.update({"TETHER_HOME": str(home), **env})
+    return subprocess.run(
+        [sys.executable, "-m", "tether", *args],
+        cwd=cwd, env=environment, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+
+
+# ---------------------------------------------------------------- input history
+
+
+def test_home_that_is_a_file_starts_with_history_in_memory(
+    server: FakeServer, project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home-file"
+    home.write_text("not a folder\n")
+    with started(server, project, home) as app:
+        app.line("hello")
+        app.wait_for_text("Fine.")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert text.count("kept in memory only") == 1
+    assert f"{home} cannot be created (a file is in the way)" in text
+    assert home.read_text() == "not a folder\n"
+
+
+def test_history_that_cannot_be_written_warns_once_and_the_app_goes_on(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    (home / "history").mkdir(parents=True)  # neither readable nor writable as a file
+    with started(server, project, home) as app:
+        for request in ("one", "two"):
+            app.line(request)
+            app.wait_for_text("Fine.")
+            app.wait_for_prompt()
+        app.line("/usage")
+        app.wait_for_text("input ")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert text.count("cannot be used") == 1
+
+
+def test_safe_history_reports_a_failed_store_once(tmp_path: Path) -> None:
+    from tether.tui.prompt import SafeFileHistory, open_history
+
+    warnings: list[str] = []
+    path = tmp_path / "history"
+    history = open_history(path, warnings.append)
+    assert isinstance(history, SafeFileHistory)
+    assert list(history.load_history_strings()) == []
+    path.mkdir()  # the file becomes unwritable after start-up
+    history.append_string("first")
+    history.append_string("second")
+    assert len(warnings) == 1 and "kept in memory only" in warnings[0]
+    assert history.get_strings() == ["first", "second"]
