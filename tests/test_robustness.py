@@ -118,3 +118,51 @@ def test_safe_history_reports_a_failed_store_once(tmp_path: Path) -> None:
     history.append_string("second")
     assert len(warnings) == 1 and "kept in memory only" in warnings[0]
     assert history.get_strings() == ["first", "second"]
+
+
+# ---------------------------------------------------------------- the sessions folder
+
+
+SESSIONS_UNREADABLE = "sessions folder"
+
+
+def sessions_is_a_file(home: Path) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "sessions").write_text("not a folder\n")
+    return home / "sessions"
+
+
+def test_store_reports_a_sessions_path_that_is_not_a_folder(home: Path, project: Path) -> None:
+    from tether.session import SessionCorrupt, SessionStore
+
+    sessions_is_a_file(home)
+    store = SessionStore(home)
+    for call in (lambda: store.list(project), lambda: store.latest(project),
+                 lambda: store.load("anything", project)):
+        with pytest.raises(SessionCorrupt, match="cannot be read .Not a directory."):
+            call()
+
+
+@pytest.mark.parametrize("flag", [["-c"], ["-r", "anything"]])
+def test_continue_and_resume_report_an_unusable_sessions_folder(
+    server: FakeServer, project: Path, home: Path, flag: list[str]
+) -> None:
+    path = sessions_is_a_file(home)
+    with PtyApp(openai_args(server.url, *flag), cwd=project, env=app_env(home)) as app:
+        assert app.wait_exit() == 2
+        text = flat(app.text())
+    assert "Traceback" not in text, text
+    assert f"The {SESSIONS_UNREADABLE} {path} cannot be read (Not a directory)" in text
+
+
+def test_sessions_and_load_report_an_unusable_sessions_folder(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    path = sessions_is_a_file(home)
+    with started(server, project, home) as app:
+        for command in ("/sessions", "/load anything"):
+            app.line(command)
+            app.wait_for_prompt()
+        app.settle()
+        text = leave(app)
+    assert text.count(f"The {SESSIONS_UNREADABLE} {path} cannot be read") == 2

@@ -161,7 +161,10 @@ class App:
         if not text:
             return
         if text.startswith("/"):
-            await COMMANDS.run(self, text)
+            try:
+                await COMMANDS.run(self, text)
+            except SessionCorrupt as exc:  # the sessions folder or a session file is unusable
+                self.say(str(exc), "error")
         else:
             await self.turn(line)
 

@@ -51,11 +51,12 @@ _ROLES = ("system", "user", "assistant", "tool")
 
 
 class SessionCorrupt(Exception):
-    """A session file exists but cannot be read back; it is left untouched."""
+    """A session file (or the sessions folder) cannot be read back; it is left untouched."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Path, problem: str, message: str = "") -> None:
         super().__init__(
-            f"Session file {path} is corrupt ({problem}). It was left untouched; "
+            message
+            or f"Session file {path} is corrupt ({problem}). It was left untouched; "
             "fix it or move it away to use this session id again."
         )
         self.path = path
@@ -218,12 +219,20 @@ class SessionStore:
     def _files(self) -> builtins.list[Path]:
         try:
             paths = list(self.directory.iterdir())
+            # Hidden names are the atomic writer's temporary files.
+            return [
+                p for p in paths
+                if p.suffix == ".json" and not p.name.startswith(".") and p.is_file()
+            ]
         except FileNotFoundError:
             return []
-        # Hidden names are the atomic writer's temporary files.
-        return [
-            p for p in paths if p.suffix == ".json" and not p.name.startswith(".") and p.is_file()
-        ]
+        except OSError as exc:  # a file where the folder should be, or no permission
+            reason = exc.strerror or type(exc).__name__
+            raise SessionCorrupt(
+                self.directory, reason,
+                f"The sessions folder {self.directory} cannot be read ({reason}); saved "
+                "sessions are unavailable until it is fixed or moved away.",
+            ) from None
 
     def _read(self, path: Path) -> SessionRecord:
         try:
