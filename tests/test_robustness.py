@@ -166,3 +166,51 @@ def test_sessions_and_load_report_an_unusable_sessions_folder(
         app.settle()
         text = leave(app)
     assert text.count(f"The {SESSIONS_UNREADABLE} {path} cannot be read") == 2
+
+
+# ---------------------------------------------------------------- trust
+
+
+def trust_cannot_be_saved(home: Path) -> None:
+    (home / "trusted.json").mkdir(parents=True)  # a folder where the file should be written
+
+
+def project_rules(project: Path) -> None:
+    (project / ".permissions.json").write_text('{"allow": ["run_cmd(ls)"]}\n')
+
+
+def test_trust_that_cannot_be_saved_still_applies_for_the_session(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    trust_cannot_be_saved(home)
+    project_rules(project)
+    with PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
+        app.wait_for_cursor_on("[y/N]")
+        app.line("y")
+        app.wait_for_prompt()
+        app.line("/perms")
+        app.wait_for_text("run_cmd(ls)")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert f"Could not save the trust in {home / 'trusted.json'}" in text
+    assert "Trusted for this session only" in text
+
+
+def test_always_allowed_rule_is_kept_when_the_trust_cannot_be_saved(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    trust_cannot_be_saved(home)
+    server.add(
+        Reply(tool_calls=[("write_file", {"filepath": "a.md", "content": "hello\n"})]),
+        Reply(text="Wrote it."),
+    )
+    with started(server, project, home) as app:
+        app.line("write a note")
+        app.wait_for_cursor_on("Allow?")
+        app.line("a")
+        app.wait_for_text("Wrote it.")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert (project / "a.md").read_text() == "hello\n"
+    assert "write_file(a.md)" in (project / ".permissions.json").read_text()
+    assert "Could not save the trust" in text

@@ -120,10 +120,22 @@ class App:
                  "warning")
         answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ")
         if answer.strip().lower() in ("y", "yes"):
-            trust.trust(root)
+            saved = self.remember_trust()
             self.options.trusted = True
             await self.rebuild()
-            self.say("Trusted; its rules apply from now on.")
+            self.say("Trusted; its rules apply from now on." if saved
+                     else "Trusted for this session only; its rules apply until you exit.")
+
+    def remember_trust(self) -> bool:
+        """Save that the user trusts this folder; a home that cannot be written is reported
+        (the trust still holds for this session) and gives False."""
+        trust = TrustStore(self.options.home)
+        try:
+            trust.trust(self.options.root)
+        except OSError as exc:
+            self.say(f"Could not save the trust in {trust.path} ({exc.strerror or exc}).", "warning")
+            return False
+        return True
 
     async def rebuild(self, settings: Settings | None = None) -> None:
         """A new runtime (provider, rules) for the same conversation; what the user set this
@@ -323,7 +335,7 @@ class App:
         if self.options.trusted:
             return
         if file_is_ours:
-            TrustStore(self.options.home).trust(self.options.root)
+            self.remember_trust()
             self.options.trusted = True
         else:
             self.say(f"This folder is not trusted, so its {PROJECT_FILE} counts only after you "
