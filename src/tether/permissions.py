@@ -22,17 +22,15 @@ and the command line.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import stat
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .atomic import atomic_write_json
 from .shell_parse import allow_forms, deny_forms, normalize_whitespace, split_command
 
 Verdict = Literal["allow", "deny", "ask"]
@@ -455,27 +453,7 @@ def save_rule(path: Path, kind: RuleKind, rule: Rule) -> None:
         raise RuleError(f'{path}: "{kind}" is not a list; not changed')
     if str(rule) not in entries:
         entries.append(str(rule))
-    _write_json_atomically(path, data)
-
-
-def _write_json_atomically(path: Path, data: Any) -> None:
-    """Temp file in the same directory, fsync, then os.replace: a reader sees
-    the old file or the new one, never half of one."""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_json(path, data)
 
 
 # --- trust -----------------------------------------------------------------------
@@ -496,7 +474,7 @@ class TrustStore:
         folders = [str(f) for f in self._folders()]
         target = str(_resolved(folder))
         if target not in folders:
-            _write_json_atomically(self.path, [*folders, target])
+            atomic_write_json(self.path, [*folders, target])
 
     def _folders(self) -> list[Path]:
         # An unreadable or hand-broken file trusts nothing: the safe reading.

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
+from tether.atomic import atomic_write_bytes
 from tether.git_ops import clean_git_env
 from tether.tools._paths import display_path, is_inside_root, near_names
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
@@ -228,41 +228,10 @@ def _decode(data: bytes) -> _Loaded:
         return _Loaded(data.decode("latin-1"), "latin-1")
 
 
-def _atomic_write_text(path: Path, text: str, encoding: str = "utf-8") -> None:
-    _atomic_write_bytes(path, text.encode(encoding))
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory and os.replace, so a reader never
-    sees half a file. Writes through a symlink to its target rather than over it."""
-    target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    mode = target.stat().st_mode & 0o7777 if target.exists() else _new_file_mode()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _new_file_mode() -> int:
-    """The mode a plain open() would give a new file (mkstemp uses 0600).
-
-    The umask is read from /proc rather than with os.umask(), which would
-    briefly change it for every thread of the process.
-    """
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    return 0o644
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Write atomically (see tether.atomic), keeping an existing file's mode. Every
+    symlink on the way is followed, so a link updates what it points at and stays a link."""
+    atomic_write_bytes(Path(os.path.realpath(path)), data)
 
 
 # --- read_file --------------------------------------------------------------
@@ -319,7 +288,7 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path to write.")
     existed = path.exists()
-    _atomic_write_text(path, args.content)
+    _write_bytes(path, args.content.encode("utf-8"))
     verb = "Overwrote" if existed else "Created"
     count = _count_lines(args.content)
     return ToolOutput(
@@ -352,7 +321,7 @@ def edit_file(args: EditFileParams, ctx: ToolContext) -> ToolOutput:
     edited = _keep_final_newline(loaded.text, edited)
     if edited == loaded.text:
         raise ToolError(f"The edit leaves {shown} unchanged (new_content equals the old text).")
-    _atomic_write_bytes(path, loaded.encode(edited, shown))
+    _write_bytes(path, loaded.encode(edited, shown))
     diff, added, removed = _short_diff(loaded.text, edited, shown)
     return ToolOutput(
         f"Edited {shown} (+{added} -{removed} lines).\n{diff}",
