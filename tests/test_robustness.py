@@ -214,3 +214,87 @@ def test_always_allowed_rule_is_kept_when_the_trust_cannot_be_saved(
     assert (project / "a.md").read_text() == "hello\n"
     assert "write_file(a.md)" in (project / ".permissions.json").read_text()
     assert "Could not save the trust" in text
+
+
+# ---------------------------------------------------------------- slash commands and the session
+
+
+def test_a_slash_command_hitting_an_unusable_file_says_so_and_the_app_goes_on(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    (home / "connection.json").mkdir(parents=True)  # /connect remembers its choice here
+    with started(server, project, home) as app:
+        app.line("/connect openai other-model")
+        app.wait_for_text("could not finish")
+        app.wait_for_prompt()
+        app.line("/usage")
+        app.wait_for_text("input ")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert f"/connect could not finish: Is a directory: {home / 'connection.json'}" in text
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.fixture
+def failing_commands() -> Iterator[None]:
+    from tether.slash import COMMANDS
+
+    async def boom(app: object, arg: str) -> None:
+        raise Boom(f"bad {arg}\nsecond line")
+
+    async def disk(app: object, arg: str) -> None:
+        raise PermissionError(13, "Permission denied", "/some/file")
+
+    COMMANDS.command("boom", "/boom", "fails")(boom)
+    COMMANDS.command("disk", "/disk", "fails")(disk)
+    yield
+    for name in ("boom", "disk"):
+        COMMANDS._commands.pop(name)
+
+
+async def test_any_failure_in_a_slash_command_is_one_line(
+    failing_commands: None, project: Path, home: Path
+) -> None:
+    import io
+
+    from rich.console import Console
+
+    from tether.app import App
+    from tether.config import Settings
+    from tether.runtime import RunOptions
+
+    out = io.StringIO()
+    app = App(Settings(), RunOptions(root=project, home=home), {},
+              console=Console(file=out, width=200, color_system=None))
+    await app.handle("/boom thing")
+    await app.handle("/disk")
+    assert out.getvalue().splitlines() == [
+        "/boom failed with Boom: bad thing second line",
+        "/disk could not finish: Permission denied: /some/file",
+    ]
+
+
+def test_a_bad_flag_is_still_a_usage_error_interactively(project: Path, home: Path) -> None:
+    proc = run_cli(["--provider", "nosuch"], project, home)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("tether: unknown provider 'nosuch'")
+
+
+def test_a_value_error_during_the_session_is_no_usage_error(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tether import app as app_module
+    from tether.cli import EXIT_ERROR, build_parser, interactive
+
+    async def buggy(*args: object) -> int:
+        raise ValueError("a bug, not the user's flags")
+
+    monkeypatch.setattr(app_module, "run_app", buggy)
+    monkeypatch.setenv("TETHER_HOME", str(home))
+    monkeypatch.chdir(project)
+    assert interactive(build_parser().parse_args([])) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err == "tether: stopped by an unexpected ValueError: a bug, not the user's flags\n"

@@ -39,6 +39,10 @@ from .ui import NoticeLevel
 TITLE_TIMEOUT = 20.0
 
 
+class UsageProblem(Exception):
+    """The app cannot start with these flags or settings (found while setting it up)."""
+
+
 @dataclass
 class App:
     settings: Settings
@@ -173,12 +177,25 @@ class App:
         if not text:
             return
         if text.startswith("/"):
-            try:
-                await COMMANDS.run(self, text)
-            except SessionCorrupt as exc:  # the sessions folder or a session file is unusable
-                self.say(str(exc), "error")
+            await self.slash_command(text)
         else:
             await self.turn(line)
+
+    async def slash_command(self, text: str) -> None:
+        """Run one; whatever goes wrong in it is one line on the screen and the app goes on."""
+        name = "/" + text[1:].strip().partition(" ")[0]
+        try:
+            await COMMANDS.run(self, text)
+        except SessionCorrupt as exc:  # the sessions folder or a session file is unusable
+            self.say(str(exc), "error")
+        except OSError as exc:  # a file under TETHER_HOME or the project that cannot be used
+            path = exc.filename2 or exc.filename  # a rename names its target second
+            where = f": {path}" if path else ""
+            self.say(f"{name} could not finish: {exc.strerror or exc}{where}", "error")
+        except Exception as exc:  # a bug in a command must not end the session
+            detail = " ".join(str(exc).split())
+            self.say(f"{name} failed with {type(exc).__name__}" + (f": {detail}" if detail else ""),
+                     "error")
 
     async def turn(self, line: str) -> None:
         text, attached = expand_mentions(line, self.options.root)
@@ -369,11 +386,14 @@ def warm_up() -> None:
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
                   resume: str | None, continue_last: bool) -> int:
+    """Set up and run the app; raises UsageProblem when the flags or settings cannot start it."""
     app = App(settings, options, env)
     try:
         app.setup(resume, continue_last)
     except (LookupError, SessionCorrupt) as exc:
         app.say(str(exc), "error")
         return 2
+    except ValueError as exc:  # an unknown provider, a bad --allow rule, ...
+        raise UsageProblem(str(exc)) from None
     return await app.run()
 

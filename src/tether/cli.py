@@ -111,10 +111,15 @@ def interactive(args: argparse.Namespace) -> int:
         return asyncio.run(start_app(args, dict(os.environ)))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as exc:  # the last resort: one line, never a traceback
+        detail = " ".join(str(exc).split())
+        sys.stderr.write(f"tether: stopped by an unexpected {type(exc).__name__}"
+                         + (f": {detail}" if detail else "") + "\n")
+        return EXIT_ERROR
 
 
 async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
-    from .app import run_app
+    from .app import UsageProblem, run_app
 
     prepared = prepare(args, env)
     if isinstance(prepared, int):
@@ -124,7 +129,7 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
         sys.stderr.write(f"warning: {warning}\n")
     try:
         return await run_app(settings, options, env, args.resume, args.continue_last)
-    except ValueError as exc:
+    except UsageProblem as exc:  # only set-up problems: a ValueError later is no usage error
         return usage_error(str(exc))
 
 
