@@ -298,3 +298,44 @@ def test_a_value_error_during_the_session_is_no_usage_error(
     assert interactive(build_parser().parse_args([])) == EXIT_ERROR
     err = capsys.readouterr().err
     assert err == "tether: stopped by an unexpected ValueError: a bug, not the user's flags\n"
+
+
+# ---------------------------------------------------------------- the trust question
+
+
+@pytest.mark.parametrize("key", ["ctrl_d", "ctrl_c"])
+def test_ctrl_d_or_ctrl_c_at_the_trust_question_means_no(
+    server: FakeServer, project: Path, home: Path, key: str
+) -> None:
+    project_rules(project)
+    with PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
+        app.wait_for_cursor_on("[y/N]")
+        getattr(app, key)()
+        app.wait_for_prompt()
+        app.line("/perms")
+        app.wait_for_text("No rules")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert "Not trusted: its allow rules are ignored" in text
+    assert not (home / "trusted.json").exists()
+
+
+async def test_the_runtime_is_closed_however_the_start_ends(project: Path, home: Path) -> None:
+    from tether.app import App
+    from tether.config import Settings
+    from tether.runtime import RunOptions
+
+    class Runtime:
+        closed = False
+
+        async def start(self) -> str:
+            raise RuntimeError("the server went away")
+
+        async def aclose(self) -> None:
+            self.closed = True
+
+    app = App(Settings(), RunOptions(root=project, home=home), {})
+    app.runtime = Runtime()  # type: ignore[assignment]
+    with pytest.raises(RuntimeError):
+        await app.run()
+    assert app.runtime.closed

@@ -92,11 +92,11 @@ class App:
         return self.store.new(root, self.settings.provider, self.runtime.loop.settings.model)
 
     async def run(self) -> int:
-        self.protocol = await self.runtime.start()
-        self.banner()
-        threading.Thread(target=warm_up, daemon=True).start()
-        await self.ask_trust()
         try:
+            self.protocol = await self.runtime.start()
+            self.banner()
+            threading.Thread(target=warm_up, daemon=True).start()
+            await self.ask_trust()
             await self.read_loop()
         finally:
             await self.runtime.aclose()
@@ -122,13 +122,18 @@ class App:
             return
         self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without asking.",
                  "warning")
-        answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ")
+        try:
+            answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ")
+        except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D: the safe answer, no
+            answer = ""
         if answer.strip().lower() in ("y", "yes"):
             saved = self.remember_trust()
             self.options.trusted = True
             await self.rebuild()
             self.say("Trusted; its rules apply from now on." if saved
                      else "Trusted for this session only; its rules apply until you exit.")
+        else:
+            self.say("Not trusted: its allow rules are ignored (its deny rules still apply).")
 
     def remember_trust(self) -> bool:
         """Save that the user trusts this folder; a home that cannot be written is reported
