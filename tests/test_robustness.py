@@ -339,3 +339,65 @@ async def test_the_runtime_is_closed_however_the_start_ends(project: Path, home:
     with pytest.raises(RuntimeError):
         await app.run()
     assert app.runtime.closed
+
+
+# ---------------------------------------------------------------- malformed base URLs
+
+
+BASE_URL_KEYS = ["ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url"]
+
+
+@pytest.mark.parametrize("key", BASE_URL_KEYS)
+@pytest.mark.parametrize("value", ["http://[::1", "http://host:port", "localhost:11434",
+                                   "ftp://example.com", "http://127.0.0.1:99999"])
+def test_a_malformed_base_url_setting_is_reported_and_the_default_kept(
+    home: Path, key: str, value: str
+) -> None:
+    from tether.config import Settings, load_settings
+
+    home.mkdir()
+    (home / "config.toml").write_text(f'{key} = "{value}"\nmodel = "kept"\n')
+    settings, warnings = load_settings(env={}, home=home)
+    assert getattr(settings, key) == getattr(Settings(), key)
+    assert settings.model == "kept"
+    assert len(warnings) == 1 and f"invalid value for '{key}'" in warnings[0]
+
+
+def test_good_base_urls_are_accepted(home: Path) -> None:
+    from tether.config import load_settings
+
+    env = {"OLLAMA_HOST": "[::1]:11434", "OPENAI_BASE_URL": "https://user@example.com:8443/v1",
+           "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "GEMINI_BASE_URL": "https://g.example"}
+    settings, warnings = load_settings(env=env, home=home)
+    assert warnings == []
+    assert settings.ollama_host == "http://[::1]:11434"
+    assert settings.openai_base_url == "https://user@example.com:8443/v1"
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("http://[::1", "http://[::1"),
+    ("http://user:secret@[::1/v1?key=secret#x", "http://[::1/v1"),
+    ("https://user:secret@example.com/v1?key=secret", "https://example.com/v1"),
+])
+def test_display_url_never_raises_and_never_shows_credentials(url: str, shown: str) -> None:
+    from tether.providers._http import display_url
+
+    assert display_url(url) == shown
+
+
+def test_one_shot_with_a_malformed_ollama_host_warns_and_goes_on(project: Path, home: Path) -> None:
+    with FakeServer([Reply(text="Hello from the fake.")]) as fake:
+        proc = run_cli(["-p", "hi", "--provider", "ollama", "--base-url", fake.url, "--model", "m"],
+                       project, home, OLLAMA_HOST="http://[::1")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "invalid value for 'ollama_host'" in proc.stderr
+    assert proc.stdout == "Hello from the fake.\n"
+
+
+def test_one_shot_with_a_malformed_base_url_flag_is_one_error_line(project: Path, home: Path) -> None:
+    proc = run_cli(["-p", "hi", "--provider", "ollama", "--base-url", "http://[::1", "--model", "m"],
+                   project, home)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: ")

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -70,6 +71,25 @@ class Settings(BaseModel):
     sandbox: Literal["off", "read-only", "workspace-write"] = Field(
         "off", description="Run commands under bubblewrap: off, read-only, or workspace-write (project root writable)."
     )
+
+    @field_validator("ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url")
+    @classmethod
+    def _usable_base_url(cls, value: str) -> str:
+        check_base_url(value)
+        return value
+
+
+def check_base_url(value: str) -> None:
+    """ValueError saying why `value` cannot be a provider's base URL."""
+    try:
+        url = httpx.URL(value)
+        port = url.port
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ValueError(f"not a valid URL: {exc}") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError("expected an http:// or https:// URL with a host")
+    if port is not None and not 0 < port < 65536:
+        raise ValueError(f"port {port} is out of range")
 
 
 def field_docs() -> dict[str, str]:

@@ -241,8 +241,12 @@ def one_line(text: str, limit: int = SERVER_MESSAGE_LIMIT) -> str:
 
 
 def display_url(url: str) -> str:
-    """The URL as shown to the user: no credentials, query or fragment."""
-    parts = urlsplit(url)
+    """The URL as shown to the user: no credentials, query or fragment. Never raises."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # malformed (an unclosed IPv6 bracket): cut the same parts by hand
+        head = re.split(r"[?#]", url, maxsplit=1)[0]
+        return re.sub(r"(?<=//)[^/]*@", "", head, count=1)
     netloc = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit((parts.scheme, netloc, parts.path, "", "")) or url
 
