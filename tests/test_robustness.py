@@ -401,3 +401,35 @@ def test_one_shot_with_a_malformed_base_url_flag_is_one_error_line(project: Path
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+
+
+# ---------------------------------------------------------------- saved keys
+
+
+def corrupt_credentials(home: Path) -> Path:
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "credentials.json"
+    path.write_text('{"keys": {"openai": ')
+    return path
+
+
+def test_a_corrupt_credentials_file_is_a_warning_when_no_key_is_found(home: Path) -> None:
+    from tether.config import Settings
+    from tether.providers import create_provider
+
+    path = corrupt_credentials(home)
+    settings = Settings(provider="openai")
+    heard: list[str] = []
+    create_provider(settings, {}, notice=heard.append, home=home)
+    assert len(heard) == 1 and str(path) in heard[0] and "not valid JSON" in heard[0]
+    heard.clear()
+    create_provider(settings, {"OPENAI_API_KEY": "from-env"}, notice=heard.append, home=home)
+    assert heard == []  # the key was found: the broken file does not matter now
+
+
+def test_one_shot_warns_about_a_corrupt_credentials_file(project: Path, home: Path) -> None:
+    path = corrupt_credentials(home)
+    with FakeServer([Reply(text="Answered.")]) as fake:
+        proc = run_cli(["-p", "hi", *openai_args(fake.url)], project, home)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert f"warning: {path} is not valid JSON" in proc.stderr

@@ -80,7 +80,9 @@ def create_provider(
     api_key = None
     if name in API_KEY_ENV:
         store = KeyStore(tether_home(env) if home is None else home)
-        api_key, _source = resolve_key(name, env, store)
+        api_key, source = resolve_key(name, env, store)
+        if source == "missing" and store.problem and notice is not None:
+            notice(store.problem)  # a broken credentials file must not look like "no key saved"
     extra: dict[str, Any] = {}
     if name == "ollama" and settings.context_window is not None:
         extra["context_window"] = settings.context_window
