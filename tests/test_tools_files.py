@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tether.tools import files
-from tether.tools._paths import display_path, is_inside_root
+from tether.tools._paths import display_path, is_inside_root, is_within
 from tether.tools.files import (
     FILE_TOOLS,
     CopyFileParams,
@@ -555,6 +555,17 @@ def test_is_inside_root_resolves_symlinks(tmp_path: Path) -> None:
     assert not is_inside_root(root / "escape" / "x.txt", root)
     assert not is_inside_root(root / ".." / "elsewhere", root)
     assert not is_inside_root(tmp_path / "project2", root)
+    assert not is_inside_root(root / "a\x00b", root)  # unrepresentable: outside, not a crash
+
+
+def test_is_within_compares_paths_as_written(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "escape").symlink_to(tmp_path)
+    assert is_within(root / "escape" / "x", root)  # no symlink is resolved
+    assert is_within(root, root)
+    assert not is_within(tmp_path / "project2", root)
+    assert not is_within(tmp_path, root)
 
 
 def test_display_path(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from .messages import ToolCall
 from .permissions import Decision, RuleSet
 from .sandbox import Sandbox
 from .shell_parse import split_command
+from .tools._paths import is_inside_root, is_within
 from .toolspec import Tool
 
 PATH_PARAMS = ("filepath", "path", "source", "destination")
@@ -167,13 +168,10 @@ def checked_values(call: ToolCall, tool: Tool) -> list[tuple[str, bool]]:
 def is_inside(root: Path, path: str) -> bool:
     """True when `path` (relative to root, or absolute) stays inside root, symlinks resolved."""
     try:
-        candidate = Path(os.path.expanduser(path))
-        if not candidate.is_absolute():
-            candidate = root / candidate
-        candidate.resolve().relative_to(root.resolve())
-    except (ValueError, OSError):  # outside, or a path the OS cannot even represent
+        candidate = root / os.path.expanduser(path)
+    except (ValueError, OSError):  # a path the OS cannot even represent
         return False
-    return True
+    return is_inside_root(candidate, root)
 
 
 def _absolute(root: Path, path: str) -> Path:
@@ -186,17 +184,13 @@ def _forms(path: Path) -> set[Path]:
     return {path, path.resolve()}
 
 
-def _within(path: Path, parent: Path) -> bool:
-    return path == parent or parent in path.parents
-
-
 def is_secret_path(root: Path, home: Path, path: str) -> bool:
     """True when `path` is a credentials file inside `home`, by name, symlink or hard link."""
     try:
         candidate = _absolute(root, path)
         homes = _forms(Path(os.path.normpath(home.expanduser())))
         for form in _forms(candidate):
-            if form.name == CREDENTIALS_FILE and any(_within(form, h) for h in homes):
+            if form.name == CREDENTIALS_FILE and any(is_within(form, h) for h in homes):
                 return True
         secrets = home / CREDENTIALS_FILE
         return candidate.is_file() and secrets.is_file() and os.path.samefile(candidate, secrets)
@@ -208,7 +202,7 @@ def contains_home(root: Path, home: Path, path: str) -> bool:
     """True when the directory `path` is `home` or one of its ancestors."""
     try:
         homes = _forms(Path(os.path.normpath(home.expanduser())))
-        return any(_within(h, form) for form in _forms(_absolute(root, path)) for h in homes)
+        return any(is_within(h, form) for form in _forms(_absolute(root, path)) for h in homes)
     except (ValueError, OSError, RuntimeError):
         return False
 

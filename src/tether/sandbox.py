@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from .providers import API_KEY_ENV
+from .tools._paths import is_within
 
 SandboxMode = Literal["off", "read-only", "workspace-write"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
@@ -59,10 +60,6 @@ def _isolation_args() -> list[str]:
         # timeout kill the whole tree with one killpg.
         "--die-with-parent",
     ]  # fmt: skip
-
-
-def _is_within(path: Path, parent: Path) -> bool:
-    return path == parent or parent in path.parents
 
 
 @dataclass
@@ -114,7 +111,7 @@ class Sandbox:
         args = [*_isolation_args(), bind, str(root), str(root)]
         if home.is_dir():
             args += ["--tmpfs", str(home)]
-            if _is_within(root, home):  # hiding the state directory must not hide the project
+            if is_within(root, home):  # hiding the state directory must not hide the project
                 args += [bind, str(root), str(root)]
         return [*args, "--chdir", str(root)]
 

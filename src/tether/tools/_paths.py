@@ -11,14 +11,21 @@ def is_inside_root(path: Path, root: Path) -> bool:
     """True when `path` (after resolving symlinks) is the root or lies beneath it.
 
     Resolving both sides means a symlink inside the project that points
-    elsewhere counts as outside, which is what a path policy must see.
+    elsewhere counts as outside, which is what a path policy must see. A path
+    the OS cannot resolve or even represent (a loop, a NUL byte) counts as outside.
     """
     try:
-        resolved = Path(path).resolve()
-        resolved_root = Path(root).resolve()
-    except (OSError, RuntimeError):  # symlink loops and the like
+        return is_within(Path(path).resolve(), Path(root).resolve())
+    except (OSError, RuntimeError, ValueError):
         return False
-    return resolved == resolved_root or resolved_root in resolved.parents
+
+
+def is_within(path: Path, parent: Path) -> bool:
+    """True when `path` is `parent` or lies beneath it, comparing the paths as written.
+
+    No symlink is resolved: callers that need that resolve first (see is_inside_root).
+    """
+    return path == parent or parent in path.parents
 
 
 def display_path(path: Path, root: Path) -> str:
