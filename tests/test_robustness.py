@@ -433,3 +433,17 @@ def test_one_shot_warns_about_a_corrupt_credentials_file(project: Path, home: Pa
         proc = run_cli(["-p", "hi", *openai_args(fake.url)], project, home)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert f"warning: {path} is not valid JSON" in proc.stderr
+
+
+# ---------------------------------------------------------------- wording by cause
+
+
+def test_a_prompt_that_cannot_be_encoded_is_not_called_unreachable(project: Path, home: Path) -> None:
+    broken = b"fix \xff this".decode("utf-8", "surrogateescape")  # a lone surrogate
+    with FakeServer([Reply(text="never")]) as fake:
+        proc = run_cli(["-p", broken, *openai_args(fake.url)], project, home, OPENAI_API_KEY="k")
+        assert fake.requests == []
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and "cannot reach" not in proc.stderr, proc.stderr
+    assert "nothing was sent to the OpenAI-compatible API" in proc.stderr
+    assert "cannot be encoded" in proc.stderr

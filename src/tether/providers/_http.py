@@ -593,6 +593,13 @@ class HttpTransport:
         detail = one_line(redact(str(exc), self._api_key), 160).rstrip(".") or type(exc).__name__
         if answer_started:
             return ProviderError(f"reading the answer from {where} failed ({detail}).", "connection")
+        if isinstance(exc, UnicodeEncodeError):  # a local failure: nothing was sent
+            if exc.encoding.lower().replace("-", "") == "utf8":
+                what = ("the request holds text that cannot be encoded, such as a broken "
+                        "character in the input")
+            else:  # headers are ASCII/Latin-1: usually a key pasted with a typographic quote
+                what = "a request header (the API key?) holds a character that cannot be sent"
+            return ProviderError(f"nothing was sent to {where}: {what} ({detail}).", "connection")
         return ProviderError(f"cannot reach {where} ({detail}). {self.connect_hint}", "connection")
 
     def incomplete_stream_error(self, received_valid_data: bool) -> ProviderError:
