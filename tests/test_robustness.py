@@ -447,3 +447,29 @@ def test_a_prompt_that_cannot_be_encoded_is_not_called_unreachable(project: Path
     assert "Traceback" not in proc.stderr and "cannot reach" not in proc.stderr, proc.stderr
     assert "nothing was sent to the OpenAI-compatible API" in proc.stderr
     assert "cannot be encoded" in proc.stderr
+
+
+def test_an_unreadable_memory_file_is_not_called_corrupt(home: Path) -> None:
+    from tether.memory import MemoryCorrupt, MemoryStore
+
+    (home / "memory.json").mkdir(parents=True)
+    with pytest.raises(MemoryCorrupt) as info:
+        MemoryStore(home / "memory.json").list()
+    message = str(info.value)
+    assert f"The memory file {home / 'memory.json'} cannot be read (Is a directory)." in message
+    assert "corrupt" not in message
+
+
+def test_an_unreadable_session_file_is_not_called_corrupt(home: Path, project: Path) -> None:
+    from tether.session import SessionCorrupt, SessionStore
+
+    store = SessionStore(home)
+    record = store.new(project, "openai", "fake")
+    store.path_for(record.id).mkdir(parents=True)  # in the way of the save, and unreadable
+    with pytest.raises(SessionCorrupt) as info:
+        store.save(record)
+    assert str(info.value) == (
+        f"Session file {store.path_for(record.id)} cannot be read (Is a directory). "
+        "It was left untouched."
+    )
+    assert info.value.problem == "cannot be read (Is a directory)"

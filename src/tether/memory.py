@@ -32,9 +32,11 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9 _.\-]+$")
 class MemoryCorrupt(Exception):
     """The memory file exists but cannot be read back; it is left untouched."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Path, problem: str, unreadable: bool = False) -> None:
+        # A file the system will not hand over (permissions, not a file) is not corrupt.
+        state = f"cannot be read ({problem})" if unreadable else f"is corrupt ({problem})"
         super().__init__(
-            f"The memory file {path} is corrupt ({problem}). Nothing was read or changed; "
+            f"The memory file {path} {state}. Nothing was read or changed; "
             "it will not be overwritten until the user fixes it or moves it away."
         )
         self.path = path
@@ -129,7 +131,7 @@ class MemoryStore:
         except UnicodeDecodeError:
             raise MemoryCorrupt(self.path, "not UTF-8 text") from None
         except OSError as exc:
-            raise MemoryCorrupt(self.path, f"cannot be read: {exc.strerror or exc}") from None
+            raise MemoryCorrupt(self.path, exc.strerror or str(exc), unreadable=True) from None
         try:
             return _memories_from(json.loads(raw))
         except json.JSONDecodeError as exc:

@@ -239,8 +239,12 @@ class SessionStore:
             raw = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise SessionCorrupt(path, "not UTF-8 text") from None
-        except OSError as exc:
-            raise SessionCorrupt(path, f"cannot be read: {exc.strerror or exc}") from None
+        except OSError as exc:  # permissions, a folder in its place: unreadable, not corrupt
+            reason = exc.strerror or type(exc).__name__
+            raise SessionCorrupt(
+                path, f"cannot be read ({reason})",
+                f"Session file {path} cannot be read ({reason}). It was left untouched.",
+            ) from None
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
