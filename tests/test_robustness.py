@@ -473,3 +473,19 @@ def test_an_unreadable_session_file_is_not_called_corrupt(home: Path, project: P
         "It was left untouched."
     )
     assert info.value.problem == "cannot be read (Is a directory)"
+
+
+@pytest.mark.parametrize(("broken", "said"), [
+    (0, "No earlier session for this folder; starting a new one."),
+    (1, "No earlier session of this folder could be continued: the one saved session is unreadable"),
+    (2, "No earlier session of this folder could be continued: all 2 saved sessions are unreadable"),
+])
+def test_continue_says_how_many_sessions_are_unreadable(
+    server: FakeServer, project: Path, home: Path, broken: int, said: str
+) -> None:
+    (home / "sessions").mkdir(parents=True)
+    for n in range(broken):
+        (home / "sessions" / f"20250101-00000{n}-abcd.json").write_text("{not json")
+    with started(server, project, home, "-c") as app:
+        text = leave(app)
+    assert said in text

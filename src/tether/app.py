@@ -88,8 +88,18 @@ class App:
             latest = self.store.latest(root)
             if latest is not None:
                 return latest
-            self.say("No earlier session for this folder; starting a new one.", "warning")
+            self.say(self.no_earlier_session(), "warning")
         return self.store.new(root, self.settings.provider, self.runtime.loop.settings.model)
+
+    def no_earlier_session(self) -> str:
+        """Why -c starts afresh: no session at all, or only ones that cannot be read."""
+        broken = sum(1 for s in self.store.list(self.options.root) if s.corrupt)
+        if not broken:
+            return "No earlier session for this folder; starting a new one."
+        which = ("the one saved session is" if broken == 1
+                 else f"all {broken} saved sessions are")
+        return (f"No earlier session of this folder could be continued: {which} unreadable "
+                "(see /sessions); starting a new one.")
 
     async def run(self) -> int:
         try:
