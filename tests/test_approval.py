@@ -85,6 +85,14 @@ def test_outside_paths_ask_and_reads_inside_run(tmp_path: Path, table: ToolTable
     assert verdict(p, table, "write_file", filepath="link/x", content="x") == "ask"
 
 
+def test_every_declared_path_is_checked_not_only_file_tools(tmp_path: Path, table: ToolTable) -> None:
+    p = policy(tmp_path)
+    assert verdict(p, table, "git_diff", path="src") == "allow"
+    assert verdict(p, table, "git_diff", path="../elsewhere") == "ask"
+    assert verdict(p, table, "search_in_file", pattern="x", path="/etc") == "ask"
+    assert verdict(policy(tmp_path, deny=["*(.env)"]), table, "git_diff", path=".env") == "deny"
+
+
 def test_checked_values_name_the_main_argument_and_every_path(table: ToolTable) -> None:
     call = ToolCall("c", "copy_file", {"source": "a", "destination": "b"})
     assert checked_values(call, table.get("copy_file")) == [("a", True), ("b", True)]

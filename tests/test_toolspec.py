@@ -48,6 +48,34 @@ def test_flags_name_real_parameters(table: ToolTable) -> None:
         assert set(tool.block_params) <= fields, tool.name
         assert tool.main_arg is None or tool.main_arg in fields, tool.name
         assert tool.description.strip(), tool.name
+        assert set(tool.path_params) <= fields, tool.name
+        assert set(tool.written_params) <= set(tool.path_params), tool.name
+
+
+PATH_LIKE_NAMES = ("filepath", "path", "source", "destination")
+
+
+def test_every_path_parameter_is_declared(table: ToolTable) -> None:
+    """An undeclared path would escape the approval policy's path checks."""
+    for tool in table:
+        named = [n for n in tool.params.model_fields if n in PATH_LIKE_NAMES]
+        assert set(named) == set(tool.path_params), tool.name
+
+
+def test_file_changing_tools_name_what_they_change(table: ToolTable) -> None:
+    for tool in table:
+        assert bool(tool.written_params) == tool.writes_files, tool.name
+    copy = table.get("copy_file")
+    assert copy is not None and copy.written_params == ("destination",)
+
+
+def test_path_values_keep_only_non_empty_strings(table: ToolTable) -> None:
+    copy = table.get("copy_file")
+    assert copy is not None
+    arguments = {"source": "a", "destination": "b", "path": "ignored"}
+    assert copy.path_values(arguments) == {"source": "a", "destination": "b"}
+    assert copy.path_values(arguments, written_only=True) == {"destination": "b"}
+    assert copy.path_values({"source": "", "destination": 3}) == {}
 
 
 def test_handlers_take_the_tools_own_parameter_model(table: ToolTable) -> None:

@@ -4,9 +4,10 @@ Reads run; anything with side effects asks; deny rules always win; `--auto`
 allows everything a deny rule does not forbid. A path outside the project root
 asks even when a rule would allow it (except under --auto).
 
-Every path a call names is checked, not only its main argument: copy_file's
-destination and search_in_file's path meet the same deny rules as any other
-path, and an allow rule must cover all of them.
+Every path a call names (each argument its tool declares in `path_params`) is
+checked, not only its main argument: copy_file's destination and
+search_in_file's path meet the same deny rules as any other path, and an allow
+rule must cover all of them.
 
 Two checks stand above every rule and --auto: tether's saved keys
 (`credentials.json` in the state directory) are never read or written through
@@ -20,7 +21,6 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .dispatch import GateVerdict
 from .keys import CREDENTIALS_FILE
@@ -31,8 +31,6 @@ from .shell_parse import split_command
 from .tools._paths import is_inside_root, is_within
 from .toolspec import Tool
 
-PATH_PARAMS = ("filepath", "path", "source", "destination")
-"""Parameter names that hold file-system paths, by the tool table's naming convention."""
 SHELL_TOOL = "run_cmd"
 SANDBOXED_TOOLS = ("run_cmd", "send_input")
 """The tools whose commands the sandbox confines (end_process only stops one)."""
@@ -64,7 +62,7 @@ class ApprovalPolicy:
             if unverifiable:  # --auto turns "ask" into "run": deny rules must still be able to see it
                 return GateVerdict("deny", f"{unverifiable}, so deny rules cannot check it")
             return GateVerdict("allow")
-        outside = self.outside_paths(call.arguments)
+        outside = self.outside_paths(call, tool)
         if outside:
             return GateVerdict("ask", f"path outside the project: {', '.join(outside)}")
         if unverifiable:
@@ -88,7 +86,7 @@ class ApprovalPolicy:
                     "command text only; --sandbox hides the state directory from every command"
                 ))
             return None
-        paths = [v for k in PATH_PARAMS if isinstance(v := call.arguments.get(k), str) and v]
+        paths = list(tool.path_values(call.arguments).values())
         if any(is_secret_path(self.root, self.home, p) for p in paths):
             return GateVerdict("deny", (
                 f"tether's saved keys ({CREDENTIALS_FILE} in the state directory) are never "
@@ -146,23 +144,15 @@ class ApprovalPolicy:
     def _deny_rules_for(self, name: str) -> bool:
         return any(r.matches_tool(name) or r.matches_tool(SHELL_TOOL) for r in self.rules.deny)
 
-    def outside_paths(self, arguments: dict[str, Any]) -> list[str]:
-        found = []
-        for key in PATH_PARAMS:
-            value = arguments.get(key)
-            if isinstance(value, str) and value and not is_inside(self.root, value):
-                found.append(value)
-        return found
+    def outside_paths(self, call: ToolCall, tool: Tool) -> list[str]:
+        return [p for p in tool.path_values(call.arguments).values() if not is_inside(self.root, p)]
 
 
 def checked_values(call: ToolCall, tool: Tool) -> list[tuple[str, bool]]:
     """(value, is_path) for the main argument and every other path the call names."""
-    values = [(tool.main_value(call.arguments), tool.main_arg in PATH_PARAMS)]
-    for key in PATH_PARAMS:
-        value = call.arguments.get(key)
-        if key != tool.main_arg and isinstance(value, str) and value:
-            values.append((value, True))
-    return values
+    values = [(tool.main_value(call.arguments), tool.main_arg in tool.path_params)]
+    paths = tool.path_values(call.arguments)
+    return values + [(value, True) for key, value in paths.items() if key != tool.main_arg]
 
 
 def is_inside(root: Path, path: str) -> bool:

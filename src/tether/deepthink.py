@@ -31,8 +31,6 @@ DIFF_WINDOW = 12_000
 """Characters of diff (head and tail) handed to the review stage."""
 DIFF_UNAVAILABLE = "[diff unavailable"
 """How `GitOps.diff_since` starts its answer when it cannot make a diff."""
-CHANGED_PATH_PARAMS = ("filepath", "path", "destination")
-"""Arguments naming what a file tool changes (copy_file's source is only read)."""
 COMMAND_SHOWN = 70
 
 PLAN_INSTRUCTION = (
@@ -278,9 +276,8 @@ def changed_paths(evidence: Sequence[Evidence], table: ToolTable) -> list[str]:
         tool = table.get(record.call.name)
         if record.error or tool is None or not tool.writes_files:
             continue
-        for key in CHANGED_PATH_PARAMS:
-            value = record.call.arguments.get(key)
-            if isinstance(value, str) and value and value not in found:
+        for value in tool.path_values(record.call.arguments, written_only=True).values():
+            if value not in found:
                 found.append(value)
     return found
 

@@ -24,9 +24,6 @@ from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan
 from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
 from .ui import UI
 
-WRITTEN_PARAMS = ("filepath", "path", "destination")
-"""The parameters that name what a file tool may change (copy_file's source is only read)."""
-
 
 @dataclass
 class RunOptions:
@@ -155,8 +152,8 @@ def undo_hooks(git: GitOps, ctx: ToolContext) -> tuple[BeforeHook, AfterHook]:
 
     def before(call: ToolCall, tool: Tool) -> None:
         if tool.writes_files and git.enabled:
-            named = [call.arguments.get(k) for k in WRITTEN_PARAMS]
-            git.snapshot_before([ctx.resolve(p) for p in named if isinstance(p, str) and p])
+            named = tool.path_values(call.arguments, written_only=True).values()
+            git.snapshot_before([ctx.resolve(p) for p in named])
 
     def after(call: ToolCall, tool: Tool, output: ToolOutput) -> str | None:
         if tool.writes_files and output.changed_paths and git.enabled:

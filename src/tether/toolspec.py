@@ -61,6 +61,12 @@ class Tool:
     runs_commands: bool = False
     network: bool = False
     block_params: tuple[str, ...] = ()
+    path_params: tuple[str, ...] = ()
+    """Arguments that name files or directories: the approval policy checks every one of
+    them (path rules, the project root, tether's saved keys), not only the main argument."""
+    written_params: tuple[str, ...] = ()
+    """Those of `path_params` a call may change (copy_file's source is only read): they are
+    snapshotted before the call runs, and /deepthink reviews them."""
     result_cap: int | None = None
     """Characters of result kept (head and tail); None uses the configured default."""
     main_arg: str | None = None
@@ -82,6 +88,12 @@ class Tool:
     def json_schema(self) -> dict[str, Any]:
         """The JSON schema of the parameters model (a fresh copy: callers may adapt it)."""
         return copy.deepcopy(_schema_of(self.params))
+
+    def path_values(self, arguments: dict[str, Any], *, written_only: bool = False) -> dict[str, str]:
+        """The call's non-empty path arguments by name, in declaration order;
+        `written_only`: just those the call may change."""
+        names = self.written_params if written_only else self.path_params
+        return {k: v for k in names if isinstance(v := arguments.get(k), str) and v}
 
     def main_value(self, arguments: dict[str, Any]) -> str:
         if self.main_arg is None:

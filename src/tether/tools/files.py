@@ -870,6 +870,7 @@ FILE_TOOLS: list[Tool] = [
         read_file,
         reads=True,
         main_arg="filepath",
+        path_params=("filepath",),
         result_cap=READ_CHAR_CAP + 1_000,
     ),
     _tool(
@@ -880,6 +881,8 @@ FILE_TOOLS: list[Tool] = [
         writes_files=True,
         block_params=("content",),
         main_arg="filepath",
+        path_params=("filepath",),
+        written_params=("filepath",),
     ),
     _tool(
         "edit_file",
@@ -891,6 +894,8 @@ FILE_TOOLS: list[Tool] = [
         writes_files=True,
         block_params=("old_content", "new_content"),
         main_arg="filepath",
+        path_params=("filepath",),
+        written_params=("filepath",),
     ),
     _tool(
         "delete_file",
@@ -899,6 +904,8 @@ FILE_TOOLS: list[Tool] = [
         delete_file,
         writes_files=True,
         main_arg="filepath",
+        path_params=("filepath",),
+        written_params=("filepath",),
     ),
     _tool(
         "copy_file",
@@ -907,6 +914,8 @@ FILE_TOOLS: list[Tool] = [
         copy_file,
         writes_files=True,
         main_arg="source",
+        path_params=("source", "destination"),
+        written_params=("destination",),
     ),
     _tool(
         "create_dir",
@@ -915,6 +924,8 @@ FILE_TOOLS: list[Tool] = [
         create_dir,
         writes_files=True,
         main_arg="path",
+        path_params=("path",),
+        written_params=("path",),
     ),
     _tool(
         "list_dir",
@@ -923,6 +934,7 @@ FILE_TOOLS: list[Tool] = [
         list_dir,
         reads=True,
         main_arg="path",
+        path_params=("path",),
         result_cap=32_000,
     ),
     _tool(
@@ -933,5 +945,6 @@ FILE_TOOLS: list[Tool] = [
         search_in_file,
         reads=True,
         main_arg="pattern",
+        path_params=("path",),
     ),
 ]

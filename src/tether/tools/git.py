@@ -146,6 +146,7 @@ GIT_TOOLS: list[Tool] = [
         handler=git_diff,
         reads=True,
         main_arg="path",
+        path_params=("path",),
         timeout=GIT_TOOL_TIMEOUT * 3 + 5,
         result_cap=2 * DIFF_SECTION_CAP + 4_000,
     ),
