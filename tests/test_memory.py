@@ -166,7 +166,7 @@ def test_tool_flags(store: MemoryStore) -> None:
     }  # fmt: skip
     assert tools["read_memory"].read_only and tools["get_memory_list"].read_only
     for name in ("write_memory", "edit_memory", "delete_memory"):
-        assert not tools[name].read_only and tools[name].has_side_effects, name
+        assert not tools[name].read_only, name
         assert not tools[name].writes_files
         assert tools[name].main_arg == "name"
     assert tools["write_memory"].block_params == ("content",)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,6 @@ class ToolContext:
 
     root: Path
     notice: Callable[[str], None] = lambda message: None
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:
         """A path as the user means it: relative paths are inside the project root."""
@@ -80,10 +79,6 @@ class Tool:
     @property
     def read_only(self) -> bool:
         return not (self.writes_files or self.runs_commands) and self.reads
-
-    @property
-    def has_side_effects(self) -> bool:
-        return self.writes_files or self.runs_commands or not self.reads
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON schema of the parameters model (a fresh copy: callers may adapt it)."""
@@ -144,9 +139,6 @@ class ToolTable:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
-
-    def subset(self, keep: Callable[[Tool], bool]) -> ToolTable:
-        return ToolTable(t for t in self if keep(t))
 
     def block_params(self) -> dict[str, tuple[str, ...]]:
         return {t.name: t.block_params for t in self if t.block_params}

@@ -305,7 +305,6 @@ class GeminiStreamDecoder:
         self.valid_events = 0
         self.skipped = 0
         self.calls_made = 0
-        self.produced_text = False
         self.signatures: dict[str, str] = {} if signatures is None else signatures
         """Thought signatures of the calls decoded, by call id, to send back later."""
         self._notice = notice
@@ -344,7 +343,6 @@ class GeminiStreamDecoder:
         if isinstance(text, str) and text:
             if part.get("thought") is True:
                 return [ThinkingDelta(text)]
-            self.produced_text = True
             return [TextDelta(text)]
         call = part.get("functionCall")
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:

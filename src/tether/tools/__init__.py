@@ -28,7 +28,7 @@ def builtin_tools(
     reaches a person (None: nobody can answer); `on_output` sees command output live;
     `sandbox` wraps every command run_cmd starts (None: commands run unconfined).
     """
-    from ..memory import MemoryStore
+    from ..memory import MEMORY_FILE, MemoryStore
     from ..shell_session import ShellSessions
     from .ask import ask_tools
     from .files import FILE_TOOLS
@@ -41,5 +41,5 @@ def builtin_tools(
     sessions = ShellSessions(ctx.root, on_output=on_output, wrap=wrap)
     tools = [*FILE_TOOLS, *shell_tools(sessions), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
     if home is not None:
-        tools += memory_tools(MemoryStore(home / "memory.json"))
+        tools += memory_tools(MemoryStore(home / MEMORY_FILE))
     return ToolTable(tools), [sessions.close_all]
