@@ -400,9 +400,9 @@ def warm_up() -> None:
 
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
-                  resume: str | None, continue_last: bool) -> int:
+                  resume: str | None, continue_last: bool, deepthink: bool = False) -> int:
     """Set up and run the app; raises UsageProblem when the flags or settings cannot start it."""
-    app = App(settings, options, env)
+    app = App(settings, options, env, deepthink=deepthink)
     try:
         app.setup(resume, continue_last)
     except (LookupError, SessionCorrupt) as exc:

@@ -128,7 +128,7 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
     for warning in warnings:
         sys.stderr.write(f"warning: {warning}\n")
     try:
-        return await run_app(settings, options, env, args.resume, args.continue_last)
+        return await run_app(settings, options, env, args.resume, args.continue_last, args.deepthink)
     except UsageProblem as exc:  # only set-up problems: a ValueError later is no usage error
         return usage_error(str(exc))
 
