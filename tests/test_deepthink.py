@@ -412,6 +412,23 @@ def test_report_follows_a_command_through_its_input_session() -> None:
     ]
 
 
+def test_report_reads_every_status_line_the_shell_tools_write() -> None:
+    outcomes = {
+        "ok": CommandOutcome(None, "fine", 0, "exited", 2.0, 0),
+        "fail": CommandOutcome(None, "", 2, "exited", 0.1, 0),
+        "slow": CommandOutcome(None, "partial", None, "timed_out", 5.0, 0),
+        "ask": CommandOutcome("s4", "Continue? ", None, "waiting_for_input", 0.2, 0),
+    }
+    records = [record("run_cmd", {"command": c}, shell_result(o, 5)) for c, o in outcomes.items()]
+    assert verification_report(records).splitlines()[1:] == [
+        "  ✓ ok → exit 0 (2.0s)",
+        "  ✗ fail → exit 2 (0.1s)",
+        "  ! slow → timed out",
+        "  ! ask → left waiting for input (session s4)",
+        "Commands run: 4, failed: 3.",
+    ]
+
+
 def test_report_skips_records_that_never_ran_and_says_when_nothing_ran() -> None:
     fake_status = "[exit code 0 · 1.0s]"
     records = [

@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .dispatch import CallPolicy, GateVerdict, first_line, window_text
-from .git_ops import GitOps
+from .git_ops import DIFF_UNAVAILABLE, GitOps
 from .llm_client import Conversation, TurnLoop, TurnResult
 from .messages import Evidence, ToolCall, Usage
 from .tools.plan import PlanGate
+from .tools.shell import ENDED_STATUS, EXIT_STATUS, TIMED_OUT_STATUS, WAITING_STATUS
 from .toolspec import Tool, ToolTable
 from .ui import UI
 
@@ -29,8 +30,6 @@ STAGES = ("plan", "check", "implement", "review", "verify")
 NO_CHANGES_MARKER = "NO_CHANGES_NEEDED"
 DIFF_WINDOW = 12_000
 """Characters of diff (head and tail) handed to the review stage."""
-DIFF_UNAVAILABLE = "[diff unavailable"
-"""How `GitOps.diff_since` starts its answer when it cannot make a diff."""
 COMMAND_SHOWN = 70
 
 PLAN_INSTRUCTION = (
@@ -79,10 +78,10 @@ FOLLOW_UP_TOOLS = ("send_input", "end_process")
 """Tools that continue a command `run_cmd` left waiting for input (see tools/shell.py)."""
 
 # The status lines `tether.tools.shell.status_line` ends every result with.
-_EXIT_RE = re.compile(r"^\[exit code (-?\d+) · ([\d.]+)s\]$")
-_TIMED_OUT_RE = re.compile(r"^\[timed out after ([\d.]+)s\b")
-_WAITING_RE = re.compile(r"^\[waiting for input · session (\S+) ·")
-_ENDED_RE = re.compile(r"^\[ended · process group killed · ([\d.]+)s\]$")
+_EXIT_RE = re.compile("^" + re.escape(EXIT_STATUS) + r"(-?\d+) · ([\d.]+)s\]$")
+_TIMED_OUT_RE = re.compile("^" + re.escape(TIMED_OUT_STATUS) + r"([\d.]+)s\b")
+_WAITING_RE = re.compile("^" + re.escape(WAITING_STATUS) + r"(\S+) ·")
+_ENDED_RE = re.compile("^" + re.escape(ENDED_STATUS) + r"([\d.]+)s\]$")
 
 
 # ---------------------------------------------------------------- results

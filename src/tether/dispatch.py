@@ -21,6 +21,8 @@ from .messages import Evidence, ToolCall, ToolResult
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui import UI
 
+NEEDS_APPROVAL = "needs the user's approval"
+"""How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
 INVALID_JSON_KEY = "__invalid_json__"
 """Providers put unparseable native arguments under this key so the model hears about it."""
 
@@ -143,7 +145,7 @@ class Dispatcher:
             )
         if not self.ui.can_ask:
             return (
-                f"Blocked: {call.name} needs the user's approval ({verdict.reason or 'it has side effects'}) "
+                f"Blocked: {call.name} {NEEDS_APPROVAL} ({verdict.reason or 'it has side effects'}) "
                 "and nobody is available to approve it in this mode. Do not retry it; "
                 "finish without it and tell the user what was blocked and why."
             )

@@ -57,6 +57,8 @@ from tether.atomic import atomic_write_text
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0
+DIFF_UNAVAILABLE = "[diff unavailable"
+"""How `GitOps.diff_since` starts its answer when it cannot make a diff."""
 HOOK_TIMEOUT = 30.0
 _SUBJECT_PATHS = 5
 _TRAILER_RE = re.compile(rf"^{AI_TRAILER}:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
@@ -604,13 +606,13 @@ class GitOps:
     def diff_since(self, rev: str | None) -> str:
         """The working tree against `rev` (None: against nothing, i.e. every file is new)."""
         if not self.available():
-            return "[diff unavailable: git is not installed]"
+            return f"{DIFF_UNAVAILABLE}: git is not installed]"
         try:
             with self._lock:
                 repo = self._repo(create=False)
                 return self._diff_since(repo, rev) if repo else ""
         except (GitCommandError, OSError) as exc:
-            return f"[diff unavailable: {exc}]"
+            return f"{DIFF_UNAVAILABLE}: {exc}]"
 
     def head(self) -> str | None:
         """The current commit (of the shadow repository outside git), or None."""

@@ -12,13 +12,11 @@ import json
 import sys
 from typing import Any, TextIO
 
-from .dispatch import first_line
+from .dispatch import NEEDS_APPROVAL, first_line
 from .messages import Evidence, ToolCall
 from .ui import Decision, NoticeLevel
 
 FORMATS = ("text", "json", "stream-json")
-NEEDS_APPROVAL = "needs the user's approval"
-"""How dispatch words a refusal that an allow rule or --auto would have let through."""
 
 
 def outcome_mark(evidence: Evidence) -> str:

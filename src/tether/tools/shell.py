@@ -20,6 +20,12 @@ DISPATCH_TIMEOUT = 3600.0
 RESULT_MARGIN = 2_000
 """Room for the command line and status line on top of the captured output."""
 
+# How each status line begins; /deepthink's report reads the records by them.
+EXIT_STATUS = "[exit code "
+TIMED_OUT_STATUS = "[timed out after "
+WAITING_STATUS = "[waiting for input · session "
+ENDED_STATUS = "[ended · process group killed · "
+
 
 class RunCmdParams(BaseModel):
     command: str = Field(description="Shell command, run with bash -c in the project root.")
@@ -63,14 +69,14 @@ def status_line(outcome: CommandOutcome, timeout: float) -> str:
     if outcome.state == "waiting_for_input":
         sid = outcome.session_id
         return (
-            f"[waiting for input · session {sid} · answer with "
+            f"{WAITING_STATUS}{sid} · answer with "
             f'send_input(session="{sid}", text=...) or stop with end_process]'
         )
     if outcome.state == "timed_out":
-        return f"[timed out after {timeout:g}s · process group killed]"
+        return f"{TIMED_OUT_STATUS}{timeout:g}s · process group killed]"
     if outcome.state == "killed":
-        return f"[ended · process group killed · {_seconds(outcome.elapsed)}]"
-    return f"[exit code {outcome.exit_code} · {_seconds(outcome.elapsed)}]"
+        return f"{ENDED_STATUS}{_seconds(outcome.elapsed)}]"
+    return f"{EXIT_STATUS}{outcome.exit_code} · {_seconds(outcome.elapsed)}]"
 
 
 def summary_of(outcome: CommandOutcome) -> str:
