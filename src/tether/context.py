@@ -33,6 +33,7 @@ from .messages import (
     Usage,
 )
 from .providers.base import Provider, ProviderError, RequestOptions
+from .textclip import keep_ends, keep_head
 from .toolspec import Tool
 
 CHARS_PER_TOKEN = 4
@@ -394,7 +395,7 @@ class Compressor:
             self.observe(request, None, usage)
         if not summary.strip():
             raise ProviderError("the model returned an empty summary", "api")
-        return clip_tail(summary.strip(), self._summary_budget())
+        return keep_head(summary.strip(), self._summary_budget(), "characters cut")
 
     def _replace_with_summary(self, messages: list[Message], turn_start: int, summary: str) -> int:
         messages[:turn_start] = [Message.user(f"{SUMMARY_HEADER}\n{summary}")]
@@ -504,12 +505,4 @@ def clip_middle(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = limit // 4
-    tail = limit - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail:]}"
-
-
-def clip_tail(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n[... {len(text) - limit} characters cut ...]"
+    return keep_ends(text, head, limit - head)

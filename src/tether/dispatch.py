@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from .messages import Evidence, ToolCall, ToolResult
+from .textclip import keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui import UI
 
@@ -37,9 +38,7 @@ def window_text(text: str, cap: int) -> str:
     marker_room = 60
     keep = max(cap - marker_room, 20)
     head = keep * 2 // 3
-    tail = keep - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[... {omitted} characters omitted ...]\n{text[len(text) - tail:]}"
+    return keep_ends(text, head, keep - head)
 
 
 # ---------------------------------------------------------------- gates

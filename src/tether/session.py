@@ -36,6 +36,7 @@ from .messages import (
     Usage,
     part_from_dict,
 )
+from .textclip import keep_head
 
 if TYPE_CHECKING:
     from .llm_client import Conversation
@@ -117,9 +118,7 @@ def evidence_record(evidence: Iterable[Evidence]) -> list[dict[str, Any]]:
 
 def cap_text(text: str, limit: int) -> str:
     """The head of `text`, with a note saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters not kept ...]"
+    return keep_head(text, limit, "more characters not kept")
 
 
 # ---------------------------------------------------------------- the store
