@@ -1,7 +1,7 @@
 """What the loop tells the outside world. The loop and the tools never print.
 
 Three implementations share one loop: the terminal app, the headless writer
-(`-p`), and the silent UI a sub-agent uses.
+(`-p`), and `SilentUI`, for embedding the loop and for tests.
 """
 
 from __future__ import annotations

@@ -277,5 +277,6 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
         return model_ids(self._model_list(data, "data"))
 
     async def supports_native_tools(self, model: str) -> bool:
-        """Chat-completions servers take native tools; the loop falls back if one does not."""
+        """Assumed for every chat-completions server: the API offers no way to ask. A server
+        without tool support rejects or ignores the tools; `--protocol text` works round it."""
         return True

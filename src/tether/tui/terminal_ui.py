@@ -27,7 +27,7 @@ from ..ui import Decision, NoticeLevel
 if TYPE_CHECKING:
     from .render import MarkdownStream
 
-Asker = Callable[[str], Awaitable[str]]
+LineAsker = Callable[[str], Awaitable[str]]
 """Shows a prompt and returns the line typed; raises KeyboardInterrupt/EOFError on Ctrl-C/D."""
 
 DIFF_TOOLS = ("edit_file", "write_file")
@@ -39,7 +39,7 @@ TAIL_LINES = 8
 @dataclass
 class TerminalUI:
     console: Console
-    ask_line: Asker
+    ask_line: LineAsker
     on_always: Callable[[ToolCall], str] = lambda call: ""
     """Called when the user answers "always"; returns the rule it saved, for the message."""
     show_thinking: bool = False
