@@ -77,7 +77,7 @@ def collector(default_options: RequestOptions | None = None) -> Collect:
         into: list[Event] | None = None,
     ) -> list[Event]:
         events = [] if into is None else into
-        options = options or RequestOptions(provider.default_model)  # type: ignore[attr-defined]
+        options = options or RequestOptions(provider.default_model)
         async for event in provider.stream(messages, tools, options):
             events.append(event)
         return events

@@ -39,6 +39,8 @@ class ProviderError(Exception):
 
 class Provider(Protocol):
     name: str
+    default_model: str
+    """The model used when the settings name none."""
 
     def stream(
         self,
