@@ -9,7 +9,7 @@ from pathlib import Path
 from .approval import ApprovalPolicy
 from .config import Settings
 from .context import Compressor, context_window
-from .dispatch import AfterHook, BeforeHook, Dispatcher
+from .dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .git_ops import GitOps
 from .llm_client import ProtocolMode, TurnLoop, TurnSettings
 from .messages import ToolCall
@@ -104,31 +104,52 @@ def build_runtime(
         settings, env, notice=lambda message: ui.notice(message, "warning"), home=options.home
     )
     ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
-    sandbox = options.sandbox
-    if sandbox is None:
-        sandbox = Sandbox(
-            settings.sandbox, options.root, options.home,
-            notice=lambda message: ui.notice(message, "warning"),
-        )
+    sandbox = sandbox_for(settings, options, ui)
     table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
     git = GitOps(options.root, options.home)
-    before, after = undo_hooks(git, ctx)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
     policy = ApprovalPolicy(options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox)
     plan_gate = PlanGate(policy)
-    dispatcher = Dispatcher(
+    dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
+    loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
+    return Runtime(settings, provider, table, loop, rules, git, policy, plan_gate, warnings, closers)
+
+
+def sandbox_for(settings: Settings, options: RunOptions, ui: UI) -> Sandbox:
+    """The sandbox the options bring, else the one the `sandbox` setting describes."""
+    if options.sandbox is not None:
+        return options.sandbox
+    return Sandbox(
+        settings.sandbox, options.root, options.home,
+        notice=lambda message: ui.notice(message, "warning"),
+    )
+
+
+def build_dispatcher(
+    settings: Settings, table: ToolTable, ctx: ToolContext, ui: UI, policy: CallPolicy, git: GitOps
+) -> Dispatcher:
+    """Every call crosses `policy`; file changes are snapshotted and committed through `git`."""
+    before, after = undo_hooks(git, ctx)
+    return Dispatcher(
         table=table,
         ctx=ctx,
         ui=ui,
-        policy=plan_gate,
+        policy=policy,
         default_timeout=settings.tool_timeout,
         default_cap=settings.result_cap,
         caps=dict(settings.result_caps),
         before_run=[before],
         after_success=[after],
     )
+
+
+def build_loop(
+    settings: Settings, root: Path, provider: Provider, table: ToolTable,
+    dispatcher: Dispatcher, ui: UI,
+) -> TurnLoop:
+    """The turn loop, on the settings' model or else the provider's default one."""
     turn_settings = TurnSettings(
         model=settings.model or provider.default_model,
         max_steps=settings.max_steps,
@@ -136,15 +157,14 @@ def build_runtime(
         temperature=settings.temperature,
         keep_thinking=settings.keep_thinking,
     )
-    loop = TurnLoop(
+    return TurnLoop(
         provider=provider,
         table=table,
         dispatcher=dispatcher,
         ui=ui,
         settings=turn_settings,
-        system_prompt=lambda mode: system_prompt(options.root, table, mode),
+        system_prompt=lambda mode: system_prompt(root, table, mode),
     )
-    return Runtime(settings, provider, table, loop, rules, git, policy, plan_gate, warnings, closers)
 
 
 def undo_hooks(git: GitOps, ctx: ToolContext) -> tuple[BeforeHook, AfterHook]:
