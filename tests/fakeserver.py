@@ -540,7 +540,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _openai_models(self, body: dict) -> None:
         data = [
-            {"id": m, "object": "model", "created": CREATED, "owned_by": "fake"}
+            {"id": m, "object": "model", "created": CREATED, "owned_by": "fake",
+             **({"max_model_len": self.fake.context_length} if self.fake.context_length else {})}
             for m in self.fake.models
         ]
         self._send_json(200, {"object": "list", "data": data})

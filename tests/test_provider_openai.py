@@ -481,3 +481,17 @@ def test_parse_tool_arguments_convention():
 def test_redact_removes_keys_and_bearer_tokens():
     text = redact(f"bad key {KEY}; header Bearer abc.def; other sk-proj-XYZ123456", KEY)
     assert "sk-" not in text and "abc.def" not in text
+
+
+async def test_a_window_stated_in_the_model_list_is_used() -> None:
+    from tether.providers.openai import OpenAIProvider
+
+    with FakeServer(context_length=65_536, models=["served-model"]) as server:
+        provider = OpenAIProvider(server.url + "/v1")
+        assert await provider.context_window("served-model") == 65_536
+        assert await provider.context_window("another-model") is None
+        await provider.aclose()
+    with FakeServer(context_length=None, models=["served-model"]) as server:
+        provider = OpenAIProvider(server.url + "/v1")
+        assert await provider.context_window("served-model") is None
+        await provider.aclose()

@@ -25,6 +25,7 @@ from ..messages import (
 from ..toolspec import Tool
 from ._common import HttpChatProvider, model_ids
 from ._http import (
+    CAPABILITY_TIMEOUT,
     as_int,
     function_tool_schema,
     loads_object,
@@ -241,6 +242,18 @@ def _error_text(error: Any) -> str:
 # ---------------------------------------------------------------- provider
 
 
+WINDOW_KEYS = ("max_model_len", "context_length", "context_window")
+"""Where OpenAI-compatible servers state a model's context window in their model list."""
+
+
+def stated_window(entry: dict[str, Any]) -> int | None:
+    for key in WINDOW_KEYS:
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
 class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     """Any server speaking OpenAI chat completions with streaming."""
 
@@ -275,6 +288,19 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     async def list_models(self) -> list[str]:
         data = await self._http.get_json("/models")
         return model_ids(self._model_list(data, "data"))
+
+    async def context_window(self, model: str) -> int | None:
+        """The window a server states in its model list, when it states one: vLLM's
+        `max_model_len`, OpenRouter's `context_length`. None: look it up elsewhere."""
+        try:
+            data = await self._http.get_json("/models", timeout=CAPABILITY_TIMEOUT)
+        except ProviderError:
+            return None
+        entries = data.get("data") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and entry.get("id") == model:
+                return stated_window(entry)
+        return None
 
     async def supports_native_tools(self, model: str) -> bool:
         """Assumed for every chat-completions server: the API offers no way to ask. A server
