@@ -334,9 +334,13 @@ async def test_the_runtime_is_closed_however_the_start_ends(project: Path, home:
         async def aclose(self) -> None:
             self.closed = True
 
+    def broken_banner() -> None:
+        raise RuntimeError("the terminal went away")
+
     app = App(Settings(), RunOptions(root=project, home=home), {})
     app.runtime = Runtime()  # type: ignore[assignment]
-    with pytest.raises(RuntimeError):
+    app.banner = broken_banner  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="terminal"):
         await app.run()
     assert app.runtime.closed
 
@@ -442,7 +446,7 @@ def test_a_prompt_that_cannot_be_encoded_is_not_called_unreachable(project: Path
     broken = b"fix \xff this".decode("utf-8", "surrogateescape")  # a lone surrogate
     with FakeServer([Reply(text="never")]) as fake:
         proc = run_cli(["-p", broken, *openai_args(fake.url)], project, home, OPENAI_API_KEY="k")
-        assert fake.requests == []
+        assert fake.bodies("/v1/chat/completions") == []
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and "cannot reach" not in proc.stderr, proc.stderr
     assert "nothing was sent to the OpenAI-compatible API" in proc.stderr

@@ -55,7 +55,8 @@ class App:
     store: SessionStore = field(init=False)
     record: SessionRecord = field(init=False)
     prompt: PromptSession = field(init=False)
-    protocol: str = "?"
+    protocol: str = "…"
+    starting: asyncio.Future | None = None
     exiting: bool = False
     deepthink: bool = False
     last_result: TurnResult | None = None
@@ -103,7 +104,10 @@ class App:
 
     async def run(self) -> int:
         try:
-            self.protocol = await self.runtime.start()
+            # What the model can do is asked while the prompt is already up: the first
+            # request (or anything that needs the answer) waits for it in `ready`.
+            self.starting = asyncio.ensure_future(self.runtime.start())
+            self.starting.add_done_callback(self._started)
             self.banner()
             threading.Thread(target=warm_up, daemon=True).start()
             await self.ask_trust()
@@ -112,11 +116,26 @@ class App:
             await self.runtime.aclose()
         return 0
 
+    def _started(self, task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.protocol = task.result()
+            if self.prompt.app.is_running:
+                self.prompt.app.invalidate()  # redraw the status line with the protocol
+
+    async def ready(self) -> None:
+        """Wait for the start-up questions to the provider, if they are still under way."""
+        task, self.starting = self.starting, None
+        if task is None:
+            return
+        try:
+            await task
+        except Exception as exc:  # the provider could not be asked; the request will say why
+            self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
+
     def banner(self) -> None:
         s = self.runtime.loop.settings
         self.console.print(Text(f"tether {__version__}", style="bold"),
-                           Text(f"· {self.settings.provider} · {s.model} · {self.protocol} tools",
-                                style="status"))
+                           Text(f"· {self.settings.provider} · {s.model}", style="status"))
         if self.conv.messages:
             self.say(f"Continuing session {self.record.title or self.record.id} "
                      f"({len(self.conv.messages)} messages).")
@@ -159,6 +178,7 @@ class App:
     async def rebuild(self, settings: Settings | None = None) -> None:
         """A new runtime (provider, rules) for the same conversation; what the user set this
         session (rules, plan mode, auto-commit) carries over."""
+        await self.ready()
         old = self.runtime
         self.runtime = build_runtime(settings or self.settings, self.options, self.ui, self.env)
         self.settings = settings or self.settings
@@ -217,6 +237,7 @@ class App:
         if attached:
             self.say("attached " + ", ".join(attached))
         self.runtime.plan_gate.new_request()
+        await self.ready()
         if self.protocol != "native" and self.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
         if self.deepthink:

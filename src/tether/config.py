@@ -11,8 +11,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 if sys.version_info >= (3, 11):
@@ -81,12 +81,12 @@ class Settings(BaseModel):
 
 def check_base_url(value: str) -> None:
     """ValueError saying why `value` cannot be a provider's base URL."""
-    try:
-        url = httpx.URL(value)
+    try:  # urllib, not httpx: settings load before anything talks to a network
+        url = urlsplit(value)
         port = url.port
-    except (httpx.InvalidURL, ValueError) as exc:
+    except ValueError as exc:
         raise ValueError(f"not a valid URL: {exc}") from None
-    if url.scheme not in ("http", "https") or not url.host:
+    if url.scheme not in ("http", "https") or not url.hostname:
         raise ValueError("expected an http:// or https:// URL with a host")
     if port is not None and not 0 < port < 65536:
         raise ValueError(f"port {port} is out of range")

@@ -231,18 +231,21 @@ def _positive_int(value: Any) -> int | None:
 async def context_window(provider: Any, model: str, settings_override: int | None = None) -> int:
     """How many tokens `model` can take: the setting, else the provider, else the table.
 
-    A provider may offer `async def context_window(model) -> int | None` (Ollama
-    asks its server); when it has none or cannot tell, Ollama gets its default
-    num_ctx and other providers the table of known models, else 8192.
+    A known hosted model is taken from the table without asking. Otherwise a
+    provider may offer `async def context_window(model) -> int | None` (Ollama asks
+    its server, an OpenAI-compatible server may state it in its model list); when it
+    cannot tell, Ollama gets its default num_ctx and others 8192.
     """
     if settings_override is not None and settings_override > 0:
         return settings_override
+    ollama = getattr(provider, "name", "") == "ollama"
+    known = None if ollama else known_context_window(model)
+    if known:  # a hosted model: no need to ask the server (a round trip on every start)
+        return known
     asked = await _ask_provider(provider, model)
     if asked:
         return asked
-    if getattr(provider, "name", "") == "ollama":
-        return OLLAMA_DEFAULT_NUM_CTX
-    return known_context_window(model) or DEFAULT_WINDOW
+    return OLLAMA_DEFAULT_NUM_CTX if ollama else DEFAULT_WINDOW
 
 
 async def _ask_provider(provider: Any, model: str) -> int | None:

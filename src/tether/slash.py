@@ -71,6 +71,7 @@ async def automode(app: App, arg: str) -> None:
 
 @command("model", "/model [NAME]", "show the model and the provider's models, or switch")
 async def model(app: App, arg: str) -> None:
+    await app.ready()
     loop = app.runtime.loop
     if arg:
         loop.settings.model = arg
@@ -187,6 +188,7 @@ async def export(app: App, arg: str) -> None:
 
 @command("compact", "/compact", "condense older history into a summary now")
 async def compact(app: App, arg: str) -> None:
+    await app.ready()
     guard = app.runtime.loop.guard
     if guard is None or not hasattr(guard, "compact"):
         app.say("Context compression is switched off.", "warning")
