@@ -38,11 +38,6 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
-@pytest.fixture
 def server() -> Iterator[FakeServer]:
     with FakeServer() as fake:
         yield fake

@@ -33,11 +33,6 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
-
-
 def two_tool_script() -> list[Reply]:
     return [
         Reply(tool_calls=[("list_dir", {"path": "."})]),
