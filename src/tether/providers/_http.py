@@ -143,6 +143,12 @@ def _stray_text(result: ToolResult) -> str:
     return f"[{label} for '{result.name}']\n{result.content}"
 
 
+def object_field(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """`parent[key]` when it is a JSON object, else an empty one: wire data is never trusted."""
+    value = parent.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def parse_tool_arguments(raw: Any) -> dict[str, Any]:
     """Turn a model's tool-call arguments into a dict.
 
@@ -461,7 +467,7 @@ class HttpTransport:
 
     async def stream_lines(
         self, path: str, body: dict[str, Any], describe: StatusDescriber | None = None
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         """POST `body` and yield the answer line by line as it arrives.
 
         A connection that breaks after the answer started raises
@@ -503,11 +509,13 @@ class HttpTransport:
 
     async def _open(self, request: _Request) -> httpx.Response:
         """One attempt: the response when it is a success, else a ProviderError."""
-        extra = {} if request.timeout is None else {"timeout": httpx.Timeout(request.timeout)}
+        timeout: httpx.Timeout | Any = (
+            httpx.USE_CLIENT_DEFAULT if request.timeout is None else httpx.Timeout(request.timeout)
+        )
         with self._failures_as_provider_errors(answer_started=False):
             client = self._http()
             url = self.base_url + request.path
-            sent = client.build_request(request.method, url, json=request.body, **extra)
+            sent = client.build_request(request.method, url, json=request.body, timeout=timeout)
             response = await client.send(sent, stream=True)
         if response.status_code < 400:
             return response

@@ -36,6 +36,7 @@ from ._http import (
     as_int,
     loads_object,
     map_stop_reason,
+    object_field,
     one_line,
     parse_tool_arguments,
 )
@@ -310,7 +311,7 @@ class AnthropicStreamDecoder:
         return self.finish()
 
     def _error(self, event: dict[str, Any]) -> list[Event]:
-        error = event.get("error") if isinstance(event.get("error"), dict) else {}
+        error = object_field(event, "error")
         kind = str(error.get("type") or "api_error")
         message = one_line(str(error.get("message") or kind))
         raise ProviderError(

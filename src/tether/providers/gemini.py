@@ -37,6 +37,7 @@ from ._http import (
     alternating_turns,
     as_int,
     loads_object,
+    object_field,
     one_line,
     parse_tool_arguments,
 )
@@ -225,7 +226,7 @@ def _history_tool_names(contents: list[dict[str, Any]]) -> list[str]:
 def thinks(model: str) -> bool:
     """Whether the model thinks (Gemini 2.5 and later), so it may be asked for its thoughts."""
     match = re.search(r"gemini-(\d+(?:\.\d+)?)", model)
-    return bool(match) and float(match.group(1)) >= 2.5
+    return match is not None and float(match.group(1)) >= 2.5
 
 
 def build_chat_body(
@@ -325,7 +326,7 @@ class GeminiStreamDecoder:
         first = candidates[0] if isinstance(candidates, list) and candidates else None
         if not isinstance(first, dict):
             return []
-        content = first.get("content") if isinstance(first.get("content"), dict) else {}
+        content = object_field(first, "content")
         events = [e for part in content.get("parts") or [] for e in self._part_events(part)]
         if first.get("finishReason"):
             self.finish_reason = str(first["finishReason"])
@@ -345,16 +346,16 @@ class GeminiStreamDecoder:
                 return [ThinkingDelta(text)]
             return [TextDelta(text)]
         call = part.get("functionCall")
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not call["name"]:
+        name = call.get("name") if isinstance(call, dict) else None
+        if not isinstance(call, dict) or not isinstance(name, str) or not name:
             return []
-        call_id = (
-            call.get("id") if isinstance(call.get("id"), str) and call["id"] else new_call_id()
-        )
+        raw_id = call.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else new_call_id()
         if isinstance(part.get("thoughtSignature"), str):
             self.signatures[call_id] = part["thoughtSignature"]
         self.calls_made += 1
         return [
-            ToolCallEvent(ToolCall(call_id, call["name"], parse_tool_arguments(call.get("args"))))
+            ToolCallEvent(ToolCall(call_id, name, parse_tool_arguments(call.get("args"))))
         ]
 
     def _read_usage(self, usage: Any) -> None:

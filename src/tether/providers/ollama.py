@@ -91,7 +91,8 @@ def decode_tool_call(raw: Any) -> ToolCall | None:
     name = function.get("name")
     if not isinstance(name, str) or not name:
         return None
-    call_id = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id") else new_call_id()
+    raw_id = raw.get("id")
+    call_id = raw_id if isinstance(raw_id, str) and raw_id else new_call_id()
     return ToolCall(call_id, name, parse_tool_arguments(function.get("arguments")))
 
 

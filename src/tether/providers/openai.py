@@ -30,6 +30,7 @@ from ._http import (
     function_tool_schema,
     loads_object,
     map_stop_reason,
+    object_field,
     one_line,
     parse_tool_arguments,
     tool_result_text,
@@ -121,7 +122,7 @@ class ToolCallAssembler:
         partial = self._calls.setdefault(self._index_of(fragment), _PartialCall())
         if isinstance(fragment.get("id"), str) and fragment["id"] and not partial.id:
             partial.id = fragment["id"]
-        function = fragment.get("function") if isinstance(fragment.get("function"), dict) else {}
+        function = object_field(fragment, "function")
         if isinstance(function.get("name"), str) and function["name"] and not partial.name:
             partial.name = function["name"]
         arguments = function.get("arguments")
@@ -192,7 +193,7 @@ class OpenAIStreamDecoder:
         return events
 
     def _choice_events(self, choice: dict[str, Any]) -> list[Event]:
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+        delta = object_field(choice, "delta")
         events: list[Event] = []
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str) and reasoning:
