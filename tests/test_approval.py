@@ -95,7 +95,10 @@ def test_every_declared_path_is_checked_not_only_file_tools(tmp_path: Path, tabl
 
 def test_checked_values_name_the_main_argument_and_every_path(table: ToolTable) -> None:
     call = ToolCall("c", "copy_file", {"source": "a", "destination": "b"})
-    assert checked_values(call, table.get("copy_file")) == [("a", True), ("b", True)]
+    checked = checked_values(call, table.get("copy_file"))
+    assert [(c.value, c.kinds, c.is_path) for c in checked] == [
+        ("a", ("read",), True), ("b", ("write",), True)
+    ]
 
 
 async def test_a_path_the_os_cannot_represent_is_refused_not_a_crash(tmp_path: Path, table: ToolTable) -> None:

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .dispatch import GateVerdict
-from .keys import CREDENTIALS_FILE
+from .keys import CREDENTIALS_FILE, SecretFiles
 from .messages import ToolCall
-from .permissions import Decision, RuleSet
+from .paths import is_within, resolve_path, resolved_forms
+from .permissions import Decision, RuleSet, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command
-from .tools._paths import is_inside_root, is_within
-from .toolspec import Tool
+from .toolspec import Tool, ToolTable
 
 SHELL_TOOL = "run_cmd"
 SANDBOXED_TOOLS = ("run_cmd", "send_input")
@@ -48,9 +48,13 @@ class ApprovalPolicy:
     """tether's state directory (TETHER_HOME): its saved keys are out of every tool's reach."""
     sandbox: Sandbox | None = None
     """The sandbox commands run in; when it was asked for but cannot run, commands ask."""
+    tools: ToolTable | None = None
+    """The tool table: what each tool reads, writes or runs, so that a deny rule naming one
+    tool covers the same access through the others. None: only the called tool is known."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
-        decisions = [self._decide(tool, value, is_path) for value, is_path in checked_values(call, tool)]
+        kinds = self.tool_kinds(tool)
+        decisions = [self._decide(tool, checked, kinds) for checked in checked_values(call, tool)]
         denied = next((d for d in decisions if d.verdict == "deny"), None)
         if denied is not None:
             return GateVerdict("deny", denied.reason)
@@ -119,15 +123,20 @@ class ApprovalPolicy:
             "would run unconfined; install bubblewrap or choose --sandbox off"
         ))
 
-    def _decide(self, tool: Tool, value: str, is_path: bool) -> Decision:
+    def tool_kinds(self, tool: Tool) -> ToolKinds:
+        """What every tool of the table does (read, write, run), the called one included."""
+        kinds = self.tools.access() if self.tools is not None else {}
+        return {**kinds, tool.name: tool.access}
+
+    def _decide(self, tool: Tool, checked: Checked, kinds: ToolKinds) -> Decision:
         return self.rules.decide(
-            tool.name, value, runs_commands=tool.runs_commands and not is_path,
-            is_path=is_path, root=self.root,
+            tool.name, checked.value, runs_commands=tool.runs_commands and not checked.is_path,
+            is_path=checked.is_path, root=self.root, kinds=checked.kinds, tools=kinds,
         )
 
     def unverifiable(self, call: ToolCall, tool: Tool) -> str:
         """Why a command cannot be checked against the deny rules ("" when it can, or none apply)."""
-        if not tool.runs_commands or not self._deny_rules_for(tool.name):
+        if not tool.runs_commands or not self._deny_rules_for(tool):
             return ""
         args = call.arguments
         if tool.name == SHELL_TOOL:
@@ -141,60 +150,62 @@ class ApprovalPolicy:
             return "input sent to a running command"
         return ""
 
-    def _deny_rules_for(self, name: str) -> bool:
-        return any(r.matches_tool(name) or r.matches_tool(SHELL_TOOL) for r in self.rules.deny)
+    def _deny_rules_for(self, tool: Tool) -> bool:
+        kinds = self.tool_kinds(tool)
+        return any(
+            r.applies(tool.name, ("run",), kinds, deny=True) or r.matches_tool(SHELL_TOOL)
+            for r in self.rules.deny
+        )
 
     def outside_paths(self, call: ToolCall, tool: Tool) -> list[str]:
         return [p for p in tool.path_values(call.arguments).values() if not is_inside(self.root, p)]
 
 
-def checked_values(call: ToolCall, tool: Tool) -> list[tuple[str, bool]]:
-    """(value, is_path) for the main argument and every other path the call names."""
-    values = [(tool.main_value(call.arguments), tool.main_arg in tool.path_params)]
-    paths = tool.path_values(call.arguments)
-    return values + [(value, True) for key, value in paths.items() if key != tool.main_arg]
+@dataclass(frozen=True)
+class Checked:
+    """One value of a call that the rules judge."""
+
+    value: str
+    kinds: tuple[str, ...]
+    """What the call does with it: ("read",) or ("write", ...) for a path, ("run",) for a
+    command, () for any other value (search_in_file's pattern)."""
+    is_path: bool
+
+
+def checked_values(call: ToolCall, tool: Tool) -> list[Checked]:
+    """The main argument and every path the call names, each with what the call does to it."""
+    accesses = {name: kinds for name, _, kinds in tool.path_accesses(call.arguments)}
+    main_is_path = tool.main_arg in tool.path_params
+    main_kinds = accesses.get(tool.main_arg or "", ("read",)) if main_is_path else (
+        ("run",) if tool.runs_commands else ()
+    )
+    values = [Checked(tool.main_value(call.arguments), main_kinds, main_is_path)]
+    return values + [
+        Checked(value, kinds, True)
+        for name, value, kinds in tool.path_accesses(call.arguments)
+        if name != tool.main_arg
+    ]
 
 
 def is_inside(root: Path, path: str) -> bool:
-    """True when `path` (relative to root, or absolute) stays inside root, symlinks resolved."""
+    """True when `path` (relative to root, or absolute) stays inside root as the kernel
+    resolves it, with and without following a last symlink."""
     try:
-        candidate = root / os.path.expanduser(path)
-    except (ValueError, OSError):  # a path the OS cannot even represent
+        forms = resolved_forms(path, str(root))
+        real_root = resolve_path(str(root), "/")
+    except (ValueError, OSError):  # a path the OS cannot represent, a symlink loop
         return False
-    return is_inside_root(candidate, root)
-
-
-def _absolute(root: Path, path: str) -> Path:
-    candidate = Path(os.path.expanduser(path))
-    return Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
-
-
-def _forms(path: Path) -> set[Path]:
-    """The path as written (normalised) and with every symlink resolved."""
-    return {path, path.resolve()}
+    return all(is_within(form, real_root) for form in forms)
 
 
 def is_secret_path(root: Path, home: Path, path: str) -> bool:
     """True when `path` is a credentials file inside `home`, by name, symlink or hard link."""
-    try:
-        candidate = _absolute(root, path)
-        homes = _forms(Path(os.path.normpath(home.expanduser())))
-        for form in _forms(candidate):
-            if form.name == CREDENTIALS_FILE and any(is_within(form, h) for h in homes):
-                return True
-        secrets = home / CREDENTIALS_FILE
-        return candidate.is_file() and secrets.is_file() and os.path.samefile(candidate, secrets)
-    except (ValueError, OSError, RuntimeError):  # a path the OS cannot represent reads nothing
-        return False
+    return SecretFiles(home).guards(path, root)
 
 
 def contains_home(root: Path, home: Path, path: str) -> bool:
     """True when the directory `path` is `home` or one of its ancestors."""
-    try:
-        homes = _forms(Path(os.path.normpath(home.expanduser())))
-        return any(is_within(h, form) for form in _forms(_absolute(root, path)) for h in homes)
-    except (ValueError, OSError, RuntimeError):
-        return False
+    return SecretFiles(home).held_below(path, root)
 
 
 def home_spellings(root: Path, home: Path) -> set[str]:

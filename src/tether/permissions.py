@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .atomic import atomic_write_json
+from .paths import resolved_forms
 from .shell_parse import allow_forms, deny_forms, normalize_whitespace, split_command
 
 Verdict = Literal["allow", "deny", "ask"]
@@ -41,6 +42,12 @@ USER_FILE = "permissions.json"
 TRUST_FILE = "trusted.json"
 WILDCARDS = "*?"
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.*?-]+$")
+CAPABILITIES = ("read", "write", "run")
+"""Rule names that cover a kind of access through every tool that declares it (toolspec
+flags): `read(P)` every path a tool only reads, `write(P)` every path it changes, `run(P)`
+every command it runs."""
+ToolKinds = Mapping[str, Any]
+"""What each tool of the table does, by name: `ToolTable.access()` (`toolspec.Access`)."""
 
 
 class RuleError(ValueError):
@@ -83,10 +90,51 @@ class Rule:
     def has_wildcard(self) -> bool:
         return self.pattern is not None and any(ch in self.pattern for ch in WILDCARDS)
 
+    @property
+    def capability(self) -> str | None:
+        """"read", "write" or "run" for a capability rule; None for a rule naming tools."""
+        return self.tool if self.tool in CAPABILITIES else None
+
     def matches_tool(self, tool_name: str) -> bool:
+        if self.capability is not None:
+            return False
         if any(ch in self.tool for ch in WILDCARDS):
             return _glob_match(self.tool, tool_name)
         return self.tool == tool_name
+
+    def applies(
+        self, tool_name: str, kinds: Sequence[str], tools: ToolKinds, *, deny: bool
+    ) -> bool:
+        """Whether the rule speaks about one value of a call: `kinds` says what the call does
+        with it ("read"/"write" for a path, "run" for a command, nothing for other values).
+        An allow rule covers the first kind only (edit_file's read is part of its write); a
+        deny rule every kind, and a deny rule with a pattern that names a tool covers the same
+        kinds of access through every other tool (deny read_file(x) stops search_in_file(x))."""
+        relevant = set(kinds if deny else kinds[:1])
+        if self.capability is not None:
+            return self.capability in relevant
+        if self.matches_tool(tool_name):
+            return True
+        return deny and self.pattern is not None and bool(self._reach(tools) & relevant)
+
+    def _reach(self, tools: ToolKinds) -> frozenset[str]:
+        """The kinds of access this rule speaks of: its own, or those of the tools it names."""
+        if self.capability is not None:
+            return frozenset({self.capability})
+        named = (access.primary for name, access in tools.items() if self.matches_tool(name))
+        return frozenset().union(*named)
+
+    def covered_tools(self, tools: ToolKinds, kind: RuleKind) -> list[str]:
+        """The tools whose calls this rule can decide, in table order."""
+        reach = self._reach(tools)
+        extends = self.capability is not None or (kind == "deny" and self.pattern is not None)
+
+        def covered(name: str, access: Any) -> bool:
+            if self.matches_tool(name):
+                return True
+            return extends and bool(reach & (access.every if kind == "deny" else access.primary))
+
+        return [name for name, access in tools.items() if covered(name, access)]
 
     def matches_value(self, value: str) -> bool:
         """Whether the pattern covers `value`; a rule without a pattern covers everything."""
@@ -183,10 +231,15 @@ class RuleSet:
                 if rule.source == "session":
                     self.add(kind, rule)  # type: ignore[arg-type]
 
-    def describe(self) -> list[str]:
-        """One line per rule, deny first: `allow run_cmd(git status)  [project]`."""
+    def describe(self, tools: ToolKinds | None = None) -> list[str]:
+        """One line per rule, deny first: `allow run_cmd(git status)  [project]`; given the
+        tool table's kinds, each line also names the tools the rule covers."""
         kinds = (("deny", self.deny), ("allow", self.allow))
-        return [f"{kind} {rule}  [{rule.source}]" for kind, rules in kinds for rule in rules]
+        return [
+            f"{kind} {rule}  [{rule.source}]" + _covering(rule, kind, tools)
+            for kind, rules in kinds
+            for rule in rules
+        ]
 
     def decide(
         self,
@@ -196,15 +249,31 @@ class RuleSet:
         runs_commands: bool = False,
         is_path: bool = False,
         root: Path | None = None,
+        kinds: Sequence[str] | None = None,
+        tools: ToolKinds | None = None,
     ) -> Decision:
+        """The verdict for one value of a call. `kinds` is what the call does with it
+        (`Tool.path_accesses`; "run" for a command, the default when `runs_commands`);
+        `tools` (the table's `access()`) lets a deny rule naming one tool cover the others."""
+        if kinds is None:
+            kinds = ("run",) if runs_commands else ()
+        scoped = self.scoped(tool_name, kinds, tools or {})
         if runs_commands:
-            return self._decide_command(tool_name, main_value)
+            return scoped._decide_command(tool_name, main_value)
         if is_path:
-            return self._decide_path(tool_name, main_value, root)
-        return self._decide_plain(tool_name, main_value)
+            return scoped._decide_path(tool_name, main_value, root)
+        return scoped._decide_plain(tool_name, main_value)
+
+    def scoped(self, tool_name: str, kinds: Sequence[str], tools: ToolKinds) -> RuleSet:
+        """Just the rules that speak about this value of this call (see Rule.applies)."""
+        return RuleSet(
+            [r for r in self.allow if r.applies(tool_name, kinds, tools, deny=False)],
+            [r for r in self.deny if r.applies(tool_name, kinds, tools, deny=True)],
+        )
 
     def _tool_rules(self, rules: Iterable[Rule], tool_name: str) -> list[Rule]:
-        return [rule for rule in rules if rule.matches_tool(tool_name)]
+        """The rules for the call: `decide` has already scoped this set to it."""
+        return list(rules)
 
     def _deny_if_any(
         self, tool_name: str, values: Sequence[str], *, paths: bool = False
@@ -253,6 +322,13 @@ class RuleSet:
         return _allow_every_part(rules, split.parts, split.reasons, tool_name, whole)
 
 
+def _covering(rule: Rule, kind: RuleKind, tools: ToolKinds | None) -> str:
+    if tools is None:
+        return ""
+    names = rule.covered_tools(tools, kind)
+    return f"  covers: {', '.join(names)}" if names else "  covers: no tool of this session"
+
+
 def _names_exact_shape(rule: Rule, whole: str) -> bool:
     """A wildcard-free rule whose text is the whole command, as the user wrote it."""
     return (
@@ -295,8 +371,10 @@ def _no_rule(tool_name: str, value: str) -> Decision:
 class _PathViews:
     lexical: list[str]
     """The path normalized (`..` and `.` folded), relative to the root and absolute."""
-    real: list[str] | None
-    """The same with symlinks resolved; None when there is no root to resolve against."""
+    real: list[list[str]] | None
+    """The path as the kernel resolves it (symlinks followed where met, before any `..`),
+    once with the last symlink followed and once without when those differ, each in its
+    spellings (absolute, relative to the root); None when there is no root to resolve against."""
     every: list[str]
     """Every spelling, the path as given included: what deny rules look at."""
 
@@ -305,16 +383,24 @@ def _path_views(value: str, root: Path | None) -> _PathViews:
     expanded = os.path.expanduser(value) if value else value
     norm = os.path.normpath(expanded) if expanded else ""
     lexical = [norm]
-    real: list[str] | None = None
+    real: list[list[str]] | None = None
     if root is not None and norm:
         root_abs = os.path.abspath(root)
         absolute = os.path.normpath(os.path.join(root_abs, norm))
         lexical += [absolute, *_inside(absolute, root_abs)]
-        resolved = os.path.realpath(absolute)
-        real_rel = _inside(resolved, os.path.realpath(root_abs))
-        real = [resolved, *real_rel, *(os.path.join(root_abs, r) for r in real_rel)]
-    every = list(dict.fromkeys([value, expanded, *lexical, *(real or [])]))
+        root_real = resolved_forms(root_abs, "/")[0]
+        real = [_spellings(form, root_abs, root_real) for form in resolved_forms(value, root_abs)]
+    spelled = [spelling for group in real or [] for spelling in group]
+    every = list(dict.fromkeys([value, expanded, *lexical, *spelled]))
     return _PathViews(lexical, real, every)
+
+
+def _spellings(resolved: str, root_abs: str, root_real: str) -> list[str]:
+    """A resolved path absolute, and relative to the root when inside it (also under the
+    root as the user spelled it)."""
+    relative = _inside(resolved, root_real)
+    under_root = [os.path.normpath(os.path.join(root_abs, r)) for r in relative]
+    return list(dict.fromkeys([resolved, *relative, *under_root]))
 
 
 def _inside(path: str, root: str) -> list[str]:
@@ -334,12 +420,14 @@ def _path_matcher(rule: Rule) -> Callable[[str], bool]:
 
 
 def _path_rule_allows(rule: Rule, views: _PathViews) -> bool:
-    """Allowed only if the normalized path matches and, once symlinks are
-    followed, the real path still does (a link inside src/ may point anywhere).
-    The path as given is not consulted: `src/../x` must not pass for `src/*`."""
+    """Allowed only if the normalized path matches and the path the kernel reaches (with
+    and without following a last symlink) does too: a link inside src/ may point anywhere,
+    and `src/lnk/../x` is not in src/ when lnk leads out. The path as given is not
+    consulted: `src/../x` must not pass for `src/*`."""
     covers = _path_matcher(rule)
     lexical = any(covers(v) for v in views.lexical)
-    return lexical and (views.real is None or any(covers(v) for v in views.real))
+    real = views.real or []
+    return lexical and all(any(covers(v) for v in group) for group in real)
 
 
 # --- files -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from .config import Settings
 from .context import Compressor, context_window
 from .dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .git_ops import GitOps
+from .keys import SecretFiles
 from .llm_client import ProtocolMode, TurnLoop, TurnSettings
 from .messages import ToolCall
 from .permissions import RuleSet, load_rules
@@ -21,7 +22,7 @@ from .sandbox import Sandbox
 from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
-from .toolspec import Tool, ToolContext, ToolOutput, ToolTable
+from .toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui import UI
 
 
@@ -103,14 +104,18 @@ def build_runtime(
     provider = create_provider(
         settings, env, notice=lambda message: ui.notice(message, "warning"), home=options.home
     )
-    ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
+    ctx = ToolContext(
+        root=options.root, notice=lambda m: ui.notice(m), secrets=SecretFiles(options.home)
+    )
     sandbox = sandbox_for(settings, options, ui)
     table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
     git = GitOps(options.root, options.home)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
-    policy = ApprovalPolicy(options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox)
+    policy = ApprovalPolicy(
+        options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table
+    )
     plan_gate = PlanGate(policy)
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
@@ -167,13 +172,22 @@ def build_loop(
     )
 
 
+def _resolved_or_none(ctx: ToolContext, path: str) -> Path | None:
+    """The path the tool will write, or None when it cannot be resolved (the tool then
+    refuses it itself): a snapshot must never fail the call."""
+    try:
+        return ctx.resolve(path)
+    except (OSError, ValueError, ToolError):
+        return None
+
+
 def undo_hooks(git: GitOps, ctx: ToolContext) -> tuple[BeforeHook, AfterHook]:
     """Snapshot what a file tool may change, then commit what it did change."""
 
     def before(call: ToolCall, tool: Tool) -> None:
         if tool.writes_files and git.enabled:
             named = tool.path_values(call.arguments, written_only=True).values()
-            git.snapshot_before([ctx.resolve(p) for p in named])
+            git.snapshot_before([path for p in named if (path := _resolved_or_none(ctx, p))])
 
     def after(call: ToolCall, tool: Tool, output: ToolOutput) -> str | None:
         if tool.writes_files and output.changed_paths and git.enabled:

@@ -12,11 +12,20 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
+from .paths import resolve_user_path
+
+if TYPE_CHECKING:
+    from .keys import SecretFiles
+
 DEFAULT_RESULT_CAP = 16_000
+SECRETS_REFUSED = (
+    "tether's saved keys (credentials.json in its state directory) are never read or "
+    "written through a tool"
+)
 
 
 class ToolError(Exception):
@@ -38,11 +47,34 @@ class ToolContext:
 
     root: Path
     notice: Callable[[str], None] = lambda message: None
+    secrets: SecretFiles | None = None
+    """tether's saved keys: no path a tool resolves may be one of them, no file it reads either."""
 
-    def resolve(self, path: str) -> Path:
-        """A path as the user means it: relative paths are inside the project root."""
-        p = Path(path).expanduser()
-        return p if p.is_absolute() else self.root / p
+    def resolve(self, path: str, *, follow_symlinks: bool = True) -> Path:
+        """The path open() will reach: `~` expanded, relative to the project root, every
+        symlink followed where the kernel meets it (before a `..` after it), the last one
+        only with `follow_symlinks`. The approval policy checked this same resolution.
+        Raises ToolError for tether's saved keys, OSError for a symlink loop."""
+        resolved = resolve_user_path(path, str(self.root), follow_final=follow_symlinks)
+        if self.is_secret(resolved):
+            raise ToolError(f"Refused: {SECRETS_REFUSED}.")
+        return Path(resolved)
+
+    def is_secret(self, resolved: str | Path) -> bool:
+        """True when a resolved path is one of tether's saved keys (by name or identity)."""
+        return self.secrets is not None and self.secrets.is_secret(str(resolved))
+
+
+class Access(NamedTuple):
+    """A tool's kinds of access, as capability rules name them: "read" (a path it only
+    reads), "write" (a path it changes), "run" (a command)."""
+
+    primary: frozenset[str]
+    """What it does on purpose: what allow rules of a kind cover, and what a deny rule
+    naming this tool extends to through the other tools."""
+    every: frozenset[str]
+    """That plus what it does on the way (edit_file reads the file it changes): what deny
+    rules of a kind look at."""
 
 
 HandlerResult = str | ToolOutput
@@ -65,7 +97,11 @@ class Tool:
     them (path rules, the project root, tether's saved keys), not only the main argument."""
     written_params: tuple[str, ...] = ()
     """Those of `path_params` a call may change (copy_file's source is only read): they are
-    snapshotted before the call runs, and /deepthink reviews them."""
+    snapshotted before the call runs, and /deepthink reviews them. The others are read:
+    `read(...)` rules cover those, `write(...)` rules these."""
+    reads_written: bool = False
+    """The call also reads what it changes and may show some of it (edit_file's diff and
+    near-match hints): deny `read(...)` rules cover its written paths too."""
     result_cap: int | None = None
     """Characters of result kept (head and tail); None uses the configured default."""
     main_arg: str | None = None
@@ -89,6 +125,29 @@ class Tool:
         `written_only`: just those the call may change."""
         names = self.written_params if written_only else self.path_params
         return {k: v for k in names if isinstance(v := arguments.get(k), str) and v}
+
+    def path_accesses(self, arguments: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(argument, value, kinds) for each non-empty path argument. kinds[0] is what the call
+        does to the path ("write" or "read"), which allow rules must cover; deny rules look at
+        every kind listed."""
+        accesses = []
+        for name, value in self.path_values(arguments).items():
+            if name not in self.written_params:
+                accesses.append((name, value, ("read",)))
+            else:
+                accesses.append((name, value, ("write", "read") if self.reads_written else ("write",)))
+        return accesses
+
+    @property
+    def access(self) -> Access:
+        """What the tool does, as capability rules name it (see Access)."""
+        kinds = {"run"} if self.runs_commands else set()
+        if any(p not in self.written_params for p in self.path_params):
+            kinds.add("read")
+        if self.written_params:
+            kinds.add("write")
+        every = kinds | {"read"} if self.reads_written and self.written_params else kinds
+        return Access(frozenset(kinds), frozenset(every))
 
     def main_value(self, arguments: dict[str, Any]) -> str:
         if self.main_arg is None:
@@ -139,6 +198,10 @@ class ToolTable:
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
+
+    def access(self) -> dict[str, Access]:
+        """What each tool does (see Tool.access), for the permission rules."""
+        return {t.name: t.access for t in self}
 
     def block_params(self) -> dict[str, tuple[str, ...]]:
         return {t.name: t.block_params for t in self if t.block_params}

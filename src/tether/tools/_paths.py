@@ -6,17 +6,19 @@ import difflib
 import os
 from pathlib import Path
 
+from tether.paths import resolve_path
+
 
 def is_inside_root(path: Path, root: Path) -> bool:
-    """True when `path` (after resolving symlinks) is the root or lies beneath it.
+    """True when `path` (resolved as the kernel resolves it) is the root or lies beneath it.
 
     Resolving both sides means a symlink inside the project that points
     elsewhere counts as outside, which is what a path policy must see. A path
     the OS cannot resolve or even represent (a loop, a NUL byte) counts as outside.
     """
     try:
-        return is_within(Path(path).resolve(), Path(root).resolve())
-    except (OSError, RuntimeError, ValueError):
+        return is_within(Path(resolve_path(str(path), ".")), Path(resolve_path(str(root), ".")))
+    except (OSError, ValueError):
         return False
 
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from tether.atomic import atomic_write_bytes
 from tether.git_ops import clean_git_env
+from tether.paths import file_identity
 from tether.tools._paths import display_path, is_inside_root, near_names
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
@@ -229,9 +230,10 @@ def _decode(data: bytes) -> _Loaded:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    """Write atomically (see tether.atomic), keeping an existing file's mode. Every
-    symlink on the way is followed, so a link updates what it points at and stays a link."""
-    atomic_write_bytes(Path(os.path.realpath(path)), data)
+    """Write atomically (see tether.atomic), keeping an existing file's mode. `path` comes
+    from ctx.resolve with every symlink followed (so a link updates what it points at and
+    stays a link): it is written as checked, not resolved a second time."""
+    atomic_write_bytes(path, data)
 
 
 # --- read_file --------------------------------------------------------------
@@ -547,7 +549,7 @@ def _short_diff(before: str, after: str, shown: str) -> tuple[str, int, int]:
 
 @_os_errors_as_tool_errors
 def delete_file(args: DeleteFileParams, ctx: ToolContext) -> ToolOutput:
-    path = ctx.resolve(args.filepath)
+    path = ctx.resolve(args.filepath, follow_symlinks=False)  # unlink removes a link itself
     shown = display_path(path, ctx.root)
     if path.is_dir() and not path.is_symlink():
         raise ToolError(
@@ -563,7 +565,7 @@ def delete_file(args: DeleteFileParams, ctx: ToolContext) -> ToolOutput:
 @_os_errors_as_tool_errors
 def copy_file(args: CopyFileParams, ctx: ToolContext) -> ToolOutput:
     source = ctx.resolve(args.source)
-    destination = ctx.resolve(args.destination)
+    destination = ctx.resolve(args.destination, follow_symlinks=False)  # a link is refused below
     shown_source = display_path(source, ctx.root)
     shown_destination = display_path(destination, ctx.root)
     if source.is_dir():
@@ -683,6 +685,7 @@ class _SearchReport:
     skipped_binary: int = 0
     skipped_large: int = 0
     skipped_outside: int = 0
+    skipped_secret: int = 0
     stopped: str = ""
 
 
@@ -693,8 +696,9 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     if not target.exists():
         raise _not_found(target, ctx, what="Path")
     files = [target] if target.is_file() else _searchable_files(target)
-    scope = _search_scope(target, ctx.root)
+    scope = _search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
     report = _SearchReport()
+    secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
     deadline = time.monotonic() + SEARCH_TIME_LIMIT
     for path in files:
         if time.monotonic() > deadline:
@@ -705,6 +709,9 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
             break
         if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
             report.skipped_outside += 1
+            continue
+        if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
+            report.skipped_secret += 1
             continue
         _search_file(regex, path, ctx.root, report)
         if report.stopped:
@@ -851,6 +858,8 @@ def _skipped_note(report: _SearchReport) -> str:
         parts.append(f"{report.skipped_large} over {SEARCH_MAX_FILE_BYTES // (1024 * 1024)} MB")
     if report.skipped_outside:
         parts.append(f"{report.skipped_outside} behind symlinks leading outside")
+    if report.skipped_secret:
+        parts.append(f"{report.skipped_secret} holding tether's saved keys")
     return f"(skipped files: {', '.join(parts)})" if parts else ""
 
 
@@ -896,6 +905,7 @@ FILE_TOOLS: list[Tool] = [
         main_arg="filepath",
         path_params=("filepath",),
         written_params=("filepath",),
+        reads_written=True,
     ),
     _tool(
         "delete_file",
