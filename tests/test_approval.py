@@ -119,3 +119,139 @@ def test_commands_naming_the_state_directory_are_refused_even_under_auto(
     call = ToolCall("c", "run_cmd", {"command": command.format(home=home)})
     assert p.check(call, table.get("run_cmd")).action == "deny"
     assert p.check(ToolCall("c", "run_cmd", {"command": "cat notes.txt"}), table.get("run_cmd")).action == "allow"
+
+
+# ---------------------------------------------------------------- paths the kernel resolves
+
+
+def kernel_policy(root: Path, table: ToolTable, allow=(), deny=(), auto=False) -> ApprovalPolicy:  # noqa: ANN001
+    p = policy(root, allow, deny, auto)
+    p.tools = table
+    return p
+
+
+async def test_an_allowed_folder_with_a_link_out_writes_nothing_outside(tmp_path: Path, table: ToolTable) -> None:
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "other" / "deep").mkdir(parents=True)
+    (root / "src" / "lnk").symlink_to("../other/deep")
+    p = kernel_policy(root, table, allow=["write_file(src/*)"])
+    d = Dispatcher(table, ToolContext(root=root), SilentUI(), policy=p)  # one-shot: nobody to ask
+    result, _ = await d.dispatch(ToolCall("c", "write_file", {"filepath": "src/lnk/../pwn.txt", "content": "x"}))
+    assert result.is_error and "approval" in result.content
+    assert not (root / "other" / "pwn.txt").exists() and not (root / "src" / "pwn.txt").exists()
+    ok, _ = await d.dispatch(ToolCall("c", "write_file", {"filepath": "src/fine.txt", "content": "x"}))
+    assert not ok.is_error and (root / "src" / "fine.txt").read_text() == "x"
+
+
+def test_a_path_through_proc_self_cwd_meets_deny_rules_under_auto(
+    tmp_path: Path, table: ToolTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "proj"
+    (root / "secret").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    p = kernel_policy(root, table, deny=["write_file(secret/*)"], auto=True)
+    assert verdict(p, table, "write_file", filepath="/proc/self/cwd/../proj/secret/k", content="x") == "deny"
+    assert verdict(p, table, "write_file", filepath="/proc/self/cwd/../proj/open/k", content="x") == "allow"
+
+
+def test_a_link_out_is_outside_even_behind_dotdot(tmp_path: Path, table: ToolTable) -> None:
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "up").symlink_to(tmp_path.parent)
+    p = kernel_policy(root, table, allow=["read_file"])
+    assert verdict(p, table, "read_file", filepath="src/up/../x") == "ask"  # lexically proj/src/x
+    assert verdict(p, table, "read_file", filepath="src/x") == "allow"
+
+
+# ---------------------------------------------------------------- rules protect a path, not a tool
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("write_file", {"filepath": "prod.env", "content": "x"}),
+    ("edit_file", {"filepath": "prod.env", "old_content": "a", "new_content": "b"}),
+    ("delete_file", {"filepath": "prod.env"}),
+    ("copy_file", {"source": "a.txt", "destination": "prod.env"}),
+    ("create_dir", {"path": "prod.env"}),
+])
+def test_a_deny_rule_for_write_file_stops_every_tool_that_writes(
+    tmp_path: Path, table: ToolTable, name: str, args: dict
+) -> None:
+    for rule in ("write_file(*.env)", "write(*.env)"):
+        p = kernel_policy(tmp_path, table, deny=[rule], auto=True)
+        assert verdict(p, table, name, **args) == "deny", rule
+    assert verdict(kernel_policy(tmp_path, table, auto=True), table, name, **args) == "allow"
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("read_file", {"filepath": "secret.txt"}),
+    ("search_in_file", {"pattern": "x", "path": "secret.txt"}),
+    ("copy_file", {"source": "secret.txt", "destination": "b.txt"}),
+    ("git_diff", {"path": "secret.txt"}),
+    ("list_dir", {"path": "secret.txt"}),
+    ("edit_file", {"filepath": "secret.txt", "old_content": "a", "new_content": "b"}),  # shows text
+])
+def test_a_deny_rule_for_read_file_stops_every_tool_that_reads(
+    tmp_path: Path, table: ToolTable, name: str, args: dict
+) -> None:
+    for rule in ("read_file(secret.txt)", "read(secret.txt)", "search_in_file(secret.txt)"):
+        p = kernel_policy(tmp_path, table, deny=[rule], auto=True)
+        assert verdict(p, table, name, **args) == "deny", rule
+
+
+def test_a_deny_rule_covers_its_own_kind_only(tmp_path: Path, table: ToolTable) -> None:
+    p = kernel_policy(tmp_path, table, deny=["read(secret.txt)", "delete_file"], auto=True)
+    assert verdict(p, table, "write_file", filepath="secret.txt", content="x") == "allow"
+    assert verdict(p, table, "copy_file", source="a.txt", destination="secret.txt") == "allow"
+    # A rule without a pattern names that tool alone, not every tool that writes.
+    assert verdict(p, table, "delete_file", filepath="b.txt") == "deny"
+    assert verdict(p, table, "write_file", filepath="b.txt", content="x") == "allow"
+    writes = kernel_policy(tmp_path, table, deny=["write(secret.txt)"], auto=True)
+    assert verdict(writes, table, "read_file", filepath="secret.txt") == "allow"
+    assert verdict(writes, table, "copy_file", source="secret.txt", destination="b.txt") == "allow"
+
+
+def test_allow_rules_of_a_kind_cover_every_tool_of_that_kind(tmp_path: Path, table: ToolTable) -> None:
+    p = kernel_policy(tmp_path, table, allow=["write(src/*)", "run(git status)"])
+    assert verdict(p, table, "write_file", filepath="src/a.py", content="x") == "allow"
+    assert verdict(p, table, "edit_file", filepath="src/a.py", old_content="a", new_content="b") == "allow"
+    assert verdict(p, table, "delete_file", filepath="src/a.py") == "allow"
+    assert verdict(p, table, "create_dir", path="src/pkg") == "allow"
+    assert verdict(p, table, "write_file", filepath="docs/a.md", content="x") == "ask"
+    assert verdict(p, table, "run_cmd", command="git status --short") == "allow"
+    assert verdict(p, table, "run_cmd", command="git push") == "ask"
+    # copy_file also reads its source: a write rule alone does not cover that.
+    assert verdict(p, table, "copy_file", source="docs/a", destination="src/b") == "ask"
+    both = kernel_policy(tmp_path, table, allow=["write(src/*)", "read(docs/*)"])
+    assert verdict(both, table, "copy_file", source="docs/a", destination="src/b") == "allow"
+    reads = kernel_policy(tmp_path, table, allow=["read"])
+    assert verdict(reads, table, "write_file", filepath="src/a.py", content="x") == "ask"
+
+
+def test_run_rules_cover_every_command_running_tool(tmp_path: Path, table: ToolTable) -> None:
+    p = kernel_policy(tmp_path, table, deny=["run(rm *)"], auto=True)
+    assert verdict(p, table, "run_cmd", command="rm -rf build") == "deny"
+    assert verdict(p, table, "run_cmd", command="ls && rm x") == "deny"
+    assert verdict(p, table, "send_input", session="s1", text="rm x") == "deny"  # deny rules cannot see it
+    assert verdict(p, table, "run_cmd", command="ls") == "allow"
+
+
+def test_a_new_tool_is_covered_by_declaring_its_paths(tmp_path: Path, table: ToolTable) -> None:
+    from pydantic import BaseModel
+
+    from tether.toolspec import Tool
+
+    class MoveParams(BaseModel):
+        source: str
+        destination: str
+
+    move = Tool("move_file", "Move a file.", MoveParams, lambda args, ctx: "", writes_files=True,
+                main_arg="source", path_params=("source", "destination"),
+                written_params=("source", "destination"))
+    table.add(move)
+    for rule in ("write(keep/*)", "delete_file(keep/*)", "write_file(keep/*)"):
+        p = kernel_policy(tmp_path, table, deny=[rule], auto=True)
+        assert verdict(p, table, "move_file", source="keep/a", destination="b") == "deny", rule
+        assert verdict(p, table, "move_file", source="a", destination="b") == "allow", rule
+    reads = kernel_policy(tmp_path, table, deny=["read(keep/*)"], auto=True)
+    assert verdict(reads, table, "move_file", source="keep/a", destination="b") == "allow"

@@ -56,6 +56,17 @@ def test_good_rules_parse(text: str, tool: str, pattern: str | None) -> None:
     assert (rule.tool, rule.pattern, rule.source) == (tool, pattern, "project")
 
 
+@pytest.mark.parametrize(
+    ("text", "capability"),
+    [("read(secrets/*)", "read"), ("write", "write"), ("run(rm *)", "run"), ("read_file(x)", None),
+     ("r*(x)", None)],
+)
+def test_capability_rules_are_read_write_and_run(text: str, capability: str | None) -> None:
+    rule = Rule.parse(text, "test")
+    assert rule.capability == capability
+    assert not (capability and rule.matches_tool(capability))  # a kind, never a tool name
+
+
 def test_rule_prints_as_written() -> None:
     assert str(Rule.parse("run_cmd(git status)", "user")) == "run_cmd(git status)"
     assert str(Rule.parse("delete_file", "user")) == "delete_file"
@@ -186,6 +197,37 @@ def test_symlink_inside_allowed_directory_cannot_escape(tmp_path: Path) -> None:
     assert (
         ruleset.decide("write_file", "src/ok.txt", is_path=True, root=tmp_path).verdict == "allow"
     )
+
+
+def test_symlink_before_dotdot_is_followed_as_the_kernel_does(tmp_path: Path) -> None:
+    # src/lnk -> ../other/deep: src/lnk/../pwn.txt is other/pwn.txt, not src/pwn.txt.
+    (tmp_path / "src").mkdir()
+    (tmp_path / "other" / "deep").mkdir(parents=True)
+    (tmp_path / "src" / "lnk").symlink_to("../other/deep")
+    ruleset = rules(allow=["write_file(src/*)"])
+    decision = ruleset.decide("write_file", "src/lnk/../pwn.txt", is_path=True, root=tmp_path)
+    assert decision.verdict == "ask"
+    denied = rules(allow=["write_file"], deny=["write_file(other/*)"])
+    assert denied.decide("write_file", "src/lnk/../pwn.txt", is_path=True, root=tmp_path).verdict == "deny"
+
+
+def test_deny_sees_a_path_through_proc_self_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "proj"
+    (root / "secret").mkdir(parents=True)
+    monkeypatch.chdir(root)
+    ruleset = rules(allow=["write_file"], deny=["write_file(secret/*)"])
+    path = "/proc/self/cwd/../proj/secret/k"  # lexically /proc/self/proj/secret/k
+    assert ruleset.decide("write_file", path, is_path=True, root=root).verdict == "deny"
+
+
+def test_a_final_symlink_is_judged_followed_and_as_itself(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "out").symlink_to(tmp_path.parent)
+    ruleset = rules(allow=["delete_file(src/*)"])
+    # unlink would remove only the link, yet what it points to lies outside src/: ask.
+    assert ruleset.decide("delete_file", "src/out", is_path=True, root=tmp_path).verdict == "ask"
+    denied = rules(allow=["delete_file"], deny=["delete_file(src/out)"])
+    assert denied.decide("delete_file", "src/out", is_path=True, root=tmp_path).verdict == "deny"
 
 
 @pytest.mark.parametrize("path", [".env", "config/.env", "./config/../.env"])

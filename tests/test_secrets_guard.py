@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tether.approval import ApprovalPolicy, contains_home, home_spellings, is_secret_path
-from tether.dispatch import Dispatcher
+from tether.dispatch import AllowAll, CallPolicy, Dispatcher
+from tether.keys import SecretFiles
 from tether.messages import ToolCall, ToolResult
 from tether.permissions import Rule, RuleSet
+from tether.sandbox import Sandbox
 from tether.tools import builtin_tools
 from tether.toolspec import ToolContext
 from tether.ui import Decision, SilentUI
@@ -45,13 +48,29 @@ class AskingUI(SilentUI):
 
 
 def dispatcher(
-    root: Path, home: Path | None, ui: SilentUI | None = None, allow: tuple[str, ...] = ("*",)
+    root: Path,
+    home: Path | None,
+    ui: SilentUI | None = None,
+    allow: tuple[str, ...] = ("*",),
+    sandbox: Sandbox | None = None,
 ) -> Dispatcher:
     """The real dispatcher and policy, under --auto with an allow-everything rule."""
     table, _ = builtin_tools(ToolContext(root=root))
     rules = RuleSet([Rule.parse(r, "test") for r in allow], [])
-    policy = ApprovalPolicy(root, rules, auto=True, home=home)
-    return Dispatcher(table, ToolContext(root=root), ui or SilentUI(), policy=policy)
+    policy = ApprovalPolicy(root, rules, auto=True, home=home, sandbox=sandbox, tools=table)
+    return Dispatcher(table, tool_context(root, home), ui or SilentUI(), policy=policy)
+
+
+def tool_context(root: Path, home: Path | None) -> ToolContext:
+    """What the runtime gives the tools: the project root and the saved keys to keep out of reach."""
+    return ToolContext(root=root, secrets=SecretFiles(home) if home is not None else None)
+
+
+def unguarded(root: Path, home: Path) -> Dispatcher:
+    """A dispatcher whose policy allows everything: only the tools' own guard stands."""
+    table, _ = builtin_tools(ToolContext(root=root))
+    policy: CallPolicy = AllowAll()
+    return Dispatcher(table, tool_context(root, home), SilentUI(), policy=policy)
 
 
 async def call(d: Dispatcher, name: str, **args: object) -> ToolResult:
@@ -130,6 +149,130 @@ async def test_without_a_state_dir_nothing_extra_is_guarded(world) -> None:
     root, home = world
     result = await call(dispatcher(root, None), "read_file", filepath=str(home / "credentials.json"))
     assert not result.is_error  # the guard needs to know where the state lives
+
+
+# ---------------------------------------------------------------- spellings the kernel resolves
+
+
+@pytest.fixture
+def beside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """The layout of a real install: the project and the home folder (with .tether in it)
+    side by side, tether started in the project."""
+    root, home = tmp_path / "proj", tmp_path / "home" / ".tether"
+    root.mkdir()
+    home.mkdir(parents=True)
+    (home / "sessions").mkdir()
+    (home / "credentials.json").write_text(SAVED)
+    (root / "a.txt").write_text("hello\n")
+    (root / "sess").symlink_to(home / "sessions")  # e.g. a link a hostile repository ships
+    monkeypatch.chdir(root)
+    return root, home
+
+
+KERNEL_SPELLINGS = [
+    "/proc/self/cwd/../home/.tether/credentials.json",  # lexically /proc/self/home/...
+    "sess/../credentials.json",  # lexically proj/credentials.json
+    "sess/./../../.tether/credentials.json",
+    "missing/../sess/../credentials.json",
+]
+SANDBOXES = [None, "workspace-write"]
+
+
+def sandbox_of(mode: str | None, root: Path, home: Path) -> Sandbox | None:
+    return None if mode is None else Sandbox(mode, root, home)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", SANDBOXES, ids=["no-sandbox", "workspace-write"])
+@pytest.mark.parametrize("spelling", KERNEL_SPELLINGS)
+async def test_spellings_the_kernel_resolves_to_the_keys_are_refused_under_auto(
+    beside, spelling: str, mode: str | None
+) -> None:
+    root, home = beside
+    d = dispatcher(root, home, sandbox=sandbox_of(mode, root, home))
+    assert_blocked(await call(d, "read_file", filepath=spelling))
+    assert_blocked(await call(d, "copy_file", source=spelling, destination="leak.json"))
+    assert_blocked(await call(d, "write_file", filepath=spelling, content="{}"))
+    assert_blocked(await call(d, "edit_file", filepath=spelling, old_content="sk", new_content="x"))
+    assert_blocked(await call(d, "delete_file", filepath=spelling))
+    assert_blocked(await call(d, "copy_file", source="a.txt", destination=spelling))
+    assert (home / "credentials.json").read_text() == SAVED
+    assert not (root / "leak.json").exists()
+
+
+@pytest.mark.parametrize("spelling", KERNEL_SPELLINGS)
+async def test_the_tools_refuse_the_keys_even_when_the_policy_lets_everything_through(
+    beside, spelling: str
+) -> None:
+    root, home = beside
+    d = unguarded(root, home)
+    for name, args in [
+        ("read_file", {"filepath": spelling}),
+        ("copy_file", {"source": spelling, "destination": "leak.json"}),
+        ("write_file", {"filepath": spelling, "content": "{}"}),
+        ("delete_file", {"filepath": spelling}),
+        ("copy_file", {"source": "a.txt", "destination": spelling}),
+        ("search_in_file", {"pattern": "sk-", "path": spelling}),
+    ]:
+        result = await call(d, name, **args)
+        assert result.is_error and "saved keys" in result.content, (name, result.content)
+        assert "sk-saved-not-real" not in result.content
+    assert (home / "credentials.json").read_text() == SAVED
+    assert not (root / "leak.json").exists()
+
+
+async def test_the_old_guard_was_fooled_by_folding_dotdot_first(beside) -> None:
+    """The spellings really reach the keys: the kernel opens them."""
+    root, home = beside
+    for spelling in KERNEL_SPELLINGS[:3]:
+        assert Path(spelling).read_text() == SAVED
+        assert is_secret_path(root, home, spelling)
+
+
+# ---------------------------------------------------------------- hard links and reading tools
+
+
+@pytest.fixture
+def hard_linked(world) -> tuple[Path, Path]:
+    root, home = world
+    os.link(home / "credentials.json", root / "notes.txt")
+    return root, home
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["walk", "git"])
+async def test_a_search_over_the_project_skips_a_hard_link_to_the_keys(
+    hard_linked, tracked: bool
+) -> None:
+    root, home = hard_linked
+    if tracked:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        subprocess.run(["git", "-C", str(root), "add", "."], check=True)
+    for d in (dispatcher(root, home), unguarded(root, home)):
+        found = await call(d, "search_in_file", pattern="sk-|hello", path=".")
+        assert not found.is_error and "a.txt:1: hello" in found.content
+        assert "sk-saved-not-real" not in found.content
+        assert "1 holding tether's saved keys" in found.content
+
+
+async def test_every_reading_tool_refuses_a_hard_link_to_the_keys(hard_linked) -> None:
+    root, home = hard_linked
+    for d in (dispatcher(root, home), unguarded(root, home)):
+        for name, args in [
+            ("read_file", {"filepath": "notes.txt"}),
+            ("copy_file", {"source": "notes.txt", "destination": "leak.txt"}),
+            ("search_in_file", {"pattern": "sk-", "path": "notes.txt"}),
+            ("edit_file", {"filepath": "notes.txt", "old_content": "sk", "new_content": "x"}),
+        ]:
+            result = await call(d, name, **args)
+            assert result.is_error and "saved keys" in result.content, (name, result.content)
+            assert "sk-saved-not-real" not in result.content
+    assert not (root / "leak.txt").exists()
+
+
+async def test_git_diff_of_a_hard_link_to_the_keys_is_refused(hard_linked) -> None:
+    root, home = hard_linked
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    result = await call(dispatcher(root, home), "git_diff", path="notes.txt")
+    assert_blocked(result)
 
 
 # ---------------------------------------------------------------- searching and listing

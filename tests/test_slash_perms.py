@@ -8,14 +8,17 @@ from types import SimpleNamespace
 
 from tether.permissions import PROJECT_FILE, USER_FILE, Rule, RuleSet
 from tether.slash import COMMANDS
+from tether.tools import builtin_tools
+from tether.toolspec import ToolContext
 
 
 class FakeApp:
     """Just what /perms reads: the options, the live rule set and `say`."""
 
     def __init__(self, root: Path, home: Path, rules: RuleSet, allow: list[str]) -> None:
-        self.options = SimpleNamespace(root=root, home=home, trusted=True, allow=allow)
-        self.runtime = SimpleNamespace(rules=rules)
+        self.options = SimpleNamespace(root=root, home=home, trusted=True, allow=allow, deny=[])
+        table, _ = builtin_tools(ToolContext(root=root))
+        self.runtime = SimpleNamespace(rules=rules, table=table)
         self.said: list[tuple[str, str]] = []
 
     def say(self, text: str, style: str = "info") -> None:
@@ -56,3 +59,23 @@ async def test_reload_rereads_the_files_and_keeps_session_and_command_line_rules
         ("write_file(secrets/*)", "session"),
     }
     assert ("Rules reloaded.", "info") in app.said
+
+
+async def test_perms_shows_the_tools_each_rule_covers(tmp_path: Path) -> None:
+    rules = RuleSet()
+    app = FakeApp(tmp_path, tmp_path / "home", rules, allow=[])
+    for line in ("deny read_file(secret.txt)", "deny delete_file", "allow write(src/*)", "allow run"):
+        await COMMANDS.run(app, "/perms " + line)  # type: ignore[arg-type]
+    app.said.clear()
+    await COMMANDS.run(app, "/perms")  # type: ignore[arg-type]
+    shown = {text.split("  [")[0].strip(): text for text, _ in app.said}
+    read = shown["deny read_file(secret.txt)"]
+    for name in ("read_file", "search_in_file", "copy_file", "git_diff", "list_dir", "edit_file"):
+        assert name in read
+    assert "write_file" not in read and "run_cmd" not in read
+    assert shown["deny delete_file"].endswith("covers: delete_file")
+    write = shown["allow write(src/*)"]
+    for name in ("write_file", "edit_file", "delete_file", "copy_file", "create_dir"):
+        assert name in write
+    assert "read_file" not in write
+    assert "covers: run_cmd, send_input, end_process" in shown["allow run"]

@@ -51,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auto", action="store_true",
                    help="allow every tool call that no deny rule forbids, without asking")
     p.add_argument("--allow", action="append", default=[], metavar="RULE",
-                   help="allow calls matching RULE, e.g. write_file or 'write_file(src/*)' (repeatable)")
+                   help="allow calls matching RULE, e.g. write_file, 'write_file(src/*)' or "
+                        "'write(src/*)' (repeatable)")
+    p.add_argument("--deny", action="append", default=[], metavar="RULE",
+                   help="refuse calls matching RULE, e.g. 'read(secrets/*)' or 'run(rm *)' (repeatable)")
     p.add_argument("--protocol", choices=("auto", "native", "text"),
                    help="tool-call protocol (default: auto)")
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
@@ -148,7 +151,8 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
         settings = with_base_url(settings, args.base_url)
     except ValueError as exc:
         return usage_error(str(exc))
-    options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, trusted=args.trust)
+    options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, deny=args.deny,
+                         trusted=args.trust)
     return settings, options, warnings
 
 

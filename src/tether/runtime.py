@@ -34,6 +34,7 @@ class RunOptions:
     home: Path
     auto: bool = False
     allow: Sequence[str] = ()
+    deny: Sequence[str] = ()
     trusted: bool = False
     asker: Asker | None = None
     """How get_user_input reaches a person; None in one-shot mode."""
@@ -111,7 +112,8 @@ def build_runtime(
     table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
     git = GitOps(options.root, options.home)
     rules, warnings = load_rules(
-        options.root, options.home, trusted=options.trusted, extra_allow=options.allow
+        options.root, options.home, trusted=options.trusted,
+        extra_allow=options.allow, extra_deny=options.deny,
     )
     policy = ApprovalPolicy(
         options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table

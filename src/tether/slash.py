@@ -246,7 +246,8 @@ async def perms(app: App, arg: str) -> None:
         app.say(f"{verb} {text.strip()} for this session.")
     elif verb == "reload":
         rules, warnings = load_rules(app.options.root, app.options.home,
-                                     trusted=app.options.trusted, extra_allow=app.options.allow)
+                                     trusted=app.options.trusted, extra_allow=app.options.allow,
+                                     extra_deny=app.options.deny)
         # The files are re-read (command-line rules come with them); session rules carry over.
         current = app.runtime.rules
         rules.carry_session_rules(current)
@@ -257,7 +258,7 @@ async def perms(app: App, arg: str) -> None:
     elif verb:
         app.say("Use /perms, /perms allow RULE, /perms deny RULE or /perms reload.", "warning")
         return
-    lines = app.runtime.rules.describe()
+    lines = app.runtime.rules.describe(app.runtime.table.access())
     for line in lines or ["No rules: reads run, everything else asks."]:
         app.say("  " + line)
 
