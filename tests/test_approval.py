@@ -255,3 +255,27 @@ def test_a_new_tool_is_covered_by_declaring_its_paths(tmp_path: Path, table: Too
         assert verdict(p, table, "move_file", source="a", destination="b") == "allow", rule
     reads = kernel_policy(tmp_path, table, deny=["read(keep/*)"], auto=True)
     assert verdict(reads, table, "move_file", source="keep/a", destination="b") == "allow"
+
+
+async def test_a_symlink_swapped_while_the_user_decides_is_judged_again(tmp_path: Path, table: ToolTable) -> None:
+    root = tmp_path / "proj"
+    (root / "docs").mkdir(parents=True)
+    (root / "secret").mkdir()
+
+    class SwappingUI(SilentUI):
+        """Approves, but first a running command turns docs/ into a link to secret/."""
+
+        can_ask = True
+
+        async def approve(self, call: ToolCall, reason: str):  # noqa: ANN201
+            (root / "docs").rmdir()
+            (root / "docs").symlink_to("secret")
+            from tether.ui import Decision
+
+            return Decision(True)
+
+    p = kernel_policy(root, table, deny=["write(secret/*)"])
+    d = Dispatcher(table, ToolContext(root=root), SwappingUI(), policy=p)
+    result, _ = await d.dispatch(ToolCall("c", "write_file", {"filepath": "docs/x.txt", "content": "x"}))
+    assert result.is_error and "after approval" in result.content
+    assert not (root / "secret" / "x.txt").exists()

@@ -9,10 +9,13 @@ checked, not only its main argument: copy_file's destination and
 search_in_file's path meet the same deny rules as any other path, and an allow
 rule must cover all of them.
 
+Every path is judged as the kernel resolves it (`paths.resolve_path`), the
+resolution the tools then use (`ToolContext.resolve`).
+
 Two checks stand above every rule and --auto: tether's saved keys
-(`credentials.json` in the state directory) are never read or written through
-a tool, and when a sandbox was asked for but cannot run, every command asks
-before it runs unconfined.
+(`credentials.json` in the state directory, by name or by identity) are never
+read or written through a tool, and when a sandbox was asked for but cannot
+run, every command asks before it runs unconfined.
 """
 
 from __future__ import annotations

@@ -151,9 +151,23 @@ class Dispatcher:
         async with self._approval_lock:
             decision = await self.ui.approve(call, verdict.reason)
         if decision.allowed:
-            return ""
+            return self._still_allowed(call, tool)
         why = f" Their reason: {decision.feedback.rstrip('.')}." if decision.feedback else ""
         return f"The user refused this {call.name} call.{why} Do not retry it unchanged."
+
+    def _still_allowed(self, call: ToolCall, tool: Tool) -> str:
+        """The files may have changed while the user thought (a symlink swapped by a running
+        command): deny rules and the keys guard are asked again right before the call runs."""
+        try:
+            verdict = self.policy.check(call, tool)
+        except Exception as exc:
+            return f"Blocked: the {call.name} call could not be checked again ({type(exc).__name__})."
+        if verdict.action == "deny":
+            return (
+                f"Blocked by a permission rule after approval: {verdict.reason or call.name}. "
+                "The paths changed while the call waited; it did not run."
+            )
+        return ""
 
     async def _run(self, tool: Tool, args: Any) -> tuple[ToolOutput, bool]:
         timeout = tool.timeout or self.default_timeout

@@ -1,7 +1,11 @@
 """Permission rules (deny, allow, or ask) and the folders whose rules are trusted.
 
 A rule names a tool, optionally with a pattern for the call's main argument:
-`run_cmd(git status)`, `write_file(src/*)`, `mcp__filesystem__*`. Patterns use
+`run_cmd(git status)`, `write_file(src/*)`, `mcp__filesystem__*`; or a kind of
+access through every tool that declares it: `read(P)`, `write(P)`, `run(P)`
+(the tool table's path_params, written_params and runs_commands say which
+tools do what). A deny rule with a pattern that names one tool covers the same
+kind of access through the others. Patterns use
 `*` (any text, `/` included) and `?` (one character); a pattern without a
 wildcard also covers `<pattern> <anything>`, so `run_cmd(git status)` allows
 `git status --short` but not `git statusx`.
@@ -11,8 +15,9 @@ into the simple commands they run (see `shell_parse`): a deny rule matching
 any part denies the whole; a compound command is allowed only when a rule
 names its exact text or every part is allowed on its own, and a command with
 constructs we cannot see through is never allowed part by part. Paths are
-matched in their normalized form, so `..` cannot walk out of the directory a
-rule names and a symlink cannot smuggle a write elsewhere.
+matched normalized as written and as the kernel resolves them (`paths`): deny
+if either matches, allow only if both do, so neither `..` nor a symlink (met
+before a `..` or not) can walk out of the directory a rule names.
 
 Rules come from `TETHER_HOME/permissions.json` (always), the project's
 `.permissions.json` (deny rules always; allow rules only once the folder is
