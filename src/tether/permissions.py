@@ -239,7 +239,7 @@ class RuleSet:
     def describe(self, tools: ToolKinds | None = None) -> list[str]:
         """One line per rule, deny first: `allow run_cmd(git status)  [project]`; given the
         tool table's kinds, each line also names the tools the rule covers."""
-        kinds = (("deny", self.deny), ("allow", self.allow))
+        kinds: tuple[tuple[RuleKind, list[Rule]], ...] = (("deny", self.deny), ("allow", self.allow))
         return [
             f"{kind} {rule}  [{rule.source}]" + _covering(rule, kind, tools)
             for kind, rules in kinds

@@ -130,7 +130,7 @@ class Tool:
         """(argument, value, kinds) for each non-empty path argument. kinds[0] is what the call
         does to the path ("write" or "read"), which allow rules must cover; deny rules look at
         every kind listed."""
-        accesses = []
+        accesses: list[tuple[str, str, tuple[str, ...]]] = []
         for name, value in self.path_values(arguments).items():
             if name not in self.written_params:
                 accesses.append((name, value, ("read",)))
