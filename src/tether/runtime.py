@@ -106,7 +106,7 @@ def build_runtime(
     ctx = ToolContext(root=options.root, notice=lambda m: ui.notice(m))
     sandbox = sandbox_for(settings, options, ui)
     table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
-    git = GitOps(options.root, options.home)
+    git = GitOps(options.root, options.home, post_commit_hook=settings.git_post_commit_hook)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
