@@ -7,18 +7,25 @@ runs it); the others drive every way tether starts git and find no marker.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
+from fakeserver import FakeServer, Reply
+from test_cli import openai_args, run_cli
 
+from tether.approval import ApprovalPolicy
 from tether.git_guard import hardened_git, name_overrides
 from tether.git_ops import GitOps
+from tether.messages import ToolCall
+from tether.permissions import Rule, RuleSet
+from tether.tools import builtin_tools
 from tether.tools.files import SearchInFileParams, search_in_file
 from tether.tools.git import GitDiffParams, GitStatusParams, git_diff, git_status
-from tether.toolspec import ToolContext, ToolError
+from tether.toolspec import ToolContext, ToolError, ToolTable
 from tether.tui.prompt import ProjectFiles
 
 pytestmark = [
@@ -305,4 +312,101 @@ def test_an_unreadable_config_means_git_is_not_run(tmp_path: Path, evil: Evil) -
         fh.write(f"[core]\n\tfsmonitor = {evil.command('fsmonitor')}\n[broken\n")
     with pytest.raises(ToolError, match="configuration could not be read"):
         git_status(GitStatusParams(), ToolContext(root=repo))
+    assert evil.ran() == []
+
+
+# --- writes into git's own files ----------------------------------------------------------
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> ToolTable:
+    tools, _ = builtin_tools(ToolContext(root=tmp_path))
+    return tools
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "src").mkdir()
+    return root
+
+
+def gate(root: Path, table: ToolTable, name: str, *, allow=(), auto=False, can_ask=True, **args):  # noqa: ANN001, ANN003
+    rules = RuleSet([Rule.parse(r, "test") for r in allow], [])
+    policy = ApprovalPolicy(root, rules, auto=auto, can_ask=can_ask)
+    return policy.check(ToolCall("c1", name, dict(args)), table.get(name))
+
+
+@pytest.mark.parametrize("path", [
+    ".git/config", "./.git/hooks/post-commit", "src/../.git/info/attributes", ".GIT/config",
+    "link-to-git/config", "{root}/.git/config", "sub-wt/.git", "{separate}/config",
+])
+def test_writes_into_git_files_ask_even_with_allow_rules_and_auto(
+    project: Path, table: ToolTable, tmp_path: Path, path: str
+) -> None:
+    os.symlink(project / ".git", project / "link-to-git")
+    separate = tmp_path / "separate-gitdir"
+    git(tmp_path, "init", "-q", f"--separate-git-dir={separate}", str(tmp_path / "linked"))
+    (project / "sub-wt").mkdir()
+    path = path.format(root=project, separate=separate)
+    root = tmp_path / "linked" if "separate" in path else project
+    verdict = gate(root, table, "write_file", allow=["write_file"], auto=True,
+                   filepath=path, content="[filter]\n")
+    assert verdict.action == "ask"
+    assert "git's own files" in verdict.reason
+
+
+def test_every_file_tool_that_writes_is_covered_and_reads_are_not(
+    project: Path, table: ToolTable
+) -> None:
+    everything = dict(allow=["*"], auto=True)
+    assert gate(project, table, "edit_file", **everything, filepath=".git/config",
+                old_text="a", new_text="b").action == "ask"
+    assert gate(project, table, "copy_file", **everything, source="src/x",
+                destination=".git/hooks/pre-commit").action == "ask"
+    assert gate(project, table, "delete_file", **everything, filepath=".git/index").action == "ask"
+    assert gate(project, table, "create_dir", **everything, path=".git/hooks/new").action == "ask"
+    assert gate(project, table, "copy_file", **everything, source=".git/config",
+                destination="src/config.txt").action == "allow"
+    assert gate(project, table, "read_file", filepath=".git/config").action == "allow"
+    assert gate(project, table, "write_file", **everything, filepath="src/.gitattributes",
+                content="* filter=x\n").action == "allow"
+
+
+def test_one_shot_refuses_git_file_writes_unless_a_rule_names_that_exact_path(
+    project: Path, table: ToolTable
+) -> None:
+    def one_shot(path: str, *allow: str) -> str:
+        return gate(project, table, "write_file", allow=allow, auto=True, can_ask=False,
+                    filepath=path, content="x").action
+
+    assert one_shot(".git/config", "write_file") == "deny"
+    assert one_shot(".git/config", "write_file(.git/*)") == "deny"
+    assert one_shot(".git/config", "write_file(.git/config)") == "allow"
+    assert one_shot("./.git/config", "write_file(.git/config)") == "allow"
+    assert one_shot(".git/hooks/post-commit", "write_file(.git/config)") == "deny"
+
+
+def test_one_shot_with_allow_write_file_cannot_plant_a_filter(
+    project: Path, home: Path, evil: Evil
+) -> None:
+    """The issue's example, end to end: a clean filter in .git/config, then .gitattributes,
+    then a write whose auto-commit would run the filter, then git_status."""
+    config_before = (project / ".git" / "config").read_text()
+    filter_config = f'[filter "x"]\n\tclean = {evil.command("clean")}\n'
+    script = [
+        Reply(tool_calls=[("write_file", {"filepath": ".git/config", "content": filter_config})]),
+        Reply(tool_calls=[("write_file", {"filepath": ".gitattributes", "content": "* filter=x\n"})]),
+        Reply(tool_calls=[("write_file", {"filepath": "src/a.txt", "content": "hello\n"})]),
+        Reply(tool_calls=[("git_status", {})]),
+        Reply(text="done"),
+    ]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "go", "--allow", "write_file", *openai_args(server)], project, home)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / ".git" / "config").read_text() == config_before
+    assert (project / "src" / "a.txt").read_text() == "hello\n"
+    assert "git's own files" in json.dumps([body for _, body in server.requests])
     assert evil.ran() == []

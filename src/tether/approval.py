@@ -9,10 +9,13 @@ checked, not only its main argument: copy_file's destination and
 search_in_file's path meet the same deny rules as any other path, and an allow
 rule must cover all of them.
 
-Two checks stand above every rule and --auto: tether's saved keys
+Three checks stand above every rule and --auto: tether's saved keys
 (`credentials.json` in the state directory) are never read or written through
-a tool, and when a sandbox was asked for but cannot run, every command asks
-before it runs unconfined.
+a tool; when a sandbox was asked for but cannot run, every command asks
+before it runs unconfined; and a file tool's write into git's own files
+(`.git/config`, hooks, `info/attributes`: settings that make git run programs)
+always asks. Where nobody can ask (one-shot mode) such a write is refused
+unless an allow rule names that exact path.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .dispatch import GateVerdict
+from .git_guard import writes_git_files
 from .keys import CREDENTIALS_FILE
 from .messages import ToolCall
 from .permissions import Decision, RuleSet
@@ -48,13 +52,19 @@ class ApprovalPolicy:
     """tether's state directory (TETHER_HOME): its saved keys are out of every tool's reach."""
     sandbox: Sandbox | None = None
     """The sandbox commands run in; when it was asked for but cannot run, commands ask."""
+    can_ask: bool = True
+    """Whether a person can answer "ask" (False in one-shot mode)."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         decisions = [self._decide(tool, value, is_path) for value, is_path in checked_values(call, tool)]
         denied = next((d for d in decisions if d.verdict == "deny"), None)
         if denied is not None:
             return GateVerdict("deny", denied.reason)
-        guarded = self.secrets_verdict(call, tool) or self.sandbox_verdict(tool)
+        guarded = (
+            self.secrets_verdict(call, tool)
+            or self.sandbox_verdict(tool)
+            or self.git_files_verdict(call, tool)
+        )
         if guarded is not None:
             return guarded
         unverifiable = self.unverifiable(call, tool)
@@ -97,6 +107,38 @@ class ApprovalPolicy:
                 "the search would read tether's state directory, which holds saved keys"
             ))
         return None
+
+    def git_files_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
+        """A write into git's own files asks, whatever the rules and --auto say: a setting
+        or hook there makes the next git command run a program. Nobody to ask: refused,
+        unless an allow rule names exactly that path."""
+        if not tool.writes_files:
+            return None
+        written = tool.path_values(call.arguments, written_only=bool(tool.written_params))
+        hits = [p for p in written.values() if writes_git_files(self.root, p)]
+        if not hits:
+            return None
+        shown = ", ".join(hits)
+        if self.can_ask:
+            return GateVerdict("ask", (
+                f"writes git's own files ({shown}): git settings and hooks there can make "
+                "git run programs"
+            ))
+        if all(self._exact_allow_rule(tool.name, p) for p in hits):
+            return None
+        return GateVerdict("deny", (
+            f"{shown} is in git's own files, where settings and hooks can make git run "
+            "programs; only an allow rule naming exactly that path lets one-shot mode write it"
+        ))
+
+    def _exact_allow_rule(self, tool_name: str, path: str) -> bool:
+        """An allow rule for this tool whose pattern, without wildcards, is this very path."""
+        wanted = _spellings(self.root, path)
+        return any(
+            rule.matches_tool(tool_name) and rule.pattern is not None and not rule.has_wildcard
+            and _spellings(self.root, rule.pattern) == wanted
+            for rule in self.rules.allow
+        )
 
     def _mentions_secrets(self, text: str) -> bool:
         """Any mention of the state directory, not just of the keys file: `cat ~/.tether/cred*`
@@ -167,6 +209,12 @@ def is_inside(root: Path, path: str) -> bool:
 def _absolute(root: Path, path: str) -> Path:
     candidate = Path(os.path.expanduser(path))
     return Path(os.path.normpath(candidate if candidate.is_absolute() else root / candidate))
+
+
+def _spellings(root: Path, path: str) -> tuple[Path, Path]:
+    """(normalized, resolved): two paths are the same path only when both agree."""
+    absolute = _absolute(root, path)
+    return absolute, absolute.resolve()
 
 
 def _forms(path: Path) -> set[Path]:

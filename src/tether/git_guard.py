@@ -32,6 +32,11 @@ loses the user's GIT_SSH*, GIT_EXTERNAL_DIFF and askpass programs, sets
 GIT_ALLOW_PROTOCOL to nothing (no transport at all: no lazy fetch, no
 remote-helper, whatever `protocol.NAME.allow` says) and GIT_TERMINAL_PROMPT=0.
 
+`writes_git_files` says whether a file tool's write would land in git's own
+files (`.git/config`, hooks, `info/attributes`, a `.git` gitdir file, a
+worktree's or a separate git dir): the approval policy always asks before
+such a write, whatever the rules or --auto say.
+
 What this does not cover: a git command the user or the model runs through
 run_cmd (an allow rule for `run_cmd(git status)` runs git with the
 repository's configuration as it is); a child git that git itself starts in a
@@ -246,3 +251,73 @@ def run_hardened(
         git.argv(*args), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
         capture_output=True, timeout=timeout,
     )
+
+
+# --- git's own files -------------------------------------------------------------
+
+
+def writes_git_files(root: Path, path: str) -> bool:
+    """Whether `path` (relative to `root`, or absolute) is git's own file or lies in a git dir.
+
+    Judged on the path as written (normalized) and as the kernel resolves it, so
+    neither a symlink nor `..` hides `.git/hooks`: a `.git` component, a directory
+    shaped like a git dir (HEAD and objects or commondir), or the git dir a
+    `.git` file of the project points to.
+    """
+    try:
+        candidate = Path(os.path.expanduser(path))
+        full = candidate if candidate.is_absolute() else Path(root) / candidate
+        forms = {Path(os.path.normpath(os.path.abspath(full))), Path(os.path.realpath(full))}
+        git_dirs = [Path(os.path.realpath(d)) for d in linked_git_dirs(Path(root))]
+        return any(
+            _names_git(form) or any(_is_under(form, d) for d in git_dirs) for form in forms
+        )
+    except (ValueError, OSError):  # a path the OS cannot represent: the careful answer
+        return True
+
+
+def _names_git(path: Path) -> bool:
+    if any(part.lower() == ".git" for part in path.parts):
+        return True
+    return any(_looks_like_git_dir(folder) for folder in path.parents)
+
+
+def _looks_like_git_dir(folder: Path) -> bool:
+    if not (folder / "HEAD").is_file():
+        return False
+    return (folder / "objects").is_dir() or (folder / "commondir").is_file()
+
+
+def _is_under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def linked_git_dirs(root: Path) -> list[Path]:
+    """Git dirs that `.git` files from `root` upward point to (worktrees, separate git dirs)."""
+    found: list[Path] = []
+    for folder in (Path(os.path.abspath(root)), *Path(os.path.abspath(root)).parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            break
+        if not dot_git.is_file():
+            continue
+        target = _gitdir_of(dot_git)
+        if target is not None:
+            found.append(target)
+            common = _gitdir_of(target / "commondir", prefix="")
+            if common is not None:
+                found.append(common)
+        break
+    return found
+
+
+def _gitdir_of(pointer: Path, prefix: str = "gitdir:") -> Path | None:
+    """The directory a `.git` file (`gitdir: X`) or a `commondir` file names, if readable."""
+    try:
+        text = pointer.read_text(encoding="utf-8", errors="surrogateescape").strip()
+    except OSError:
+        return None
+    if not text.startswith(prefix):
+        return None
+    named = Path(text[len(prefix):].strip())
+    return named if named.is_absolute() else pointer.parent / named

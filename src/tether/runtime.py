@@ -110,7 +110,10 @@ def build_runtime(
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted, extra_allow=options.allow
     )
-    policy = ApprovalPolicy(options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox)
+    policy = ApprovalPolicy(
+        options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox,
+        can_ask=ui.can_ask,
+    )
     plan_gate = PlanGate(policy)
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
