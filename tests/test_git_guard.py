@@ -48,6 +48,12 @@ def git(cwd: Path, *args: str) -> str:
     return proc.stdout
 
 
+def new_repo(path: Path) -> Path:
+    path.mkdir()
+    git(path, "init", "-q")
+    return path
+
+
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global-gitconfig"))
@@ -140,9 +146,7 @@ def evil(tmp_path: Path) -> Evil:
 
 @pytest.fixture
 def hostile(tmp_path: Path, evil: Evil) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
+    repo = new_repo(tmp_path / "repo")
     for name in ("a.txt", "b.dat", "c.inc", "d.proc"):
         (repo / name).write_text(f"{name} v1\n")
     hostile_files(repo, evil)
@@ -222,18 +226,21 @@ def test_file_listing_and_search_run_nothing(hostile: Path, evil: Evil) -> None:
     assert evil.ran() == []
 
 
-def test_the_shadow_repository_runs_no_filter_a_folder_attaches(
+def test_the_shadow_repository_runs_no_program_a_folder_can_reach(
     tmp_path: Path, evil: Evil
 ) -> None:
-    """Outside git, the folder's .gitattributes meets the user's own global filters."""
+    """Outside git, the folder's .gitattributes meets the user's global config: its
+    hooks, fsmonitor and diff drivers do not run for tether's checkpoints either."""
+    evil.hooks_in(tmp_path / "global-hooks")
     (tmp_path / "global-gitconfig").write_text(
-        f'[filter "x"]\n\tclean = {evil.command("clean")}\n\tsmudge = {evil.command("smudge")}\n'
         f'[diff "x"]\n\ttextconv = {evil.command("textconv")}\n'
+        f'\tcommand = {evil.command("diff-command")}\n'
         f"[core]\n\tfsmonitor = {evil.command('fsmonitor')}\n"
+        f"\thooksPath = {tmp_path / 'global-hooks'}\n"
     )
     folder = tmp_path / "plain"
     folder.mkdir()
-    (folder / ".gitattributes").write_text("* filter=x diff=x\n")
+    (folder / ".gitattributes").write_text("* diff=x\n")
     target = folder / "notes.txt"
     target.write_text("mine\n")
     ops = GitOps(folder, tmp_path / "home")
@@ -247,17 +254,31 @@ def test_the_shadow_repository_runs_no_filter_a_folder_attaches(
     assert evil.ran() == []
 
 
+def test_a_users_own_filter_works_but_the_repository_cannot_redefine_one(
+    tmp_path: Path, evil: Evil
+) -> None:
+    """Filters from the user's global config (Git LFS, say) are the user's programs."""
+    (tmp_path / "global-gitconfig").write_text('[filter "up"]\n\tclean = tr a-z A-Z\n')
+    repo = new_repo(tmp_path / "repo")
+    (repo / ".gitattributes").write_text("*.up filter=up\n")
+    (repo / "own.up").write_text("shout\n")
+    ops = GitOps(repo, tmp_path / "home")
+    assert ops.commit_paths("write_file", [repo / "own.up"]) is None
+    assert git(repo, "show", "HEAD:own.up") == "SHOUT\n"
+    git(repo, "config", "filter.up.clean", evil.command("redefined"))
+    (repo / "own.up").write_text("again\n")
+    assert ops.commit_paths("write_file", [repo / "own.up"]) is None
+    assert git(repo, "show", "HEAD:own.up") == "again\n"  # neither program ran
+    assert evil.ran() == []
+
+
 def test_a_submodule_with_its_own_filter_is_not_looked_into(
     tmp_path: Path, evil: Evil
 ) -> None:
     """`git status` would start a git inside the submodule, which reads the submodule's config."""
-    repo = tmp_path / "super"
-    repo.mkdir()
-    git(repo, "init", "-q")
+    repo = new_repo(tmp_path / "super")
     (repo / "top.txt").write_text("top\n")
-    sub = repo / "sub"
-    sub.mkdir()
-    git(sub, "init", "-q")
+    sub = new_repo(repo / "sub")
     (sub / "s.txt").write_text("inner\n")
     (sub / ".gitattributes").write_text("* filter=y\n")
     git(sub, "add", ".")
@@ -305,9 +326,7 @@ def test_hardened_git_reads_the_names_from_included_config(hostile: Path) -> Non
 
 
 def test_an_unreadable_config_means_git_is_not_run(tmp_path: Path, evil: Evil) -> None:
-    repo = tmp_path / "broken"
-    repo.mkdir()
-    git(repo, "init", "-q")
+    repo = new_repo(tmp_path / "broken")
     with (repo / ".git" / "config").open("a") as fh:
         fh.write(f"[core]\n\tfsmonitor = {evil.command('fsmonitor')}\n[broken\n")
     with pytest.raises(ToolError, match="configuration could not be read"):
@@ -326,9 +345,7 @@ def table(tmp_path: Path) -> ToolTable:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q")
+    root = new_repo(tmp_path / "project")
     (root / "src").mkdir()
     return root
 

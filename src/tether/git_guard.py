@@ -9,9 +9,10 @@ auto-commit's plumbing, undo, the shadow repository, file completion, search),
 so a hostile repository must not be able to run anything through it.
 
 `hardened_git` is the one way tether starts git. It reads the names of every
-filter, diff and merge driver, remote and protocol from the repository's
-configuration (`git config -z --list`, which follows includes and runs
-nothing), and overrides each one after every config file has been read:
+filter, diff and merge driver, remote and protocol that the repository's own
+configuration sets (`git config -z --list --show-scope`, which follows includes
+and runs nothing; the local and worktree scopes, and files they include), and
+overrides each one after every config file has been read:
 
 * `filter.NAME.clean/smudge/process` set to "" (git then filters nothing) and
   `filter.NAME.required` to false (so an unfiltered file is not an error);
@@ -36,6 +37,12 @@ remote-helper, whatever `protocol.NAME.allow` says) and GIT_TERMINAL_PROMPT=0.
 files (`.git/config`, hooks, `info/attributes`, a `.git` gitdir file, a
 worktree's or a separate git dir): the approval policy always asks before
 such a write, whatever the rules or --auto say.
+
+Drivers defined only in the user's own global or system config (Git LFS, for
+instance) are the user's programs and keep working: a repository can attach
+one to its files with `.gitattributes`, as it can for plain git, but it cannot
+define or redefine one, since any name its config sets is overridden. (Diffs
+pass --no-ext-diff and --no-textconv whatever the scope.)
 
 What this does not cover: a git command the user or the model runs through
 run_cmd (an allow rule for `run_cmd(git status)` runs git with the
@@ -180,13 +187,18 @@ def hardened_git(
     return HardenedGit(binary, tuple(location), (*NEUTRAL_CONFIG, *name_overrides(names)))
 
 
+USER_SCOPES = frozenset({"system", "global", "command"})
+"""Config scopes that are the user's, not the repository's."""
+
+
 def configured_names(git: str, cwd: Path | None, location: tuple[str, ...]) -> list[str]:
-    """Every config key set for the repository at `cwd`, includes followed; runs nothing."""
+    """Every config key the repository at `cwd` sets itself (any scope but the user's),
+    includes followed; runs nothing."""
     env = base_git_env()
     env.update(NEUTRAL_ENV)
     try:
         proc = subprocess.run(
-            [git, "--no-pager", *location, "config", "-z", "--list"],
+            [git, "--no-pager", *location, "config", "-z", "--list", "--show-scope"],
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -201,8 +213,14 @@ def configured_names(git: str, cwd: Path | None, location: tuple[str, ...]) -> l
         lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         why = lines[-1] if lines else f"exit {proc.returncode}"
         raise GitConfigError(f"the git configuration could not be read: {why}")
-    records = proc.stdout.split(b"\0")
-    return [os.fsdecode(r.split(b"\n", 1)[0]) for r in records if r]
+    # Records come in pairs: the scope, then "key\nvalue" (or "key" alone).
+    fields = proc.stdout.split(b"\0")
+    pairs = zip(fields[0::2], fields[1::2], strict=False)  # the last field is empty
+    return [
+        os.fsdecode(entry.split(b"\n", 1)[0])
+        for scope, entry in pairs
+        if os.fsdecode(scope) not in USER_SCOPES
+    ]
 
 
 def name_overrides(keys: Sequence[str]) -> list[tuple[str, str]]:
