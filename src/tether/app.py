@@ -397,7 +397,11 @@ class App:
         project = self.options.root / PROJECT_FILE
         if self.options.trusted or project.exists():
             return project, "project"
-        why = too_broad_to_trust(self.options.root, Path.home())
+        try:
+            user_home = Path.home()
+        except RuntimeError:  # no $HOME and no account entry: still refuse / and folders of repos
+            user_home = Path(self.options.root.anchor or "/")
+        why = too_broad_to_trust(self.options.root, user_home)
         if why is None:
             return project, "project"
         user_file = self.options.home / USER_FILE
