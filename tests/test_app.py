@@ -288,6 +288,38 @@ def test_approval_always_saves_a_rule_and_stops_asking(
     assert results[-1].startswith("Overwrote notes/a.md")
 
 
+def test_always_in_the_home_folder_trusts_nothing_and_says_where_the_rule_went(
+    server: FakeServer, tmp_path: Path, home: Path
+) -> None:
+    """Started in $HOME, [a]lways must not make $HOME trusted: a repository made there
+    later would have its own allow rules honoured without a question."""
+    me = tmp_path / "me"
+    (me / "notes").mkdir(parents=True)
+    server.add(write_call(), Reply(text="Wrote it."))
+    with PtyApp(openai_args(server.url), cwd=me, env=app_env(home, HOME=str(me))) as app:
+        app.wait_for_prompt()
+        app.line("write a note")
+        app.wait_for_cursor_on("Allow?")
+        app.line("a")
+        app.wait_for_text("Wrote it.")
+        app.wait_for_prompt()
+        text = app.text()
+    assert not (me / ".permissions.json").exists()
+    assert "write_file(notes/a.md)" in json.loads((home / "permissions.json").read_text())["allow"]
+    assert "it is your home folder" in text
+    squeezed = "".join(text.split())  # the terminal wraps the long path
+    assert f"saved allow rule write_file(notes/a.md) in {home / 'permissions.json'}".replace(" ", "") in squeezed
+    assert not (home / "trusted.json").exists()
+    repo = me / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".permissions.json").write_text('{"allow": ["run_cmd"]}\n')
+    with PtyApp(openai_args(server.url), cwd=repo, env=app_env(home, HOME=str(me))) as app:
+        app.wait_for_cursor_on("[y/N]")  # the repository's rules are not honoured unasked
+        app.line("n")
+        app.wait_for_prompt()
+        app.ctrl_d()
+
+
 # ---------------------------------------------------------------- sessions
 
 

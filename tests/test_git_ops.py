@@ -521,7 +521,7 @@ def test_post_commit_hook_runs_after_an_ai_commit_but_blocking_hooks_do_not(
         "post-commit",
         f"git log -1 --format=%s > '{ran}.post-commit'\npwd >> '{ran}.post-commit'",
     )
-    ops = GitOps(repo, home)
+    ops = GitOps(repo, home, post_commit_hook=True)
     assert ai_edit(ops, "write_file", {repo / "base.txt": "ai\n"}) is None
     assert head_subject(repo) == "ai(write_file): base.txt"
     assert not Path(f"{ran}.pre-commit").exists()
@@ -536,7 +536,7 @@ def test_post_commit_hook_honours_core_hooks_path(repo: Path, home: Path, tmp_pa
     marker = tmp_path / "marker"
     git(repo, "config", "core.hooksPath", "my-hooks")
     write_hook(repo, "post-commit", f"touch '{marker}'", hooks_dir="my-hooks")
-    ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"})
+    ai_edit(GitOps(repo, home, post_commit_hook=True), "write_file", {repo / "base.txt": "ai\n"})
     assert marker.exists()
 
 
@@ -545,7 +545,7 @@ def test_a_failing_post_commit_hook_is_a_notice_and_the_commit_stands(
     repo: Path, home: Path
 ) -> None:
     write_hook(repo, "post-commit", "echo 'deploy step broke' >&2\nexit 3")
-    notice = ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"})
+    notice = ai_edit(GitOps(repo, home, post_commit_hook=True), "write_file", {repo / "base.txt": "ai\n"})
     assert notice is not None
     assert "post-commit hook failed (exit 3): deploy step broke" in notice
     assert head_subject(repo) == "ai(write_file): base.txt"
@@ -559,7 +559,7 @@ def test_a_hung_post_commit_hook_is_stopped_with_a_notice(
 
     monkeypatch.setattr(git_ops, "HOOK_TIMEOUT", 0.5)
     write_hook(repo, "post-commit", "sleep 30 &\nsleep 30")
-    notice = ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"})
+    notice = ai_edit(GitOps(repo, home, post_commit_hook=True), "write_file", {repo / "base.txt": "ai\n"})
     assert notice is not None and "post-commit hook was stopped" in notice
     assert head_subject(repo) == "ai(write_file): base.txt"
 
@@ -571,5 +571,5 @@ def test_a_post_commit_hook_that_is_not_executable_is_ignored(
     marker = tmp_path / "marker"
     write_hook(repo, "post-commit", f"touch '{marker}'")
     (repo / ".git/hooks/post-commit").chmod(0o644)
-    assert ai_edit(GitOps(repo, home), "write_file", {repo / "base.txt": "ai\n"}) is None
+    assert ai_edit(GitOps(repo, home, post_commit_hook=True), "write_file", {repo / "base.txt": "ai\n"}) is None
     assert not marker.exists()

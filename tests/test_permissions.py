@@ -20,6 +20,7 @@ from tether.permissions import (
     TrustStore,
     load_rules,
     save_rule,
+    too_broad_to_trust,
 )
 
 
@@ -644,7 +645,8 @@ def test_trust_persists_and_covers_subfolders(tmp_path: Path) -> None:
     assert again.is_trusted(project / "sub" / "deeper")
     assert not again.is_trusted(tmp_path / "work")
     assert not again.is_trusted(tmp_path / "work" / "project-other")
-    assert json.loads((home / "trusted.json").read_text()) == [str(project.resolve())]
+    stored = json.loads((home / "trusted.json").read_text())
+    assert [entry["path"] for entry in stored] == [str(project.resolve())]
 
 
 def test_trust_is_stored_resolved_and_once(tmp_path: Path) -> None:
@@ -654,8 +656,79 @@ def test_trust_is_stored_resolved_and_once(tmp_path: Path) -> None:
     store = TrustStore(home)
     store.trust(tmp_path / "link")
     store.trust(real)
-    assert json.loads((home / "trusted.json").read_text()) == [str(real.resolve())]
+    info = os.stat(real)
+    assert json.loads((home / "trusted.json").read_text()) == [
+        {"path": str(real.resolve()), "device": info.st_dev, "inode": info.st_ino}
+    ]
     assert store.is_trusted(tmp_path / "link")
+
+
+def test_a_folder_put_in_a_trusted_folders_place_is_not_trusted(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    TrustStore(home).trust(project)
+    (tmp_path / "replacement").mkdir()
+    project.rmdir()
+    (tmp_path / "replacement").rename(project)  # same path, another folder
+    assert not TrustStore(home).is_trusted(project)
+
+
+def test_a_symlink_put_in_a_trusted_folders_place_carries_no_trust(tmp_path: Path) -> None:
+    home, project, other = tmp_path / "home", tmp_path / "project", tmp_path / "other"
+    project.mkdir()
+    other.mkdir()
+    TrustStore(home).trust(project)
+    project.rename(tmp_path / "moved")
+    os.symlink(other, project)
+    assert not TrustStore(home).is_trusted(project)
+    assert not TrustStore(home).is_trusted(other)
+
+
+def test_an_older_trust_file_of_plain_paths_still_counts_but_not_through_a_symlink(
+    tmp_path: Path,
+) -> None:
+    home, project, other = tmp_path / "home", tmp_path / "project", tmp_path / "other"
+    (project / "sub").mkdir(parents=True)
+    other.mkdir()
+    home.mkdir()
+    (home / "trusted.json").write_text(json.dumps([str(project.resolve())]))
+    store = TrustStore(home)
+    assert store.is_trusted(project / "sub")
+    project.rename(tmp_path / "moved")
+    os.symlink(other, project)
+    assert not store.is_trusted(project)
+    store.trust(other)  # rewriting keeps the old entry as it was
+    assert json.loads((home / "trusted.json").read_text())[0] == str(tmp_path.resolve() / "project")
+
+
+def test_a_repository_inside_a_trusted_folder_needs_its_own_trust(tmp_path: Path) -> None:
+    home, folder = tmp_path / "home", tmp_path / "folder"
+    (folder / "plain" / "deep").mkdir(parents=True)
+    (folder / "repo" / "src").mkdir(parents=True)
+    (folder / "repo" / ".git").mkdir()
+    (folder / "wt").mkdir()
+    (folder / "wt" / ".git").write_text("gitdir: /elsewhere\n")  # a worktree or submodule
+    store = TrustStore(home)
+    store.trust(folder)
+    assert store.is_trusted(folder / "plain" / "deep")
+    assert not store.is_trusted(folder / "repo")
+    assert not store.is_trusted(folder / "repo" / "src")
+    assert not store.is_trusted(folder / "wt")
+    store.trust(folder / "repo")
+    assert store.is_trusted(folder / "repo" / "src")
+
+
+def test_home_root_and_folders_of_repositories_are_too_broad_to_trust_by_the_way(
+    tmp_path: Path,
+) -> None:
+    user_home = tmp_path / "me"
+    (user_home / "code" / "proj" / ".git").mkdir(parents=True)
+    (user_home / "notes").mkdir()
+    assert too_broad_to_trust(user_home, user_home) == "it is your home folder"
+    assert too_broad_to_trust(Path("/"), user_home) == "it is the root of the file system"
+    assert too_broad_to_trust(user_home / "code", user_home) == "it holds other git repositories"
+    assert too_broad_to_trust(user_home / "code" / "proj", user_home) is None
+    assert too_broad_to_trust(user_home / "notes", user_home) is None
 
 
 @pytest.mark.parametrize("content", ["{oops", '{"a": 1}', '["relative/path"]'])

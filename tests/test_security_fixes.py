@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from fakeserver import FakeServer, Reply
 
-from tether.git_ops import GitOps, clean_git_env
+from tether.git_guard import hardened_git
+from tether.git_ops import GitOps
 from tether.messages import Message
 from tether.providers._http import redact
 from tether.providers.anthropic import AnthropicProvider
@@ -225,18 +226,19 @@ def hostile_repo(tmp_path: Path, isolated_git: None) -> tuple[Path, Path]:
     return root, marker
 
 
-def test_clean_git_env_turns_the_repository_fsmonitor_off(isolated_git):
-    env = clean_git_env()
-    assert env["GIT_CONFIG_COUNT"] == "1"
-    assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("core.fsmonitor", "false")
+def test_hardened_git_turns_the_repository_fsmonitor_off(isolated_git, tmp_path):
+    env = hardened_git(tmp_path).env()
+    pairs = [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"])
+             for i in range(int(env["GIT_CONFIG_COUNT"]))]
+    assert ("core.fsmonitor", "false") in pairs
 
 
-def test_clean_git_env_keeps_config_the_user_set(tmp_path, isolated_git, monkeypatch):
+def test_hardened_git_keeps_config_the_user_set(tmp_path, isolated_git, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "tether.test")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "kept")
-    env = clean_git_env()
-    assert env["GIT_CONFIG_COUNT"] == "2"
+    env = hardened_git(tmp_path).env()
+    assert int(env["GIT_CONFIG_COUNT"]) > 2
     assert (env["GIT_CONFIG_KEY_0"], env["GIT_CONFIG_VALUE_0"]) == ("tether.test", "kept")
     assert (env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("core.fsmonitor", "false")
     seen = subprocess.run(

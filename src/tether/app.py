@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
@@ -23,9 +24,10 @@ from rich.text import Text
 
 from . import __version__
 from .config import Settings
+from .git_guard import writes_git_files
 from .llm_client import Conversation, TurnResult
 from .messages import Message, TextDelta, ToolCall
-from .permissions import PROJECT_FILE, Rule, TrustStore, save_rule
+from .permissions import PROJECT_FILE, USER_FILE, Rule, TrustStore, save_rule, too_broad_to_trust
 from .providers.base import RequestOptions
 from .runtime import RunOptions, Runtime, build_runtime
 from .session import SessionCorrupt, SessionRecord, SessionStore, clean_title, title_prompt
@@ -361,7 +363,8 @@ class App:
             return False, ""
 
     def allow_always(self, call: ToolCall) -> str:
-        """Save an allow rule for exactly this call to the project's rules, and apply it now."""
+        """Save an allow rule for exactly this call and apply it now; the answer says where
+        it went (the project's rules, the user's own, or this session only)."""
         tool = self.runtime.table.get(call.name)
         value = tool.main_value(call.arguments) if tool else ""
         if tool is None or tool.main_arg == "session" or any(ch in value for ch in "*?"):
@@ -369,18 +372,42 @@ class App:
             # about what is sent to it: no rule could name exactly this call
             self.say("No exact rule can name this call; allowed this once.", "warning")
             return ""
+        if tool.writes_files and any(writes_git_files(self.options.root, p)
+                                     for p in tool.path_values(call.arguments).values()):
+            self.say("Writes into git's own files always ask; allowed this once.", "warning")
+            return ""
         text = f"{call.name}({value})" if value else call.name
-        rules_file = self.options.root / PROJECT_FILE
-        first_rules = not rules_file.exists()
+        rules_file, source = self.always_rules_file()
+        first_rules = source == "project" and not rules_file.exists()
         try:
-            rule = Rule.parse(text, "project")
+            rule = Rule.parse(text, source)
             save_rule(rules_file, "allow", rule)
         except (OSError, ValueError) as exc:
-            self.say(f"Could not save the rule: {exc}", "error")
-            return ""
+            self.say(f"Could not save the rule ({exc}); it holds for this session only.", "error")
+            self.runtime.rules.add("allow", Rule.parse(text, "session"))
+            return f"{text} for this session only"
         self.runtime.rules.add("allow", Rule.parse(text, "session"))
-        self.keep_rules_trusted(first_rules)
-        return str(rule)
+        if source == "project":
+            self.keep_rules_trusted(first_rules)
+        return f"{rule} in {rules_file}"
+
+    def always_rules_file(self) -> tuple[Path, str]:
+        """Where an [a]lways rule goes: the project's rules, unless that would create them in
+        (and so trust) a folder too broad to trust as a side effect, such as $HOME."""
+        project = self.options.root / PROJECT_FILE
+        if self.options.trusted or project.exists():
+            return project, "project"
+        try:
+            user_home = Path.home()
+        except RuntimeError:  # no $HOME and no account entry: still refuse / and folders of repos
+            user_home = Path(self.options.root.anchor or "/")
+        why = too_broad_to_trust(self.options.root, user_home)
+        if why is None:
+            return project, "project"
+        user_file = self.options.home / USER_FILE
+        self.say(f"This folder is not made trusted by an [a]lways answer ({why}): the rule goes "
+                 f"to your own rules in {user_file}, which apply in every folder.", "warning")
+        return user_file, "user"
 
     def keep_rules_trusted(self, file_is_ours: bool) -> None:
         """A rules file the user's own answers created is theirs: trust the folder so the rules

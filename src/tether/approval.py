@@ -12,10 +12,13 @@ rule must cover all of them.
 Every path is judged as the kernel resolves it (`paths.resolve_path`), the
 resolution the tools then use (`ToolContext.resolve`).
 
-Two checks stand above every rule and --auto: tether's saved keys
+Three checks stand above every rule and --auto: tether's saved keys
 (`credentials.json` in the state directory, by name or by identity) are never
-read or written through a tool, and when a sandbox was asked for but cannot
-run, every command asks before it runs unconfined.
+read or written through a tool; when a sandbox was asked for but cannot run,
+every command asks before it runs unconfined; and a file tool's write into
+git's own files (`.git/config`, hooks, `info/attributes`: settings that make
+git run programs) always asks. Where nobody can ask (one-shot mode) such a
+write is refused unless an allow rule names that exact path.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .dispatch import GateVerdict
+from .git_guard import writes_git_files
 from .keys import CREDENTIALS_FILE, SecretFiles
 from .messages import ToolCall
 from .paths import is_within, resolve_path, resolved_forms
@@ -54,6 +58,8 @@ class ApprovalPolicy:
     tools: ToolTable | None = None
     """The tool table: what each tool reads, writes or runs, so that a deny rule naming one
     tool covers the same access through the others. None: only the called tool is known."""
+    can_ask: bool = True
+    """Whether a person can answer "ask" (False in one-shot mode)."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
@@ -61,7 +67,11 @@ class ApprovalPolicy:
         denied = next((d for d in decisions if d.verdict == "deny"), None)
         if denied is not None:
             return GateVerdict("deny", denied.reason)
-        guarded = self.secrets_verdict(call, tool) or self.sandbox_verdict(tool)
+        guarded = (
+            self.secrets_verdict(call, tool)
+            or self.sandbox_verdict(tool)
+            or self.git_files_verdict(call, tool)
+        )
         if guarded is not None:
             return guarded
         unverifiable = self.unverifiable(call, tool)
@@ -104,6 +114,38 @@ class ApprovalPolicy:
                 "the search would read tether's state directory, which holds saved keys"
             ))
         return None
+
+    def git_files_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
+        """A write into git's own files asks, whatever the rules and --auto say: a setting
+        or hook there makes the next git command run a program. Nobody to ask: refused,
+        unless an allow rule names exactly that path."""
+        if not tool.writes_files:
+            return None
+        written = tool.path_values(call.arguments, written_only=bool(tool.written_params))
+        hits = [p for p in written.values() if writes_git_files(self.root, p)]
+        if not hits:
+            return None
+        shown = ", ".join(hits)
+        if self.can_ask:
+            return GateVerdict("ask", (
+                f"writes git's own files ({shown}): git settings and hooks there can make "
+                "git run programs"
+            ))
+        if all(self._exact_allow_rule(tool.name, p) for p in hits):
+            return None
+        return GateVerdict("deny", (
+            f"{shown} is in git's own files, where settings and hooks can make git run "
+            "programs; only an allow rule naming exactly that path lets one-shot mode write it"
+        ))
+
+    def _exact_allow_rule(self, tool_name: str, path: str) -> bool:
+        """An allow rule for this tool whose pattern, without wildcards, is this very path."""
+        wanted = _spellings(self.root, path)
+        return any(
+            rule.matches_tool(tool_name) and rule.pattern is not None and not rule.has_wildcard
+            and _spellings(self.root, rule.pattern) == wanted
+            for rule in self.rules.allow
+        )
 
     def _mentions_secrets(self, text: str) -> bool:
         """Any mention of the state directory, not just of the keys file: `cat ~/.tether/cred*`
@@ -199,6 +241,16 @@ def is_inside(root: Path, path: str) -> bool:
     except (ValueError, OSError):  # a path the OS cannot represent, a symlink loop
         return False
     return all(is_within(form, real_root) for form in forms)
+
+
+def _spellings(root: Path, path: str) -> tuple[str, ...]:
+    """The normalized path and its kernel resolutions: two paths are the same path only
+    when all of them agree."""
+    absolute = os.path.normpath(os.path.join(root, os.path.expanduser(path)))
+    try:
+        return (absolute, *resolved_forms(path, str(root)))
+    except (ValueError, OSError):
+        return (absolute,)
 
 
 def is_secret_path(root: Path, home: Path, path: str) -> bool:

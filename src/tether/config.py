@@ -71,6 +71,11 @@ class Settings(BaseModel):
     sandbox: Literal["off", "read-only", "workspace-write"] = Field(
         "off", description="Run commands under bubblewrap: off, read-only, or workspace-write (project root writable)."
     )
+    git_post_commit_hook: bool = Field(
+        False,
+        description="Run the repository's post-commit hook after each AI commit; off because the "
+        "hook is a program the repository chose.",
+    )
 
     @field_validator("ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod

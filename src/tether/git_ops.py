@@ -7,15 +7,26 @@ unstaged elsewhere stays exactly as it was. Plumbing (`commit-tree`,
 `update-ref` with compare-and-swap) is used instead of `git commit`, and the
 user's config is never changed.
 
-Hooks are skipped only where they could block an automated commit: pre-commit,
-prepare-commit-msg and commit-msg never run, since a lint failure must not
-stop a checkpoint (and commit-msg must not rewrite the trailer undo relies
-on). A post-commit hook cannot block, so once an AI commit has landed the
-repository's post-commit hook (found through `git rev-parse --git-path hooks`,
-which honours core.hooksPath) runs if it is executable: from the top of the
-work tree, stdin closed, output captured, at most HOOK_TIMEOUT seconds. A
-failure or a timeout comes back as a notice; the commit stands either way.
-The shadow repository has no user hooks, so nothing runs there.
+Every git command starts through `git_guard.hardened_git`, so nothing the
+repository configures runs: no hooks (reference-transaction included, which
+`update-ref` would otherwise start), filters, textconv or diff drivers,
+fsmonitor, pager or signing program. Commands that would start a git inside
+each submodule to ask whether it is dirty (`git add -A`, `git diff` of the
+working tree) are replaced by listing the changed files or passed
+`--ignore-submodules=dirty`, because that inner git reads the submodule's own
+configuration.
+
+The post-commit hook is the one exception, and only when the user turns the
+`git_post_commit_hook` setting on: a hook from the repository is a program
+the repository chose, so by default it never runs for an AI commit. When on,
+once an AI commit has landed the repository's post-commit hook (found through
+`git rev-parse --git-path hooks`, which honours core.hooksPath) runs if it is
+executable: from the top of the work tree, stdin closed, output captured, at
+most HOOK_TIMEOUT seconds, with the user's environment as git would give it.
+A failure or a timeout comes back as a notice; the commit stands either way.
+pre-commit, prepare-commit-msg and commit-msg never run (a lint failure must
+not stop a checkpoint, and commit-msg must not rewrite the trailer undo
+relies on). The shadow repository has no user hooks, so nothing runs there.
 
 Outside a git repository the same commits go to a shadow repository under
 `TETHER_HOME/shadow/<hash of the folder>`, used with `--git-dir/--work-tree`,
@@ -54,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tether.atomic import atomic_write_text
+from tether.git_guard import GitConfigError, HardenedGit, base_git_env, hardened_git
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0
@@ -63,17 +75,6 @@ HOOK_TIMEOUT = 30.0
 _SUBJECT_PATHS = 5
 _TRAILER_RE = re.compile(rf"^{AI_TRAILER}:[ \t]*(\S+)[ \t]*$", re.MULTILINE)
 _TOOL_RE = re.compile(r"^ai\(([^)]*)\):")
-# Variables that would point git at some other repository, index or work tree.
-_REPO_ENV_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_COMMON_DIR",
-)
 _IN_PROGRESS = {
     "MERGE_HEAD": "a merge",
     "CHERRY_PICK_HEAD": "a cherry-pick",
@@ -107,34 +108,6 @@ class UndoResult:
 
 class GitCommandError(Exception):
     """A git command failed; the message is fit to show the user."""
-
-
-# Settings in a repository's own .git/config that would make even a read-only git
-# command run a program; forced off as `git -c` would, for every git we start.
-_SAFE_CONFIG = (("core.fsmonitor", "false"),)
-
-
-def clean_git_env() -> dict[str, str]:
-    """The environment for git subprocesses, minus anything redirecting git elsewhere,
-    plus config that keeps the repository from running programs of its own."""
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV_VARS}
-    env["GIT_LITERAL_PATHSPECS"] = "1"  # a file named `*.py` means that file only
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    _append_config(env, _SAFE_CONFIG)
-    return env
-
-
-def _append_config(env: dict[str, str], pairs: Sequence[tuple[str, str]]) -> None:
-    """Add config entries after any the user already set through GIT_CONFIG_COUNT."""
-    try:
-        count = max(int(env.get("GIT_CONFIG_COUNT", "0")), 0)
-    except ValueError:  # git itself refuses a bogus count, so there is nothing to keep
-        count = 0
-    for key, value in pairs:
-        env[f"GIT_CONFIG_KEY_{count}"] = key
-        env[f"GIT_CONFIG_VALUE_{count}"] = value
-        count += 1
-    env["GIT_CONFIG_COUNT"] = str(count)
 
 
 def _decode(raw: bytes) -> str:
@@ -177,10 +150,11 @@ class _CommitInfo:
 class _Repo:
     """One repository (real or shadow) and the plumbing commands run against it."""
 
-    git: str
     toplevel: Path
     git_dir: Path
     shadow: bool
+    hardened: HardenedGit
+    """Every git command below starts through it: nothing the repository configures runs."""
 
     # -- running git ---------------------------------------------------------
 
@@ -191,16 +165,15 @@ class _Repo:
         stdin: bytes | None = None,
         ok: tuple[int, ...] = (0,),
         literal: bool = True,
+        repository_hooks: bool = False,
     ) -> subprocess.CompletedProcess[bytes]:
-        cmd = [self.git, "-c", "core.quotepath=off"]
-        if self.shadow:
-            cmd += [f"--git-dir={self.git_dir}", f"--work-tree={self.toplevel}"]
-        env = clean_git_env()
+        cmd = self.hardened.argv("-c", "core.quotepath=off", *args)
+        env = self.hardened.env(repository_hooks=repository_hooks)
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
         if not literal:
             env.pop("GIT_LITERAL_PATHSPECS")
-        proc = _spawn([*cmd, *args], cwd=self.toplevel, env=env, stdin=stdin)
+        proc = _spawn(cmd, cwd=self.toplevel, env=env, stdin=stdin)
         if proc.returncode not in ok:
             raise GitCommandError(f"git {_verb(args)} failed: {_last_line(proc.stderr)}")
         return proc
@@ -348,9 +321,33 @@ class _Repo:
         if files:
             self.run("add", "-f", "--", *files, index=index)
         if dirs:
-            self.run("add", "--", *dirs, index=index)
+            self.stage_changes(index, dirs)
         if missing:
             self.run("update-index", "--force-remove", "--", *missing, index=index)
+
+    def stage_changes(self, index: Path, under: Sequence[str] = ()) -> None:
+        """What `git add -A -- under` would record, without looking inside submodules.
+
+        `git add -A` asks every submodule whether it is dirty by starting a git
+        there, which reads the submodule's own config (and its filters). Listing
+        the changed files and adding exactly those never does, and a submodule
+        (a directory in the list) is left as the index has it.
+        """
+        spec = ["--", *under]
+        changed = self.run(
+            "ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard", *spec,
+            index=index,
+        ).stdout
+        paths = [
+            p for p in dict.fromkeys(_split_z(changed))
+            if not p.endswith("/") and not (self.toplevel / p).is_dir()
+        ]
+        if paths:
+            names = b"".join(os.fsencode(p) + b"\0" for p in paths)
+            self.run(
+                "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
+                index=index, stdin=names,
+            )
 
     def commit_tree(self, tree: str, parent: str | None, message: str) -> str:
         args = [*self._identity_args(), "commit-tree", "--no-gpg-sign", tree]
@@ -395,7 +392,10 @@ class _Repo:
         """The repository's executable hook `name`, or None (always None in the shadow)."""
         if self.shadow:
             return None
-        hooks = Path(self.out("rev-parse", "--git-path", "hooks"))
+        # The one lookup that sees the repository's own core.hooksPath: the user
+        # turned this hook on, and it may live wherever the repository keeps hooks.
+        raw = self.run("rev-parse", "--git-path", "hooks", repository_hooks=True).stdout
+        hooks = Path(_decode(raw).strip())
         path = (hooks if hooks.is_absolute() else self.toplevel / hooks) / name
         if path.is_file() and os.access(path, os.X_OK):
             return path
@@ -409,11 +409,8 @@ class _Repo:
             return None
         if hook is None:
             return None
-        env = clean_git_env()
-        env.pop("GIT_INDEX_FILE", None)
-        # Literal pathspecs are for tether's own plumbing calls, not the user's script.
-        env.pop("GIT_LITERAL_PATHSPECS", None)
-        return _run_hook(hook, cwd=self.toplevel, env=env)
+        # The user's own script, run as git would: none of tether's overrides.
+        return _run_hook(hook, cwd=self.toplevel, env=base_git_env())
 
     def _identity_args(self) -> list[str]:
         """A fallback identity only for what the user has not configured."""
@@ -487,6 +484,13 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
         proc.communicate(timeout=5)
 
 
+def _hardened(cwd: Path, location: Sequence[str] = ()) -> HardenedGit:
+    try:
+        return hardened_git(cwd, location=location)
+    except GitConfigError as exc:
+        raise GitCommandError(str(exc)) from exc
+
+
 def _verb(args: Sequence[str]) -> str:
     """The git subcommand among the arguments, for error messages."""
     skip_next = False
@@ -534,10 +538,14 @@ def _names(paths: Sequence[str]) -> str:
 class GitOps:
     """Checkpoints and undo for the assistant's file changes in one project root."""
 
-    def __init__(self, root: Path, home: Path, *, enabled: bool = True) -> None:
+    def __init__(
+        self, root: Path, home: Path, *, enabled: bool = True, post_commit_hook: bool = False
+    ) -> None:
         self.root = Path(root)
         self.home = Path(home)
         self.enabled = enabled
+        self.post_commit_hook = post_commit_hook
+        """Run the repository's post-commit hook after an AI commit (the user's setting)."""
         self._lock = threading.RLock()
         # Pre-edit content recorded by snapshot_before, consumed by commit_paths.
         self._pending: dict[tuple[Path, str], Entry | None] = {}
@@ -628,28 +636,34 @@ class GitOps:
 
     def _repo(self, *, create: bool) -> _Repo | None:
         """The project's own repository, else its shadow (made when `create`)."""
-        git = shutil.which("git")
-        if git is None:
-            raise GitCommandError("git is not installed")
         root = self.root.resolve()
+        hardened = _hardened(root)
         proc = _spawn(
-            [git, "rev-parse", "--show-toplevel", "--absolute-git-dir"],
+            hardened.argv("rev-parse", "--show-toplevel", "--absolute-git-dir"),
             cwd=root,
-            env=clean_git_env(),
+            env=hardened.env(),
         )
         lines = _decode(proc.stdout).splitlines()
         if proc.returncode == 0 and len(lines) == 2:
-            return _Repo(git, Path(lines[0]).resolve(), Path(lines[1]).resolve(), shadow=False)
+            toplevel, git_dir = Path(lines[0]).resolve(), Path(lines[1]).resolve()
+            return _Repo(toplevel, git_dir, shadow=False, hardened=hardened)
         shadow = self.shadow_dir
         if not (shadow / "HEAD").exists():
             if not create:
                 return None
-            self._init_shadow(git, shadow, root)
-        return _Repo(git, root, shadow, shadow=True)
+            self._init_shadow(shadow, root)
+        location = (f"--git-dir={shadow}", f"--work-tree={root}")
+        return _Repo(root, shadow, shadow=True, hardened=_hardened(root, location))
 
-    def _init_shadow(self, git: str, shadow: Path, root: Path) -> None:
+    def _init_shadow(self, shadow: Path, root: Path) -> None:
         shadow.parent.mkdir(parents=True, exist_ok=True)
-        proc = _spawn([git, "init", "-q", "--bare", str(shadow)], cwd=None, env=clean_git_env())
+        hardened = _hardened(shadow.parent)
+        # --template=: none of the user's template hooks or config in tether's own repository.
+        proc = _spawn(
+            hardened.argv("init", "-q", "--bare", "--template=", str(shadow)),
+            cwd=shadow.parent,
+            env=hardened.env(),
+        )
         if proc.returncode != 0:
             raise GitCommandError(
                 f"could not create the shadow repository: {_last_line(proc.stderr)}"
@@ -716,7 +730,7 @@ class GitOps:
             repo.set_index_to(new, [r for r in rels if r not in users_staged])
         except GitCommandError as exc:
             notices.append(f"committed {new[:8]}, but git's index was not updated ({exc})")
-        hook_notice = repo.run_post_commit_hook()
+        hook_notice = repo.run_post_commit_hook() if self.post_commit_hook else None
         if hook_notice:
             notices.append(f"committed {new[:8]}, but {hook_notice}")
         return "; ".join(notices) or None
@@ -840,7 +854,7 @@ class GitOps:
 
     def _diff_since(self, repo: _Repo, rev: str | None) -> str:
         base = repo.tree_of(rev) if rev else repo.empty_tree()
-        diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv")
+        diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
         if repo.shadow:
             # The shadow tracks only files the assistant touched; never the whole folder.
             return _decode(repo.run(*diff, base, "--").stdout)
@@ -850,7 +864,7 @@ class GitOps:
             if real_index.exists():
                 shutil.copyfile(real_index, index)
             # New files count as changes too, so stage everything into a private copy.
-            repo.run("add", "-A", index=index)
+            repo.stage_changes(index)
             return _decode(repo.run(*diff, "--cached", base, "--", index=index).stdout)
 
     def _no_git_notice(self) -> str | None:

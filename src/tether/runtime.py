@@ -110,13 +110,14 @@ def build_runtime(
     )
     sandbox = sandbox_for(settings, options, ui)
     table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
-    git = GitOps(options.root, options.home)
+    git = GitOps(options.root, options.home, post_commit_hook=settings.git_post_commit_hook)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted,
         extra_allow=options.allow, extra_deny=options.deny,
     )
     policy = ApprovalPolicy(
-        options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table
+        options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table,
+        can_ask=ui.can_ask,
     )
     plan_gate = PlanGate(policy)
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)

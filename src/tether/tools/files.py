@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from tether.atomic import atomic_write_bytes
-from tether.git_ops import clean_git_env
+from tether.git_guard import GitConfigError, run_hardened
 from tether.paths import file_identity
 from tether.tools._paths import display_path, is_inside_root, near_names
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
@@ -752,18 +752,13 @@ def _git_listed_files(directory: Path) -> list[Path] | None:
     """Tracked and untracked-but-not-ignored files below `directory`, as git sees them."""
     if shutil.which("git") is None:
         return None
-    command = ["git", "-C", str(directory), "ls-files", "--cached", "--others"]
-    command += ["--exclude-standard", "-z"]
     try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
+        # Hardened: no program the repository configures (fsmonitor, ...) runs.
+        done = run_hardened(
+            directory, "ls-files", "--cached", "--others", "--exclude-standard", "-z",
             timeout=GIT_LIST_TIMEOUT,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            env=clean_git_env(),  # no repository-configured programs (core.fsmonitor)
         )
-    except (OSError, subprocess.SubprocessError):
+    except (GitConfigError, OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
         return None

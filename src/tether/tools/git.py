@@ -2,7 +2,10 @@
 
 Both run git as a subprocess in the project root, under a timeout, without
 taking git's optional locks (so they never collide with the user's own git
-commands), and turn every failure into a clear error result.
+commands), and turn every failure into a clear error result. Git starts
+through `git_guard`, so no filter, diff driver, hook, fsmonitor or pager the
+repository configures runs, and submodules are not looked into (a git started
+inside one would read its own config).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import subprocess
 
 from pydantic import BaseModel, Field
 
-from tether.git_ops import clean_git_env
+from tether.git_guard import GitConfigError, run_hardened
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 GIT_TOOL_TIMEOUT = 20.0
@@ -32,22 +35,19 @@ class GitDiffParams(BaseModel):
     )
 
 
+class _ConfigUnreadable(ToolError):
+    """The repository's git config could not be read, so git was not started there."""
+
+
 def _run_git(ctx: ToolContext, *args: str) -> str:
     """Run one git command in the project root; any failure becomes a ToolError."""
-    git = shutil.which("git")
-    if git is None:
-        raise ToolError("git is not installed (not found on PATH)")
-    env = clean_git_env()
-    env["GIT_OPTIONAL_LOCKS"] = "0"
     try:
-        proc = subprocess.run(
-            [git, "-c", "core.quotepath=off", "-c", "color.ui=false", *args],
-            cwd=ctx.root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TOOL_TIMEOUT,
+        proc = run_hardened(
+            ctx.root, "-c", "core.quotepath=off", "-c", "color.ui=false", *args,
+            timeout=GIT_TOOL_TIMEOUT, extra_env={"GIT_OPTIONAL_LOCKS": "0"},
         )
+    except GitConfigError as exc:
+        raise _ConfigUnreadable(f"git {args[0]} was not run: {exc}") from exc
     except subprocess.TimeoutExpired as exc:
         raise ToolError(f"git {args[0]} timed out after {GIT_TOOL_TIMEOUT:.0f}s") from exc
     except OSError as exc:
@@ -65,6 +65,8 @@ def _require_repository(ctx: ToolContext) -> None:
         raise ToolError("git is not installed (not found on PATH)")
     try:
         inside = _run_git(ctx, "rev-parse", "--is-inside-work-tree").strip()
+    except _ConfigUnreadable:
+        raise
     except ToolError:
         inside = "false"
     if inside != "true":
@@ -80,7 +82,9 @@ def _cap(text: str, limit: int) -> str:
 
 def git_status(params: GitStatusParams, ctx: ToolContext) -> ToolOutput:
     _require_repository(ctx)
-    out = _run_git(ctx, "status", "--short", "--branch", "--untracked-files=normal")
+    out = _run_git(
+        ctx, "status", "--short", "--branch", "--untracked-files=normal", "--ignore-submodules=dirty"
+    )
     lines = out.splitlines()
     branch = lines[0].removeprefix("## ") if lines and lines[0].startswith("## ") else ""
     changes = [line for line in lines if not line.startswith("## ")]
@@ -95,8 +99,9 @@ def git_diff(params: GitDiffParams, ctx: ToolContext) -> ToolOutput:
     _require_repository(ctx)
     pathspec = ["--", str(ctx.resolve(params.path))] if params.path else ["--"]
     # No external diff programs or textconv filters: both come from repository config.
-    staged = _run_git(ctx, "diff", "--cached", "--no-ext-diff", "--no-textconv", *pathspec)
-    unstaged = _run_git(ctx, "diff", "--no-ext-diff", "--no-textconv", *pathspec)
+    diff = ("diff", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+    staged = _run_git(ctx, *diff, "--cached", *pathspec)
+    unstaged = _run_git(ctx, *diff, *pathspec)
     untracked = _run_git(ctx, "ls-files", "--others", "--exclude-standard", *pathspec).splitlines()
     where = f" in {params.path}" if params.path else ""
     if not (staged or unstaged or untracked):

@@ -16,7 +16,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from ..git_ops import clean_git_env
+from ..git_guard import GitConfigError, run_hardened
 
 MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
@@ -41,14 +41,16 @@ class ProjectFiles:
 
     def _git_files(self) -> list[str]:
         try:
-            out = subprocess.run(
-                ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                cwd=self.root, capture_output=True, text=True, timeout=2,
-                env=clean_git_env(),  # no repository-configured programs (core.fsmonitor)
+            # Hardened: no program the repository configures (fsmonitor, ...) runs.
+            out = run_hardened(
+                self.root, "ls-files", "--cached", "--others", "--exclude-standard", "-z", timeout=2
             )
-        except (OSError, subprocess.SubprocessError):
+        except (GitConfigError, OSError, subprocess.SubprocessError):
             return []
-        return out.stdout.splitlines()[: self.limit] if out.returncode == 0 else []
+        if out.returncode != 0:
+            return []
+        names = [os.fsdecode(name) for name in out.stdout.split(b"\0") if name]
+        return names[: self.limit]
 
     def _walk(self) -> list[str]:
         found: list[str] = []
