@@ -12,10 +12,11 @@ rule must cover all of them.
 Every path is judged as the kernel resolves it (`paths.resolve_path`), the
 resolution the tools then use (`ToolContext.resolve`).
 
-Two checks stand above every rule and --auto: tether's saved keys
+Three checks stand above every rule and --auto: tether's saved keys
 (`credentials.json` in the state directory, by name or by identity) are never
-read or written through a tool, and when a sandbox was asked for but cannot
-run, every command asks before it runs unconfined.
+read or written through a tool; when a sandbox was asked for but cannot run,
+every command asks before it runs unconfined; and a command started with
+`keep_running` (its background processes outlive tether) always asks.
 """
 
 from __future__ import annotations
@@ -61,7 +62,10 @@ class ApprovalPolicy:
         denied = next((d for d in decisions if d.verdict == "deny"), None)
         if denied is not None:
             return GateVerdict("deny", denied.reason)
-        guarded = self.secrets_verdict(call, tool) or self.sandbox_verdict(tool)
+        guarded = (
+            self.secrets_verdict(call, tool) or self.sandbox_verdict(tool)
+            or keep_running_verdict(call, tool)
+        )
         if guarded is not None:
             return guarded
         unverifiable = self.unverifiable(call, tool)
@@ -162,6 +166,19 @@ class ApprovalPolicy:
 
     def outside_paths(self, call: ToolCall, tool: Tool) -> list[str]:
         return [p for p in tool.path_values(call.arguments).values() if not is_inside(self.root, p)]
+
+
+def keep_running_verdict(call: ToolCall, tool: Tool) -> GateVerdict | None:
+    """A command whose processes may outlive tether asks every time: no rule and no --auto
+    says yes for the user (in one-shot mode, where nobody can answer, it is refused)."""
+    wanted = call.arguments.get("keep_running")
+    # Anything but a plain "no" asks: validation may read "yes" or 1 as true.
+    if tool.name != SHELL_TOOL or wanted is None or wanted is False:
+        return None
+    return GateVerdict("ask", (
+        "keep_running: what this command starts in the background keeps running after "
+        "tether exits"
+    ))
 
 
 @dataclass(frozen=True)
