@@ -10,13 +10,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 from fakeserver import FakeServer, Reply
+from leftovers import BACKGROUND_FORMS, WAIT, gone, pid_written, until_gone
 from ptyapp import PtyApp, app_env, openai_args
 
 
@@ -497,16 +496,6 @@ def test_continue_says_how_many_sessions_are_unreadable(
 
 # ---------------------------------------------------------------- nothing left behind, nothing hangs
 
-EXIT_WAIT = 60
-"""A bound that only a real hang exceeds."""
-
-# Each leaves a `sleep 1000` running after the command returns and writes its pid to {pid}.
-BACKGROUND_FORMS = [
-    "sleep 1000 >/dev/null 2>&1 & echo $! > {pid}",
-    "nohup sleep 1000 >/dev/null 2>&1 & echo $! > {pid}",
-    "setsid sleep 1000 >/dev/null 2>&1 & echo $! > {pid}",
-    "setsid -f sh -c 'echo $$ > {pid}; exec sleep 1000' >/dev/null 2>&1",
-]
 STUCK_TOOL = """
 import sys, threading
 from pydantic import BaseModel
@@ -540,33 +529,6 @@ def spawn(argv: list[str], cwd: Path, home: Path) -> subprocess.Popen[str]:
     )
 
 
-def pid_in(path: Path) -> int:
-    """The pid a background process wrote (a forked one may write it a moment late)."""
-    deadline = time.monotonic() + EXIT_WAIT
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError(f"no pid in {path}")
-
-
-def gone(pid: int) -> bool:
-    """Ended (and reaped, or about to be: a zombie runs nothing)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def until_gone(pid: int) -> bool:
-    """After tether exits, the orphans it stopped are reaped by whoever adopts them next."""
-    deadline = time.monotonic() + EXIT_WAIT
-    while not gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return gone(pid)
-
-
 def events_until(proc: subprocess.Popen[str], kind: str) -> list[dict]:
     """stream-json events read until one of `kind` (the pipe read blocks until tether writes)."""
     assert proc.stdout is not None
@@ -588,13 +550,14 @@ def test_the_end_of_a_one_shot_run_stops_what_its_commands_left_running(
     project: Path, home: Path, server: FakeServer, tmp_path: Path
 ) -> None:
     pidfiles = [tmp_path / f"bg{i}.pid" for i in range(len(BACKGROUND_FORMS))]
-    command = "; ".join(form.format(pid=p) for form, p in zip(BACKGROUND_FORMS, pidfiles, strict=True))
+    forms = BACKGROUND_FORMS.values()
+    command = "; ".join(form.format(pid=p) for form, p in zip(forms, pidfiles, strict=True))
     server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="Started."))
     proc = run_cli(["-p", "start them", "--auto", "--sandbox", "off", *openai_args(server.url)],
                    project, home)
     assert proc.returncode == 0, proc.stderr
     assert "4 background processes still running" in server.requests[-1][1]["messages"][-1]["content"]
-    pids = [pid_in(p) for p in pidfiles]
+    pids = [pid_written(p) for p in pidfiles]
     assert all(until_gone(pid) for pid in pids), [p for p in pids if not gone(p)]
 
 
@@ -603,15 +566,15 @@ def test_sigterm_ends_a_one_shot_run_like_ctrl_c_and_stops_its_commands(
     project: Path, home: Path, server: FakeServer, tmp_path: Path
 ) -> None:
     pidfile = tmp_path / "bg.pid"
-    command = BACKGROUND_FORMS[3].format(pid=pidfile) + "; sleep 1000"
+    command = BACKGROUND_FORMS["setsid -f"].format(pid=pidfile) + "; sleep 1000"
     server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="Done."))
     proc = spawn(["-m", "tether", "-p", "go", "--auto", "--sandbox", "off", "--output-format",
                   "stream-json", *openai_args(server.url)], project, home)
     try:
         events_until(proc, "tool_start")
-        pid = pid_in(pidfile)
+        pid = pid_written(pidfile)
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=EXIT_WAIT)
+        out, err = proc.communicate(timeout=WAIT)
     finally:
         proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM, err
@@ -627,7 +590,7 @@ def test_a_one_shot_run_whose_tool_is_stuck_still_exits(
     server.add(Reply(tool_calls=[("stuck", {})]), Reply(text="It never answered."))
     proc = spawn(["-c", STUCK_TOOL, "-p", "go", *openai_args(server.url)], project, home)
     try:
-        out, err = proc.communicate(timeout=EXIT_WAIT)
+        out, err = proc.communicate(timeout=WAIT)
     finally:
         proc.kill()
     assert proc.returncode == 0, err
@@ -644,7 +607,7 @@ def test_ctrl_c_ends_a_one_shot_run_whose_tool_is_stuck(
     try:
         events_until(proc, "tool_start")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=EXIT_WAIT)
+        out, err = proc.communicate(timeout=WAIT)
     finally:
         proc.kill()
     assert proc.returncode == 130, err

@@ -17,6 +17,7 @@ import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from leftovers import BACKGROUND_FORMS, gone, pid_written
 
 from tether import shell_session
 from tether.shell_session import (
@@ -37,13 +38,6 @@ async def sessions(tmp_path: Path):
     shells = ShellSessions(tmp_path)
     yield shells
     await shells.close_all()
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def pids_in(text: str) -> list[int]:
@@ -224,31 +218,17 @@ async def test_background_child_does_not_hold_the_command(sessions: ShellSession
 
 # ---------------------------------------------------------------- what commands leave behind
 
-# Each form leaves a `sleep 1000` running after the shell exits, not holding the output pipe,
-# and writes its pid to {pidfile}.
-BACKGROUND_FORMS = {
-    "ampersand": "sleep 1000 >/dev/null 2>&1 & echo $! > {pidfile}",
-    "nohup": "nohup sleep 1000 >/dev/null 2>&1 & echo $! > {pidfile}",
-    "setsid": "setsid sleep 1000 >/dev/null 2>&1 & echo $! > {pidfile}",
-    "setsid -f": "setsid -f sh -c 'echo $$ > {pidfile}; exec sleep 1000' >/dev/null 2>&1",
-}
 needs_setsid = pytest.mark.skipif(shutil.which("setsid") is None, reason="setsid not installed")
+
+
+def for_each_form(test):  # noqa: ANN001, ANN201
+    """Run `test` once per background form (where /proc and setsid exist)."""
+    return linux_only(needs_setsid(pytest.mark.parametrize("form", list(BACKGROUND_FORMS))(test)))
 
 
 def background(form: str, tmp_path: Path) -> tuple[str, Path]:
     pidfile = tmp_path / f"{form.replace(' ', '_')}.pid"
-    return BACKGROUND_FORMS[form].format(pidfile=pidfile), pidfile
-
-
-def pid_from(pidfile: Path) -> int:
-    """The pid a background process wrote (setsid -f writes it after the command returned)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        text = pidfile.read_text() if pidfile.exists() else ""
-        if text.endswith("\n"):
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError(f"no pid in {pidfile}")
+    return BACKGROUND_FORMS[form].format(pid=pidfile), pidfile
 
 
 def stop_stray(pid: int) -> None:
@@ -259,15 +239,13 @@ def stop_stray(pid: int) -> None:
         psutil.Process(pid).wait(10)
 
 
-@linux_only
-@needs_setsid
-@pytest.mark.parametrize("form", list(BACKGROUND_FORMS))
+@for_each_form
 async def test_background_processes_live_on_until_the_sessions_close(
     form: str, tmp_path: Path, sessions: ShellSessions
 ) -> None:
     command, pidfile = background(form, tmp_path)
     outcome = await sessions.run(command, timeout=20)
-    pid = pid_from(pidfile)
+    pid = pid_written(pidfile)
     assert outcome.state == "exited" and outcome.exit_code == 0
     assert outcome.background == 1 and not outcome.kept
     assert not gone(pid)
@@ -275,28 +253,24 @@ async def test_background_processes_live_on_until_the_sessions_close(
     assert gone(pid)
 
 
-@linux_only
-@needs_setsid
-@pytest.mark.parametrize("form", list(BACKGROUND_FORMS))
+@for_each_form
 async def test_timeout_stops_what_the_command_left_in_the_background(
     form: str, tmp_path: Path, sessions: ShellSessions
 ) -> None:
     command, pidfile = background(form, tmp_path)
     outcome = await sessions.run(f"{command}; sleep 100", timeout=1)
     assert outcome.state == "timed_out"
-    assert gone(pid_from(pidfile))
+    assert gone(pid_written(pidfile))
 
 
-@linux_only
-@needs_setsid
-@pytest.mark.parametrize("form", list(BACKGROUND_FORMS))
+@for_each_form
 async def test_end_stops_what_a_waiting_command_left_in_the_background(
     form: str, tmp_path: Path, sessions: ShellSessions
 ) -> None:
     command, pidfile = background(form, tmp_path)
     first = await sessions.run(f"{command}; read x", timeout=20)
     assert first.state == "waiting_for_input"
-    pid = pid_from(pidfile)
+    pid = pid_written(pidfile)
     ended = await sessions.end(first.session_id or "")
     assert ended.state == "killed" and gone(pid)
 
@@ -309,7 +283,7 @@ async def test_end_stops_what_an_exited_command_left_running(
     command, pidfile = background("setsid -f", tmp_path)
     outcome = await sessions.run(command, timeout=20)
     assert outcome.state == "exited" and outcome.background == 1
-    pid = pid_from(pidfile)
+    pid = pid_written(pidfile)
     with pytest.raises(SessionError, match="has exited.*end_process"):
         await sessions.send_input("s1", "hello")
     ended = await sessions.end("s1")
@@ -326,7 +300,7 @@ async def test_orphans_are_adopted_and_reaped(tmp_path: Path, sessions: ShellSes
     os.mkfifo(fifo)
     command = f"setsid -f sh -c 'echo $$ > {pidfile}; read x < {fifo}' >/dev/null 2>&1"
     assert (await sessions.run(command, timeout=20)).state == "exited"
-    pid = pid_from(pidfile)
+    pid = pid_written(pidfile)
     assert psutil.Process(pid).ppid() == os.getpid()
     with open(fifo, "w"):  # opening and closing the FIFO lets the orphan's read end
         pass
@@ -341,7 +315,7 @@ async def test_orphans_are_adopted_and_reaped(tmp_path: Path, sessions: ShellSes
 async def test_keep_running_outlives_the_sessions(tmp_path: Path, sessions: ShellSessions) -> None:
     command, pidfile = background("setsid -f", tmp_path)
     outcome = await sessions.run(command, timeout=20, keep_running=True)
-    pid = pid_from(pidfile)
+    pid = pid_written(pidfile)
     try:
         assert outcome.background == 1 and outcome.kept
         await sessions.close_all()
@@ -364,7 +338,7 @@ async def test_processes_marked_by_another_run_are_left_alone(
         command, pidfile = background("ampersand", tmp_path)
         await sessions.run(command, timeout=20)
         await sessions.close_all()
-        assert gone(pid_from(pidfile))
+        assert gone(pid_written(pidfile))
         assert all(p.poll() is None for p in others)
     finally:
         for proc in others:

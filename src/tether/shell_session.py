@@ -42,7 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .processes import CommandProcesses, proc_usable, stat_fields, stop_processes
+from .processes import (
+    CommandProcesses,
+    descendants,
+    proc_usable,
+    snapshot,
+    stat_fields,
+    stop_processes,
+)
 
 OutcomeState = Literal["exited", "waiting_for_input", "timed_out", "killed"]
 Verdict = Literal["reading", "not_reading", "unknown"]
@@ -178,26 +185,8 @@ def _read(path: Path) -> str | None:
 
 def process_family(leader: int) -> set[int]:
     """The leader, every process in its group and every descendant (a child may start its own group)."""
-    children: dict[int, list[int]] = {}
-    family = {leader}
-    for entry in os.scandir(_PROC):
-        if not entry.name.isdigit():
-            continue
-        text = _read(Path(entry.path) / "stat")
-        fields = stat_fields(text) if text else []
-        if len(fields) < 3:
-            continue
-        pid, ppid, pgrp = int(entry.name), int(fields[1]), int(fields[2])
-        children.setdefault(ppid, []).append(pid)
-        if pgrp == leader:
-            family.add(pid)
-    todo = list(family)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in family:
-                family.add(child)
-                todo.append(child)
-    return family
+    procs = snapshot()
+    return {leader} | descendants(procs, [p.pid for p in procs.values() if p.pgrp == leader] + [leader])
 
 
 def _fds_on_pipe(pid: int, pipe_link: str) -> set[int] | None:
