@@ -612,3 +612,35 @@ def test_ctrl_c_ends_a_one_shot_run_whose_tool_is_stuck(
         proc.kill()
     assert proc.returncode == 130, err
     assert json.loads(out.splitlines()[-1])["stop_reason"] == "cancelled"
+
+
+def test_ctrl_d_ends_the_chat_even_while_a_tool_is_stuck(
+    project: Path, home: Path, server: FakeServer
+) -> None:
+    tool_timeout(home, 1)
+    server.add(Reply(tool_calls=[("stuck", {})]), Reply(text="It never answered."))
+    app = PtyApp(openai_args(server.url), cwd=project, env=app_env(home),
+                 python_args=("-c", STUCK_TOOL))
+    with app:
+        app.wait_for_prompt()
+        app.line("go")
+        app.wait_for_text("It never answered.")
+        app.wait_for_prompt()
+        app.ctrl_d()
+        assert app.wait_exit(WAIT) == 0, app.text()
+
+
+@needs_setsid
+def test_sigterm_ends_the_chat_mid_turn_and_stops_its_commands(
+    project: Path, home: Path, server: FakeServer, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "bg.pid"
+    command = BACKGROUND_FORMS["setsid -f"].format(pid=pidfile) + "; sleep 1000"
+    server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="Done."))
+    with started(server, project, home, "--auto", "--sandbox", "off") as app:
+        app.line("go")
+        pid = pid_written(pidfile)
+        os.kill(app.pid, signal.SIGTERM)
+        assert app.wait_exit(WAIT) == 128 + signal.SIGTERM, app.text()
+        assert "Traceback" not in app.text()
+    assert until_gone(pid)
