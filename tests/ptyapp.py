@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pexpect
@@ -87,11 +87,13 @@ class PtyApp:
         env: Mapping[str, str],
         rows: int = ROWS,
         columns: int = COLUMNS,
+        python_args: Sequence[str] = ("-m", "tether"),
     ) -> None:
+        """`python_args` start the app (e.g. `-c` with a script that adds a tool first)."""
         self.columns = columns
         self.child = pexpect.spawn(
             sys.executable,
-            ["-m", "tether", *args],
+            [*python_args, *args],
             cwd=str(cwd),
             env=dict(env),
             dimensions=(rows, columns),

@@ -279,3 +279,12 @@ async def test_a_symlink_swapped_while_the_user_decides_is_judged_again(tmp_path
     result, _ = await d.dispatch(ToolCall("c", "write_file", {"filepath": "docs/x.txt", "content": "x"}))
     assert result.is_error and "after approval" in result.content
     assert not (root / "secret" / "x.txt").exists()
+
+
+@pytest.mark.parametrize("wanted", [True, "true", 1])
+def test_keep_running_always_asks(tmp_path: Path, table: ToolTable, wanted: object) -> None:
+    for p in (policy(tmp_path, auto=True), policy(tmp_path, allow=["run_cmd(make serve)"])):
+        assert verdict(p, table, "run_cmd", command="make serve", keep_running=wanted) == "ask"
+        assert verdict(p, table, "run_cmd", command="make serve", keep_running=False) == "allow"
+    denied = policy(tmp_path, deny=["run_cmd(make *)"], auto=True)
+    assert verdict(denied, table, "run_cmd", command="make serve", keep_running=True) == "deny"

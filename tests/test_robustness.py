@@ -4,7 +4,10 @@ against the local fake provider server."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply
+from leftovers import BACKGROUND_FORMS, WAIT, gone, pid_written, until_gone
 from ptyapp import PtyApp, app_env, openai_args
 
 
@@ -488,3 +492,155 @@ def test_continue_says_how_many_sessions_are_unreadable(
     with started(server, project, home, "-c") as app:
         text = leave(app)
     assert said in text
+
+
+# ---------------------------------------------------------------- nothing left behind, nothing hangs
+
+STUCK_TOOL = """
+import sys, threading
+from pydantic import BaseModel
+from tether import cli, runtime
+from tether.toolspec import Tool
+
+class NoArguments(BaseModel):
+    pass
+
+def stuck(args, ctx):
+    threading.Event().wait()  # a handler that never returns (a hung file system)
+
+def with_stuck(*args, **kwargs):
+    table, closers = original(*args, **kwargs)
+    table.add(Tool("stuck", "Never returns.", NoArguments, stuck, reads=True))
+    return table, closers
+
+original, runtime.builtin_tools = runtime.builtin_tools, with_stuck
+sys.exit(cli.main(sys.argv[1:]))
+"""
+needs_setsid = pytest.mark.skipif(
+    shutil.which("setsid") is None or not Path("/proc/self/environ").exists(),
+    reason="needs setsid and /proc",
+)
+
+
+def spawn(argv: list[str], cwd: Path, home: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, *argv], cwd=cwd, env=app_env(home), text=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+
+
+def events_until(proc: subprocess.Popen[str], kind: str) -> list[dict]:
+    """stream-json events read until one of `kind` (the pipe read blocks until tether writes)."""
+    assert proc.stdout is not None
+    events = []
+    for line in proc.stdout:
+        events.append(json.loads(line))
+        if events[-1]["type"] == kind:
+            return events
+    raise AssertionError(f"no {kind} event before the output ended: {events}")
+
+
+def tool_timeout(home: Path, seconds: float) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f"tool_timeout = {seconds}\n")
+
+
+@needs_setsid
+def test_the_end_of_a_one_shot_run_stops_what_its_commands_left_running(
+    project: Path, home: Path, server: FakeServer, tmp_path: Path
+) -> None:
+    pidfiles = [tmp_path / f"bg{i}.pid" for i in range(len(BACKGROUND_FORMS))]
+    forms = BACKGROUND_FORMS.values()
+    command = "; ".join(form.format(pid=p) for form, p in zip(forms, pidfiles, strict=True))
+    server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="Started."))
+    proc = run_cli(["-p", "start them", "--auto", "--sandbox", "off", *openai_args(server.url)],
+                   project, home)
+    assert proc.returncode == 0, proc.stderr
+    assert "4 background processes still running" in server.requests[-1][1]["messages"][-1]["content"]
+    pids = [pid_written(p) for p in pidfiles]
+    assert all(until_gone(pid) for pid in pids), [p for p in pids if not gone(p)]
+
+
+@needs_setsid
+def test_sigterm_ends_a_one_shot_run_like_ctrl_c_and_stops_its_commands(
+    project: Path, home: Path, server: FakeServer, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "bg.pid"
+    command = BACKGROUND_FORMS["setsid -f"].format(pid=pidfile) + "; sleep 1000"
+    server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="Done."))
+    proc = spawn(["-m", "tether", "-p", "go", "--auto", "--sandbox", "off", "--output-format",
+                  "stream-json", *openai_args(server.url)], project, home)
+    try:
+        events_until(proc, "tool_start")
+        pid = pid_written(pidfile)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    result = json.loads(out.splitlines()[-1])
+    assert result["type"] == "result" and result["stop_reason"] == "cancelled"
+    assert until_gone(pid)
+
+
+def test_a_one_shot_run_whose_tool_is_stuck_still_exits(
+    project: Path, home: Path, server: FakeServer
+) -> None:
+    tool_timeout(home, 1)
+    server.add(Reply(tool_calls=[("stuck", {})]), Reply(text="It never answered."))
+    proc = spawn(["-c", STUCK_TOOL, "-p", "go", *openai_args(server.url)], project, home)
+    try:
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert out == "It never answered.\n"
+    assert "timed out after 1s" in server.requests[-1][1]["messages"][-1]["content"]
+
+
+def test_ctrl_c_ends_a_one_shot_run_whose_tool_is_stuck(
+    project: Path, home: Path, server: FakeServer
+) -> None:
+    server.add(Reply(tool_calls=[("stuck", {})]), Reply(text="unused"))
+    proc = spawn(["-c", STUCK_TOOL, "-p", "go", "--output-format", "stream-json",
+                  *openai_args(server.url)], project, home)
+    try:
+        events_until(proc, "tool_start")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert json.loads(out.splitlines()[-1])["stop_reason"] == "cancelled"
+
+
+def test_ctrl_d_ends_the_chat_even_while_a_tool_is_stuck(
+    project: Path, home: Path, server: FakeServer
+) -> None:
+    tool_timeout(home, 1)
+    server.add(Reply(tool_calls=[("stuck", {})]), Reply(text="It never answered."))
+    app = PtyApp(openai_args(server.url), cwd=project, env=app_env(home),
+                 python_args=("-c", STUCK_TOOL))
+    with app:
+        app.wait_for_prompt()
+        app.line("go")
+        app.wait_for_text("It never answered.")
+        app.wait_for_prompt()
+        app.ctrl_d()
+        assert app.wait_exit(WAIT) == 0, app.text()
+
+
+@needs_setsid
+def test_sigterm_ends_the_chat_mid_turn_and_stops_its_commands(
+    project: Path, home: Path, server: FakeServer, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "bg.pid"
+    command = BACKGROUND_FORMS["setsid -f"].format(pid=pidfile) + "; sleep 1000"
+    server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="Done."))
+    with started(server, project, home, "--auto", "--sandbox", "off") as app:
+        app.line("go")
+        pid = pid_written(pidfile)
+        os.kill(app.pid, signal.SIGTERM)
+        assert app.wait_exit(WAIT) == 128 + signal.SIGTERM, app.text()
+        assert "Traceback" not in app.text()
+    assert until_gone(pid)

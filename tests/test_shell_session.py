@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,6 +17,7 @@ import psutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from leftovers import BACKGROUND_FORMS, gone, pid_written
 
 from tether import shell_session
 from tether.shell_session import (
@@ -33,13 +38,6 @@ async def sessions(tmp_path: Path):
     shells = ShellSessions(tmp_path)
     yield shells
     await shells.close_all()
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
 
 
 def pids_in(text: str) -> list[int]:
@@ -102,6 +100,26 @@ async def test_prompt_read_through_epoll_is_seen(sessions: ShellSessions) -> Non
     assert first.state == "waiting_for_input" and "color? " in first.output
     second = await sessions.send_input(first.session_id or "", "red")
     assert second.state == "exited" and "got red" in second.output
+
+
+@linux_only
+async def test_prompt_still_in_the_pipe_when_proc_says_reading_is_returned(
+    sessions: ShellSessions, monkeypatch
+) -> None:
+    """The program writes its prompt and blocks reading while /proc is being read (a slow
+    scan under load): the prompt is still in the pipe, unread, and must not be lost."""
+    real = shell_session.stdin_verdict
+
+    def slow_scan(leader: int, inode: int) -> str:
+        deadline = time.monotonic() + 30
+        while real(leader, inode) != "reading" and time.monotonic() < deadline:
+            time.sleep(0.01)  # the event loop cannot read the prompt meanwhile
+        return real(leader, inode)
+
+    monkeypatch.setattr(shell_session, "stdin_verdict", slow_scan)
+    outcome = await sessions.run("sleep 0.5; printf 'color? '; read -r x", timeout=20)
+    assert outcome.state == "waiting_for_input"
+    assert outcome.output == "color? "
 
 
 # ---------------------------------------------------------------- silence is not a prompt
@@ -196,6 +214,136 @@ async def test_background_child_does_not_hold_the_command(sessions: ShellSession
     assert not gone(pid)
     await sessions.close_all()
     assert gone(pid)
+
+
+# ---------------------------------------------------------------- what commands leave behind
+
+needs_setsid = pytest.mark.skipif(shutil.which("setsid") is None, reason="setsid not installed")
+
+
+def for_each_form(test):  # noqa: ANN001, ANN201
+    """Run `test` once per background form (where /proc and setsid exist)."""
+    return linux_only(needs_setsid(pytest.mark.parametrize("form", list(BACKGROUND_FORMS))(test)))
+
+
+def background(form: str, tmp_path: Path) -> tuple[str, Path]:
+    pidfile = tmp_path / f"{form.replace(' ', '_')}.pid"
+    return BACKGROUND_FORMS[form].format(pid=pidfile), pidfile
+
+
+def stop_stray(pid: int) -> None:
+    """Clean up after a test that leaves a process running on purpose."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(psutil.Error):
+        psutil.Process(pid).wait(10)
+
+
+@for_each_form
+async def test_background_processes_live_on_until_the_sessions_close(
+    form: str, tmp_path: Path, sessions: ShellSessions
+) -> None:
+    command, pidfile = background(form, tmp_path)
+    outcome = await sessions.run(command, timeout=20)
+    pid = pid_written(pidfile)
+    assert outcome.state == "exited" and outcome.exit_code == 0
+    assert outcome.background == 1 and not outcome.kept
+    assert not gone(pid)
+    await sessions.close_all()
+    assert gone(pid)
+
+
+@for_each_form
+async def test_timeout_stops_what_the_command_left_in_the_background(
+    form: str, tmp_path: Path, sessions: ShellSessions
+) -> None:
+    command, pidfile = background(form, tmp_path)
+    outcome = await sessions.run(f"{command}; sleep 100", timeout=1)
+    assert outcome.state == "timed_out"
+    assert gone(pid_written(pidfile))
+
+
+@for_each_form
+async def test_end_stops_what_a_waiting_command_left_in_the_background(
+    form: str, tmp_path: Path, sessions: ShellSessions
+) -> None:
+    command, pidfile = background(form, tmp_path)
+    first = await sessions.run(f"{command}; read x", timeout=20)
+    assert first.state == "waiting_for_input"
+    pid = pid_written(pidfile)
+    ended = await sessions.end(first.session_id or "")
+    assert ended.state == "killed" and gone(pid)
+
+
+@linux_only
+@needs_setsid
+async def test_end_stops_what_an_exited_command_left_running(
+    tmp_path: Path, sessions: ShellSessions
+) -> None:
+    command, pidfile = background("setsid -f", tmp_path)
+    outcome = await sessions.run(command, timeout=20)
+    assert outcome.state == "exited" and outcome.background == 1
+    pid = pid_written(pidfile)
+    with pytest.raises(SessionError, match="has exited.*end_process"):
+        await sessions.send_input("s1", "hello")
+    ended = await sessions.end("s1")
+    assert ended.state == "killed" and gone(pid)
+    with pytest.raises(SessionError, match="No shell session 's1'"):
+        await sessions.end("s1")
+
+
+@linux_only
+@needs_setsid
+async def test_orphans_are_adopted_and_reaped(tmp_path: Path, sessions: ShellSessions) -> None:
+    """tether is their subreaper: an orphan becomes its child, and is reaped when it ends."""
+    fifo, pidfile = tmp_path / "release", tmp_path / "orphan.pid"
+    os.mkfifo(fifo)
+    command = f"setsid -f sh -c 'echo $$ > {pidfile}; read x < {fifo}' >/dev/null 2>&1"
+    assert (await sessions.run(command, timeout=20)).state == "exited"
+    pid = pid_written(pidfile)
+    assert psutil.Process(pid).ppid() == os.getpid()
+    with open(fifo, "w"):  # opening and closing the FIFO lets the orphan's read end
+        pass
+    deadline = time.monotonic() + 30
+    while psutil.pid_exists(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not psutil.pid_exists(pid), "the orphan was left a zombie"
+
+
+@linux_only
+@needs_setsid
+async def test_keep_running_outlives_the_sessions(tmp_path: Path, sessions: ShellSessions) -> None:
+    command, pidfile = background("setsid -f", tmp_path)
+    outcome = await sessions.run(command, timeout=20, keep_running=True)
+    pid = pid_written(pidfile)
+    try:
+        assert outcome.background == 1 and outcome.kept
+        await sessions.close_all()
+        assert not gone(pid)
+    finally:
+        stop_stray(pid)
+
+
+@linux_only
+async def test_processes_marked_by_another_run_are_left_alone(
+    tmp_path: Path, sessions: ShellSessions
+) -> None:
+    marker = sessions.processes.environment("s1")
+    (name, value), = marker.items()
+    others = [
+        subprocess.Popen(["sleep", "100"], env={**os.environ, name: "0123456789abcdef.s1"}),
+        subprocess.Popen(["sleep", "100"], env={**os.environ, name: value + "x"}),
+    ]
+    try:
+        command, pidfile = background("ampersand", tmp_path)
+        await sessions.run(command, timeout=20)
+        await sessions.close_all()
+        assert gone(pid_written(pidfile))
+        assert all(p.poll() is None for p in others)
+    finally:
+        for proc in others:
+            proc.kill()
+            proc.wait()
 
 
 async def test_non_utf8_output_is_decoded(sessions: ShellSessions) -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from tether.tools import files
+from tether.tools import _regular, files
 from tether.tools._paths import display_path, is_inside_root, is_within
 from tether.tools.files import (
     FILE_TOOLS,
@@ -539,6 +541,123 @@ def test_search_skips_large_files_and_trims_lines(
 def test_search_missing_path(ctx: ToolContext) -> None:
     with pytest.raises(ToolError, match="Path not found: nope"):
         search(ctx, "x", "nope")
+
+
+CATASTROPHIC = "^(a+)+$"
+"""Backtracks exponentially on a line of a's that ends in something else."""
+
+
+def test_a_catastrophic_pattern_is_stopped_and_called_too_slow(tmp_path: Path) -> None:
+    """In a child process with a bounded wait: matching in-process would freeze it for good."""
+    (tmp_path / "a.txt").write_text("a" * 60 + "!\n")
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tether.tools import files\n"
+        "from tether.toolspec import ToolContext, ToolError\n"
+        "files.SEARCH_TIME_LIMIT = 1.0\n"
+        "ctx = ToolContext(root=Path(sys.argv[1]))\n"
+        "try:\n"
+        f"    files.search_in_file(files.SearchInFileParams(pattern={CATASTROPHIC!r}), ctx)\n"
+        "except ToolError as err:\n"
+        "    print(err)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"the pattern {CATASTROPHIC!r} was too slow: matching it in a.txt")
+
+
+def test_matches_found_before_a_too_slow_file_are_kept(
+    ctx: ToolContext, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(files, "SEARCH_TIME_LIMIT", 1.0)
+    (tmp_path / "a.txt").write_text("aaa\n")
+    (tmp_path / "b.txt").write_text("a" * 60 + "!\n")
+    out = search(ctx, CATASTROPHIC).splitlines()
+    assert out[0] == "a.txt:1: aaa"
+    assert out[1].startswith(f"[the pattern {CATASTROPHIC!r} was too slow: matching it in b.txt")
+
+
+# --- FIFOs, devices and sockets -------------------------------------------------------------
+
+
+def finishes(work, *args):  # noqa: ANN001, ANN201
+    """Run `work(*args)` in a thread with a bounded wait: a blocking open fails the test
+    instead of hanging it."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(("ok", work(*args)))
+        except BaseException as exc:  # handed to the test
+            outcome.append(("error", exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert outcome, f"{getattr(work, '__name__', work)} blocked"
+    kind, value = outcome[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+NOT_REGULAR = r"pipe is a FIFO \(named pipe\), not a regular file"
+
+
+def test_reading_or_editing_a_fifo_is_refused_at_once(ctx: ToolContext, fifo: Path) -> None:
+    with pytest.raises(ToolError, match=NOT_REGULAR):
+        finishes(read_file, ReadFileParams(filepath="pipe"), ctx)
+    with pytest.raises(ToolError, match=NOT_REGULAR):
+        finishes(edit_file, EditFileParams(filepath="pipe", old_content="a", new_content="b"), ctx)
+
+
+def test_writing_over_or_copying_a_fifo_is_refused(ctx: ToolContext, fifo: Path) -> None:
+    with pytest.raises(ToolError, match=NOT_REGULAR):
+        finishes(write_file, WriteFileParams(filepath="pipe", content="x"), ctx)
+    with pytest.raises(ToolError, match=NOT_REGULAR):
+        finishes(copy_file, CopyFileParams(source="pipe", destination="copy"), ctx)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and not (fifo.parent / "copy").exists()
+
+
+def test_devices_and_sockets_are_refused(ctx: ToolContext, tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="/dev/null is a character device, not a regular file"):
+        read_file(ReadFileParams(filepath="/dev/null"), ctx)
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(tmp_path / "sock"))
+        with pytest.raises(ToolError, match="sock is a socket, not a regular file"):
+            read_file(ReadFileParams(filepath="sock"), ctx)
+    finally:
+        server.close()
+
+
+def test_a_fifo_swapped_in_after_the_check_is_not_opened_blocking(
+    fifo: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr(_regular, "refuse_special", lambda path: None)  # the check came first
+    with pytest.raises(_regular.NotARegularFile) as err:
+        finishes(_regular.open_regular, fifo)
+    assert err.value.kind == "a FIFO (named pipe)"
+
+
+def test_search_skips_fifos_in_the_tree_and_refuses_one_named(
+    ctx: ToolContext, tmp_path: Path, fifo: Path, no_outer_repo
+) -> None:
+    (tmp_path / "a.txt").write_text("hit\n")
+    out = finishes(search, ctx, "hit").splitlines()
+    assert out == ["a.txt:1: hit", "(skipped files: 1 FIFOs, devices or sockets)"]
+    with pytest.raises(ToolError, match=NOT_REGULAR):
+        finishes(search, ctx, "hit", "pipe")
 
 
 # --- path helpers ----------------------------------------------------------------------------

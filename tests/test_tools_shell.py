@@ -7,6 +7,7 @@ import re
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tether import shell_session
@@ -42,7 +43,7 @@ def test_table_entries_carry_the_flags_the_harness_reads(tmp_path: Path) -> None
     for tool in tools.values():
         assert tool.runs_commands and inspect.iscoroutinefunction(tool.handler)
         assert tool.json_schema()["type"] == "object"
-    assert set(run.json_schema()["properties"]) == {"command", "stdin", "timeout"}
+    assert set(run.json_schema()["properties"]) == {"command", "stdin", "timeout", "keep_running"}
 
 
 async def test_run_cmd_shows_command_output_and_exit(tools) -> None:
@@ -116,3 +117,19 @@ def test_system_info_reports_the_machine(tmp_path: Path) -> None:
     by_cpu = text.split("Top processes by CPU:\n")[1].split("Top processes by memory:")[0]
     assert 1 <= len(by_cpu.strip().splitlines()) <= 5
     assert result.summary.startswith("CPU:")
+
+
+@linux_only
+async def test_what_an_exited_command_left_running_is_named_and_can_be_ended(tools) -> None:
+    table, ctx = tools
+    result = await call(table["run_cmd"], ctx, command="sleep 1000 >/dev/null 2>&1 & echo $!")
+    pid = int(result.text.splitlines()[1])
+    assert result.text.splitlines()[-1].endswith(
+        " · 1 background process still running (stopped when tether exits; "
+        "end_process stops it now)]"
+    )
+    assert psutil.pid_exists(pid)
+    ended = await call(table["end_process"], ctx, session="s1")
+    assert ended.summary == "ended"
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+

@@ -272,6 +272,8 @@ class App:
             self.last_result = result
             self.footer(result, time.monotonic() - started)
         await self.save_session()
+        if being_cancelled():  # the app itself is ending (SIGTERM), not just this turn
+            raise asyncio.CancelledError
         return result
 
     def footer(self, result: TurnResult, elapsed: float) -> None:
@@ -440,6 +442,13 @@ class App:
         if window:
             return f"context {used:,}/{window:,} ({100 * used // window}%)"
         return f"context {used:,} tokens"
+
+
+def being_cancelled() -> bool:
+    """Whether the running task was asked to stop (Python 3.10 cannot tell: False)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return bool(cancelling and cancelling())
 
 
 def warm_up() -> None:

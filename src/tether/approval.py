@@ -15,10 +15,11 @@ resolution the tools then use (`ToolContext.resolve`).
 Three checks stand above every rule and --auto: tether's saved keys
 (`credentials.json` in the state directory, by name or by identity) are never
 read or written through a tool; when a sandbox was asked for but cannot run,
-every command asks before it runs unconfined; and a file tool's write into
-git's own files (`.git/config`, hooks, `info/attributes`: settings that make
-git run programs) always asks. Where nobody can ask (one-shot mode) such a
-write is refused unless an allow rule names that exact path.
+every command asks before it runs unconfined; a file tool's write into git's
+own files (`.git/config`, hooks, `info/attributes`: settings that make git run
+programs) always asks, and where nobody can ask (one-shot mode) such a write is
+refused unless an allow rule names that exact path; and a command started with
+`keep_running` (its background processes outlive tether) always asks.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class ApprovalPolicy:
             self.secrets_verdict(call, tool)
             or self.sandbox_verdict(tool)
             or self.git_files_verdict(call, tool)
+            or keep_running_verdict(call, tool)
         )
         if guarded is not None:
             return guarded
@@ -204,6 +206,19 @@ class ApprovalPolicy:
 
     def outside_paths(self, call: ToolCall, tool: Tool) -> list[str]:
         return [p for p in tool.path_values(call.arguments).values() if not is_inside(self.root, p)]
+
+
+def keep_running_verdict(call: ToolCall, tool: Tool) -> GateVerdict | None:
+    """A command whose processes may outlive tether asks every time: no rule and no --auto
+    says yes for the user (in one-shot mode, where nobody can answer, it is refused)."""
+    wanted = call.arguments.get("keep_running")
+    # Anything but a plain "no" asks: validation may read "yes" or 1 as true.
+    if tool.name != SHELL_TOOL or wanted is None or wanted is False:
+        return None
+    return GateVerdict("ask", (
+        "keep_running: what this command starts in the background keeps running after "
+        "tether exits"
+    ))
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Command line: argument parsing, one-shot mode and the exit codes scripts rely on.
 
 Exit codes: 0 answered; 1 error (provider unreachable, API error); 2 usage
-error; 3 the step cap was reached; 130 interrupted.
+error; 3 the step cap was reached; 130 interrupted; 128 + N ended by signal N
+(SIGTERM, SIGHUP), after the same clean-up as Ctrl-C.
 
 Heavy imports wait until they are needed so `tether --version` starts instantly.
 """
@@ -9,9 +10,11 @@ Heavy imports wait until they are needed so `tether --version` starts instantly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     import asyncio
 
     try:
-        return asyncio.run(one_shot(args, dict(os.environ)))
+        return asyncio.run(until_terminated(one_shot(args, dict(os.environ))))
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return EXIT_INTERRUPTED
@@ -111,7 +114,7 @@ def interactive(args: argparse.Namespace) -> int:
     import asyncio
 
     try:
-        return asyncio.run(start_app(args, dict(os.environ)))
+        return asyncio.run(until_terminated(start_app(args, dict(os.environ))))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:  # the last resort: one line, never a traceback
@@ -119,6 +122,42 @@ def interactive(args: argparse.Namespace) -> int:
         sys.stderr.write(f"tether: stopped by an unexpected {type(exc).__name__}"
                          + (f": {detail}" if detail else "") + "\n")
         return EXIT_ERROR
+
+
+TERMINATING_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+async def until_terminated(work: Coroutine[Any, Any, int]) -> int:
+    """Run `work`; SIGTERM or SIGHUP cancels it, so it ends the way Ctrl-C ends a run: the
+    commands it started are stopped and what was done is kept. Then 128 + the signal."""
+    import asyncio
+    import signal
+
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+
+    def terminate(signum: int) -> None:
+        if not received:  # a second signal must not cut the clean-up short
+            received.append(signum)
+            task.cancel()
+
+    installed = []
+    for name in TERMINATING_SIGNALS:
+        signum = getattr(signal, name, None)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
+            loop.add_signal_handler(signum, terminate, signum)
+            installed.append(signum)
+    try:
+        code = await task
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        code = 0
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+    return 128 + received[0] if received else code
 
 
 async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:

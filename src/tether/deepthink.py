@@ -78,7 +78,8 @@ FOLLOW_UP_TOOLS = ("send_input", "end_process")
 """Tools that continue a command `run_cmd` left waiting for input (see tools/shell.py)."""
 
 # The status lines `tether.tools.shell.status_line` ends every result with.
-_EXIT_RE = re.compile("^" + re.escape(EXIT_STATUS) + r"(-?\d+) · ([\d.]+)s\]$")
+# An exit line may end with a note on background processes: " · 1 background process ...".
+_EXIT_RE = re.compile("^" + re.escape(EXIT_STATUS) + r"(-?\d+) · ([\d.]+)s(?: · [^\]]*)?\]$")
 _TIMED_OUT_RE = re.compile("^" + re.escape(TIMED_OUT_STATUS) + r"([\d.]+)s\b")
 _WAITING_RE = re.compile("^" + re.escape(WAITING_STATUS) + r"(\S+) ·")
 _ENDED_RE = re.compile("^" + re.escape(ENDED_STATUS) + r"([\d.]+)s\]$")

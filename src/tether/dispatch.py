@@ -4,12 +4,20 @@ validate -> gates (policy, approval) -> before-hooks -> run (worker thread,
 timeout) -> window -> evidence -> after-hooks (auto-commit). Every failure is
 a ToolResult with `is_error`; nothing here raises into the loop except
 cancellation.
+
+Blocking handlers run in daemon threads of their own, not in asyncio's default
+executor: `asyncio.run` and interpreter exit both join that executor's threads,
+so one handler stuck for good (a hung file system) would keep tether from
+exiting long after its call timed out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -176,7 +184,7 @@ class Dispatcher:
                 result = await asyncio.wait_for(tool.handler(args, self.ctx), timeout)
             else:
                 result = await asyncio.wait_for(
-                    asyncio.to_thread(tool.handler, args, self.ctx), timeout
+                    in_daemon_thread(tool.handler, args, self.ctx), timeout
                 )
         except asyncio.TimeoutError:
             return ToolOutput(
@@ -208,6 +216,38 @@ class Dispatcher:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+async def in_daemon_thread(func: Callable[..., Any], *args: Any) -> Any:
+    """`func(*args)` in a new daemon thread: its result or exception once it returns.
+
+    Abandoning the await (a timeout, Ctrl-C) leaves the thread to finish on its own; being a
+    daemon, it never holds up the process's exit.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():  # the caller stopped waiting
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        result, error = None, None
+        try:
+            result = context.run(func, *args)
+        except BaseException as exc:  # handed to the awaiting task, which decides
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=f"tool-{getattr(func, '__name__', 'call')}",
+                     daemon=True).start()
+    return await future
 
 
 def describe_validation_error(tool: Tool, exc: ValidationError) -> str:

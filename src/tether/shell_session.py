@@ -2,9 +2,14 @@
 
 An assistant that runs commands must never hang on a program waiting for
 input. Each command runs in its own process group with a stdin pipe we keep
-open. We return when the command exits, when it times out (the whole group
-is killed), or when it is blocked reading the stdin pipe we gave it; in that
-last case the caller gets a session id and may answer with `send_input`.
+open. We return when the command exits, when it times out (everything it
+started is stopped), or when it is blocked reading the stdin pipe we gave it;
+in that last case the caller gets a session id and may answer with `send_input`.
+
+What a command leaves running in the background (`&`, nohup, setsid) is found
+through `processes.CommandProcesses` and stopped at end_process, at the
+timeout and by `close_all` when tether exits, unless the command was started
+with `keep_running`.
 
 "Blocked reading our stdin" is decided from /proc on Linux: a task of any
 process in the command's group (or among its descendants) that sleeps in
@@ -21,13 +26,15 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import fcntl
 import itertools
 import locale
 import os
 import platform
 import shutil
-import signal
+import struct
 import subprocess
+import termios
 import time
 from collections import deque
 from collections.abc import Callable
@@ -35,7 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import psutil
+from .processes import (
+    CommandProcesses,
+    descendants,
+    proc_usable,
+    snapshot,
+    stat_fields,
+    stop_processes,
+)
 
 OutcomeState = Literal["exited", "waiting_for_input", "timed_out", "killed"]
 Verdict = Literal["reading", "not_reading", "unknown"]
@@ -43,8 +57,8 @@ Verdict = Literal["reading", "not_reading", "unknown"]
 QUIET_PERIOD = 0.25
 """Seconds of silence before a reader counts as waiting, so we never return mid-burst."""
 POLL_INTERVAL = 0.05
-KILL_GRACE = 2.0
-"""Seconds between SIGTERM and SIGKILL."""
+SWEEP_INTERVAL = 1.0
+"""Seconds between scans that remember every command's processes and reap adopted orphans."""
 DRAIN_GRACE = 0.3
 """How long to wait for the rest of the output once the command has exited."""
 
@@ -68,6 +82,10 @@ class CommandOutcome:
     elapsed: float
     truncated_chars: int
     """How many characters were dropped from the middle of `output`."""
+    background: int = 0
+    """Processes the command left running when it exited (end_process still stops them)."""
+    kept: bool = False
+    """Started with keep_running: what it left running outlives tether."""
 
 
 # ---------------------------------------------------------------- output
@@ -158,10 +176,6 @@ def _syscall_table() -> tuple[set[int], set[int]] | None:
     return _SYSCALLS.get(_ARCH_ALIASES.get(machine, machine))
 
 
-def proc_usable() -> bool:
-    return (_PROC / "self" / "stat").exists()
-
-
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(errors="replace")
@@ -169,33 +183,10 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _stat_fields(text: str) -> list[str]:
-    """The fields after `comm` (which may hold spaces and parentheses): state, ppid, pgrp, ..."""
-    return text[text.rfind(")") + 2 :].split()
-
-
 def process_family(leader: int) -> set[int]:
     """The leader, every process in its group and every descendant (a child may start its own group)."""
-    children: dict[int, list[int]] = {}
-    family = {leader}
-    for entry in os.scandir(_PROC):
-        if not entry.name.isdigit():
-            continue
-        text = _read(Path(entry.path) / "stat")
-        fields = _stat_fields(text) if text else []
-        if len(fields) < 3:
-            continue
-        pid, ppid, pgrp = int(entry.name), int(fields[1]), int(fields[2])
-        children.setdefault(ppid, []).append(pid)
-        if pgrp == leader:
-            family.add(pid)
-    todo = list(family)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in family:
-                family.add(child)
-                todo.append(child)
-    return family
+    procs = snapshot()
+    return {leader} | descendants(procs, [p.pid for p in procs.values() if p.pgrp == leader] + [leader])
 
 
 def _fds_on_pipe(pid: int, pipe_link: str) -> set[int] | None:
@@ -234,7 +225,7 @@ def _hex(text: str) -> int:
 
 def _task_verdict(pid: int, task: Path, fds: set[int]) -> Verdict:
     stat = _read(task / "stat")
-    fields = _stat_fields(stat) if stat else []
+    fields = stat_fields(stat) if stat else []
     if not fields:
         return "not_reading"  # the task is gone
     if fields[0] != "S":
@@ -282,55 +273,6 @@ def stdin_verdict(leader: int, pipe_inode: int) -> Verdict:
     if "reading" in verdicts:
         return "reading"
     return "unknown" if "unknown" in verdicts else "not_reading"
-
-
-# ---------------------------------------------------------------- killing
-
-
-def _family_processes(leader: int) -> list[psutil.Process]:
-    if proc_usable():
-        pids = process_family(leader)
-    else:
-        try:
-            pids = {leader} | {c.pid for c in psutil.Process(leader).children(recursive=True)}
-        except psutil.Error:
-            pids = {leader}
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.Error):
-            procs.append(psutil.Process(pid))
-    return procs
-
-
-def _signal_family(leader: int, procs: list[psutil.Process], sig: int) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(leader, sig)
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):
-            proc.send_signal(sig)  # psutil checks the pid was not reused
-
-
-def _alive(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-async def kill_family(leader: int, reap: Callable[[], object], grace: float = KILL_GRACE) -> None:
-    """SIGTERM the leader's group and descendants, then SIGKILL whatever is left after `grace`."""
-    procs = _family_processes(leader)
-    _signal_family(leader, procs, signal.SIGTERM)
-    for sig_grace, final in ((grace, False), (1.0, True)):
-        deadline = time.monotonic() + sig_grace
-        while time.monotonic() < deadline:
-            reap()
-            if not any(_alive(p) for p in procs):
-                return
-            await asyncio.sleep(POLL_INTERVAL)
-        if not final:
-            _signal_family(leader, procs, signal.SIGKILL)
-    reap()
 
 
 # ---------------------------------------------------------------- one session
@@ -406,6 +348,15 @@ class _Session:
     def exited(self) -> bool:
         return self.proc.poll() is not None
 
+    def unread(self) -> int:
+        """Bytes of output waiting in the pipe that the event loop has not read yet."""
+        try:
+            assert self.proc.stdout is not None
+            raw = fcntl.ioctl(self.proc.stdout.fileno(), termios.FIONREAD, b"\0" * 4)
+        except (OSError, ValueError, AssertionError):  # closed: nothing more to read
+            return 0
+        return int(struct.unpack("i", raw)[0])
+
     def close(self) -> None:
         for transport in (self.stdin, self.stdout):
             if transport is not None:
@@ -420,14 +371,16 @@ def _shell() -> str:
     return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
 
 
-def _environment() -> dict[str, str]:
+def _environment(marker: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ)
     # No pagers or terminal tricks, and python prompts flushed as soon as printed.
     env.update(PAGER="cat", GIT_PAGER="cat", TERM="dumb", PYTHONUNBUFFERED="1")
+    env.update(marker)
     return env
 
 
 # ---------------------------------------------------------------- the sessions
+
 
 
 class ShellSessions:
@@ -450,20 +403,30 @@ class ShellSessions:
         self.on_output = on_output
         self.wrap = wrap
         """Turns the command line into the one actually started (e.g. inside a sandbox)."""
+        self.processes = CommandProcesses()
         self._sessions: dict[str, _Session] = {}
-        self._background: list[_Session] = []
-        """Finished commands whose background children still hold the output pipe."""
+        self._finished: dict[str, _Session] = {}
+        """Commands that exited but left processes running (or still holding the output pipe)."""
+        self._sweeper: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
 
     def live(self) -> list[str]:
         return list(self._sessions)
 
     async def run(
-        self, command: str, *, stdin: str | None = None, timeout: float = 120
+        self,
+        command: str,
+        *,
+        stdin: str | None = None,
+        timeout: float = 120,
+        keep_running: bool = False,
     ) -> CommandOutcome:
-        """Run `command`; return when it exits, times out, or waits for input."""
+        """Run `command`; return when it exits, times out, or waits for input.
+
+        `keep_running` lets what it leaves in the background outlive tether.
+        """
         self._check_room()
-        session = await self._start(command)
+        session = await self._start(command, keep_running)
         if stdin:
             session.write(_with_newline(stdin))
         return await self._wait_for(session, timeout)
@@ -480,21 +443,29 @@ class ShellSessions:
         return await self._wait_for(session, timeout)
 
     async def end(self, session_id: str) -> CommandOutcome:
-        """Kill a session's whole process group and hand back its last output."""
-        session = self._get(session_id)
+        """Stop a session's command and every process it started, and hand back its last
+        output. Works on a command that exited but left processes running, too."""
+        session = self._finished.get(session_id) or self._get(session_id)
         started = time.monotonic()
         async with session.lock:
-            state: OutcomeState = "exited" if session.exited() else "killed"
-            if state == "killed":
-                await kill_family(session.proc.pid, session.proc.poll)
-            return await self._conclude(session, state, started)
+            running = not session.exited() or bool(self.processes.members(session.id))
+            if running:
+                await self._stop(session)
+            self._finished.pop(session.id, None)
+            return await self._conclude(session, "killed" if running else "exited", started)
 
     async def close_all(self) -> None:
-        """Kill every live session and every background child left by a finished command."""
-        sessions = list(self._sessions.values()) + self._background
+        """Stop every command of this run and everything it left running, except what was
+        started with keep_running."""
+        sessions = [*self._sessions.values(), *self._finished.values()]
         self._sessions.clear()
-        self._background = []
-        await asyncio.gather(*(self._kill_and_close(s) for s in sessions))
+        self._finished.clear()
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+        await asyncio.gather(*(self._close(s, spare_kept=True) for s in sessions))
 
     # -------------------------------------------------------------- steps
 
@@ -507,30 +478,38 @@ class ShellSessions:
 
     def _get(self, session_id: str) -> _Session:
         session = self._sessions.get(session_id)
-        if session is None:
-            live = ", ".join(self._sessions) or "none"
-            raise SessionError(f"No shell session '{session_id}'. Live sessions: {live}.")
-        return session
+        if session is not None:
+            return session
+        if session_id in self._finished:
+            raise SessionError(
+                f"Session '{session_id}' has exited; only what it left running in the background "
+                f'is still there. end_process(session="{session_id}") stops it.'
+            )
+        live = ", ".join(self._sessions) or "none"
+        raise SessionError(f"No shell session '{session_id}'. Live sessions: {live}.")
 
-    async def _start(self, command: str) -> _Session:
+    async def _start(self, command: str, keep: bool) -> _Session:
+        sid = f"s{next(self._ids)}"
         argv = [_shell(), "-c", command]
         proc = subprocess.Popen(
             self.wrap(argv) if self.wrap is not None else argv,
             cwd=self.root,
-            env=_environment(),
+            env=_environment(self.processes.environment(sid, keep)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        session = _Session(f"s{next(self._ids)}", proc, self.output_cap)
+        self.processes.started(sid, proc.pid, keep)
+        session = _Session(sid, proc, self.output_cap)
         self._sessions[session.id] = session
         try:
             await session.connect()
         except BaseException:
-            await self._kill_and_close(session)
             self._sessions.pop(session.id, None)
+            await self._close(session, spare_kept=False)
             raise
+        self._ensure_sweeper()
         return session
 
     async def _wait_for(self, session: _Session, timeout: float) -> CommandOutcome:
@@ -540,11 +519,11 @@ class ShellSessions:
             try:
                 state = await self._watch(session, started + timeout)
                 if state == "timed_out":
-                    await kill_family(session.proc.pid, session.proc.poll)
+                    await self._stop(session)
                 return await self._conclude(session, state, started)
             except asyncio.CancelledError:
                 self._sessions.pop(session.id, None)
-                await asyncio.shield(self._kill_and_close(session))
+                await asyncio.shield(self._close(session, spare_kept=False))
                 raise
             finally:
                 session.on_output = None
@@ -559,7 +538,14 @@ class ShellSessions:
             if now >= deadline:
                 return "timed_out"
             quiet = now - max(session.last_output, waiting_since)
-            if quiet >= QUIET_PERIOD and self._waits_for_input(session, quiet):
+            # A program blocked reading its input wrote its prompt before it blocked, but that
+            # prompt may still sit in the pipe (written while /proc was being read): only once
+            # the pipe is empty has the prompt been seen.
+            if (
+                quiet >= QUIET_PERIOD
+                and self._waits_for_input(session, quiet)
+                and not session.unread()
+            ):
                 return "waiting_for_input"
             session.activity.clear()
             # EOF usually means the exit is a moment away: look again soon.
@@ -584,21 +570,58 @@ class ShellSessions:
         self._sessions.pop(session.id, None)
         await self._drain(session)
         output, dropped = session.window.take()
+        background = self._settle(session)
         return CommandOutcome(
-            None, output, session.proc.returncode, state, time.monotonic() - started, dropped
+            None, output, session.proc.returncode, state, time.monotonic() - started, dropped,
+            background, self.processes.kept(session.id),
         )
 
     async def _drain(self, session: _Session) -> None:
-        """Collect the output still in the pipe; keep reading it if background children hold it."""
+        """Collect the output still in the pipe (background children may hold it open)."""
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(session.eof.wait(), DRAIN_GRACE)
-        self._background = [s for s in self._background if not s.eof.is_set()]
         if session.eof.is_set():
             session.close()
-        else:
-            # A background child still writes; reading on spares it a broken pipe.
-            self._background.append(session)
 
-    async def _kill_and_close(self, session: _Session) -> None:
-        await kill_family(session.proc.pid, session.proc.poll)
+    def _settle(self, session: _Session) -> int:
+        """After the command ended: how many processes it left running. A command that left
+        some (or whose pipe is still held) stays known, so end_process and exit can stop them;
+        reading on spares a background writer a broken pipe."""
+        left = len(self.processes.members(session.id, leader=False))
+        if left or not session.eof.is_set():
+            self._finished[session.id] = session
+        else:
+            self.processes.forget(session.id)
+        return left
+
+    # -------------------------------------------------------------- stopping and sweeping
+
+    async def _stop(self, session: _Session) -> None:
+        """SIGTERM the command and everything it started, SIGKILL what is left after a grace."""
+        def reap() -> None:
+            session.proc.poll()
+            self.processes.reap_adopted()
+
+        await stop_processes(lambda: self.processes.members(session.id), reap)
+
+    async def _close(self, session: _Session, *, spare_kept: bool) -> None:
+        if not (spare_kept and self.processes.kept(session.id)):
+            await self._stop(session)
         session.close()
+        self.processes.forget(session.id)
+
+    def _ensure_sweeper(self) -> None:
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_while_tracked())
+
+    async def _sweep_while_tracked(self) -> None:
+        """Remember each command's processes, reap adopted orphans, forget finished commands
+        once nothing of theirs is left."""
+        while self.processes.tracked():
+            await asyncio.sleep(SWEEP_INTERVAL)
+            living = self.processes.sweep()
+            for sid, session in list(self._finished.items()):
+                if not living.get(sid) and session.eof.is_set():
+                    del self._finished[sid]
+                    session.close()
+                    self.processes.forget(sid)

@@ -28,6 +28,8 @@ from tether.atomic import atomic_write_bytes
 from tether.git_guard import GitConfigError, run_hardened
 from tether.paths import file_identity
 from tether.tools._paths import display_path, is_inside_root, near_names
+from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
+from tether.tools._regular import NotARegularFile, open_regular, refuse_special
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 READ_LINE_LIMIT = 400
@@ -124,6 +126,11 @@ def _os_errors_as_tool_errors(
 
 
 def _describe_os_error(err: OSError, root: Path) -> str:
+    if isinstance(err, NotARegularFile):
+        return (
+            f"{display_path(err.path, root)} is {err.kind}, not a regular file; the file "
+            "tools only read and write regular files (reading it could wait forever)."
+        )
     reason = err.strerror or str(err)
     if err.filename is None:
         return reason
@@ -206,13 +213,14 @@ def _load_text(path: Path, ctx: ToolContext) -> _Loaded:
         raise ToolError(f"{shown} is a directory, not a file. Use list_dir to see its entries.")
     if not path.exists():
         raise _not_found(path, ctx)
-    size = path.stat().st_size
-    if size > MAX_READ_BYTES:
-        raise ToolError(
-            f"{shown} is too large to load ({size:,} bytes). Use search_in_file to find "
-            "the part you need."
-        )
-    data = path.read_bytes()
+    with open_regular(path) as handle:  # a FIFO or device is refused, never waited on
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_READ_BYTES:
+            raise ToolError(
+                f"{shown} is too large to load ({size:,} bytes). Use search_in_file to find "
+                "the part you need."
+            )
+        data = handle.read()
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(
             f"{shown} looks like a binary file (it contains NUL bytes); not reading it."
@@ -289,6 +297,7 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     shown = display_path(path, ctx.root)
     if path.is_dir():
         raise ToolError(f"{shown} is a directory; give a file path to write.")
+    refuse_special(path)
     existed = path.exists()
     _write_bytes(path, args.content.encode("utf-8"))
     verb = "Overwrote" if existed else "Created"
@@ -572,6 +581,7 @@ def copy_file(args: CopyFileParams, ctx: ToolContext) -> ToolOutput:
         raise ToolError(f"{shown_source} is a directory; copy_file copies single files.")
     if not source.exists():
         raise _not_found(source, ctx)
+    refuse_special(source)  # copying /dev/zero or a FIFO would never end
     if destination.is_dir():
         suggestion = display_path(destination / source.name, ctx.root)
         raise ToolError(
@@ -686,7 +696,9 @@ class _SearchReport:
     skipped_large: int = 0
     skipped_outside: int = 0
     skipped_secret: int = 0
+    skipped_special: int = 0
     stopped: str = ""
+    too_slow: bool = False
 
 
 @_os_errors_as_tool_errors
@@ -695,27 +707,31 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     target = ctx.resolve(args.path)
     if not target.exists():
         raise _not_found(target, ctx, what="Path")
+    refuse_special(target)
     files = [target] if target.is_file() else _searchable_files(target)
     scope = _search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
     report = _SearchReport()
     secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
     deadline = time.monotonic() + SEARCH_TIME_LIMIT
-    for path in files:
-        if time.monotonic() > deadline:
-            report.stopped = (
-                f"[stopped after {SEARCH_TIME_LIMIT:g} s; narrow the path or the pattern "
-                "to search the rest]"
-            )
-            break
-        if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
-            report.skipped_outside += 1
-            continue
-        if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
-            report.skipped_secret += 1
-            continue
-        _search_file(regex, path, ctx.root, report)
-        if report.stopped:
-            break
+    with RegexWorker() as worker:  # the matching runs where the deadline can stop it
+        for path in files:
+            if time.monotonic() > deadline:
+                report.stopped = (
+                    f"[stopped after {SEARCH_TIME_LIMIT:g} s; narrow the path or the pattern "
+                    "to search the rest]"
+                )
+                break
+            if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
+                report.skipped_outside += 1
+                continue
+            if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
+                report.skipped_secret += 1
+                continue
+            _search_file(worker, regex, path, ctx.root, report, deadline)
+            if report.stopped:
+                break
+    if report.too_slow and not report.matches:
+        raise ToolError(report.stopped.strip("[]") + ".")
     return _render_search(report, args.pattern, display_path(target, ctx.root))
 
 
@@ -781,32 +797,46 @@ def _walk_files(directory: Path) -> Iterator[Path]:
             yield Path(current) / name
 
 
-def _search_file(regex: re.Pattern[str], path: Path, root: Path, report: _SearchReport) -> None:
+def _search_file(
+    worker: RegexWorker, regex: re.Pattern[str], path: Path, root: Path, report: _SearchReport,
+    deadline: float,
+) -> None:
     text = _searchable_text(path, report)
     if text is None:
         return
     report.files_searched += 1
     shown = display_path(path, root)
-    matched = False
-    for number, line in enumerate(text.split("\n"), 1):
-        if not regex.search(line):
-            continue
-        matched = True
-        _add_match(report, f"{shown}:{number}: {_trim(line)}")
+    try:
+        hits = worker.matching_lines(regex.pattern, text, SEARCH_MATCH_CAP, deadline)
+    except PatternTooSlow:
+        report.too_slow = True
+        report.stopped = (
+            f"[the pattern {regex.pattern!r} was too slow: matching it in {shown} did not "
+            f"finish within the search's {SEARCH_TIME_LIMIT:g} s. Nested repetition such as "
+            "(a+)+ can take forever on some lines; simplify the pattern or narrow the path]"
+        )
+        return
+    except WorkerFailed as err:
+        raise ToolError(f"search_in_file could not run the search: {err}.") from err
+    lines = text.split("\n")
+    for number in hits:
+        _add_match(report, f"{shown}:{number}: {_trim(lines[number - 1])}")
         if report.stopped:
             break
-    report.files_matched += matched
+    report.files_matched += bool(hits)
 
 
 def _searchable_text(path: Path, report: _SearchReport) -> str | None:
     """The file's text, or None (counted) for what search skips: large, binary, unreadable."""
     try:
-        if not path.is_file():
-            return None
-        if path.stat().st_size > SEARCH_MAX_FILE_BYTES:
-            report.skipped_large += 1
-            return None
-        data = path.read_bytes()
+        with open_regular(path) as handle:
+            if os.fstat(handle.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
+                report.skipped_large += 1
+                return None
+            data = handle.read()
+    except NotARegularFile:  # a FIFO, device or socket in the tree: never opened blocking
+        report.skipped_special += 1
+        return None
     except OSError:
         return None
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
@@ -855,6 +885,8 @@ def _skipped_note(report: _SearchReport) -> str:
         parts.append(f"{report.skipped_outside} behind symlinks leading outside")
     if report.skipped_secret:
         parts.append(f"{report.skipped_secret} holding tether's saved keys")
+    if report.skipped_special:
+        parts.append(f"{report.skipped_special} FIFOs, devices or sockets")
     return f"(skipped files: {', '.join(parts)})" if parts else ""
 
 

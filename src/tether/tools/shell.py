@@ -2,8 +2,10 @@
 
 `run_cmd` never hangs on a prompt: a command that waits for input comes back
 with a session id, and the model answers with `send_input` or stops it with
-`end_process`. Each command enforces its own timeout (killing its whole
-process group), so the tool's dispatcher timeout is set well above it.
+`end_process`. Each command enforces its own timeout (stopping everything it
+started), so the tool's dispatcher timeout is set well above it. What a command
+leaves running in the background is stopped when tether exits, unless the call
+says `keep_running` (which always needs the user's yes).
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ class RunCmdParams(BaseModel):
         ge=1,
         le=MAX_COMMAND_TIMEOUT,
         description=f"Seconds before the command is killed (default {DEFAULT_COMMAND_TIMEOUT}).",
+    )
+    keep_running: bool = Field(
+        False,
+        description=(
+            "Let what the command starts in the background (e.g. a server with `&`) keep "
+            "running after tether exits. Needs the user's approval every time; redirect its "
+            "output to a file."
+        ),
     )
 
 
@@ -76,7 +86,17 @@ def status_line(outcome: CommandOutcome, timeout: float) -> str:
         return f"{TIMED_OUT_STATUS}{timeout:g}s · process group killed]"
     if outcome.state == "killed":
         return f"{ENDED_STATUS}{_seconds(outcome.elapsed)}]"
-    return f"{EXIT_STATUS}{outcome.exit_code} · {_seconds(outcome.elapsed)}]"
+    return f"{EXIT_STATUS}{outcome.exit_code} · {_seconds(outcome.elapsed)}{_background_note(outcome)}]"
+
+
+def _background_note(outcome: CommandOutcome) -> str:
+    """What an exited command left running, and who stops it."""
+    count = outcome.background
+    if not count:
+        return ""
+    what = f"{count} background process{'es' if count > 1 else ''}"
+    fate = "kept running after tether exits" if outcome.kept else "stopped when tether exits"
+    return f" · {what} still running ({fate}; end_process stops it now)"
 
 
 def summary_of(outcome: CommandOutcome) -> str:
@@ -104,7 +124,9 @@ def shell_tools(sessions: ShellSessions) -> list[Tool]:
     async def run_cmd(args: RunCmdParams, ctx: ToolContext) -> ToolOutput:
         timeout = args.timeout or DEFAULT_COMMAND_TIMEOUT
         try:
-            outcome = await sessions.run(args.command, stdin=args.stdin, timeout=timeout)
+            outcome = await sessions.run(
+                args.command, stdin=args.stdin, timeout=timeout, keep_running=args.keep_running
+            )
         except SessionError as exc:
             raise ToolError(str(exc)) from None
         except OSError as exc:
@@ -136,7 +158,8 @@ def shell_tools(sessions: ShellSessions) -> list[Tool]:
                 "Run a shell command (bash -c) in the project root and return its output and "
                 "exit code. If the command stops to wait for input, you get a session id: answer "
                 "with send_input or stop it with end_process. Give known answers up front in "
-                "`stdin`. The command is killed with all its children after `timeout` seconds."
+                "`stdin`. The command is killed with all its children after `timeout` seconds; what "
+                "it leaves running in the background is stopped when tether exits."
             ),
             params=RunCmdParams,
             handler=run_cmd,
@@ -161,7 +184,10 @@ def shell_tools(sessions: ShellSessions) -> list[Tool]:
         ),
         Tool(
             name="end_process",
-            description="Stop a command session from run_cmd, killing it and every child it started.",
+            description=(
+                "Stop a command session from run_cmd, killing it and every process it started "
+                "(also the background processes of a command that has exited)."
+            ),
             params=EndProcessParams,
             handler=end_process,
             runs_commands=True,

@@ -17,6 +17,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from ..git_guard import GitConfigError, run_hardened
+from ..tools._regular import open_regular
 
 MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
@@ -183,7 +184,8 @@ def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
         if name in attached or not path.is_file() or not _inside(path, root):
             continue
         try:
-            body = path.read_text(errors="replace")
+            with open_regular(path) as handle:  # a FIFO swapped in is refused, not waited on
+                body = handle.read().decode(errors="replace")
         except OSError:
             continue
         if len(body) > MAX_ATTACH_CHARS:

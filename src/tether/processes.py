@@ -1,0 +1,321 @@
+"""Every process a command starts stays findable, so tether can stop it, and only it.
+
+A command's background processes leave it behind: `sleep 1000 &` and `nohup`
+outlive the shell that started them, `setsid` leaves its process group and
+session, `setsid -f` also forks away from its parent. Three things keep each
+of them findable (on Linux, through /proc):
+
+- Every command's environment carries `TETHER_COMMAND=<run token>.<session id>`.
+  Children inherit it, so `/proc/PID/environ` names the command a process came
+  from wherever it moved to. The token is random for each tether run, so no
+  other program's processes (another tether's included) ever match.
+- tether is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`): an orphan is
+  re-parented to tether instead of init, so it stays in tether's process tree
+  even when it cleared its environment.
+- Each scan remembers a command's processes by pid and start time, so one that
+  later drops the marker and leaves the group is still known; the same
+  memory says which zombies tether may reap. Only orphans it adopted: a child
+  tether started itself (a command's first process, git) is left to the code
+  that waits for it, so no exit status is ever stolen.
+
+A pid is signalled only after its start time matches the one seen in the scan
+(a reused pid is never a stranger killed), and psutil checks it again when it
+sends the signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+MARKER = "TETHER_COMMAND"
+"""The environment variable that names the command a process belongs to."""
+KEEP_SUFFIX = ".keep"
+"""Ends the marker of a command whose processes may outlive tether (run_cmd keep_running)."""
+KILL_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL."""
+POLL_INTERVAL = 0.05
+_PR_SET_CHILD_SUBREAPER = 36
+_PROC = Path("/proc")
+
+
+def proc_usable() -> bool:
+    return (_PROC / "self" / "stat").exists()
+
+
+def become_subreaper() -> bool:
+    """Make the orphans of our descendants our children (Linux); False where it is not possible."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def stat_fields(text: str) -> list[str]:
+    """The fields of /proc/PID/stat after `comm` (which may hold spaces and parentheses):
+    state, ppid, pgrp, session, ..."""
+    return text[text.rfind(")") + 2 :].split()
+
+
+@dataclass(frozen=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    pgrp: int
+    session: int
+    state: str
+    start: int
+    """Clock ticks after boot: with the pid, names one process for good."""
+
+
+def proc_info(pid: int) -> ProcInfo | None:
+    try:
+        text = (_PROC / str(pid) / "stat").read_text(errors="replace")
+    except OSError:
+        return None
+    fields = stat_fields(text)
+    if len(fields) < 20:
+        return None
+    ppid, pgrp, session, start = (int(fields[i]) for i in (1, 2, 3, 19))
+    return ProcInfo(pid, ppid, pgrp, session, fields[0], start)
+
+
+def snapshot() -> dict[int, ProcInfo]:
+    """Every process /proc shows now (zombies included)."""
+    procs: dict[int, ProcInfo] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_PROC):
+            if entry.name.isdigit():
+                info = proc_info(int(entry.name))
+                if info is not None:
+                    procs[info.pid] = info
+    return procs
+
+
+def descendants(procs: dict[int, ProcInfo], roots: Iterable[int]) -> set[int]:
+    """The roots that exist and every process below them."""
+    children: dict[int, list[int]] = {}
+    for info in procs.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+    found = {pid for pid in roots if pid in procs}
+    todo = list(found)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def marker_of(pid: int) -> str | None:
+    """The command marker in a process's environment (as it was when it started), or None."""
+    try:
+        data = (_PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return None
+    prefix = MARKER.encode() + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(prefix):
+            return item[len(prefix) :].decode("ascii", "replace")
+    return None
+
+
+@dataclass(frozen=True)
+class _Command:
+    leader: int
+    start: int
+    """The leader's start time: a later process with the leader's pid is not ours."""
+    keep: bool
+
+
+class CommandProcesses:
+    """The processes of each command of this run: marked, found, remembered, stopped, reaped."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(8)
+        self.adopts_orphans = become_subreaper()
+        self._commands: dict[str, _Command] = {}
+        self._seen: dict[tuple[int, int], str] = {}
+        """(pid, start time) of every process found in a command, with its session id."""
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def environment(self, sid: str, keep: bool = False) -> dict[str, str]:
+        """What command `sid`'s environment gets so its processes can be found."""
+        return {MARKER: f"{self.token}.{sid}" + (KEEP_SUFFIX if keep else "")}
+
+    def started(self, sid: str, leader: int, keep: bool = False) -> None:
+        info = proc_info(leader)
+        self._commands[sid] = _Command(leader, info.start if info else -1, keep)
+
+    def forget(self, sid: str) -> None:
+        self._commands.pop(sid, None)
+        self._seen = {key: owner for key, owner in self._seen.items() if owner != sid}
+
+    def kept(self, sid: str) -> bool:
+        command = self._commands.get(sid)
+        return command is not None and command.keep
+
+    def tracked(self) -> list[str]:
+        return list(self._commands)
+
+    # ------------------------------------------------------------ finding
+
+    def members(self, sid: str, *, leader: bool = True) -> list[psutil.Process]:
+        """Every living process of command `sid` now (without its first process unless
+        `leader`), each checked to be the very process that was found."""
+        if not proc_usable():
+            return self._members_without_proc(sid, leader)
+        family = self.scan([sid]).get(sid, {})
+        command = self._commands.get(sid)
+        if not leader and command is not None:
+            family.pop(command.leader, None)
+        return _verified(info for info in family.values() if info.state != "Z")
+
+    def scan(self, sids: Iterable[str]) -> dict[str, dict[int, ProcInfo]]:
+        """Each command's processes (zombies included), remembered for the next scan."""
+        procs = snapshot()
+        markers = self._markers(procs)
+        families: dict[str, dict[int, ProcInfo]] = {}
+        for sid in sids:
+            family = self._family(sid, procs, markers)
+            families[sid] = {pid: procs[pid] for pid in family}
+            self._seen.update({(pid, procs[pid].start): sid for pid in family})
+        self._seen = {
+            (pid, start): sid for (pid, start), sid in self._seen.items()
+            if pid in procs and procs[pid].start == start
+        }  # fmt: skip
+        return families
+
+    def _markers(self, procs: dict[int, ProcInfo]) -> dict[int, str]:
+        """pid -> session id, for processes carrying this run's marker. As a subreaper every one
+        of them is below tether, so only those environments need reading."""
+        candidates = descendants(procs, [os.getpid()]) if self.adopts_orphans else procs.keys()
+        prefix = self.token + "."
+        found = {}
+        for pid in candidates:
+            marker = marker_of(pid)
+            if marker is not None and marker.startswith(prefix):
+                found[pid] = marker[len(prefix) :].removesuffix(KEEP_SUFFIX)
+        return found
+
+    def _family(self, sid: str, procs: dict[int, ProcInfo], markers: dict[int, str]) -> set[int]:
+        seeds = {pid for pid, owner in markers.items() if owner == sid}
+        seeds |= {pid for (pid, start), owner in self._seen.items()
+                  if owner == sid and pid in procs and procs[pid].start == start}
+        command = self._commands.get(sid)
+        if command is not None:
+            leader = procs.get(command.leader)
+            # While anything is in the leader's group or session its pid cannot be reused;
+            # a process that has the pid but another start time is somebody else.
+            if leader is None or leader.start == command.start:
+                seeds |= {p.pid for p in procs.values() if command.leader in (p.pgrp, p.session)}
+        family = descendants(procs, seeds)
+        family.discard(os.getpid())
+        family.discard(1)
+        return family
+
+    def _members_without_proc(self, sid: str, leader: bool) -> list[psutil.Process]:
+        command = self._commands.get(sid)
+        if command is None:
+            return []
+        try:
+            top = psutil.Process(command.leader)
+            found = top.children(recursive=True)
+        except psutil.Error:
+            return []
+        return [top, *found] if leader else found
+
+    # ------------------------------------------------------------ reaping
+
+    def reap_adopted(self) -> None:
+        """Collect the exit status of the orphans tether adopted, and no one else's."""
+        if not self.adopts_orphans:
+            return
+        me = os.getpid()
+        leaders = {command.leader for command in self._commands.values()}
+        for pid, start in list(self._seen):
+            if pid in leaders:
+                continue  # its Popen waits for it
+            info = proc_info(pid)
+            if info is not None and info.ppid == me and info.state == "Z" and info.start == start:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+
+    def sweep(self) -> dict[str, int]:
+        """Remember every command's processes and reap adopted zombies; the number of living
+        processes of each command."""
+        families = self.scan(self.tracked())
+        self.reap_adopted()
+        return {
+            sid: sum(1 for info in family.values() if info.state != "Z")
+            for sid, family in families.items()
+        }
+
+
+def _verified(infos: Iterable[ProcInfo]) -> list[psutil.Process]:
+    """psutil handles for these processes, skipping any pid that now names another process."""
+    found = []
+    for info in infos:
+        with contextlib.suppress(psutil.Error):
+            proc = psutil.Process(info.pid)
+            again = proc_info(info.pid)
+            if again is not None and again.start == info.start:
+                found.append(proc)
+    return found
+
+
+# ---------------------------------------------------------------- stopping
+
+
+def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(sig)  # psutil checks the pid was not reused
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+async def stop_processes(
+    find: Callable[[], list[psutil.Process]],
+    reap: Callable[[], object],
+    grace: float = KILL_GRACE,
+) -> None:
+    """SIGTERM what `find` returns (again once those are gone, for anything they started
+    meanwhile), then SIGKILL whatever is left after `grace` seconds."""
+    procs = find()
+    _signal_all(procs, signal.SIGTERM)
+    for sig_grace, final in ((grace, False), (1.0, True)):
+        deadline = time.monotonic() + sig_grace
+        while time.monotonic() < deadline:
+            reap()
+            if not any(_alive(p) for p in procs):
+                newcomers = [p for p in find() if _alive(p)]
+                if not newcomers:
+                    return
+                _signal_all(newcomers, signal.SIGKILL if final else signal.SIGTERM)
+                procs += newcomers
+            await asyncio.sleep(POLL_INTERVAL)
+        if not final:
+            procs += find()
+            _signal_all(procs, signal.SIGKILL)
+    reap()
