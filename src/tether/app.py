@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 import threading
 import time
 from collections.abc import Awaitable
@@ -30,6 +31,7 @@ from .messages import Message, TextDelta, ToolCall
 from .permissions import PROJECT_FILE, USER_FILE, Rule, TrustStore, save_rule, too_broad_to_trust
 from .providers.base import RequestOptions
 from .runtime import RunOptions, Runtime, build_runtime
+from .safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from .session import SessionCorrupt, SessionRecord, SessionStore, clean_title, title_prompt
 from .slash import COMMANDS
 from .tools.ask import Question
@@ -50,7 +52,8 @@ class App:
     settings: Settings
     options: RunOptions
     env: dict[str, str]
-    console: Console = field(default_factory=lambda: Console(theme=THEME, highlight=False))
+    console: Console = field(default_factory=lambda: Console(
+        file=SafeTextStream(sys.stdout), theme=THEME, highlight=False))
     runtime: Runtime = field(init=False)
     ui: TerminalUI = field(init=False)
     conv: Conversation = field(default_factory=Conversation)
@@ -210,6 +213,10 @@ class App:
             await self.handle(line)
 
     async def handle(self, line: str) -> None:
+        if has_bad_chars(line):  # typed in a terminal whose encoding is not UTF-8
+            self.say(f"{count_bad_chars(line)} typed byte(s) were not UTF-8; they are kept "
+                     "as \\xNN escapes.", "warning")
+            line = clean_text(line)
         text = line.strip()
         if not text:
             return

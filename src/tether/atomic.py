@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .safetext import clean_data, clean_text
+
 SECRET_MODE = 0o600
 STALE_TEMP_AGE = 60.0
 # What tempfile.mkstemp puts between our prefix and suffix: eight characters.
@@ -40,12 +42,15 @@ def atomic_write_text(
         newline = os.linesep
     if newline not in ("", "\n"):
         text = text.replace("\n", newline)
-    atomic_write_bytes(path, text.encode(encoding), secret=secret)
+    atomic_write_bytes(path, clean_text(text).encode(encoding), secret=secret)
 
 
 def atomic_write_json(path: Path, obj: Any, *, secret: bool = False) -> None:
-    """Write `obj` as indented JSON; serialisation errors happen before any file is touched."""
-    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    """Write `obj` as indented JSON; serialisation errors happen before any file is touched.
+
+    Strings are cleaned first (see safetext): a session holding a file name that is not
+    UTF-8 is saved with that name escaped rather than not saved at all."""
+    text = json.dumps(clean_data(obj), indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(path, text.encode("utf-8"), secret=secret)
 
 

@@ -118,10 +118,20 @@ def interactive(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as exc:  # the last resort: one line, never a traceback
-        detail = " ".join(str(exc).split())
-        sys.stderr.write(f"tether: stopped by an unexpected {type(exc).__name__}"
-                         + (f": {detail}" if detail else "") + "\n")
+        detail = one_line_of(exc)
+        write_stderr(f"tether: stopped by an unexpected {type(exc).__name__}"
+                     + (f": {detail}" if detail else "") + "\n")
         return EXIT_ERROR
+
+
+def one_line_of(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def write_stderr(text: str) -> None:
+    from .safetext import write_safely
+
+    write_safely(sys.stderr, text)
 
 
 TERMINATING_SIGNALS = ("SIGTERM", "SIGHUP")
@@ -168,7 +178,7 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
         return prepared
     settings, options, warnings = prepared
     for warning in warnings:
-        sys.stderr.write(f"warning: {warning}\n")
+        write_stderr(f"warning: {warning}\n")
     try:
         return await run_app(settings, options, env, args.resume, args.continue_last, args.deepthink)
     except UsageProblem as exc:  # only set-up problems: a ValueError later is no usage error
@@ -208,12 +218,23 @@ def undo_last_change(args: argparse.Namespace) -> int:
 
 
 def usage_error(message: str) -> int:
-    sys.stderr.write(f"tether: {message}\n")
+    write_stderr(f"tether: {message}\n")
     return EXIT_USAGE
 
 
-def read_prompt(value: str) -> str:
-    return sys.stdin.read() if value == "-" else value
+def read_prompt(value: str) -> tuple[str, int]:
+    """The prompt as text, and how many of its characters were not valid UTF-8. Such
+    bytes (a terminal or file in another encoding, an argument the locale could not
+    decode) are kept as \\xNN escapes instead of failing the read."""
+    from .safetext import clean_text, count_bad_chars
+
+    if value != "-":
+        raw = value
+    elif hasattr(sys.stdin, "buffer"):
+        raw = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    else:
+        raw = sys.stdin.read()
+    return clean_text(raw), count_bad_chars(raw)
 
 
 def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -249,13 +270,17 @@ def with_base_url(settings: Settings, base_url: str | None) -> Settings:
 async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
     from .headless import HeadlessUI
 
-    prompt = read_prompt(args.prompt).strip()
+    prompt, bad_chars = read_prompt(args.prompt)
+    prompt = prompt.strip()
     if not prompt:
         return usage_error("the prompt is empty")
     prepared = prepare(args, env)
     if isinstance(prepared, int):
         return prepared
     settings, options, warnings = prepared
+    if bad_chars:
+        warnings.append(f"the prompt held {bad_chars} byte(s) that are not UTF-8; "
+                        "they are sent as \\xNN escapes")
     ui = HeadlessUI(args.output_format, auto=args.auto)
     for warning in warnings:
         ui.notice(warning, "warning")
@@ -278,10 +303,10 @@ async def run_one_shot(
     for warning in runtime.warnings:
         ui.notice(warning, "warning")
     started = time.monotonic()
+    conv = Conversation()
     try:
         mode = await runtime.start()
         ui.init(run_info(runtime, options.root, mode))
-        conv = Conversation()
         try:
             result = await run_request(runtime, conv, prompt, deepthink)
         except asyncio.CancelledError:
@@ -289,6 +314,11 @@ async def run_one_shot(
             return EXIT_INTERRUPTED
         ui.result(result_object(result, started))
         return exit_code(result.stop_reason)
+    except Exception as exc:  # the last resort: one line, and the output still ends with a result
+        message = f"stopped by an unexpected {type(exc).__name__}: {one_line_of(exc)}"
+        ui.notice(message, "error")
+        ui.result(failed_result(conv, started, message))
+        return EXIT_ERROR
     finally:
         await runtime.aclose()
 
@@ -330,11 +360,16 @@ def result_object(result: Any, started: float) -> dict[str, Any]:
 
 
 def interrupted_result(conv: Any, started: float) -> dict[str, Any]:
+    return failed_result(conv, started, "interrupted", "cancelled")
+
+
+def failed_result(conv: Any, started: float, message: str, stop_reason: str = "error") -> dict[str, Any]:
+    """The result object of a run that ended without a TurnResult."""
     return {
         "type": "result",
         "is_error": True,
-        "result": "interrupted",
-        "stop_reason": "cancelled",
+        "result": message,
+        "stop_reason": stop_reason,
         "num_turns": sum(1 for m in conv.messages if m.role == "assistant"),
         "duration_ms": round((time.monotonic() - started) * 1000),
         "usage": conv.usage.as_dict(),

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from .messages import Evidence, ToolCall, ToolResult
+from .safetext import bad_char_fields, cleaned_with_note
 from .textclip import keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui import UI
@@ -95,7 +96,9 @@ class Dispatcher:
         self.ui.tool_start(call)
         tool = self.table.get(call.name)
         output, is_error = await self._checked_run(call, tool)
-        text = window_text(output.text, self._cap_for(call.name, tool))
+        # Results enter the history here: text UTF-8 cannot encode (a file name that
+        # is not UTF-8) is escaped once, with a note, so the model knows what it sees.
+        text = window_text(cleaned_with_note(output.text), self._cap_for(call.name, tool))
         evidence = Evidence(
             call=call,
             started=started,
@@ -129,6 +132,13 @@ class Dispatcher:
             return None, (
                 f"The arguments of your {tool.name} call were not valid JSON ({raw!r}). "
                 "Nothing was run. Send the call again with a valid JSON object."
+            )
+        broken = bad_char_fields(call.arguments)
+        if broken:
+            return None, (
+                f"The arguments of your {tool.name} call hold a broken character (a lone "
+                f"UTF-16 surrogate) in {', '.join(broken[:5])}. Nothing was run; send the "
+                "call again with plain text."
             )
         try:
             return tool.params.model_validate(call.arguments), ""

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from .dispatch import NEEDS_APPROVAL, first_line
 from .messages import Evidence, ToolCall
+from .safetext import clean_data, write_safely, writes_utf8
 from .ui import Decision, NoticeLevel
 
 FORMATS = ("text", "json", "stream-json")
@@ -80,12 +81,13 @@ class HeadlessUI:
     # ------------------------------------------------------------ writing
 
     def emit(self, obj: dict[str, Any]) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        self.out.flush()
+        """One JSON line. Strings are cleaned of what UTF-8 cannot encode, and a stream
+        that is not UTF-8 gets pure-ASCII JSON (\\u escapes), so the line is always valid."""
+        line = json.dumps(clean_data(obj), ensure_ascii=not writes_utf8(self.out), default=str)
+        write_safely(self.out, line + "\n")
 
     def progress(self, line: str) -> None:
-        self.err.write(line + "\n")
-        self.err.flush()
+        write_safely(self.err, line + "\n")
 
     def init(self, info: dict[str, Any]) -> None:
         if self.format == "stream-json":
@@ -96,8 +98,7 @@ class HeadlessUI:
         if self.format == "text":
             answer = obj.get("partial_result", "") if obj["is_error"] else obj["result"]
             if answer:
-                self.out.write(answer.rstrip("\n") + "\n")
-                self.out.flush()
+                write_safely(self.out, answer.rstrip("\n") + "\n")
         else:
             self.emit(obj)
 

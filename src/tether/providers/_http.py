@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from ..messages import Event, Message, Part, Text, ToolCall, ToolResult
+from ..safetext import clean_data
 from ..toolspec import Tool
 from .base import ProviderError
 from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_after_from, retry_notice
@@ -515,7 +516,11 @@ class HttpTransport:
         with self._failures_as_provider_errors(answer_started=False):
             client = self._http()
             url = self.base_url + request.path
-            sent = client.build_request(request.method, url, json=request.body, timeout=timeout)
+            # A lone surrogate anywhere (a file name that is not UTF-8, a broken
+            # character in a prompt) must not stop the request: it is cleaned here,
+            # where every provider's body is encoded.
+            body = clean_data(request.body)
+            sent = client.build_request(request.method, url, json=body, timeout=timeout)
             response = await client.send(sent, stream=True)
         if response.status_code < 400:
             return response

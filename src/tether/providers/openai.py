@@ -63,7 +63,7 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)},
                 }
                 for c in calls
             ],

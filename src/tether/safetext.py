@@ -1,0 +1,117 @@
+"""Text that cannot be encoded, made safe to show, send and save.
+
+Python strings may hold lone surrogates: a file name or argv that is not UTF-8
+decodes (surrogateescape) to U+DC80..U+DCFF, one per bad byte, and a model's
+JSON may carry an escaped `\\ud800`. UTF-8 refuses to encode them, so one such
+character in a tool result or an argument used to end a request, a session
+save or an output stream. Every place where text leaves the process (the
+request body, a state file, stdout) passes it through `clean_text` first.
+
+A byte that was escaped on decoding is shown as `\\xNN` (the byte is not lost,
+and a person can read it); any other lone surrogate becomes U+FFFD. A proper
+high/low pair (from a `surrogatepass` decode) is joined into its character.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TextIO
+
+REPLACEMENT = "\ufffd"
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def has_bad_chars(text: str) -> bool:
+    """True when `text` holds a character that UTF-8 cannot encode."""
+    return _SURROGATES.search(text) is not None
+
+
+def count_bad_chars(text: str) -> int:
+    return len(_SURROGATES.findall(text))
+
+
+def clean_text(text: str) -> str:
+    """`text` with every lone surrogate replaced: escaped bytes as `\\xNN`, others as U+FFFD."""
+    if not has_bad_chars(text):  # the common case costs one regex scan
+        return text
+    text = _PAIR.sub(_join_pair, text)
+    text = _ESCAPED_BYTE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
+    return _SURROGATES.sub(REPLACEMENT, text)
+
+
+def clean_data(value: Any) -> Any:
+    """A JSON-shaped value (dicts, lists, strings, numbers) with every string cleaned,
+    keys included. Other values are returned as they are."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_data(k): clean_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_data(v) for v in value]
+    return value
+
+
+def cleaned_with_note(text: str) -> str:
+    """`clean_text`, plus a first line saying that something was replaced (for a model
+    that would otherwise take `\\xe9` for the literal four characters)."""
+    bad = count_bad_chars(text)
+    if not bad:
+        return text
+    note = (
+        f"[note: {bad} character(s) here were not valid UTF-8 text: bytes of a name or text "
+        "that is not UTF-8 are shown as \\xNN, other broken characters as \ufffd]"
+    )
+    return note + "\n" + clean_text(text)
+
+
+def bad_char_fields(value: Any, where: str = "") -> list[str]:
+    """The names of the fields of a JSON-shaped value whose strings hold a lone surrogate."""
+    if isinstance(value, str):
+        return [where or "value"] if has_bad_chars(value) else []
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in bad_char_fields(v, _join(where, str(k)))]
+    if isinstance(value, (list, tuple)):
+        return [f for i, v in enumerate(value) for f in bad_char_fields(v, _join(where, str(i)))]
+    return []
+
+
+def _join_pair(match: re.Match[str]) -> str:
+    return match.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def writes_utf8(stream: TextIO) -> bool:
+    """True when `stream` encodes as UTF-8 (so any cleaned text can be written as it is)."""
+    encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "")
+    return encoding in ("utf8", "utf8sig")
+
+
+def write_safely(stream: TextIO, text: str) -> None:
+    """Write and flush `text`; what the stream's encoding cannot hold is written as an
+    escape (a terminal with a Latin-1 or ASCII locale), never an exception."""
+    SafeTextStream(stream).write(text)
+    stream.flush()
+
+
+class SafeTextStream:
+    """A text stream whose writes never fail for an encoding problem (see write_safely):
+    the terminal gets it, so a broken character on screen cannot stop the app."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        text = clean_text(text)
+        try:
+            return self._stream.write(text)
+        except UnicodeEncodeError:  # raised before anything is written: encoding comes first
+            encoding = getattr(self._stream, "encoding", None) or "ascii"
+            return self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, flush, ...
+        return getattr(self._stream, name)
