@@ -16,6 +16,7 @@ from tether.keys import (
     clean_key,
     resolve_key,
 )
+from tether.statefile import StateFileError
 
 KEY = "sk-ant-api03-secret-value-123456"
 
@@ -163,10 +164,17 @@ def test_the_last_connection_is_remembered(tmp_path: Path):
     assert [p.name for p in tmp_path.iterdir()] == ["connection.json"]
 
 
-@pytest.mark.parametrize("content", ["{oops", "[]", '{"model": "x"}', '{"provider": 3}'])
-def test_a_damaged_connection_file_is_just_forgotten(tmp_path: Path, content: str):
-    (tmp_path / "connection.json").write_text(content)
+@pytest.mark.parametrize("content", ["{oops", "[]", '{"model": "x"}', '{"provider": 3}', "\udce9"])
+def test_a_damaged_connection_file_is_not_used_and_never_overwritten(tmp_path: Path, content: str):
+    path = tmp_path / "connection.json"
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    before = path.read_bytes()
     connections = ConnectionStore(tmp_path)
     assert connections.last() is None
+    assert str(path) in connections.problem
+    with pytest.raises(StateFileError, match="kept as it is"):
+        connections.remember("ollama", "qwen2.5-coder:7b")
+    assert path.read_bytes() == before
+    path.unlink()  # once the user moves it away, remembering works again
     connections.remember("ollama", "qwen2.5-coder:7b")
-    assert connections.last() == ("ollama", "qwen2.5-coder:7b")
+    assert connections.last() == ("ollama", "qwen2.5-coder:7b") and connections.problem == ""

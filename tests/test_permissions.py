@@ -22,6 +22,7 @@ from tether.permissions import (
     save_rule,
     too_broad_to_trust,
 )
+from tether.statefile import StateFileError
 
 
 def rules(allow: Sequence[str] = (), deny: Sequence[str] = ()) -> RuleSet:
@@ -573,7 +574,8 @@ def test_undecodable_file_is_reported(dirs: tuple[Path, Path]) -> None:
     (home / "permissions.json").write_bytes(b"\xff\xfe\x00garbage")
     ruleset, warnings = load_rules(root, home, trusted=False)
     assert ruleset.deny == [] and len(warnings) == 1
-    assert "could not be read" in warnings[0]
+    assert f"{home / 'permissions.json'} is not UTF-8 text (byte 0xff on line 1)" in warnings[0]
+    assert ruleset.unreadable and str(home / "permissions.json") in ruleset.unreadable[0]
 
 
 def test_missing_files_are_fine(dirs: tuple[Path, Path]) -> None:
@@ -731,15 +733,33 @@ def test_home_root_and_folders_of_repositories_are_too_broad_to_trust_by_the_way
     assert too_broad_to_trust(user_home / "notes", user_home) is None
 
 
-@pytest.mark.parametrize("content", ["{oops", '{"a": 1}', '["relative/path"]'])
-def test_broken_trust_file_trusts_nothing_and_never_crashes(content: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", [b'["/a/b", "/c', b"garbage", b'{"a": 1}', b'"/a"', b"[\"/caf\xe9\"]"])
+def test_broken_trust_file_trusts_nothing_and_is_never_overwritten(
+    content: bytes, tmp_path: Path
+) -> None:
+    """A truncated, garbage or wrong-type file is kept: a "yes" must not silently replace
+    it and lose the folders it listed."""
     home = tmp_path / "home"
     home.mkdir()
-    (home / "trusted.json").write_text(content)
+    path = home / "trusted.json"
+    path.write_bytes(content)
     store = TrustStore(home)
     assert not store.is_trusted(tmp_path)
-    store.trust(tmp_path)
-    assert store.is_trusted(tmp_path / "x")
+    assert str(path) in store.problem
+    with pytest.raises(StateFileError, match="kept as it is"):
+        store.trust(tmp_path)
+    assert path.read_bytes() == content
+    assert not store.is_trusted(tmp_path)
+
+
+def test_trust_keeps_entries_it_cannot_use(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "trusted.json").write_text('["relative/path", {"later": "format"}]')
+    TrustStore(home).trust(tmp_path)
+    stored = json.loads((home / "trusted.json").read_text())
+    assert stored[:2] == ["relative/path", {"later": "format"}]
+    assert stored[2]["path"] == str(tmp_path.resolve())
 
 
 def test_session_rules_carry_over_when_rules_are_rebuilt() -> None:

@@ -34,6 +34,7 @@ from .runtime import RunOptions, Runtime, build_runtime
 from .safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from .session import SessionCorrupt, SessionRecord, SessionStore, clean_title, title_prompt
 from .slash import COMMANDS
+from .statefile import StateFileError
 from .tools.ask import Question
 from .tui.prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
 from .tui.terminal_ui import TerminalUI, keys_not_echoed
@@ -175,6 +176,9 @@ class App:
         trust = TrustStore(self.options.home)
         try:
             trust.trust(self.options.root)
+        except StateFileError as exc:  # a broken trusted.json is kept, not replaced
+            self.say(f"Could not save the trust: {exc}", "warning")
+            return False
         except OSError as exc:
             self.say(f"Could not save the trust in {trust.path} ({exc.strerror or exc}).", "warning")
             return False

@@ -12,14 +12,16 @@ rule must cover all of them.
 Every path is judged as the kernel resolves it (`paths.resolve_path`), the
 resolution the tools then use (`ToolContext.resolve`).
 
-Three checks stand above every rule and --auto: tether's saved keys
+Five checks stand above every allow rule and --auto: tether's saved keys
 (`credentials.json` in the state directory, by name or by identity) are never
 read or written through a tool; when a sandbox was asked for but cannot run,
 every command asks before it runs unconfined; a file tool's write into git's
 own files (`.git/config`, hooks, `info/attributes`: settings that make git run
 programs) always asks, and where nobody can ask (one-shot mode) such a write is
-refused unless an allow rule names that exact path; and a command started with
-`keep_running` (its background processes outlive tether) always asks.
+refused unless an allow rule names that exact path; a command started with
+`keep_running` (its background processes outlive tether) always asks; and while
+a rules file cannot be read (its deny rules may be missing) every call with side
+effects asks, and under --auto is refused.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class ApprovalPolicy:
             or self.sandbox_verdict(tool)
             or self.git_files_verdict(call, tool)
             or keep_running_verdict(call, tool)
+            or self.rules_file_verdict(tool)
         )
         if guarded is not None:
             return guarded
@@ -169,6 +172,17 @@ class ApprovalPolicy:
             f"the {sandbox.mode} sandbox cannot be used ({sandbox.problem}), so the command "
             "would run unconfined; install bubblewrap or choose --sandbox off"
         ))
+
+    def rules_file_verdict(self, tool: Tool) -> GateVerdict | None:
+        """Fail closed while a rules file cannot be read: its deny rules may be missing, so
+        a call with side effects asks, and under --auto is refused."""
+        if not self.rules.unreadable or tool.read_only or tool.needs_approval is False:
+            return None
+        why = f"{'; '.join(self.rules.unreadable)}, so its deny rules may be missing"
+        if self.auto:
+            return GateVerdict("deny", f"{why}; under --auto such calls are refused until "
+                                       "the file is fixed")
+        return GateVerdict("ask", why)
 
     def tool_kinds(self, tool: Tool) -> ToolKinds:
         """What every tool of the table does (read, write, run), the called one included."""

@@ -194,8 +194,10 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
     if not root.is_dir():
         return usage_error(f"-C: {root} is not a directory")
     home = tether_home(env)
-    remembered = remembered_connection(home, args.provider or env.get("TETHER_PROVIDER"))
+    remembered, problem = remembered_connection(home, args.provider or env.get("TETHER_PROVIDER"))
     settings, warnings = load_settings(setting_flags(args), env, home, remembered)
+    if problem:
+        warnings.append(f"{problem}; the last connection chosen with /connect is not used")
     try:
         settings = with_base_url(settings, args.base_url)
     except ValueError as exc:
@@ -247,14 +249,16 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def remembered_connection(home: Path, chosen: str | None) -> dict[str, str]:
-    """The provider and model chosen with /connect last time, unless another provider is asked for."""
+def remembered_connection(home: Path, chosen: str | None) -> tuple[dict[str, str], str]:
+    """The provider and model chosen with /connect last time, unless another provider is
+    asked for; and why the file that holds them cannot be read ("" when it can)."""
     from .keys import ConnectionStore
 
-    last = ConnectionStore(home).last()
+    store = ConnectionStore(home)
+    last = store.last()
     if not last or (chosen and chosen != last[0]):
-        return {}
-    return {"provider": last[0], "model": last[1]}
+        return {}, store.problem
+    return {"provider": last[0], "model": last[1]}, ""
 
 
 def with_base_url(settings: Settings, base_url: str | None) -> Settings:

@@ -7,7 +7,6 @@ crashes start-up. Settings are an immutable value passed down, never a global.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -15,10 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised only on 3.10
-    import tomli as tomllib
+from .statefile import read_toml_file
 
 
 class Settings(BaseModel):
@@ -147,14 +143,13 @@ def _apply_layer(
 
 
 def _read_config_file(path: Path, warnings: list[str]) -> dict[str, Any]:
-    if not path.is_file():
+    """The file's settings; one that cannot be read or parsed is named (with the line)
+    in a warning and ignored as a whole, never a crash."""
+    loaded = read_toml_file(path)
+    if loaded.broken:
+        warnings.append(f"{loaded.problem}; its settings are ignored")
         return {}
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        warnings.append(f"{path}: could not be read ({exc}); using defaults")
-        return {}
+    return loaded.data or {}
 
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:

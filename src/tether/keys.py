@@ -17,6 +17,7 @@ from typing import Any
 
 from .atomic import atomic_write_json
 from .paths import file_identity, is_within, resolve_path, resolved_forms
+from .statefile import LoadedFile, read_json_file, write_json_state
 
 CREDENTIALS_FILE = "credentials.json"
 CONNECTION_FILE = "connection.json"
@@ -226,17 +227,27 @@ class ConnectionStore:
         self.path = Path(home) / CONNECTION_FILE
 
     def remember(self, provider: str, model: str) -> None:
-        atomic_write_json(self.path, {"provider": provider, "model": model})
+        """Raises StateFileError, writing nothing, when the file there cannot be read."""
+        write_json_state(self.path, {"provider": provider, "model": model}, self._load())
 
     def last(self) -> tuple[str, str] | None:
         """The last (provider, model), or None when nothing usable was saved."""
-        try:
-            data: Any = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            return None
-        if not isinstance(data, dict):
-            return None
-        provider, model = data.get("provider"), data.get("model", "")
-        if not isinstance(provider, str) or not provider or not isinstance(model, str):
-            return None
-        return provider, model
+        data = self._load().data
+        return None if data is None else (data["provider"], data.get("model", ""))
+
+    @property
+    def problem(self) -> str:
+        """Why the saved connection cannot be read ("" when it can, or there is none)."""
+        return self._load().problem
+
+    def _load(self) -> LoadedFile:
+        return read_json_file(self.path, _connection_shape)
+
+
+def _connection_shape(data: Any) -> str:
+    if not isinstance(data, dict):
+        return "does not hold an object"
+    provider, model = data.get("provider"), data.get("model", "")
+    if not isinstance(provider, str) or not provider or not isinstance(model, str):
+        return 'does not hold a "provider" and a "model" name'
+    return ""

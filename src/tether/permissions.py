@@ -27,7 +27,6 @@ and the command line.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .atomic import atomic_write_json
 from .paths import resolved_forms
 from .shell_parse import allow_forms, deny_forms, normalize_whitespace, split_command
+from .statefile import LoadedFile, read_json_file, write_json_state
 
 Verdict = Literal["allow", "deny", "ask"]
 RuleKind = Literal["allow", "deny"]
@@ -46,6 +45,10 @@ PROJECT_FILE = ".permissions.json"
 USER_FILE = "permissions.json"
 TRUST_FILE = "trusted.json"
 WILDCARDS = "*?"
+UNREADABLE_CONSEQUENCE = (
+    "Until it is fixed, every call with side effects asks first (and is refused under --auto "
+    "or in one-shot mode), since deny rules may be missing"
+)
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.*?-]+$")
 CAPABILITIES = ("read", "write", "run")
 """Rule names that cover a kind of access through every tool that declares it (toolspec
@@ -220,6 +223,9 @@ def _label(rule: Rule) -> str:
 class RuleSet:
     allow: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    """Why a rules file could not be read, one line each naming it. Its deny rules may be
+    missing, so the approval policy fails closed until it is fixed."""
 
     def add(self, kind: RuleKind, rule: Rule) -> None:
         if kind not in ("allow", "deny"):
@@ -454,11 +460,11 @@ def load_rules(
     error and raises RuleError.
     """
     rules, warnings = RuleSet(), []
-    for kind, rule in _read_rules_file(home / USER_FILE, "user", warnings):
+    for kind, rule in _read_rules_file(home / USER_FILE, "user", warnings, rules.unreadable):
         rules.add(kind, rule)
     project_path = root / PROJECT_FILE
     ignored = 0
-    for kind, rule in _read_rules_file(project_path, "project", warnings):
+    for kind, rule in _read_rules_file(project_path, "project", warnings, rules.unreadable):
         if kind == "allow" and not trusted:
             ignored += 1
             continue
@@ -481,10 +487,17 @@ def _command_line_rule(kind: RuleKind, text: str) -> Rule:
         raise RuleError(f"--{kind} {text!r}: {exc}") from None
 
 
-def _read_rules_file(path: Path, source: str, warnings: list[str]) -> list[tuple[RuleKind, Rule]]:
-    data = _read_json_object(path, warnings)
-    if data is None:
+def _read_rules_file(
+    path: Path, source: str, warnings: list[str], unreadable: list[str]
+) -> list[tuple[RuleKind, Rule]]:
+    """The file's rules. A file that cannot be read, or whose deny list cannot be, is
+    added to `unreadable` (its deny rules are lost, so the caller must fail closed)."""
+    loaded = _read_rules_json(path)
+    if loaded.broken:
+        warnings.append(f"{loaded.problem}; ignored. {UNREADABLE_CONSEQUENCE}")
+        unreadable.append(loaded.problem)
         return []
+    data = loaded.data or {}
     for key in data:
         if key not in ("allow", "deny"):
             warnings.append(f'{path}: unknown key "{key}" ignored (expected "allow" and "deny")')
@@ -493,6 +506,8 @@ def _read_rules_file(path: Path, source: str, warnings: list[str]) -> list[tuple
         entries = data.get(kind, [])
         if not isinstance(entries, list):
             warnings.append(f'{path}: "{kind}" must be a list of rules; ignored')
+            if kind == "deny":
+                unreadable.append(f'{path}: its "deny" is not a list of rules')
             continue
         for entry in entries:
             try:
@@ -502,24 +517,12 @@ def _read_rules_file(path: Path, source: str, warnings: list[str]) -> list[tuple
     return found
 
 
-def _read_json_object(path: Path, warnings: list[str]) -> dict[str, Any] | None:
-    """The file's JSON object; None (with a warning unless the file is absent) otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        warnings.append(f"{path}: could not be read ({exc}); ignored")
-        return None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        warnings.append(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); ignored")
-        return None
-    if not isinstance(data, dict):
-        warnings.append(f'{path}: expected an object with "allow" and "deny" lists; ignored')
-        return None
-    return data
+def _read_rules_json(path: Path) -> LoadedFile:
+    return read_json_file(path, _rules_shape)
+
+
+def _rules_shape(data: Any) -> str:
+    return "" if isinstance(data, dict) else 'does not hold an object with "allow" and "deny" lists'
 
 
 def _short(value: object, limit: int = 80, *, quote: bool = True) -> str:
@@ -536,17 +539,16 @@ def save_rule(path: Path, kind: RuleKind, rule: Rule) -> None:
     """
     if kind not in ("allow", "deny"):
         raise ValueError(f"unknown rule kind: {kind}")
-    problems: list[str] = []
-    data = _read_json_object(path, problems)
-    if problems:
-        raise RuleError(problems[0].replace("; ignored", "; not changed"))
-    data = data or {}
+    loaded = _read_rules_json(path)
+    if loaded.broken:
+        raise RuleError(f"{loaded.problem}; not changed")
+    data = loaded.data or {}
     entries = data.setdefault(kind, [])
     if not isinstance(entries, list):
         raise RuleError(f'{path}: "{kind}" is not a list; not changed')
     if str(rule) not in entries:
         entries.append(str(rule))
-    atomic_write_json(path, data)
+    write_json_state(path, data, loaded)
 
 
 # --- trust -----------------------------------------------------------------------
@@ -619,21 +621,38 @@ class TrustStore:
         return any(entry.covers(target) for entry in self._folders())
 
     def trust(self, folder: Path) -> None:
+        """Remember `folder`. Raises StateFileError (and writes nothing) when the file
+        could not be read: replacing it would lose every folder it lists."""
+        loaded = self._load()
         entry = TrustedFolder.of(folder)
-        kept = [f for f in self._folders() if f.path != entry.path]
-        atomic_write_json(self.path, [f.to_json() for f in [*kept, entry]])
+        # An older entry for the same folder is replaced; entries this version cannot
+        # use (another format, a relative path) are kept, not dropped.
+        kept = [item for item in loaded.data or [] if _entry_path(item) != entry.path]
+        write_json_state(self.path, [*kept, entry.to_json()], loaded)
 
-    def _folders(self) -> list[TrustedFolder]:
+    @property
+    def problem(self) -> str:
+        """Why the file cannot be read ("" when it can, or is absent)."""
+        return self._load().problem
+
+    def _load(self) -> LoadedFile:
+        return read_json_file(self.path, _trust_shape)
+
+    def _folders(self, loaded: LoadedFile | None = None) -> list[TrustedFolder]:
         # An unreadable or hand-broken file trusts nothing: the safe reading.
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            return []
-        if not isinstance(data, list):
-            return []
+        data = (loaded or self._load()).data or []
         # Stored paths are real paths already; resolving them again would let a symlink
         # put in a trusted folder's place carry its trust to wherever it points.
         return [f for f in map(TrustedFolder.from_json, data) if f is not None]
+
+
+def _entry_path(item: object) -> Path | None:
+    entry = TrustedFolder.from_json(item)
+    return entry.path if entry is not None else None
+
+
+def _trust_shape(data: Any) -> str:
+    return "" if isinstance(data, list) else "does not hold a list of folders"
 
 
 def _resolved(folder: Path) -> Path:

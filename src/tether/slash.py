@@ -324,6 +324,7 @@ async def _ensure_key(app: App, name: str) -> bool:
 
 async def _switch(app: App, name: str, model: str | None) -> None:
     from .keys import ConnectionStore
+    from .statefile import StateFileError
 
     candidate = app.settings.model_copy(update={"provider": name, "model": model or ""})
     try:
@@ -337,8 +338,11 @@ async def _switch(app: App, name: str, model: str | None) -> None:
             app.runtime.loop.settings.model = model
             app.protocol = await app.runtime.start()
     chosen = app.runtime.loop.settings.model
-    ConnectionStore(app.options.home).remember(name, chosen)
     app.say(f"Connected: {name} · {chosen} ({app.protocol} tools).")
+    try:
+        ConnectionStore(app.options.home).remember(name, chosen)
+    except StateFileError as exc:  # connected all the same; only the memory of it failed
+        app.say(f"This connection is not remembered for next time: {exc}", "warning")
 
 
 async def _pick_model(app: App) -> str:
