@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.console import Console
 from scripted import TextArgs, make_tool
 
-from tether.dispatch import Dispatcher, GateVerdict
+from tether.dispatch import NEEDS_APPROVAL, Dispatcher, GateVerdict
 from tether.headless import HeadlessUI
-from tether.messages import ToolCall
+from tether.messages import Evidence, ToolCall
+from tether.safetext import SafeTextStream, clean_text, has_bad_chars
 from tether.toolspec import Tool, ToolContext, ToolTable
+from tether.tui.terminal_ui import TerminalUI
 
 HINT = "Use --auto or --allow RULE to let such calls run."
 
@@ -45,3 +51,101 @@ async def test_no_hint_when_a_rule_refused_or_auto_was_given(tmp_path: Path, act
     shown = await progress_after_a_blocked_write(tmp_path, action, auto)
     assert "blocked" in shown
     assert HINT not in shown
+
+
+# ---------------------------------------------------------------- bad bytes never break the output
+
+ANY_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=40)
+"""Every code point, lone surrogates and control characters included."""
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | ANY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def byte_stream(encoding: str) -> io.TextIOWrapper:
+    """A real encoded stream, strict like sys.stdout: an unencodable character raises."""
+    return io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", newline="")
+
+
+def written(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    return stream.buffer.getvalue().decode(stream.encoding)  # type: ignore[attr-defined]
+
+
+def drive(ui: HeadlessUI, texts: list[str], arguments: dict, result_text: str) -> None:
+    """Everything a run writes, with the given strings in every place a string goes."""
+    ui.init({"cwd": texts[0], "tools": texts})
+    call = ToolCall("c1", texts[-1], arguments)
+    for text in texts:
+        ui.text(text)
+        ui.thinking(text)
+        ui.notice(text, "warning")
+    ui.tool_start(call)
+    ui.tool_end(Evidence(call, 0.0, 0.1, texts[0], texts[-1], error=False))
+    ui.tool_end(Evidence(call, 0.0, 0.1, "blocked", NEEDS_APPROVAL + texts[0], error=True))
+    ui.result({
+        "type": "result", "is_error": False, "result": result_text, "stop_reason": "end_turn",
+        "tool_calls": [{"name": call.name, "arguments": arguments}],
+    })
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(ANY_TEXT, min_size=1, max_size=4), arguments=st.dictionaries(ANY_TEXT, JSON_VALUE),
+    result_text=ANY_TEXT, fmt=st.sampled_from(["json", "stream-json"]),
+    encoding=st.sampled_from(["utf-8", "latin-1", "ascii"]),
+)
+def test_json_output_always_ends_with_a_valid_result_object(
+    texts: list[str], arguments: dict, result_text: str, fmt: str, encoding: str
+) -> None:
+    out, err = byte_stream(encoding), byte_stream(encoding)
+    drive(HeadlessUI(fmt, out=out, err=err), texts, arguments, result_text)
+    lines = written(out).splitlines()
+    objects = [json.loads(line) for line in lines]  # every line is valid JSON
+    assert objects[-1]["type"] == "result"
+    assert objects[-1]["result"] == clean_text(result_text)
+    if fmt == "json":
+        assert len(objects) == 1
+    # strict parsers refuse lone surrogates: none may survive, not even as \u escapes
+    assert not any(has_bad_chars(json.dumps(o, ensure_ascii=False)) for o in objects)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(ANY_TEXT, min_size=1, max_size=4), arguments=st.dictionaries(ANY_TEXT, JSON_VALUE),
+       result_text=ANY_TEXT, encoding=st.sampled_from(["utf-8", "latin-1", "ascii"]))
+def test_text_output_always_ends_with_the_answer(
+    texts: list[str], arguments: dict, result_text: str, encoding: str
+) -> None:
+    out, err = byte_stream(encoding), byte_stream(encoding)
+    drive(HeadlessUI("text", out=out, err=err), texts, arguments, result_text)
+    shown = written(out)
+    expected = clean_text(result_text).rstrip("\n")
+    if expected and encoding == "utf-8":
+        assert shown == expected + "\n"
+    assert shown == "" if not expected else shown.endswith("\n")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(ANY_TEXT, min_size=1, max_size=4), arguments=st.dictionaries(ANY_TEXT, JSON_VALUE))
+def test_the_terminal_writer_never_fails_on_what_it_is_given(
+    texts: list[str], arguments: dict, tmp_path: Path
+) -> None:
+    stream = byte_stream("utf-8")
+    console = Console(file=SafeTextStream(stream), width=80, force_terminal=True)
+
+    async def no_answer(prompt: str) -> str:
+        return "n"
+
+    ui = TerminalUI(console, no_answer, root=tmp_path, show_thinking=True)
+    call = ToolCall("c1", texts[-1], arguments)
+    for text in texts:
+        ui.text(text)
+        ui.thinking(text)
+        ui.notice(text, "warning")
+    ui.tool_start(call)
+    ui.command_output(texts[0])
+    ui.tool_end(Evidence(call, 0.0, 0.1, texts[0], texts[-1], error=True))
+    ui.settle()
+    written(stream)  # strict UTF-8 all the way: nothing unencodable reached the terminal

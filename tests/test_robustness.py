@@ -191,8 +191,25 @@ def test_trust_that_cannot_be_saved_still_applies_for_the_session(
         app.wait_for_text("run_cmd(ls)")
         app.wait_for_prompt()
         text = leave(app)
-    assert f"Could not save the trust in {home / 'trusted.json'}" in text
+    assert f"Could not save the trust: {home / 'trusted.json'} is a directory, not a file" in text
     assert "Trusted for this session only" in text
+
+
+def test_a_corrupt_trust_file_is_kept_when_the_user_says_yes(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    truncated = b'["/somewhere/trusted/before", "/and/anoth'
+    (home / "trusted.json").write_bytes(truncated)
+    project_rules(project)
+    with PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
+        app.wait_for_cursor_on("[y/N]")
+        app.line("y")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert (home / "trusted.json").read_bytes() == truncated
+    assert f"Could not save the trust: {home / 'trusted.json'} is not valid JSON" in text
+    assert "kept as it is" in text and "Trusted for this session only" in text
 
 
 def test_always_allowed_rule_is_kept_when_the_trust_cannot_be_saved(
@@ -224,13 +241,15 @@ def test_a_slash_command_hitting_an_unusable_file_says_so_and_the_app_goes_on(
     (home / "connection.json").mkdir(parents=True)  # /connect remembers its choice here
     with started(server, project, home) as app:
         app.line("/connect openai other-model")
-        app.wait_for_text("could not finish")
+        app.wait_for_text("not remembered")
         app.wait_for_prompt()
         app.line("/usage")
         app.wait_for_text("input ")
         app.wait_for_prompt()
         text = leave(app)
-    assert f"/connect could not finish: Is a directory: {home / 'connection.json'}" in text
+    assert "Connected: openai · other-model" in text
+    assert ("This connection is not remembered for next time: "
+            f"{home / 'connection.json'} is a directory, not a file") in text
 
 
 class Boom(Exception):

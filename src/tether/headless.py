@@ -18,6 +18,9 @@ from .safetext import clean_data, write_safely, writes_utf8
 from .ui import Decision, NoticeLevel
 
 FORMATS = ("text", "json", "stream-json")
+LINE_BREAKS_ESCAPED = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
+"""Characters a reader's splitlines() takes for line ends (json.dumps escapes the others);
+inside a JSON string the escape means the same, so one object stays one line."""
 
 
 def outcome_mark(evidence: Evidence) -> str:
@@ -84,7 +87,7 @@ class HeadlessUI:
         """One JSON line. Strings are cleaned of what UTF-8 cannot encode, and a stream
         that is not UTF-8 gets pure-ASCII JSON (\\u escapes), so the line is always valid."""
         line = json.dumps(clean_data(obj), ensure_ascii=not writes_utf8(self.out), default=str)
-        write_safely(self.out, line + "\n")
+        write_safely(self.out, line.translate(LINE_BREAKS_ESCAPED) + "\n")
 
     def progress(self, line: str) -> None:
         write_safely(self.err, line + "\n")
