@@ -266,3 +266,91 @@ def test_a_small_model_session_in_the_text_protocol_writes_runs_and_answers(proj
     assert not any(c["is_error"] for c in result["tool_calls"])
     assert "sum: 6" in chats[2]["messages"][-1]["content"]
     assert result["result"] == "calc.py prints sum: 6."
+
+
+# ---------------------------------------------------------------- bad bytes and broken files
+
+
+@pytest.fixture
+def latin1_name(project: Path) -> str:
+    """A file whose name is not UTF-8 (caf\\xe9.txt, as a Latin-1 system writes it)."""
+    with open(os.fsencode(project) + b"/caf\xe9.txt", "wb") as fh:
+        fh.write(b"menu: coffee\n")
+    return "caf\\xe9.txt"
+
+
+@pytest.mark.parametrize("call", [("list_dir", {"path": "."}), ("search_in_file", {"pattern": "coffee"})])
+def test_a_file_name_that_is_not_utf8_reaches_the_model_escaped(
+    project: Path, home: Path, latin1_name: str, call: tuple[str, dict]
+) -> None:
+    with FakeServer([Reply(tool_calls=[call]), Reply(text="Seen.")]) as server:
+        proc = run_cli(["-p", "look", "--output-format", "json", *openai_args(server)], project, home)
+        chats = [b for p, b in server.requests if p.endswith("/chat/completions")]
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["result"] == "Seen." and not result["tool_calls"][0]["is_error"]
+    sent = chats[-1]["messages"][-1]["content"]
+    assert latin1_name in sent and "not valid UTF-8" in sent
+
+
+@pytest.mark.parametrize("fmt", ["json", "stream-json"])
+def test_a_lone_surrogate_in_tool_arguments_still_ends_with_the_result(
+    project: Path, home: Path, fmt: str
+) -> None:
+    script = [Reply(tool_calls=[("read_file", {"filepath": "x\ud800y"})]), Reply(text="done \ud800")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "read", "--output-format", fmt, *openai_args(server)], project, home)
+        chats = [b for p, b in server.requests if p.endswith("/chat/completions")]
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    last = json.loads(proc.stdout.splitlines()[-1])
+    assert last["type"] == "result" and last["result"] == "done \ufffd"
+    assert last["tool_calls"][0]["is_error"] and last["tool_calls"][0]["arguments"] == {"filepath": "x\ufffdy"}
+    assert "broken character" in chats[-1]["messages"][-1]["content"]
+
+
+def test_a_prompt_that_is_not_utf8_is_sent_escaped(project: Path, home: Path) -> None:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OLLAMA", "TETHER"))}
+    environment.update({"TETHER_HOME": str(home), "OPENAI_API_KEY": "k"})
+    with FakeServer([Reply(text="ok")]) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tether", "-p", "-", *openai_args(server)],
+            cwd=project, env=environment, input=b"un caf\xe9\n", capture_output=True, timeout=60,
+        )
+        body = server.requests[-1][1]
+    assert proc.returncode == 0, proc.stderr
+    assert body["messages"][-1]["content"] == "un caf\\xe9"
+    assert b"1 byte(s) that are not UTF-8" in proc.stderr
+
+
+def test_a_config_file_that_is_not_utf8_is_named_and_ignored(project: Path, home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_bytes(b'max_steps = 5\nmodel = "caf\xe9"\n')
+    with FakeServer([Reply(text="ok")]) as server:
+        proc = run_cli(["-p", "hi", *openai_args(server)], project, home)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{home / 'config.toml'} is not UTF-8 text (byte 0xe9 on line 2)" in proc.stderr
+
+
+@pytest.mark.parametrize("flags", [["--auto"], []])
+def test_an_unreadable_rules_file_refuses_side_effects_in_one_shot_mode(
+    project: Path, home: Path, flags: list[str]
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    rules = home / "permissions.json"
+    rules.write_text('{"deny": ["write_file(notes/*)"')  # truncated: its deny rule is lost
+    script = [Reply(tool_calls=[("write_file", {"filepath": "notes/a.md", "content": "hi"})]),
+              Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]), Reply(text="ok")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "write", "--output-format", "json", *flags, *openai_args(server)],
+                       project, home)
+        chats = [b for p, b in server.requests if p.endswith("/chat/completions")]
+    refusal = chats[1]["messages"][-1]["content"]
+    assert f"{rules} is not valid JSON" in refusal and "deny rules may be missing" in refusal
+    result = json.loads(proc.stdout)
+    write, read = result["tool_calls"]
+    assert write["is_error"] and not read["is_error"]  # reads go on
+    assert not (project / "notes" / "a.md").exists()
+    assert f"{rules} is not valid JSON" in proc.stderr
+    assert rules.read_text() == '{"deny": ["write_file(notes/*)"'
