@@ -9,7 +9,7 @@ import pytest
 from tether.approval import ApprovalPolicy, checked_values
 from tether.dispatch import Dispatcher
 from tether.messages import ToolCall
-from tether.permissions import Rule, RuleSet
+from tether.permissions import Rule, RuleSet, load_rules
 from tether.tools import builtin_tools
 from tether.toolspec import ToolContext, ToolTable
 from tether.ui import SilentUI
@@ -288,3 +288,35 @@ def test_keep_running_always_asks(tmp_path: Path, table: ToolTable, wanted: obje
         assert verdict(p, table, "run_cmd", command="make serve", keep_running=False) == "allow"
     denied = policy(tmp_path, deny=["run_cmd(make *)"], auto=True)
     assert verdict(denied, table, "run_cmd", command="make serve", keep_running=True) == "deny"
+
+
+# ---------------------------------------------------------------- a rules file that cannot be read
+
+
+@pytest.mark.parametrize("content", [b'{"deny": ["run_cmd(rm *)"', b"\xff\xfe", b'["deny"]',
+                                     b'{"deny": "run_cmd(rm *)"}'])
+def test_an_unreadable_rules_file_fails_closed(tmp_path: Path, table: ToolTable, content: bytes) -> None:
+    """Its deny rules may be lost: side effects ask (even where an allow rule or --auto would
+    run them), --auto refuses them naming the file, and reads go on."""
+    root, home = tmp_path / "project", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (home / "permissions.json").write_bytes(content)
+    rules, warnings = load_rules(root, home, trusted=True, extra_allow=["write_file"])
+    assert str(home / "permissions.json") in warnings[0] and "asks first" in warnings[0]
+    asking = ApprovalPolicy(root, rules).check(ToolCall("c1", "write_file", {"filepath": "a"}),
+                                               table.get("write_file"))
+    assert asking.action == "ask" and str(home / "permissions.json") in asking.reason
+    auto = ApprovalPolicy(root, rules, auto=True)
+    refused = auto.check(ToolCall("c2", "run_cmd", {"command": "rm -rf x"}), table.get("run_cmd"))
+    assert refused.action == "deny" and str(home / "permissions.json") in refused.reason
+    assert verdict(auto, table, "read_file", filepath="a.txt") == "allow"
+
+
+def test_a_readable_rules_file_with_one_bad_rule_does_not_fail_closed(
+    tmp_path: Path, table: ToolTable
+) -> None:
+    (tmp_path / "permissions.json").write_text('{"deny": ["write_file()", "delete_file"]}')
+    rules, _ = load_rules(tmp_path, tmp_path, trusted=False)
+    assert rules.unreadable == []
+    assert verdict(ApprovalPolicy(tmp_path, rules, auto=True), table, "write_file", filepath="a") == "allow"

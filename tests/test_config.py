@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from tether.config import Settings, field_docs, load_settings, normalize_ollama_host, tether_home
 
@@ -65,3 +68,29 @@ def test_ollama_host_without_scheme_and_tether_home(tmp_path: Path) -> None:
 
 def test_every_setting_has_a_description() -> None:
     assert all(field_docs().values())
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_line_and_ignored(tmp_path: Path) -> None:
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "config.toml").write_bytes(b'max_steps = 5\n# caf\xe9\n')
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    assert settings == Settings()
+    assert warnings == [f"{tmp_path / 'config.toml'} is not UTF-8 text (byte 0xe9 on line 2); "
+                        "its settings are ignored"]
+
+
+def test_a_directory_in_place_of_the_file_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").mkdir()
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    assert settings == Settings()
+    assert warnings == [f"{tmp_path / 'config.toml'} is a directory, not a file; "
+                        "its settings are ignored"]
+
+
+def test_an_unreadable_file_is_reported(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads every file")
+    write_config(tmp_path, "max_steps = 5\n")
+    (tmp_path / "config.toml").chmod(0)
+    _, warnings = load_settings(env={}, home=tmp_path)
+    assert "cannot be read (Permission denied)" in warnings[0]

@@ -663,3 +663,48 @@ def test_sigterm_ends_the_chat_mid_turn_and_stops_its_commands(
         assert app.wait_exit(WAIT) == 128 + signal.SIGTERM, app.text()
         assert "Traceback" not in app.text()
     assert until_gone(pid)
+
+
+# ---------------------------------------------------------------- bad bytes in the chat
+
+
+def test_a_file_name_that_is_not_utf8_and_a_broken_reply_keep_the_chat_going(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    """list_dir over a Latin-1 file name, then a reply with a lone surrogate: both are
+    shown, the next request goes out, and the session is saved with the name escaped."""
+    with open(os.fsencode(project) + b"/caf\xe9.txt", "wb") as fh:
+        fh.write(b"x\n")
+    server.add(Reply(tool_calls=[("list_dir", {"path": "."})]), Reply(text="Listed \ud800 it."))
+    with started(server, project, home) as app:
+        app.line("list the folder")
+        app.wait_for_text("Listed")
+        app.wait_for_prompt()
+        app.line("thanks")
+        app.wait_for_text("Fine.")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert "unexpected" not in text and "Listed \ufffd it." in text
+    from tether.session import SessionStore
+
+    (summary,) = SessionStore(home).list()
+    saved = SessionStore(home).load(summary.id)
+    contents = [p.content for m in saved.messages for p in m.tool_results]
+    assert any("caf\\xe9.txt" in c for c in contents)
+
+
+# ---------------------------------------------------------------- safetext
+
+
+@pytest.mark.parametrize(("raw", "clean"), [
+    ("caf\udce9.txt", "caf\\xe9.txt"),          # a byte surrogateescape kept
+    ("a\ud800b", "a\ufffdb"),                    # a lone surrogate from JSON
+    ("\ud83d\ude00", "\U0001F600"),              # a pair, joined back into its character
+    ("\udfff\ud800", "\ufffd\ufffd"),            # a pair in the wrong order is two broken ones
+    ("plain \x00\x1b text", "plain \x00\x1b text"),  # control characters are another concern
+])
+def test_clean_text_keeps_bytes_readable(raw: str, clean: str) -> None:
+    from tether.safetext import clean_text, has_bad_chars
+
+    assert clean_text(raw) == clean and not has_bad_chars(clean_text(raw))
+    clean_text(raw).encode("utf-8")

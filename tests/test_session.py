@@ -431,3 +431,28 @@ def test_saves_survive_sigkill_at_random_moments(
         record = store.load(session_id)
         assert record.messages and record.messages[-1].text.startswith("line ")
     assert [s.corrupt for s in store.list()] == [None]
+
+
+# ---------------------------------------------------------------- bad bytes
+
+
+def test_a_session_holding_text_utf8_cannot_encode_is_saved_escaped(
+    store: SessionStore, project: Path
+) -> None:
+    """A file name that is not UTF-8 in a tool result, a lone surrogate from a model:
+    the session is still saved (and exported), with the bytes as \\xNN and the rest as U+FFFD."""
+    record = store.new(project, "ollama", "qwen3")
+    call = ToolCall("call_1", "list_dir", {"path": "caf\udce9"})
+    record.messages = [
+        Message.user("typed caf\udce9"),
+        Message("assistant", [Text("a \ud800 b"), call]),
+        Message("tool", [ToolResult("call_1", "list_dir", "caf\udce9.txt", False)]),
+    ]
+    store.save(record)
+    loaded = store.load(record.id)
+    assert loaded.messages[0].text == "typed caf\\xe9"
+    assert loaded.messages[1].text == "a \ufffd b"
+    assert loaded.messages[1].tool_calls[0].arguments == {"path": "caf\\xe9"}
+    assert loaded.messages[2].tool_results[0].content == "caf\\xe9.txt"
+    exported = store.export(record, "md", project / "out.md")
+    assert "caf\\xe9.txt" in exported.read_text(encoding="utf-8")

@@ -505,9 +505,12 @@ def _read_rules_file(
     for kind in ("allow", "deny"):
         entries = data.get(kind, [])
         if not isinstance(entries, list):
-            warnings.append(f'{path}: "{kind}" must be a list of rules; ignored')
-            if kind == "deny":
+            if kind == "deny":  # every deny rule of the file is lost: fail closed
                 unreadable.append(f'{path}: its "deny" is not a list of rules')
+                warnings.append(f'{path}: "deny" must be a list of rules; ignored. '
+                                + UNREADABLE_CONSEQUENCE)
+            else:
+                warnings.append(f'{path}: "{kind}" must be a list of rules; ignored')
             continue
         for entry in entries:
             try:
