@@ -74,9 +74,8 @@ def written(stream: io.TextIOWrapper) -> str:
     return stream.buffer.getvalue().decode(stream.encoding)  # type: ignore[attr-defined]
 
 
-def drive(ui: HeadlessUI, texts: list[str], arguments: dict, result_text: str) -> None:
-    """Everything a run writes, with the given strings in every place a string goes."""
-    ui.init({"cwd": texts[0], "tools": texts})
+def feed(ui: HeadlessUI | TerminalUI, texts: list[str], arguments: dict) -> ToolCall:
+    """What the loop tells any UI in a run, with the strings in every place a string goes."""
     call = ToolCall("c1", texts[-1], arguments)
     for text in texts:
         ui.text(text)
@@ -85,6 +84,13 @@ def drive(ui: HeadlessUI, texts: list[str], arguments: dict, result_text: str) -
     ui.tool_start(call)
     ui.tool_end(Evidence(call, 0.0, 0.1, texts[0], texts[-1], error=False))
     ui.tool_end(Evidence(call, 0.0, 0.1, "blocked", NEEDS_APPROVAL + texts[0], error=True))
+    return call
+
+
+def drive(ui: HeadlessUI, texts: list[str], arguments: dict, result_text: str) -> None:
+    """Everything a one-shot run writes, the result object last."""
+    ui.init({"cwd": texts[0], "tools": texts})
+    call = feed(ui, texts, arguments)
     ui.result({
         "type": "result", "is_error": False, "result": result_text, "stop_reason": "end_turn",
         "tool_calls": [{"name": call.name, "arguments": arguments}],
@@ -139,12 +145,7 @@ def test_the_terminal_writer_never_fails_on_what_it_is_given(
         return "n"
 
     ui = TerminalUI(console, no_answer, root=tmp_path, show_thinking=True)
-    call = ToolCall("c1", texts[-1], arguments)
-    for text in texts:
-        ui.text(text)
-        ui.thinking(text)
-        ui.notice(text, "warning")
-    ui.tool_start(call)
+    call = feed(ui, texts, arguments)
     ui.command_output(texts[0])
     ui.tool_end(Evidence(call, 0.0, 0.1, texts[0], texts[-1], error=True))
     ui.settle()
