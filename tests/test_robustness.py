@@ -460,15 +460,15 @@ def test_one_shot_warns_about_a_corrupt_credentials_file(project: Path, home: Pa
 # ---------------------------------------------------------------- wording by cause
 
 
-def test_a_prompt_that_cannot_be_encoded_is_not_called_unreachable(project: Path, home: Path) -> None:
+def test_a_prompt_argument_that_is_not_utf8_is_sent_escaped(project: Path, home: Path) -> None:
     broken = b"fix \xff this".decode("utf-8", "surrogateescape")  # a lone surrogate
-    with FakeServer([Reply(text="never")]) as fake:
+    with FakeServer([Reply(text="Fixed.")]) as fake:
         proc = run_cli(["-p", broken, *openai_args(fake.url)], project, home, OPENAI_API_KEY="k")
-        assert fake.bodies("/v1/chat/completions") == []
-    assert proc.returncode == 1
-    assert "Traceback" not in proc.stderr and "cannot reach" not in proc.stderr, proc.stderr
-    assert "nothing was sent to the OpenAI-compatible API" in proc.stderr
-    assert "cannot be encoded" in proc.stderr
+        (body,) = fake.bodies("/v1/chat/completions")
+    assert proc.returncode == 0, proc.stderr
+    assert body["messages"][-1]["content"] == "fix \\xff this"
+    assert "Traceback" not in proc.stderr and "1 byte(s) that are not UTF-8" in proc.stderr
+    assert proc.stdout == "Fixed.\n"
 
 
 def test_an_unreadable_memory_file_is_not_called_corrupt(home: Path) -> None:

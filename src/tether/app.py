@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import threading
 import time
 from collections.abc import Awaitable
@@ -54,7 +53,7 @@ class App:
     options: RunOptions
     env: dict[str, str]
     console: Console = field(default_factory=lambda: Console(
-        file=SafeTextStream(sys.stdout), theme=THEME, highlight=False))
+        file=SafeTextStream(), theme=THEME, highlight=False))
     runtime: Runtime = field(init=False)
     ui: TerminalUI = field(init=False)
     conv: Conversation = field(default_factory=Conversation)

@@ -15,6 +15,7 @@ high/low pair (from a `surrogatepass` decode) is joined into its character.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, TextIO
 
 REPLACEMENT = "\ufffd"
@@ -100,10 +101,17 @@ def write_safely(stream: TextIO, text: str) -> None:
 
 class SafeTextStream:
     """A text stream whose writes never fail for an encoding problem (see write_safely):
-    the terminal gets it, so a broken character on screen cannot stop the app."""
+    the terminal gets it, so a broken character on screen cannot stop the app.
 
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+    Without a stream it writes to whatever `sys.stdout` is at the moment, as rich does by
+    default: prompt_toolkit swaps in its own stdout while a prompt is on screen."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._fixed = stream
+
+    @property
+    def _stream(self) -> TextIO:
+        return self._fixed if self._fixed is not None else sys.stdout
 
     def write(self, text: str) -> int:
         text = clean_text(text)

@@ -607,11 +607,9 @@ class HttpTransport:
         if answer_started:
             return ProviderError(f"reading the answer from {where} failed ({detail}).", "connection")
         if isinstance(exc, UnicodeEncodeError):  # a local failure: nothing was sent
-            if exc.encoding.lower().replace("-", "") == "utf8":
-                what = ("the request holds text that cannot be encoded, such as a broken "
-                        "character in the input")
-            else:  # headers are ASCII/Latin-1: usually a key pasted with a typographic quote
-                what = "a request header (the API key?) holds a character that cannot be sent"
+            # The body is cleaned before it is encoded (see _open), so this is a header:
+            # they are ASCII/Latin-1, and usually a key was pasted with a typographic quote.
+            what = "a request header (the API key?) holds a character that cannot be sent"
             return ProviderError(f"nothing was sent to {where}: {what} ({detail}).", "connection")
         return ProviderError(f"cannot reach {where} ({detail}). {self.connect_hint}", "connection")
 
