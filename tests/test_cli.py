@@ -354,3 +354,44 @@ def test_an_unreadable_rules_file_refuses_side_effects_in_one_shot_mode(
     assert not (project / "notes" / "a.md").exists()
     assert f"{rules} is not valid JSON" in proc.stderr
     assert rules.read_text() == '{"deny": ["write_file(notes/*)"'
+
+
+@pytest.mark.parametrize("fmt", ["json", "stream-json", "text"])
+@pytest.mark.parametrize("where", ["build", "start"])
+async def test_an_unexpected_failure_still_ends_the_output_with_a_result(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, where: str
+) -> None:
+    import io
+
+    import tether.runtime
+    from tether.cli import EXIT_ERROR, run_one_shot
+    from tether.config import Settings
+    from tether.headless import HeadlessUI
+    from tether.runtime import RunOptions
+
+    real_build = tether.runtime.build_runtime
+
+    def broken_build(*args: object, **kwargs: object):  # noqa: ANN202
+        if where == "build":
+            raise RuntimeError("a bug \ud800 in the wiring")
+        runtime = real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+        async def start() -> str:
+            raise RuntimeError("a bug \ud800 at start")
+
+        runtime.start = start  # type: ignore[method-assign]
+        return runtime
+
+    monkeypatch.setattr(tether.runtime, "build_runtime", broken_build)
+    out, err = io.StringIO(), io.StringIO()
+    ui = HeadlessUI(fmt, out=out, err=err)
+    settings = Settings(provider="openai", openai_base_url="http://127.0.0.1:9/v1", model="fake")
+    options = RunOptions(root=project, home=home)
+    code = await run_one_shot(settings, options, ui, {"OPENAI_API_KEY": "k"}, "hi")
+    assert code == EXIT_ERROR
+    if fmt == "text":
+        assert "stopped by an unexpected RuntimeError: a bug \ufffd" in err.getvalue()
+        return
+    last = json.loads(out.getvalue().splitlines()[-1])
+    assert last["type"] == "result" and last["is_error"] and last["stop_reason"] == "error"
+    assert last["result"].startswith("stopped by an unexpected RuntimeError: a bug \ufffd")

@@ -300,14 +300,16 @@ async def run_one_shot(
     from .llm_client import Conversation
     from .runtime import build_runtime
 
+    started = time.monotonic()
+    conv = Conversation()
     try:
         runtime = build_runtime(settings, options, ui, env)
     except ValueError as exc:
         return usage_error(str(exc))
+    except Exception as exc:
+        return unexpected_failure(ui, exc, conv, started)
     for warning in runtime.warnings:
         ui.notice(warning, "warning")
-    started = time.monotonic()
-    conv = Conversation()
     try:
         mode = await runtime.start()
         ui.init(run_info(runtime, options.root, mode))
@@ -318,13 +320,18 @@ async def run_one_shot(
             return EXIT_INTERRUPTED
         ui.result(result_object(result, started))
         return exit_code(result.stop_reason)
-    except Exception as exc:  # the last resort: one line, and the output still ends with a result
-        message = f"stopped by an unexpected {type(exc).__name__}: {one_line_of(exc)}"
-        ui.notice(message, "error")
-        ui.result(failed_result(conv, started, message))
-        return EXIT_ERROR
+    except Exception as exc:
+        return unexpected_failure(ui, exc, conv, started)
     finally:
         await runtime.aclose()
+
+
+def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, started: float) -> int:
+    """The last resort: one line, never a traceback, and the output still ends with a result."""
+    message = f"stopped by an unexpected {type(exc).__name__}: {one_line_of(exc)}"
+    ui.notice(message, "error")
+    ui.result(failed_result(conv, started, message))
+    return EXIT_ERROR
 
 
 async def run_request(runtime: Runtime, conv: Conversation, prompt: str, deepthink: bool) -> TurnResult:
