@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app_or_none, run_in_terminal
@@ -53,7 +53,7 @@ class App:
     options: RunOptions
     env: dict[str, str]
     console: Console = field(default_factory=lambda: Console(
-        file=SafeTextStream(), theme=THEME, highlight=False))
+        file=cast(TextIO, SafeTextStream()), theme=THEME, highlight=False))
     runtime: Runtime = field(init=False)
     ui: TerminalUI = field(init=False)
     conv: Conversation = field(default_factory=Conversation)

@@ -459,7 +459,7 @@ def load_rules(
     named in a warning and skipped; a bad rule on the command line is a usage
     error and raises RuleError.
     """
-    rules, warnings = RuleSet(), []
+    rules, warnings = RuleSet(), list[str]()
     for kind, rule in _read_rules_file(home / USER_FILE, "user", warnings, rules.unreadable):
         rules.add(kind, rule)
     project_path = root / PROJECT_FILE
