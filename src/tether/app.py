@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.text import Text
 
 from . import __version__
+from .approval import guarded_write
 from .config import Settings
-from .git_guard import writes_git_files
 from .llm_client import Conversation, TurnResult
 from .messages import Message, TextDelta, ToolCall
 from .permissions import PROJECT_FILE, USER_FILE, Rule, TrustStore, save_rule, too_broad_to_trust
@@ -384,9 +384,11 @@ class App:
             # about what is sent to it: no rule could name exactly this call
             self.say("No exact rule can name this call; allowed this once.", "warning")
             return ""
-        if tool.writes_files and any(writes_git_files(self.options.root, p)
-                                     for p in tool.path_values(call.arguments).values()):
-            self.say("Writes into git's own files always ask; allowed this once.", "warning")
+        guarded = [guarded_write(self.options.root, self.options.home, p)
+                   for p in tool.path_values(call.arguments).values()] if tool.writes_files else []
+        kind = next((g for g in guarded if g is not None), None)
+        if kind is not None:
+            self.say(f"Writes into {kind.what} always ask; allowed this once.", "warning")
             return ""
         text = f"{call.name}({value})" if value else call.name
         rules_file, source = self.always_rules_file()

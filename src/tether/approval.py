@@ -17,11 +17,14 @@ Five checks stand above every allow rule and --auto: tether's saved keys
 read or written through a tool; when a sandbox was asked for but cannot run,
 every command asks before it runs unconfined; a file tool's write into git's
 own files (`.git/config`, hooks, `info/attributes`: settings that make git run
-programs) always asks, and where nobody can ask (one-shot mode) such a write is
-refused unless an allow rule names that exact path; a command started with
-`keep_running` (its background processes outlive tether) always asks; and while
-a rules file cannot be read (its deny rules may be missing) every call with side
-effects asks, and under --auto is refused.
+programs) or into tether's own settings (anything in the state directory: the
+user's rules, trusted folders, config; and every project rules file,
+`.permissions.json`: rules that would widen what later runs allow) always asks,
+and where nobody can ask (one-shot mode) such a write is refused unless an allow
+rule names that exact path; a command started with `keep_running` (its
+background processes outlive tether) always asks; and while a rules file cannot
+be read (its deny rules may be missing) every call with side effects asks, and
+under --auto is refused.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from .git_guard import writes_git_files
 from .keys import CREDENTIALS_FILE, SecretFiles
 from .messages import ToolCall
 from .paths import is_within, resolve_path, resolved_forms
-from .permissions import Decision, RuleSet, ToolKinds
+from .permissions import PROJECT_FILE, Decision, RuleSet, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command
 from .toolspec import Tool, ToolTable
@@ -73,7 +76,7 @@ class ApprovalPolicy:
         guarded = (
             self.secrets_verdict(call, tool)
             or self.sandbox_verdict(tool)
-            or self.git_files_verdict(call, tool)
+            or self.guarded_files_verdict(call, tool)
             or keep_running_verdict(call, tool)
             or self.rules_file_verdict(tool)
         )
@@ -120,27 +123,25 @@ class ApprovalPolicy:
             ))
         return None
 
-    def git_files_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
-        """A write into git's own files asks, whatever the rules and --auto say: a setting
-        or hook there makes the next git command run a program. Nobody to ask: refused,
-        unless an allow rule names exactly that path."""
+    def guarded_files_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
+        """A write into files that make things run or widen what is allowed (git's own files,
+        tether's own settings) asks, whatever the rules and --auto say. Nobody to ask:
+        refused, unless an allow rule names exactly that path."""
         if not tool.writes_files:
             return None
         written = tool.path_values(call.arguments, written_only=bool(tool.written_params))
-        hits = [p for p in written.values() if writes_git_files(self.root, p)]
+        hits = {p: kind for p in written.values() if (kind := guarded_write(self.root, self.home, p))}
         if not hits:
             return None
         shown = ", ".join(hits)
+        kind = next(iter(hits.values()))
         if self.can_ask:
-            return GateVerdict("ask", (
-                f"writes git's own files ({shown}): git settings and hooks there can make "
-                "git run programs"
-            ))
+            return GateVerdict("ask", f"writes {kind.what} ({shown}): {kind.danger}")
         if all(self._exact_allow_rule(tool.name, p) for p in hits):
             return None
         return GateVerdict("deny", (
-            f"{shown} is in git's own files, where settings and hooks can make git run "
-            "programs; only an allow rule naming exactly that path lets one-shot mode write it"
+            f"{shown} is in {kind.what}, where {kind.danger}; only an allow rule naming "
+            "exactly that path lets one-shot mode write it"
         ))
 
     def _exact_allow_rule(self, tool_name: str, path: str) -> bool:
@@ -280,6 +281,44 @@ def _spellings(root: Path, path: str) -> tuple[str, ...]:
         return (absolute, *resolved_forms(path, str(root)))
     except (ValueError, OSError):
         return (absolute,)
+
+
+@dataclass(frozen=True)
+class GuardedFiles:
+    """Files whose every write asks: what they are and why."""
+
+    what: str
+    danger: str
+
+
+GIT_FILES = GuardedFiles(
+    "git's own files", "git settings and hooks there can make git run programs"
+)
+OWN_SETTINGS = GuardedFiles(
+    "tether's own settings",
+    "rules, trusted folders and settings there decide what later runs may do without asking",
+)
+
+
+def guarded_write(root: Path, home: Path | None, path: str) -> GuardedFiles | None:
+    """Which guarded files a write to `path` would change, if any (git's first)."""
+    if writes_git_files(root, path):
+        return GIT_FILES
+    if writes_own_settings(root, home, path):
+        return OWN_SETTINGS
+    return None
+
+
+def writes_own_settings(root: Path, home: Path | None, path: str) -> bool:
+    """Whether `path` (as written or as the kernel resolves it) is a project rules file, at
+    any depth (a subfolder is a project of its own when tether starts there, and trust of
+    its parent covers it), or lies in tether's state directory (the user's rules, trusted
+    folders, config.toml, sessions): the model changing them would change what later runs
+    allow. A path the OS cannot represent: the careful answer."""
+    spellings = _spellings(root, path)
+    if any(os.path.basename(form).lower() == PROJECT_FILE for form in spellings):
+        return True
+    return home is not None and SecretFiles(home).holds(path, root)
 
 
 def is_secret_path(root: Path, home: Path, path: str) -> bool:

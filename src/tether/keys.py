@@ -113,14 +113,30 @@ class SecretFiles:
             is_within(path, home) for home in self._homes()
         )
 
+    def holds(self, text: str, root: Path) -> bool:
+        """True when the path a call names (as given, or as the kernel resolves it) is the
+        state directory or lies in it. A path the OS cannot represent: True (refuse)."""
+        forms = _named_forms(text, root)
+        if forms is None:
+            return True
+        return any(is_within(form, home) for form in forms for home in self._homes())
+
     def held_below(self, text: str, root: Path) -> bool:
         """True when the directory a call names is the state directory or one above it."""
-        try:
-            lexical = os.path.normpath(os.path.join(root, os.path.expanduser(text)))
-            forms = {lexical, *resolved_forms(text, str(root))}
-        except (ValueError, OSError):
-            return False
-        return any(is_within(home, form) for form in forms for home in self._homes())
+        forms = _named_forms(text, root)
+        return forms is not None and any(
+            is_within(home, form) for form in forms for home in self._homes()
+        )
+
+
+def _named_forms(text: str, root: Path) -> set[str] | None:
+    """A path a call names, normalized as written and as the kernel resolves it; None when
+    the OS cannot represent or resolve it (a NUL byte, a symlink loop)."""
+    try:
+        lexical = os.path.normpath(os.path.join(root, os.path.expanduser(text)))
+        return {lexical, *resolved_forms(text, str(root))}
+    except (ValueError, OSError):
+        return None
 
 
 class KeyStore:
