@@ -427,3 +427,66 @@ def test_one_shot_with_allow_write_file_cannot_plant_a_filter(
     assert (project / "src" / "a.txt").read_text() == "hello\n"
     assert "git's own files" in json.dumps([body for _, body in server.requests])
     assert evil.ran() == []
+
+
+# --- core.worktree pointing git elsewhere ------------------------------------------------
+
+
+@pytest.fixture
+def worktree_above(tmp_path: Path, home: Path) -> Path:
+    """A repository whose config makes the folder above it (which holds TETHER_HOME) its
+    work tree, with the keys file listed in its index: plain `git diff` prints the key."""
+    home.mkdir()
+    (home / "credentials.json").write_text('{"keys": {"openai": "sk-worktree-leak"}}')
+    root = new_repo(tmp_path / "project")
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=root, input="x\n",
+                          capture_output=True, text=True, check=True).stdout.strip()
+    git(root, "config", "core.worktree", str(tmp_path))
+    git(root, "update-index", "--add", "--cacheinfo",
+        f"100644,{blob},{home.relative_to(tmp_path)}/credentials.json")
+    assert "sk-worktree-leak" in git(root, "diff")  # the repository really is hostile
+    return root
+
+
+def test_git_tools_refuse_a_work_tree_outside_the_repository_folder(worktree_above, home):
+    ctx = ToolContext(root=worktree_above)
+    for tool, params in ((git_diff, GitDiffParams()), (git_status, GitStatusParams())):
+        with pytest.raises(ToolError, match="core.worktree") as caught:
+            tool(params, ctx)
+        assert "sk-worktree-leak" not in str(caught.value)
+
+
+def test_undo_and_auto_commit_never_reach_a_work_tree_outside(worktree_above, home, tmp_path):
+    """The repository's history claims an AI commit deleted `TETHER_HOME/config.toml`
+    (a file that does not exist): undo in the foreign work tree would create it."""
+    planted = home / "config.toml"
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=worktree_above,
+                          input="sandbox = 'off'\n", capture_output=True, text=True,
+                          check=True).stdout.strip()
+    name = f"{home.relative_to(tmp_path)}/config.toml"
+    commit = ("-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m")
+    git(worktree_above, "update-index", "--add", "--cacheinfo", f"100644,{blob},{name}")
+    git(worktree_above, *commit, "user's commit")
+    git(worktree_above, "update-index", "--force-remove", os.path.relpath(planted, worktree_above))
+    git(worktree_above, *commit, "ai(delete_file): config.toml\n\nTether-Ai-Commit: 1")
+    ops = GitOps(worktree_above, home)
+    result = ops.undo()
+    assert not planted.exists()
+    assert not result.ok
+    assert "core.worktree" in result.message
+    (worktree_above / "a.txt").write_text("a\n")
+    assert "core.worktree" in (ops.commit_paths("write_file", [worktree_above / "a.txt"]) or "")
+
+
+def test_a_submodule_whose_work_tree_is_its_own_folder_still_works(tmp_path):
+    inner = new_repo(tmp_path / "inner")
+    (inner / "f.txt").write_text("f\n")
+    git(inner, "add", "f.txt")
+    git(inner, "-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", "f")
+    outer = new_repo(tmp_path / "outer")
+    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+    sub = outer / "sub"
+    assert (sub / ".git").is_file()
+    assert git(sub, "config", "core.worktree").strip()  # git itself sets it for a submodule
+    (sub / "f.txt").write_text("changed\n")
+    assert "changed" in git_diff(GitDiffParams(), ToolContext(root=sub)).text

@@ -28,7 +28,9 @@ overrides each one after every config file has been read:
 The overrides travel in `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`
 rather than `-c`, because `-c` splits `key=value` at the first `=` and a
 subsection name may contain one; git reads them after every config file, and
-they are appended after any the user set the same way. The environment also
+they are appended after any the user set the same way. A `core.worktree` the
+repository sets is refused unless it names the folder holding the `.git` git was
+found through (see `refuse_foreign_worktree`). The environment also
 loses the user's GIT_SSH*, GIT_EXTERNAL_DIFF and askpass programs, sets
 GIT_ALLOW_PROTOCOL to nothing (no transport at all: no lazy fetch, no
 remote-helper, whatever `protocol.NAME.allow` says) and GIT_TERMINAL_PROMPT=0.
@@ -184,7 +186,50 @@ def hardened_git(
     if binary is None:
         raise GitConfigError("git is not installed (not found on PATH)")
     names = configured_names(binary, cwd, tuple(location))
-    return HardenedGit(binary, tuple(location), (*NEUTRAL_CONFIG, *name_overrides(names)))
+    hardened = HardenedGit(binary, tuple(location), (*NEUTRAL_CONFIG, *name_overrides(names)))
+    if WORKTREE_KEY in (name.lower() for name in names):
+        refuse_foreign_worktree(hardened, Path(cwd or os.getcwd()))
+    return hardened
+
+
+WORKTREE_KEY = "core.worktree"
+
+
+def refuse_foreign_worktree(git: HardenedGit, cwd: Path) -> None:
+    """Raise GitConfigError when the repository's `core.worktree` points git at another
+    folder than the one holding the `.git` it was found through.
+
+    A hostile repository can set it to a folder above the project (the home folder,
+    with TETHER_HOME in it) and list `.tether/credentials.json` in its index: `git diff`
+    would then print the keys, and undo would write files there. A submodule's own
+    setting, which names the folder holding its `.git` file, is left alone; so is an
+    explicit `--work-tree` (the shadow repository)."""
+    if any(arg.startswith("--work-tree") for arg in git.location):
+        return
+    try:
+        proc = subprocess.run(
+            git.argv("rev-parse", "--show-toplevel"), cwd=cwd, env=git.env(),
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=CONFIG_TIMEOUT,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitConfigError(f"could not check {WORKTREE_KEY}: {exc}") from exc
+    toplevel = os.fsdecode(proc.stdout).strip()
+    holder = _holder_of_dot_git(cwd)
+    if proc.returncode != 0 or holder is None or os.path.realpath(toplevel) != os.path.realpath(holder):
+        raise GitConfigError(
+            f"the repository's config sets {WORKTREE_KEY}, which points git at "
+            f"{toplevel or 'another folder'} instead of the folder holding its .git; tether "
+            "runs no git there (remove the setting to use git in this folder)"
+        )
+
+
+def _holder_of_dot_git(start: Path) -> Path | None:
+    """The nearest folder from `start` upward that holds a `.git` (directory or file)."""
+    here = Path(os.path.abspath(start))
+    for folder in (here, *here.parents):
+        if os.path.lexists(folder / ".git"):
+            return folder
+    return None
 
 
 USER_SCOPES = frozenset({"system", "global", "command"})
