@@ -704,3 +704,52 @@ def test_edit_matches_whole_lines_at_the_end_of_a_file_without_a_final_newline(t
     with pytest.raises(ToolError):  # "x = 1" is inside "x = 10": never matched as a line
         edit_file(EditFileParams(filepath="b.py", old_content="x = 1\n", new_content="x = 2\n"), ctx)
     assert (tmp_path / "b.py").read_text() == "x = 10\ny = 1"
+
+
+# --- files whose size is no promise -----------------------------------------------------------
+
+ENDLESS = Path("/proc/self/pagemap")
+"""A regular file that reports 0 bytes and gives gigabytes (8 bytes per page of address space)."""
+needs_endless = pytest.mark.skipif(not os.access(ENDLESS, os.R_OK), reason="no /proc/self/pagemap")
+
+
+@needs_endless
+def test_copying_a_file_that_never_ends_stops_and_leaves_no_copy(ctx: ToolContext, tmp_path) -> None:
+    with pytest.raises(ToolError, match="gave more than its size said"):
+        finishes(copy_file, CopyFileParams(source=str(ENDLESS), destination="pagemap"), ctx)
+    assert not (tmp_path / "pagemap").exists()
+
+
+def test_a_small_proc_file_reporting_no_size_still_copies(ctx: ToolContext, tmp_path) -> None:
+    copy_file(CopyFileParams(source="/proc/self/status", destination="status.txt"), ctx)
+    assert "Pid:" in (tmp_path / "status.txt").read_text()
+
+
+def test_read_and_search_stop_at_their_limit_whatever_size_the_file_reports(
+    ctx: ToolContext, monkeypatch
+) -> None:
+    assert os.stat("/proc/self/status").st_size == 0
+    monkeypatch.setattr(files, "MAX_READ_BYTES", 100)
+    with pytest.raises(ToolError, match="too large to load"):
+        finishes(read_file, ReadFileParams(filepath="/proc/self/status"), ctx)
+    monkeypatch.setattr(files, "SEARCH_MAX_FILE_BYTES", 100)
+    out = finishes(search, ctx, "Pid", "/proc/self/status")
+    assert "1 over" in out and "Pid:" not in out
+
+
+def test_copy_never_writes_through_a_symlink_put_at_the_destination(tmp_path) -> None:
+    """copy_file checks that the destination does not exist; a symlink put there after the
+    check (by a background command) is not followed."""
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "elsewhere").write_text("keep\n")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "link")
+    with pytest.raises(FileExistsError):
+        _regular.copy_regular(tmp_path / "a.txt", tmp_path / "link")
+    assert (tmp_path / "elsewhere").read_text() == "keep\n"
+    assert (tmp_path / "link").is_symlink()
+
+
+@pytest.mark.parametrize("pattern", ["a{4294967296}", "(" * 5000 + ")" * 5000])
+def test_a_pattern_too_big_to_compile_gets_a_clear_message(ctx: ToolContext, pattern: str) -> None:
+    with pytest.raises(ToolError, match="too big to compile"):
+        search(ctx, pattern)

@@ -29,7 +29,14 @@ from tether.git_guard import GitConfigError, run_hardened
 from tether.paths import file_identity
 from tether.tools._paths import display_path, is_inside_root, near_names
 from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
-from tether.tools._regular import NotARegularFile, open_regular, refuse_special
+from tether.tools._regular import (
+    NotARegularFile,
+    TooLarge,
+    copy_regular,
+    open_regular,
+    read_at_most,
+    refuse_special,
+)
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 READ_LINE_LIMIT = 400
@@ -131,6 +138,12 @@ def _describe_os_error(err: OSError, root: Path) -> str:
             f"{display_path(err.path, root)} is {err.kind}, not a regular file; the file "
             "tools only read and write regular files (reading it could wait forever)."
         )
+    if isinstance(err, TooLarge):
+        return (
+            f"{display_path(err.path, root)} gave more than its size said (over "
+            f"{err.limit:,} bytes): a kernel file that never ends or a file something keeps "
+            "writing to; not copied."
+        )
     reason = err.strerror or str(err)
     if err.filename is None:
         return reason
@@ -215,12 +228,15 @@ def _load_text(path: Path, ctx: ToolContext) -> _Loaded:
         raise _not_found(path, ctx)
     with open_regular(path) as handle:  # a FIFO or device is refused, never waited on
         size = os.fstat(handle.fileno()).st_size
-        if size > MAX_READ_BYTES:
+        try:
+            if size > MAX_READ_BYTES:
+                raise TooLarge(path, MAX_READ_BYTES)
+            data = read_at_most(handle, path, MAX_READ_BYTES)  # /proc files report 0 bytes
+        except TooLarge:
             raise ToolError(
-                f"{shown} is too large to load ({size:,} bytes). Use search_in_file to find "
-                "the part you need."
-            )
-        data = handle.read()
+                f"{shown} is too large to load (over {MAX_READ_BYTES:,} bytes). Use "
+                "search_in_file to find the part you need."
+            ) from None
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(
             f"{shown} looks like a binary file (it contains NUL bytes); not reading it."
@@ -594,7 +610,7 @@ def copy_file(args: CopyFileParams, ctx: ToolContext) -> ToolOutput:
             "choose another name or delete_file it first."
         )
     destination.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, destination)
+    copy_regular(source, destination)  # bounded: a /proc file or a growing one cannot fill the disk
     return ToolOutput(
         f"Copied {shown_source} to {shown_destination}.",
         summary=f"copied {shown_source} -> {shown_destination}",
@@ -755,6 +771,11 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
             f"Invalid regular expression {pattern!r}: {err}. Escape characters such as "
             "( [ { . * + ? with a backslash to match them literally."
         ) from err
+    except (OverflowError, RecursionError) as err:  # a{99999999999}, thousands of nested groups
+        raise ToolError(
+            f"The regular expression is too big to compile ({err}); use smaller repetition "
+            "counts and fewer nested groups."
+        ) from err
 
 
 def _searchable_files(directory: Path) -> list[Path] | Iterator[Path]:
@@ -831,9 +852,11 @@ def _searchable_text(path: Path, report: _SearchReport) -> str | None:
     try:
         with open_regular(path) as handle:
             if os.fstat(handle.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
-                report.skipped_large += 1
-                return None
-            data = handle.read()
+                raise TooLarge(path, SEARCH_MAX_FILE_BYTES)
+            data = read_at_most(handle, path, SEARCH_MAX_FILE_BYTES)
+    except TooLarge:
+        report.skipped_large += 1
+        return None
     except NotARegularFile:  # a FIFO, device or socket in the tree: never opened blocking
         report.skipped_special += 1
         return None

@@ -17,10 +17,12 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from ..git_guard import GitConfigError, run_hardened
-from ..tools._regular import open_regular
+from ..tools._regular import open_regular, read_at_most
 
 MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
+MAX_ATTACH_BYTES = 4 * MAX_ATTACH_CHARS
+"""Bytes read of an attached file: enough for its first MAX_ATTACH_CHARS characters."""
 FILE_LIST_TTL = 5.0
 SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"}
 
@@ -185,7 +187,7 @@ def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
             continue
         try:
             with open_regular(path) as handle:  # a FIFO swapped in is refused, not waited on
-                body = handle.read().decode(errors="replace")
+                body = read_at_most(handle, path, MAX_ATTACH_BYTES, cut=True).decode(errors="replace")
         except OSError:
             continue
         if len(body) > MAX_ATTACH_CHARS:
