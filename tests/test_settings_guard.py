@@ -8,6 +8,7 @@ whose allow rules the next run honours."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -106,3 +107,31 @@ def test_one_shot_writes_a_rules_file_an_allow_rule_names_exactly(world, table) 
                 filepath="./.permissions.json", content="{}")[0] == "allow"
     assert gate(world, table, "write_file", allow=("write_file(*.json)",), can_ask=False,
                 filepath=".permissions.json", content="{}")[0] == "deny"
+
+
+# --- deny read rules reach the files a search finds by itself ----------------------------------
+
+
+def test_a_search_of_a_folder_skips_files_a_deny_read_rule_covers(tmp_path: Path, home: Path):
+    """deny read(secret/*) stopped search_in_file(path="secret/k") but not a search of "."
+    or of "secret", which read secret/k all the same."""
+    from fakeserver import FakeServer, Reply
+    from test_cli import openai_args, run_cli
+
+    root = tmp_path / "proj"
+    (root / "secret").mkdir(parents=True)
+    (root / "secret" / "k").write_text("TOKEN=hidden-value\n")
+    (root / "open.txt").write_text("TOKEN=public\n")
+    script = [
+        Reply(tool_calls=[("search_in_file", {"pattern": "TOKEN", "path": "."})]),
+        Reply(tool_calls=[("search_in_file", {"pattern": "TOKEN", "path": "secret"})]),
+        Reply(text="done"),
+    ]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "go", "--auto", "--deny", "read(secret/*)", *openai_args(server)],
+                       root, home)
+    assert proc.returncode == 0, proc.stderr
+    sent = json.dumps([body for _, body in server.requests])
+    assert "TOKEN=public" in sent
+    assert "hidden-value" not in sent
+    assert "a deny rule keeps from reading" in sent

@@ -185,6 +185,16 @@ class ApprovalPolicy:
                                        "the file is fixed")
         return GateVerdict("ask", why)
 
+    def may_read(self, path: Path) -> bool:
+        """Whether no deny rule covers reading `path` (a file a search found inside a folder
+        the call named): a deny `read(secret/*)` keeps a search of `.` out of `secret/`."""
+        tool = self.tools.get(SEARCH_TOOL) if self.tools is not None else None
+        kinds = self.tool_kinds(tool) if tool is not None else {}
+        decision = self.rules.decide(
+            SEARCH_TOOL, str(path), is_path=True, root=self.root, kinds=("read",), tools=kinds
+        )
+        return decision.verdict != "deny"
+
     def tool_kinds(self, tool: Tool) -> ToolKinds:
         """What every tool of the table does (read, write, run), the called one included."""
         kinds = self.tools.access() if self.tools is not None else {}

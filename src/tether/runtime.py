@@ -119,6 +119,7 @@ def build_runtime(
         options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table,
         can_ask=ui.can_ask,
     )
+    ctx.may_read = policy.may_read  # a search skips files the deny rules keep from reading
     plan_gate = PlanGate(policy)
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)

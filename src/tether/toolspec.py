@@ -49,6 +49,9 @@ class ToolContext:
     notice: Callable[[str], None] = lambda message: None
     secrets: SecretFiles | None = None
     """tether's saved keys: no path a tool resolves may be one of them, no file it reads either."""
+    may_read: Callable[[Path], bool] = lambda path: True
+    """Whether the deny rules let a tool read a file it found by itself (a search walking a
+    directory): the approval policy judged only the paths the call named."""
 
     def resolve(self, path: str, *, follow_symlinks: bool = True) -> Path:
         """The path open() will reach: `~` expanded, relative to the project root, every

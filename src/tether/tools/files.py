@@ -713,6 +713,7 @@ class _SearchReport:
     skipped_outside: int = 0
     skipped_secret: int = 0
     skipped_special: int = 0
+    skipped_denied: int = 0
     stopped: str = ""
     too_slow: bool = False
 
@@ -742,6 +743,9 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
                 continue
             if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
                 report.skipped_secret += 1
+                continue
+            if not ctx.may_read(path):  # a deny rule covers it: the call named only its folder
+                report.skipped_denied += 1
                 continue
             _search_file(worker, regex, path, ctx.root, report, deadline)
             if report.stopped:
@@ -910,6 +914,8 @@ def _skipped_note(report: _SearchReport) -> str:
         parts.append(f"{report.skipped_secret} holding tether's saved keys")
     if report.skipped_special:
         parts.append(f"{report.skipped_special} FIFOs, devices or sockets")
+    if report.skipped_denied:
+        parts.append(f"{report.skipped_denied} a deny rule keeps from reading")
     return f"(skipped files: {', '.join(parts)})" if parts else ""
 
 
