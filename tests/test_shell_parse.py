@@ -81,6 +81,7 @@ def test_quoted_or_escaped_operators_do_not_split(command: str) -> None:
         ("(git status; rm x)", "subshell", "rm x"),
         ("{ git status; rm x; }", "brace", "rm x"),
         ("ls {a,b}", "brace", None),
+        ("ls {a", "brace", None),
         ("git status 'oops", "unbalanced quote", None),
         ('git status "oops', "unbalanced quote", None),
         ("eval git status", "eval", "git status"),
@@ -172,11 +173,99 @@ def test_line_continuation_joins_lines() -> None:
     assert not split.compound
 
 
-def test_comments_are_not_trusted_to_hide_anything() -> None:
-    # Not every shell treats `#` as a comment (interactive zsh does not), so the
-    # text after it is still checked: splitting more only ever asks more.
-    split = split_command("git status # ; rm x")
-    assert "rm x" in split.parts
+def test_a_comment_runs_nothing_and_hides_nothing() -> None:
+    # Commands run under bash, where `#` starting a word comments out the rest of the line.
+    assert split_command("git status # ; rm x").parts == ["git status"]
+    assert not split_command("git status # ; rm x").compound
+
+
+@pytest.mark.parametrize(
+    ("command", "hidden"),
+    [
+        ("git status #'\ntouch M\n#'", "touch M"),
+        ('git status #"\ntouch M\n#"', "touch M"),
+        ("git status # \\\ntouch M", "touch M"),
+        ("git status #$(\ntouch M\n#)", "touch M"),
+        ("git status #`\ntouch M\n#`", "touch M"),
+        ("git status;#'\ntouch M", "touch M"),
+        ("git status&&#'\ntouch M", "touch M"),
+        ("git status \\\n#'\ntouch M", "touch M"),
+    ],
+)
+def test_quotes_and_backslashes_in_a_comment_hide_no_line(command: str, hidden: str) -> None:
+    """The comment ends at the newline whatever it holds: the next line is a command."""
+    split = split_command(command)
+    assert hidden in split.parts, split.parts
+    assert split.compound
+
+
+@pytest.mark.parametrize("command", ["echo a#b; rm x", "echo \\#b; rm x", "echo '#'; rm x",
+                                     'echo "#"; rm x', "echo a\\\n#b; rm x"])
+def test_a_hash_inside_a_word_is_no_comment(command: str) -> None:
+    assert "rm x" in split_command(command).parts
+
+
+def test_a_hash_inside_a_word_keeps_its_quotes_working() -> None:
+    # `\#'` is a word holding `#'`: the quote opens and never closes.
+    assert split_command("echo \\#'\nrm x").opaque
+
+
+@pytest.mark.parametrize(
+    ("command", "reason_word"),
+    [
+        ("ls *.py", "wildcard"),
+        ("rm -f a?", "wildcard"),
+        ("cat [ab]", "wildcard"),
+        ("cat ~/notes", "tilde"),
+        ("git --git-dir=x PREFIX=~/x", "tilde"),
+        ("echo a{},b}", "brace"),
+        ("a[x]=1", "array subscript"),
+        ("trap 'rm x' EXIT", "trap"),
+        ("shopt -s expand_aliases", "shopt"),
+        ("alias ls='rm x'", "alias"),
+        ("hash -p /tmp/evil ls", "hash"),
+        ("enable -f ./x.so x", "enable"),
+        ("let x=1", "let"),
+        ("compgen -C 'rm x' a", "compgen"),
+        ("mapfile -C 'rm x' a", "mapfile"),
+        ("set -x", "set with options"),
+        ("declare -i y", "make variables evaluate"),
+        ("test -v 'a[$(rm x)]'", "array element"),
+        ("printf -v 'a[$(rm x)]' 1", "array element"),
+        ("echo a\\", "backslash at the end"),
+        ("echo a\0b", "NUL"),
+        ("setarch x86_64 bash -c 'rm x'", "shell"),
+    ],
+)
+def test_what_bash_expands_or_runs_later_is_opaque(command: str, reason_word: str) -> None:
+    split = split_command(command.replace("\\0", "\0"))
+    assert split.opaque
+    assert any(reason_word in r for r in split.reasons), split.reasons
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["[ -f x ] && rm x", "test -f x", "git log HEAD~1", "set -euo pipefail", "export A=1",
+     "find . -exec rm {} \\;", "echo 'a*' \\? \"~\""],
+)
+def test_literal_lookalikes_stay_readable(command: str) -> None:
+    assert not split_command(command).opaque, split_command(command).reasons
+
+
+def test_time_keyword_runs_what_follows_its_options() -> None:
+    # `time -v ls` runs a command named `-v` under bash's time keyword.
+    assert "-v ls" in split_command("time -v ls").parts
+    assert "ls" in split_command("time -p -- ls").parts
+
+
+def test_a_trap_string_is_still_seen_by_deny_rules() -> None:
+    assert "rm x" in split_command("trap 'rm x' EXIT").parts
+
+
+def test_words_are_split_as_bash_splits_them() -> None:
+    assert allow_forms('echo "a\\$b" "c\\d" "e\\\nf"')[-1] == "echo 'a$b' 'c\\d' ef"
+    assert allow_forms("echo a\rb")[-1] == "echo 'a\rb'"  # a carriage return is no blank
+    assert allow_forms("rm ''")[-1] == "rm ''"
 
 
 def test_a_lone_dollar_is_literal() -> None:

@@ -35,7 +35,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .paths import resolved_forms
-from .shell_parse import allow_forms, deny_forms, normalize_whitespace, split_command
+from .shell_parse import (
+    ShellSplit,
+    TooManyWords,
+    allow_forms,
+    deny_forms,
+    later_command_forms,
+    normalize_whitespace,
+    split_command,
+)
 from .statefile import LoadedFile, read_json_file, write_json_state
 
 Verdict = Literal["allow", "deny", "ask"]
@@ -293,8 +301,22 @@ class RuleSet:
             covers = _path_matcher(rule) if paths else rule.matches_value
             hit = next((v for v in values if covers(v)), None)
             if hit is not None:
-                what = f" ({_short(hit)})" if rule.pattern is not None else ""
-                return Decision("deny", rule, f"denied by rule {_label(rule)}{what}")
+                return _denied_by(rule, hit)
+        return None
+
+    def _deny_command(self, tool_name: str, split: ShellSplit, whole: str) -> Decision | None:
+        """A deny rule matches the command as written, any spelling of any part, and any
+        part from a later word on that begins with the rule's command name."""
+        forms = [whole, *(form for part in split.parts for form in deny_forms(part))]
+        for rule in self._tool_rules(self.deny, tool_name):
+            hit = next((v for v in forms if _deny_covers_command(rule, v)), None)
+            if hit is None:
+                try:
+                    hit = _later_word_hit(rule, split.parts)
+                except TooManyWords as too_many:
+                    hit = f"{_short(str(too_many))}: too many words to check"
+            if hit is not None:
+                return _denied_by(rule, hit)
         return None
 
     def _decide_plain(self, tool_name: str, value: str) -> Decision:
@@ -319,8 +341,7 @@ class RuleSet:
     def _decide_command(self, tool_name: str, command: str) -> Decision:
         split = split_command(command)
         whole = normalize_whitespace(command)
-        candidates = [whole, *(form for part in split.parts for form in deny_forms(part))]
-        denied = self._deny_if_any(tool_name, candidates)
+        denied = self._deny_command(tool_name, split, whole)
         if denied:
             return denied
         rules = self._tool_rules(self.allow, tool_name)
@@ -338,6 +359,42 @@ def _covering(rule: Rule, kind: RuleKind, tools: ToolKinds | None) -> str:
         return ""
     names = rule.covered_tools(tools, kind)
     return f"  covers: {', '.join(names)}" if names else "  covers: no tool of this session"
+
+
+def _denied_by(rule: Rule, hit: str) -> Decision:
+    what = f" ({_short(hit)})" if rule.pattern is not None else ""
+    return Decision("deny", rule, f"denied by rule {_label(rule)}{what}")
+
+
+def _deny_covers_command(rule: Rule, command: str) -> bool:
+    """`rm *` denies `rm` alone too: a deny rule errs on the side of matching."""
+    if rule.matches_value(command):
+        return True
+    pattern = rule.pattern or ""
+    return pattern.endswith(" *") and pattern_matches(pattern[:-2], command)
+
+
+def _later_word_hit(rule: Rule, parts: list[str]) -> str | None:
+    """The first spelling of a command starting at a later word that `rule` denies."""
+    prefix = _command_name_prefix(rule)
+    if prefix is None:
+        return None
+    for part in parts:
+        hit = next((f for f in later_command_forms(part, prefix) if _deny_covers_command(rule, f)), None)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _command_name_prefix(rule: Rule) -> str | None:
+    """What a command name must start with for `rule` to match a command starting there;
+    None when no later word needs a look (no pattern, or a leading `*` that already
+    matches the command from any word on)."""
+    pattern = rule.pattern
+    if pattern is None or pattern.startswith("*"):
+        return None
+    literal = re.split(r"[*?]", pattern, maxsplit=1)[0]
+    return literal.split(" ", 1)[0]
 
 
 def _names_exact_shape(rule: Rule, whole: str) -> bool:

@@ -30,6 +30,9 @@ MAX_DEPTH = 6
 
 BLANKS = " \t"
 """What bash itself splits words on; a carriage return is part of a word."""
+WORD_BREAKS = ";&|()<>"
+"""Bash's metacharacters besides blanks and newline: each ends a word, so a `#` after
+one starts a comment."""
 SEPARATORS = {
     ";": "';' separator",
     "&&": "'&&'",
@@ -44,6 +47,9 @@ ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 KEYWORDS = frozenset(
     "if then else elif fi do done for while until case esac select function in "
     "coproc ! { } [[ ]]".split()
+)
+CODE_LATER_BUILTINS = frozenset(
+    "trap alias shopt enable hash fc compgen complete bind let mapfile readarray".split()
 )
 SHELLS = frozenset("sh bash zsh dash ksh mksh ash fish csh tcsh yash".split())
 XARGS_INPUT = "<input>"
@@ -91,6 +97,8 @@ class _Findings:
 def split_command(command: str) -> ShellSplit:
     """The simple commands in `command`, and whether any of it is beyond reasoning."""
     found = _Findings()
+    if "\0" in command:
+        found.refuse("a NUL character")  # bash never sees past it; nothing here models that
     _split_text(command, 0, found)
     return ShellSplit(found.parts, found.opaque, found.reasons)
 
@@ -113,6 +121,13 @@ def normalize_whitespace(text: str) -> str:
             continue
         if c == "\\" and text[i + 1 : i + 2] == "\n":
             i += 2  # a line continuation vanishes: `a\<newline>b` is the word `ab`
+        elif c == "#" and (not out or pending or (len(out[-1]) == 1 and out[-1] in WORD_BREAKS)):
+            end = _line_end(text, i)  # a comment: its quotes open nothing
+            if pending and out:
+                out.append(pending)
+            pending = ""
+            out.append(text[i:end])
+            i = end
         elif c in BLANKS or c == "\n":
             pending = "\n" if "\n" in (c, pending) else " "
             i += 1
@@ -151,21 +166,143 @@ def deny_forms(part: str) -> list[str]:
     return forms
 
 
+MAX_LATER_COMMANDS = 256
+"""Later words looked at as commands per part; past that a deny rule simply matches."""
+
+
+class TooManyWords(Exception):
+    """A part with more candidate command words than a deny check looks at."""
+
+
+def later_command_forms(part: str, name_prefix: str) -> list[str]:
+    """Deny spellings of the command starting at every later word of `part` whose name
+    (or its basename) starts with `name_prefix`: `setarch x86_64 rm x` holds `rm x`,
+    whatever `setarch` is. No list of wrappers can be complete, so any program may be
+    one. Raises TooManyWords past MAX_LATER_COMMANDS candidates."""
+    words = _words(part)
+    if words is None:
+        words = part.split()
+    starts = [
+        i for i in range(1, len(words))
+        if words[i].startswith(name_prefix) or os.path.basename(words[i]).startswith(name_prefix)
+    ]
+    if len(starts) > MAX_LATER_COMMANDS:
+        raise TooManyWords(part)
+    forms: list[str] = []
+    for start in starts:
+        for form in deny_forms(shlex.join(words[start:])):
+            _add(forms, form)
+    return forms
+
+
 def _add(forms: list[str], form: str) -> None:
     if form not in forms:
         forms.append(form)
 
 
 def _words(text: str) -> list[str] | None:
-    """The words of one simple command, quotes removed; None if shlex cannot split it."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.whitespace = BLANKS + "\n"
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:
-        return None
+    """The words of one simple command, quotes removed; None if they cannot be split."""
+    words = lex_words(text)
+    return None if words is None else [w.text for w in words]
+
+
+@dataclass
+class Word:
+    """One word of a simple command as bash reads it."""
+
+    text: str = ""
+    """The word after quote removal: what the program gets in its argv."""
+    raw: str = ""
+    """The word as written."""
+    unquoted: str = ""
+    """Its unquoted characters only, in order (quoted ones are left out)."""
+    started: bool = False
+    """Whether anything (even an empty `''`) was written: `''` is a word, a blank is not."""
+    assignment: bool = False
+    """NAME=... with NAME and `=` unquoted, the form bash treats as an assignment."""
+
+    def add(self, raw: str, text: str, *, quoted: bool) -> None:
+        self.raw += raw
+        self.text += text
+        if not quoted:
+            self.unquoted += text
+        self.started = True
+
+
+def lex_words(text: str) -> list[Word] | None:
+    """Split one simple command into words with bash's quoting rules; None when a
+    quote is left open. Expansions are not performed (the scanner makes any command
+    holding one opaque), so `$x` is kept as the two characters."""
+    words: list[Word] = []
+    word = Word()
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in BLANKS or c == "\n":
+            if word.started:
+                words.append(_finished(word))
+            word = Word()
+            i += 1
+        elif c == "\\":
+            escaped = text[i + 1 : i + 2]
+            if escaped != "\n":  # a line continuation vanishes
+                word.add(text[i : i + 2], escaped or "\\", quoted=bool(escaped))
+            i += 2
+        elif c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                return None
+            word.add(text[i : end + 1], text[i + 1 : end], quoted=True)
+            i = end + 1
+        elif c == '"':
+            end = _double_quoted_end(text, i)
+            if end < 0:
+                return None
+            word.add(text[i : end + 1], _double_quoted_text(text[i + 1 : end]), quoted=True)
+            i = end + 1
+        else:
+            word.add(c, c, quoted=False)
+            i += 1
+    if word.started:
+        words.append(_finished(word))
+    return words
+
+
+def _finished(word: Word) -> Word:
+    word.assignment = bool(ASSIGNMENT.match(word.raw))
+    return word
+
+
+def _double_quoted_end(text: str, start: int) -> int:
+    """Index of the `"` closing the one at `start`, or -1."""
+    i = start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return i
+        else:
+            i += 1
+    return -1
+
+
+DOUBLE_QUOTE_ESCAPES = '$`"\\\n'
+"""The only characters a backslash escapes inside double quotes; before any other
+it stays a backslash."""
+
+
+def _double_quoted_text(inner: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(inner):
+        if inner[i] == "\\" and inner[i + 1 : i + 2] and inner[i + 1] in DOUBLE_QUOTE_ESCAPES:
+            if inner[i + 1] != "\n":
+                out.append(inner[i + 1])
+            i += 2
+        else:
+            out.append(inner[i])
+            i += 1
+    return "".join(out)
 
 
 # --- the structural scanner -------------------------------------------------
@@ -195,16 +332,30 @@ class _Scanner:
         self.segments: list[str] = []
         self.nested: list[str] = []
         self.handlers = self._handlers()
+        self.word_start = True
+        """Whether the next character would begin a word: only there does `#` start a comment."""
 
     def run(self) -> None:
         text = self.text
         while self.pos < len(text):
-            handler = self.handlers.get(text[self.pos])
-            if handler is not None:
+            c = text[self.pos]
+            handler = self.handlers.get(c)
+            if c == "#" and self.word_start:
+                self._comment()
+            elif text.startswith("\\\n", self.pos):
+                self.pos += 2  # a line continuation vanishes, and the word goes on as before
+            elif handler is not None:
                 handler()
+                self.word_start = c in WORD_BREAKS or c == "\n"
             else:
                 self._take(1)
+                self.word_start = c in BLANKS
         self._cut()
+
+    def _comment(self) -> None:
+        """Bash drops a comment up to the newline: quotes, backslashes and `$` in it mean
+        nothing, so `git status #'` does not open a quote that hides the next line."""
+        self.pos = _line_end(self.text, self.pos)
 
     def _handlers(self) -> dict[str, Callable[[], None]]:
         return {
@@ -221,7 +372,6 @@ class _Scanner:
             ">": self._redirection,
             "(": self._parenthesis,
             ")": self._parenthesis,
-            "{": self._brace,
         }
 
     # each handler consumes at least one character
@@ -237,10 +387,9 @@ class _Scanner:
         self.buf = []
 
     def _backslash(self) -> None:
-        if self.text[self.pos + 1 : self.pos + 2] == "\n":
-            self.pos += 2  # a line continuation vanishes: `a\<newline>b` is the word `ab`
-        else:
-            self._take(2)
+        if self.pos + 1 == len(self.text):
+            self.found.refuse("a backslash at the end")
+        self._take(2)
 
     def _single_quote(self) -> None:
         end = self.text.find("'", self.pos + 1)
@@ -357,12 +506,12 @@ class _Scanner:
         self.pos += 1
         self._cut()
 
-    def _brace(self) -> None:
-        # `{}` alone is a literal word (find -exec uses it); anything else is a
-        # group or a brace expansion that can turn one word into several.
-        if self.text[self.pos + 1 : self.pos + 2] != "}":
-            self.found.refuse("brace group or expansion { }")
-        self._take(1)
+
+
+def _line_end(text: str, start: int) -> int:
+    """Index of the newline ending the line `start` is on (len(text) on the last line)."""
+    end = text.find("\n", start)
+    return len(text) if end < 0 else end
 
 
 def _expands(nxt: str) -> bool:
@@ -396,11 +545,32 @@ def _closing_paren(text: str, start: int) -> int:
 
 def _analyse_segment(segment: str, depth: int, found: _Findings) -> None:
     found.add_part(segment)
-    words = _words(segment)
-    if words is None:
+    lexed = lex_words(segment)
+    if lexed is None:
         found.refuse("quoting that cannot be split into words")
         words = segment.split()
+    else:
+        for index, word in enumerate(lexed):
+            _check_expansions(word, found, command_name=index == 0)
+        words = [w.text for w in lexed]
     _analyse_words(words, depth, found)
+
+
+def _check_expansions(word: Word, found: _Findings, *, command_name: bool) -> None:
+    """Refuse the word-level expansions bash would perform: the argv it builds from
+    them depends on the file system or the environment, not on the text."""
+    bare = word.unquoted
+    if "*" in bare or "?" in bare or ("[" in bare and "]" in word.text[word.text.find("[") :]):
+        where = "in the command name" if command_name else "expanded to file names by the shell"
+        found.refuse(f"wildcard {where}")
+    if "{" in bare and word.raw != "{}":
+        # `{}` alone is a literal word (find -exec uses it); anything else may be a
+        # group or a brace expansion that turns one word into several.
+        found.refuse("brace group or expansion { }")
+    if word.raw.startswith("~") or (word.assignment and "~" in bare):
+        found.refuse("tilde expansion ~")
+    if word.assignment and "[" in word.raw.partition("=")[0]:
+        found.refuse("array subscript in an assignment (evaluated as arithmetic)")
 
 
 def _analyse_words(words: list[str], depth: int, found: _Findings) -> None:
@@ -415,8 +585,6 @@ def _analyse_words(words: list[str], depth: int, found: _Findings) -> None:
         _inner(words[count:], depth, found)
         return
     name = os.path.basename(words[0]) or words[0]
-    if any(ch in words[0] for ch in "*?[{"):
-        found.refuse("wildcard in the command name")
     if name in KEYWORDS:
         found.refuse(f"shell keyword '{name}'")
         _inner(words[1:], depth, found)
@@ -426,6 +594,15 @@ def _analyse_words(words: list[str], depth: int, found: _Findings) -> None:
         special(words, depth, found)
     elif name in WRAPPERS:
         _wrapper(WRAPPERS[name], words, depth, found)
+    _shells_in_later_words(words, depth, found)
+
+
+def _shells_in_later_words(words: list[str], depth: int, found: _Findings) -> None:
+    """`setarch x86_64 bash -c '...'`: whatever program stands first, a shell named
+    later with a command string may be run by it, so the string is split too."""
+    for index in range(1, len(words)):
+        if os.path.basename(words[index]) in SHELLS and _shell_string(words[index:]) is not None:
+            _shell(words[index:], depth, found)
 
 
 def _leading_assignments(words: list[str]) -> int:
@@ -647,6 +824,13 @@ def _next_word(words: list[str], index: int) -> str:
 def _shell(words: list[str], depth: int, found: _Findings) -> None:
     """`bash -c '...'` and friends: a second round of parsing we do not trust."""
     found.refuse(f"runs a shell ({os.path.basename(words[0])})")
+    text = _shell_string(words)
+    if text is not None:
+        _inner_text(text, depth, found)
+
+
+def _shell_string(words: list[str]) -> str | None:
+    """The command string of `sh -c STRING` (options before it skipped), if there is one."""
     takes_string, index = False, 1
     while index < len(words) and words[index].startswith(("-", "+")):
         word = words[index]
@@ -655,8 +839,77 @@ def _shell(words: list[str], depth: int, found: _Findings) -> None:
         elif not word.startswith("--") and "c" in word[1:]:
             takes_string = True
         index += 1
-    if takes_string and index < len(words):
-        _inner_text(words[index], depth, found)
+    return words[index] if takes_string and index < len(words) else None
+
+
+def _runs_code_later(words: list[str], depth: int, found: _Findings) -> None:
+    """Builtins that store text to run later (trap, compgen -C, mapfile -C), evaluate
+    arithmetic (let), change how later words are parsed or found (shopt, alias,
+    enable, hash), or replay history (fc): nothing in their words tells what runs."""
+    found.refuse(f"the builtin {words[0]} can run or change commands later")
+    for word in words[1:]:
+        if any(ch in word for ch in BLANKS + ";&|\n"):
+            _inner_text(word, depth, found)  # `trap 'rm x' EXIT`: still seen by deny rules
+
+
+SAFE_SET_FLAGS = frozenset("euCf")
+SAFE_SET_NAMES = frozenset("errexit nounset pipefail noglob noclobber".split())
+"""`set` options that change no parsing and run nothing (-x is not one: PS4 is expanded
+at every command it traces, so `PS4='$(rm x)'; set -x` runs rm)."""
+
+
+def _set(words: list[str], depth: int, found: _Findings) -> None:
+    if not _safe_set_options(words[1:]):
+        found.refuse("set with options that change how commands run")
+
+
+def _safe_set_options(words: list[str]) -> bool:
+    """Whether every word is a known-harmless option: `-eu`, `-o pipefail`, `+e` ..."""
+    names_follow = 0
+    for word in words:
+        if names_follow:
+            if word not in SAFE_SET_NAMES:
+                return False
+            names_follow -= 1
+        elif word[:1] in "-+" and len(word) > 1 and word != "--":
+            letters = word[1:]
+            names_follow = letters.count("o")
+            if not set(letters) <= SAFE_SET_FLAGS | {"o"}:
+                return False
+        else:
+            return False  # positional parameters (or `--`): nothing to gain from reading them
+    return names_follow == 0
+
+
+DECLARE_SAFE_OPTIONS = frozenset("-x -r -g -p -f -F -- -gx -xg -rx -xr".split())
+"""declare/export/local options that make no variable evaluate (-i turns every later
+assignment into arithmetic, which runs `$(...)` found in a value; -n makes a reference)."""
+
+
+def _declares(words: list[str], depth: int, found: _Findings) -> None:
+    options = [w for w in words[1:] if w.startswith(("-", "+"))]
+    if any(o not in DECLARE_SAFE_OPTIONS for o in options):
+        found.refuse(f"{words[0]} with options that make variables evaluate")
+    _names_variables(words, depth, found)
+
+
+def _names_variables(words: list[str], depth: int, found: _Findings) -> None:
+    """Builtins that take variable names (test -v, read, unset, printf -v, declare ...):
+    a subscript in a name, `a[$(rm x)]`, is arithmetic, and arithmetic runs commands."""
+    if any("[" in word for word in words[1:]):
+        found.refuse(f"{words[0]} names an array element (its subscript would be evaluated)")
+
+
+def _time(words: list[str], depth: int, found: _Findings) -> None:
+    """The `time` keyword takes `-p` and `--` only; whatever follows is the command
+    (`time -v ls` runs `-v`). As a program (`/usr/bin/time`) it takes other options."""
+    index = 1
+    while index < len(words) and words[index] == "-p":
+        index += 1
+    if index < len(words) and words[index] == "--":
+        index += 1
+    _inner(words[index:], depth, found)
+    _wrapper(WRAPPERS["time"], words, depth, found)
 
 
 def _eval(words: list[str], depth: int, found: _Findings) -> None:
@@ -712,6 +965,11 @@ _SPECIAL: dict[str, Callable[[list[str], int, _Findings], None]] = {
     "source": _source,
     ".": _source,
     "find": _find,
+    "time": _time,
+    "set": _set,
+    **{name: _runs_code_later for name in CODE_LATER_BUILTINS},
+    **{name: _declares for name in ("declare", "typeset", "local", "readonly", "export")},
+    **{name: _names_variables for name in ("test", "[", "read", "unset", "printf", "getopts", "wait")},
     **{
         name: _remote_or_scripted
         for name in (
