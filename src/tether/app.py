@@ -36,7 +36,7 @@ from .slash import COMMANDS
 from .statefile import StateFileError
 from .tools.ask import Question
 from .tui.prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
-from .tui.terminal_ui import TerminalUI, keys_not_echoed
+from .tui.terminal_ui import TerminalUI, keys_not_echoed, shown
 from .tui.theme import THEME
 from .ui import NoticeLevel
 
@@ -333,7 +333,7 @@ class App:
 
     def say(self, message: str, level: NoticeLevel = "info") -> None:
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
-        self.console.print(Text(message, style=style))
+        self.console.print(shown(message, style))
 
     def warn_anytime(self, message: str) -> None:
         """A warning that may come while the input line is showing (the history file failing
@@ -352,9 +352,9 @@ class App:
         self.ui.settle()
         answers = []
         for q in questions:
-            self.console.print(Text("? " + q.question, style="bold"))
+            self.console.print(shown("? " + q.question, "bold"))
             for i, option in enumerate(q.options, 1):
-                self.console.print(Text(f"   {i}. {option}"))
+                self.console.print(shown(f"   {i}. {option}"))
             try:
                 raw = (await self.ask_line("answer (a number or your own words): ")).strip()
             except (KeyboardInterrupt, EOFError):
@@ -365,7 +365,7 @@ class App:
     async def approve_plan(self, plan: str) -> tuple[bool, str]:
         self.ui.settle()
         self.console.print(Text("Plan for approval:", style="bold"))
-        self.console.print(Text(plan))
+        self.console.print(shown(plan))
         try:
             answer = (await self.ask_line("Approve this plan? [y]es / [n]o: ")).strip().lower()
             if answer in ("y", "yes"):

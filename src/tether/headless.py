@@ -16,6 +16,7 @@ from .dispatch import NEEDS_APPROVAL, first_line
 from .messages import Evidence, ToolCall
 from .safetext import clean_data, write_safely, writes_utf8
 from .ui import Decision, NoticeLevel
+from .visible import visible
 
 FORMATS = ("text", "json", "stream-json")
 LINE_BREAKS_ESCAPED = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
@@ -90,7 +91,7 @@ class HeadlessUI:
         write_safely(self.out, line.translate(LINE_BREAKS_ESCAPED) + "\n")
 
     def progress(self, line: str) -> None:
-        write_safely(self.err, line + "\n")
+        write_safely(self.err, visible(line) + "\n")  # tool lines carry the model's text
 
     def init(self, info: dict[str, Any]) -> None:
         if self.format == "stream-json":
@@ -107,8 +108,16 @@ class HeadlessUI:
 
 
 def describe_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
-    """The main argument first and short: what a person needs to see on one line."""
+    """The main argument first and short: what a person needs to see on one line, with
+    control characters made visible and a count of the lines not shown."""
     for key in ("command", "filepath", "path", "pattern", "source", "url", "query"):
         if key in arguments:
-            return first_line(str(arguments[key]), limit)
-    return first_line(json.dumps(arguments, ensure_ascii=False), limit)
+            return _one_line(str(arguments[key]), limit)
+    return _one_line(json.dumps(arguments, ensure_ascii=False), limit)
+
+
+def _one_line(text: str, limit: int) -> str:
+    shown = visible(text)
+    more = sum(1 for line in shown.split("\n") if line.strip()) - 1
+    head = first_line(shown, limit)
+    return f"{head} (+{more} more lines)" if more > 0 else head

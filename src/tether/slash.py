@@ -13,6 +13,7 @@ from .commands import CommandTable, on_off
 from .headless import outcome_mark
 from .permissions import Rule, RuleError, load_rules
 from .session import SessionCorrupt
+from .tui.terminal_ui import shown
 
 if TYPE_CHECKING:
     from .app import App
@@ -101,12 +102,12 @@ async def evidence(app: App, arg: str) -> None:
         return
     for i, e in enumerate(app.conv.evidence, 1):
         mark = outcome_mark(e)
-        app.console.print(Text(f"{i}. {mark} {e.call.name}", style="bold"),
-                          Text(f" {e.elapsed * 1000:.0f} ms · {e.summary}", style="status"))
-        app.console.print(Text("   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
+        app.console.print(shown(f"{i}. {mark} {e.call.name}", "bold"),
+                          shown(f" {e.elapsed * 1000:.0f} ms · {e.summary}", "status"))
+        app.console.print(shown("   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
         lines = e.result.splitlines()
         for line in lines[:8]:
-            app.console.print(Text("   │ " + line[:200], style="status"))
+            app.console.print(shown("   │ " + line[:200], "status"))
         if len(lines) > 8:
             app.console.print(Text(f"   │ [... {len(lines) - 8} more lines ...]", style="status"))
 
@@ -120,7 +121,7 @@ async def sessions(app: App, arg: str) -> None:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated))
         state = f"corrupt: {s.corrupt}" if s.corrupt else f"{s.messages} messages"
         current = " (current)" if s.id == app.record.id else ""
-        app.console.print(Text(f"  {s.id}  {when}  ", style="status"), Text(s.title or "(untitled)"),
+        app.console.print(Text(f"  {s.id}  {when}  ", style="status"), shown(s.title or "(untitled)"),
                           Text(f"  {state}{current}", style="status"))
 
 
@@ -140,7 +141,7 @@ async def load(app: App, arg: str) -> None:
     app.say(f"Loaded {record.title or record.id} ({len(record.messages)} messages).")
     last = next((m.text for m in reversed(record.messages) if m.role == "assistant" and m.text), "")
     if last:
-        app.console.print(Text(last[-600:], style="status"))
+        app.console.print(shown(last[-600:], "status"))
 
 
 @command("save", "/save [TITLE]", "save the session now, optionally naming it")
@@ -211,7 +212,7 @@ async def autocommit(app: App, arg: str) -> None:
         app.say(f"Auto-commit is {'on' if git.enabled else 'off'}.")
         for c in git.recent(10):
             when = time.strftime("%H:%M:%S", time.localtime(c.when))
-            app.console.print(Text(f"  {c.sha[:8]} {when} ", style="status"), Text(c.message.splitlines()[0]))
+            app.console.print(Text(f"  {c.sha[:8]} {when} ", style="status"), shown(c.message.splitlines()[0]))
         return
     value = on_off(arg, git.enabled)
     if value is None:

@@ -20,9 +20,11 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from ..approval import COMMAND_TEXT_PARAMS
 from ..headless import describe_arguments, outcome_mark
 from ..messages import Evidence, ToolCall
 from ..ui import Decision, NoticeLevel
+from ..visible import visible, visible_pieces
 
 if TYPE_CHECKING:
     from .render import MarkdownStream
@@ -31,6 +33,8 @@ LineAsker = Callable[[str], Awaitable[str]]
 """Shows a prompt and returns the line typed; raises KeyboardInterrupt/EOFError on Ctrl-C/D."""
 
 DIFF_TOOLS = ("edit_file", "write_file")
+SHOWN_ARGUMENT_LINES = 15
+"""Lines of a long argument shown for approval; command text is always shown whole."""
 SHOWN_RESULT_LINES = 12
 LIVE_LINES = 40
 TAIL_LINES = 8
@@ -99,14 +103,14 @@ class TerminalUI:
             from .render import MarkdownStream  # markdown and highlighting load on first use
 
             self._stream = MarkdownStream(self.console)
-        self._stream.feed(delta)
+        self._stream.feed(visible(delta))
 
     def thinking(self, delta: str) -> None:
         self._receiving()
         if not self.show_thinking:
             return
         self._thinking_open = True
-        self.console.print(Text(delta, style="thinking"), end="")
+        self.console.print(shown(delta, "thinking"), end="")
 
     def _close_thinking(self) -> None:
         if self._thinking_open:
@@ -116,8 +120,8 @@ class TerminalUI:
     def tool_start(self, call: ToolCall) -> None:
         self.settle()
         line = Text("→ ", style="tool")
-        line.append(call.name, style="bold tool")
-        line.append(" " + describe_arguments(call.arguments))
+        line.append_text(shown(call.name, "bold tool"))
+        line.append_text(shown(" " + describe_arguments(call.arguments)))
         self.console.print(line)
         self._live_output = False
         self._live_lines = self._live_hidden = 0
@@ -131,11 +135,11 @@ class TerminalUI:
             self._live_hidden += chunk.count("\n")
             return
         lines = chunk.splitlines(keepends=True)
-        shown = "".join(lines[:room])
-        self._live_lines += shown.count("\n")
-        self._live_hidden += chunk.count("\n") - shown.count("\n")
-        self._live_line_ended = shown.endswith("\n")
-        self.console.print(Text(shown, style="status"), end="")
+        part = "".join(lines[:room])
+        self._live_lines += part.count("\n")
+        self._live_hidden += chunk.count("\n") - part.count("\n")
+        self._live_line_ended = part.endswith("\n")
+        self.console.print(shown(part, "status"), end="")
 
     def tool_end(self, evidence: Evidence) -> None:
         live = self._live_output
@@ -143,7 +147,7 @@ class TerminalUI:
             self._end_live_output(evidence.result)
         style = "tool.error" if evidence.error else "tool"
         line = Text(f"  {outcome_mark(evidence)} ", style=style)
-        line.append(evidence.summary or "done")
+        line.append_text(shown(evidence.summary or "done"))
         line.append(f"  {evidence.elapsed:.1f}s", style="status")
         self.console.print(line)
         if not evidence.error and evidence.call.name in DIFF_TOOLS:
@@ -162,13 +166,13 @@ class TerminalUI:
         self.console.print(Text(f"    [... {self._live_hidden} lines not shown; the last ones:]",
                                 style="status"))
         for ln in result.splitlines()[-TAIL_LINES:]:
-            self.console.print(Text("    " + ln[:200], style="status"))
+            self.console.print(shown("    " + ln[:200], "status"))
 
     def _print_diff(self, result: str) -> None:
         lines = [ln for ln in result.splitlines() if ln[:1] in "+-@" or ln.startswith(" ")]
         for ln in lines[:40]:
             style = "diff.add" if ln.startswith("+") else "diff.del" if ln.startswith("-") else "status"
-            self.console.print(Text("    " + ln, style=style))
+            self.console.print(shown("    " + ln, style))
         if len(lines) > 40:
             self.console.print(Text(f"    [... {len(lines) - 40} more diff lines ...]", style="status"))
 
@@ -179,7 +183,7 @@ class TerminalUI:
             omitted = len(lines) - SHOWN_RESULT_LINES
             lines = [*lines[:half], f"[... {omitted} lines omitted ...]", *lines[-half:]]
         for ln in lines:
-            self.console.print(Text("    " + ln[:200], style="status"))
+            self.console.print(shown("    " + ln[:200], "status"))
 
     async def approve(self, call: ToolCall, reason: str) -> Decision:
         self.settle()
@@ -207,28 +211,42 @@ class TerminalUI:
 
     def _show_request(self, call: ToolCall, reason: str) -> None:
         header = Text("? ", style="notice")
-        header.append(f"{call.name}", style="bold")
-        header.append(f" wants to run ({reason})" if reason else " wants to run")
+        header.append_text(shown(call.name, "bold"))
+        header.append_text(shown(f" wants to run ({reason})" if reason else " wants to run"))
         self.console.print(header)
         diff = change_preview(call, self.root)
         if diff is not None:
-            self.console.print(Text("    " + describe_arguments(call.arguments), style="bold"))
+            self.console.print(shown("    " + describe_arguments(call.arguments), "bold"))
             self._print_diff("\n".join(diff))
             return
         for key, value in call.arguments.items():
-            text = value if isinstance(value, str) else repr(value)
-            lines = text.splitlines() or [""]
-            shown = lines[:15]
-            self.console.print(Text(f"    {key}: ", style="bold"), Text(shown[0]))
-            for ln in shown[1:]:
-                self.console.print(Text("      " + ln))
-            if len(lines) > 15:
-                self.console.print(Text(f"      [... {len(lines) - 15} more lines ...]", style="status"))
+            self._show_argument(key, value)
+
+    def _show_argument(self, key: str, value: object) -> None:
+        """One argument, each of its lines shown: a command is shown whole, so no line of
+        what runs is left out; other long values are cut, saying how much."""
+        text = value if isinstance(value, str) else repr(value)
+        lines = text.split("\n")  # only a newline breaks the line: `\r` is shown as an escape
+        limit = len(lines) if key in COMMAND_TEXT_PARAMS else SHOWN_ARGUMENT_LINES
+        self.console.print(shown(f"    {key}: ", "bold"), shown(lines[0]))
+        for ln in lines[1:limit]:
+            self.console.print(shown("      " + ln))
+        if len(lines) > limit:
+            self.console.print(Text(f"      [... {len(lines) - limit} more lines ...]", style="status"))
 
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
         self.settle()
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
-        self.console.print(Text(message, style=style))
+        self.console.print(shown(message, style))
+
+
+def shown(text: str, style: str = "") -> Text:
+    """Text that may come from the model, for the terminal: every control or invisible
+    character drawn as an escape, in reverse video (see visible.py)."""
+    out = Text(style=style)
+    for piece, hidden in visible_pieces(text):
+        out.append(piece, style="escape" if hidden else None)
+    return out
 
 
 @contextlib.contextmanager

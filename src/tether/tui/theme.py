@@ -16,5 +16,6 @@ THEME = Theme(
         "diff.add": "green",
         "diff.del": "red",
         "status": "dim",
+        "escape": "reverse",
     }
 )

@@ -1,0 +1,44 @@
+"""Model text made visible: no character that steers the terminal or hides survives."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether.headless import HeadlessUI, describe_arguments
+from tether.messages import ToolCall
+from tether.visible import INVISIBLE, visible, visible_pieces
+
+
+@given(st.text())
+def test_nothing_hidden_survives(text: str) -> None:
+    out = visible(text)
+    assert all(c in "\n\t" or (c.isprintable() and c not in INVISIBLE) for c in out)
+    assert out.count("\n") == text.count("\n")  # every line is still its own line
+
+
+@given(st.text(alphabet=st.characters(categories=["L", "N", "P", "S"]) | st.sampled_from(" \n\t")))
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    if not any(c in INVISIBLE or 0xE0100 <= ord(c) <= 0xE01EF for c in text):
+        assert visible(text) == text
+
+
+def test_controls_bidi_and_zero_width_characters_become_escapes() -> None:
+    text = "a\x1b[2Kb\rc\bd\x7fe\x85f\u202eg\u2067h\u200bi\ufeffj\u200ek\u061cl\xa0m\U000e0041n"
+    assert visible(text) == (
+        "a\\x1b[2Kb\\rc\\bd\\x7fe\\x85f\\u202eg\\u2067h\\u200bi\\ufeffj\\u200ek\\u061cl\\xa0m\\U000e0041n")
+    assert [hidden for _, hidden in visible_pieces("a\x1bb")] == [False, True, False]
+
+
+def test_a_tool_line_shows_the_escapes_and_how_many_lines_follow() -> None:
+    line = describe_arguments({"command": "ls #\x1b[2K\x1b[1G ok\nrm -rf x\ntouch y"})
+    assert line == "ls #\\x1b[2K\\x1b[1G ok (+2 more lines)"
+
+
+def test_headless_progress_lines_are_visible() -> None:
+    err = io.StringIO()
+    HeadlessUI("text", out=io.StringIO(), err=err).tool_start(
+        ToolCall("c", "run\x1b[2Kcmd", {"command": "echo \u202eok"}))
+    assert err.getvalue() == "→ run\\x1b[2Kcmd echo \\u202eok\n"
