@@ -1,20 +1,25 @@
 """Split a shell command into the simple commands it runs, for permission rules.
 
 The question asked here is narrow: "which simple commands would this text run,
-and is there anything in it we cannot see through?". A structural scanner walks
-the text with bash's quoting rules and cuts it at the control operators
-(`;`, `&&`, `||`, `|`, `|&`, `&`, newlines, parentheses); `shlex` then splits
-each piece into words. Anything whose effect depends on run-time expansion or
-on a second round of parsing — substitutions, `$VAR`, redirections, `eval`,
-`sh -c`, subshells, unbalanced quotes — makes the split *opaque*: permission
-rules may still deny it, but never allow it part by part.
+and is there anything in it we cannot see through?". Commands run under `bash
+-c`, so the answer is bash's: a structural scanner walks the text with bash's
+quoting rules and comments (a `#` starting a word hides the rest of its line,
+quotes included) and cuts it at the control operators (`;`, `&&`, `||`, `|`,
+`|&`, `&`, newlines, parentheses); `lex_words` then splits each piece into the
+argv bash would build. Anything not modelled exactly as bash does it makes the
+split *opaque*: substitutions, `$VAR`, redirections, wildcards, `~`, brace
+expansion, `eval`, `sh -c`, subshells, unbalanced quotes, builtins that run or
+change commands later. Permission rules may still deny an opaque command, but
+never allow it part by part. tests/test_shell_differential.py holds this to
+bash itself.
 
 Commands that run other commands (`sudo`, `env`, `xargs`, `timeout`,
 `find -exec`, `bash -c '...'`, the inside of `$(...)`) contribute their inner
 command as an extra part, so a deny rule for `rm *` also sees the `rm` in
-`sudo rm -rf x` or `echo $(rm x)`. When in doubt the scanner splits more and
-marks more as opaque: a wrong "ask" costs a keystroke, a wrong "allow" costs
-the user's files.
+`sudo rm -rf x` or `echo $(rm x)`; `later_command_forms` goes further for deny
+rules, treating any later word as a possible command. When in doubt the scanner
+splits more and marks more as opaque: a wrong "ask" costs a keystroke, a wrong
+"allow" costs the user's files.
 """
 
 from __future__ import annotations
