@@ -35,7 +35,7 @@ BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")
 
 COMMANDS_PER_EXAMPLE = 30
-EXAMPLES = int(os.environ.get("TETHER_DIFFERENTIAL_EXAMPLES", "120"))
+EXAMPLES = int(os.environ.get("TETHER_DIFFERENTIAL_EXAMPLES", "100"))
 RUN_TIMEOUT = 20
 """Seconds one `bash -c` may take; only a true hang reaches it."""
 
