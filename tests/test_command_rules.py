@@ -104,6 +104,10 @@ def test_a_deny_rule_sees_its_command_at_any_later_word(command: str, tmp_path: 
     assert verdict(command, deny=("run_cmd(rm *)",), allow=("run_cmd",), root=tmp_path) == "deny"
 
 
+def test_a_run_capability_deny_rule_sees_behind_a_wrapper_too(tmp_path: Path) -> None:
+    assert verdict("setarch x86_64 rm victim", deny=("run(rm *)",), auto=True, root=tmp_path) == "deny"
+
+
 def test_a_deny_rule_naming_a_subcommand_sees_it_behind_a_wrapper(tmp_path: Path) -> None:
     deny = ("run_cmd(git push *)",)
     assert verdict("setarch x86_64 git push --force", deny=deny, auto=True, root=tmp_path) == "deny"
