@@ -32,6 +32,10 @@ def test_controls_bidi_and_zero_width_characters_become_escapes() -> None:
     assert [hidden for _, hidden in visible_pieces("a\x1bb")] == [False, True, False]
 
 
+def test_a_byte_that_was_not_utf8_is_shown_as_safetext_shows_it() -> None:
+    assert visible("a\udcffb") == "a\\xffb"
+
+
 def test_a_tool_line_shows_the_escapes_and_how_many_lines_follow() -> None:
     line = describe_arguments({"command": "ls #\x1b[2K\x1b[1G ok\nrm -rf x\ntouch y"})
     assert line == "ls #\\x1b[2K\\x1b[1G ok (+2 more lines)"

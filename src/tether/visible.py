@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .safetext import clean_text
+
 KEPT = frozenset("\n\t")
 """Layout characters shown as themselves: a newline starts a new, shown line."""
 INVISIBLE = frozenset(
@@ -28,14 +30,16 @@ them letters or marks: fillers, joiners, bidi marks and overrides, variation sel
 
 def visible(text: str) -> str:
     """`text` with every control, format and invisible character written as an escape."""
-    if _plain(text):
+    if _plain(text):  # ASCII cannot hold a surrogate: nothing to clean either
         return text
     return "".join(piece for piece, _ in visible_pieces(text))
 
 
 def visible_pieces(text: str) -> Iterator[tuple[str, bool]]:
     """`text` in runs, each with whether it is an escape standing for hidden characters
-    (a terminal may show those in another style)."""
+    (a terminal may show those in another style). A byte that was not UTF-8 is shown as
+    safetext shows it everywhere, `\\xNN`."""
+    text = clean_text(text)
     start = 0
     for index, char in enumerate(text):
         if _hidden(char):
