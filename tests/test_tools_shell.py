@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import psutil
@@ -174,15 +175,23 @@ def outside() -> Iterator[Path]:
     path.unlink(missing_ok=True)
 
 
-def sandboxed_dispatcher(
-    root: Path, ui: SilentUI, *, auto: bool, allow: list[str] = (), escalation: bool = False,
+@contextlib.asynccontextmanager
+async def sandboxed_dispatcher(
+    tmp_path: Path, ui: SilentUI, *, allow: list[str] = (), escalation: bool = False,
     deny: list[str] = (),
-) -> tuple[Dispatcher, list]:
-    box = Sandbox("workspace-write", root, root.parent / "state")
+) -> AsyncIterator[tuple[Path, Dispatcher]]:
+    """A project root and a dispatcher under --auto whose commands run in workspace-write."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    box = Sandbox("workspace-write", root, tmp_path / "state")
     table, closers = builtin_tools(ToolContext(root=root), sandbox=box)
     rules = RuleSet([Rule.parse(r, "test") for r in allow], [Rule.parse(r, "test") for r in deny])
-    policy = ApprovalPolicy(root, rules, auto=auto, sandbox=box, escalation=escalation)
-    return Dispatcher(table, ToolContext(root=root), ui, policy=policy), closers
+    policy = ApprovalPolicy(root, rules, auto=True, sandbox=box, escalation=escalation)
+    try:
+        yield root, Dispatcher(table, ToolContext(root=root), ui, policy=policy)
+    finally:
+        for close in closers:
+            await close()
 
 
 def unsandboxed(command: str) -> ToolCall:
@@ -200,40 +209,27 @@ def test_unsandboxed_needs_a_reason(tmp_path: Path) -> None:
 async def test_a_sandbox_failure_says_how_to_escalate_and_the_status_stays_last(
     tmp_path: Path, outside: Path
 ) -> None:
-    root = tmp_path / "proj"
-    root.mkdir()
-    dispatcher, closers = sandboxed_dispatcher(root, SilentUI(), auto=True)
-    try:
+    async with sandboxed_dispatcher(tmp_path, SilentUI()) as (_, dispatcher):
         failed, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": f"echo x > {outside}"}))
         assert "Read-only file system" in failed.content and "unsandboxed: true" in failed.content
         assert failed.content.splitlines()[-1].startswith(EXIT_STATUS)
         plain, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": "echo no; exit 3"}))
         assert "unsandboxed" not in plain.content  # an ordinary failure gets no hint
-    finally:
-        for close in closers:
-            await close()
 
 
 @needs_bwrap
 async def test_approved_escalation_runs_outside_and_the_question_shows_the_reason(
     tmp_path: Path, outside: Path
 ) -> None:
-    root = tmp_path / "proj"
-    root.mkdir()
     ui = AskingUI(True)
-    dispatcher, closers = sandboxed_dispatcher(root, ui, auto=True)
-    try:
+    async with sandboxed_dispatcher(tmp_path, ui) as (_, dispatcher):
         result, _ = await dispatcher.dispatch(unsandboxed(f"echo x > {outside}"))
         assert not result.is_error and outside.read_text() == "x\n"
         assert ui.asked and "write the report to /var/tmp" in ui.asked[0] and "OUTSIDE" in ui.asked[0]
-        refused = AskingUI(False)
-        dispatcher.ui = refused
+        dispatcher.ui = AskingUI(False)
         outside.unlink()
         result, _ = await dispatcher.dispatch(unsandboxed(f"echo x > {outside}"))
         assert result.is_error and not outside.exists()
-    finally:
-        for close in closers:
-            await close()
 
 
 @needs_bwrap
@@ -251,32 +247,28 @@ async def test_approved_escalation_runs_outside_and_the_question_shows_the_reaso
 async def test_under_auto_escalation_needs_a_naming_rule_and_the_permission(
     tmp_path: Path, outside: Path, allow: list[str], escalation: bool, runs: bool
 ) -> None:
-    root = tmp_path / "proj"
-    root.mkdir()
-    dispatcher, closers = sandboxed_dispatcher(root, SilentUI(), auto=True, allow=allow, escalation=escalation)
-    try:
+    async with sandboxed_dispatcher(tmp_path, SilentUI(), allow=allow, escalation=escalation) as (_, dispatcher):
         result, _ = await dispatcher.dispatch(unsandboxed(f"touch {outside}"))
         assert outside.exists() == runs and result.is_error != runs
         if not runs:
             assert "--allow-unsandboxed" in result.content
-    finally:
-        for close in closers:
-            await close()
 
 
 @needs_bwrap
 async def test_deny_rules_and_the_secrets_check_still_hold_outside_the_sandbox(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    root.mkdir()
-    dispatcher, closers = sandboxed_dispatcher(
-        root, SilentUI(), auto=True, allow=["run_cmd(cat)"], escalation=True, deny=["run_cmd(rm)"]
-    )
-    dispatcher.policy.home = tmp_path / "state"
-    try:
+    rules = {"allow": ["run_cmd(cat)"], "escalation": True, "deny": ["run_cmd(rm)"]}
+    async with sandboxed_dispatcher(tmp_path, SilentUI(), **rules) as (_, dispatcher):
+        dispatcher.policy.home = tmp_path / "state"
         denied, _ = await dispatcher.dispatch(unsandboxed("rm -rf x"))
         assert denied.is_error and "denied by rule" in denied.content
         secret, _ = await dispatcher.dispatch(unsandboxed(f"cat {tmp_path / 'state'}/credentials.json"))
         assert secret.is_error and "state directory" in secret.content
-    finally:
-        for close in closers:
-            await close()
+
+
+@needs_bwrap
+async def test_keep_running_inside_the_sandbox_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    async with sandboxed_dispatcher(tmp_path, AskingUI(True)) as (root, dispatcher):
+        result, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {
+            "command": "touch ran.txt", "keep_running": True}))
+        assert result.is_error and "unsandboxed: true" in result.content
+        assert not (root / "ran.txt").exists()
