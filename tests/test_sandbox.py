@@ -28,7 +28,7 @@ from tether.cli import build_parser, setting_flags
 from tether.config import Settings, load_settings
 from tether.dispatch import Dispatcher
 from tether.messages import Evidence, ToolCall
-from tether.permissions import Rule, RuleSet
+from tether.permissions import Rule, RuleSet, load_rules
 from tether.runtime import RunOptions, build_runtime
 from tether.sandbox import Sandbox, probe_problem
 from tether.shell_session import ShellSessions
@@ -720,7 +720,8 @@ async def test_a_placeholder_lasts_while_any_sandboxed_command_runs(project: tup
     try:
         waiting = await shells.run("read answer; echo '{}' > .permissions.json", timeout=20)
         assert waiting.state == "waiting_for_input"
-        assert (root / ".permissions.json").is_file()  # the empty stand-in the sandbox mounts
+        assert (root / ".permissions.json").read_text() == "{}\n"  # the stand-in the sandbox mounts
+        assert load_rules(root, home, trusted=True)[0].unreadable == []  # tether reads it as no rules
         quick = await shells.run("echo '{}' > .permissions.json", timeout=20)
         assert "Read-only file system" in quick.output
         assert (root / ".permissions.json").is_file()  # still needed by the waiting command
@@ -746,7 +747,7 @@ async def test_an_existing_permissions_file_stays_as_it_was(project: tuple[Path,
 def test_every_project_config_path_is_protected_even_when_missing(tmp_path: Path) -> None:
     from tether.sandbox_paths import PROJECT_CONFIG, protected_paths
 
-    assert (".permissions.json", "file") in PROJECT_CONFIG
+    assert ".permissions.json" in [entry.name for entry in PROJECT_CONFIG]
     paths = {p.path: p.kind for p in protected_paths(tmp_path)}
     assert paths[tmp_path / ".git"] == "dir" and paths[tmp_path / ".permissions.json"] == "file"
 

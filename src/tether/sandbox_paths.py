@@ -9,10 +9,11 @@ the sandbox (git commands that write, such as commit or checkout, fail there
 and need to run outside it), and so is every path in `PROJECT_CONFIG`.
 
 A path that does not exist yet is covered too, or the command could create
-it: tether makes an empty placeholder (a folder, or an empty file) that the
-sandbox mounts read-only, and removes it again, if still empty, once no
-sandboxed command is left running. For a nested path the placeholder is its
-first missing folder.
+it: tether makes a placeholder (an empty folder, or a file holding the
+entry's `stand_in`, e.g. `{}` for a JSON file, so tether reading it meanwhile
+sees valid, empty settings) that the sandbox mounts read-only, and removes it
+again, if still untouched, once no sandboxed command is left running. For a
+nested path the placeholder is its first missing folder.
 """
 
 from __future__ import annotations
@@ -29,10 +30,19 @@ from .tools._paths import is_within
 
 Kind = Literal["file", "dir"]
 
-PROJECT_CONFIG: tuple[tuple[str, Kind], ...] = ((PROJECT_FILE, "file"),)
-"""Every path in a project that tether reads as its own configuration, relative to the
-root, with what it is. A feature that reads another one from the project (a server list,
-skills, agent definitions) adds it here, so the sandbox keeps commands from planting it."""
+@dataclass(frozen=True)
+class ConfigPath:
+    name: str
+    """Relative to the project root."""
+    kind: Kind
+    stand_in: bytes = b""
+    """What a placeholder file holds while the real one does not exist."""
+
+
+PROJECT_CONFIG: tuple[ConfigPath, ...] = (ConfigPath(PROJECT_FILE, "file", b"{}\n"),)
+"""Every path in a project that tether reads as its own configuration. A feature that reads
+another one from the project (a server list, skills, agent definitions) adds it here, so
+the sandbox keeps commands from planting it."""
 GIT_ENTRY = ".git"
 
 
@@ -41,6 +51,7 @@ class Protected:
     path: Path
     """A real path (symlinks resolved), as bubblewrap mounts it."""
     kind: Kind
+    stand_in: bytes = b""
 
 
 def real(path: Path) -> Path:
@@ -54,8 +65,8 @@ def real(path: Path) -> Path:
 def protected_paths(root: Path) -> list[Protected]:
     """What a workspace-write sandbox mounts read-only over `root` (a real path)."""
     found = git_paths(root)
-    for name, kind in PROJECT_CONFIG:
-        found += _config_path(root, root / name, kind)
+    for entry in PROJECT_CONFIG:
+        found += _config_path(root, entry)
     return list(dict.fromkeys(found))
 
 
@@ -91,8 +102,8 @@ def _pointed_to(file: Path, prefix: str) -> Path | None:
     return real(file.parent / text[len(prefix):].strip())
 
 
-def _config_path(root: Path, path: Path, kind: Kind) -> list[Protected]:
-    target = real(path)  # through a symlink, the file it names is what tether reads
+def _config_path(root: Path, entry: ConfigPath) -> list[Protected]:
+    target = real(root / entry.name)  # through a symlink, the file it names is what tether reads
     if os.path.lexists(target):
         return [Protected(target, "dir" if target.is_dir() else "file")]
     if not is_within(target, root):
@@ -100,7 +111,9 @@ def _config_path(root: Path, path: Path, kind: Kind) -> list[Protected]:
     missing = target
     while missing.parent != root and not os.path.lexists(missing.parent):
         missing = missing.parent
-    return [Protected(missing, kind if missing == target else "dir")]
+    if missing != target:
+        return [Protected(missing, "dir")]
+    return [Protected(missing, entry.kind, entry.stand_in)]
 
 
 class Placeholders:
@@ -131,7 +144,7 @@ class Placeholders:
                 return
             made, self._made = self._made, []
         for item in reversed(made):
-            _remove_if_empty(item)
+            _remove_if_untouched(item)
 
 
 def _make_empty(item: Protected) -> bool:
@@ -139,15 +152,19 @@ def _make_empty(item: Protected) -> bool:
         if item.kind == "dir":
             item.path.mkdir()
         else:
-            os.close(os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            fd = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, item.stand_in)
+            finally:
+                os.close(fd)
     except OSError:
         return False  # a read-only project: the command cannot create it either
     return True
 
 
-def _remove_if_empty(item: Protected) -> None:
+def _remove_if_untouched(item: Protected) -> None:
     with contextlib.suppress(OSError):
         if item.kind == "dir":
             item.path.rmdir()  # fails, as it should, when something was put inside
-        elif item.path.is_file() and not item.path.is_symlink() and item.path.stat().st_size == 0:
+        elif not item.path.is_symlink() and item.path.read_bytes() == item.stand_in:
             item.path.unlink()
