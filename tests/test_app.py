@@ -183,7 +183,8 @@ def test_ctrl_c_stops_a_running_command_and_its_processes(
     server: FakeServer, project: Path, home: Path
 ) -> None:
     server.add(Reply(tool_calls=[("run_cmd", {"command": "echo $$ > shell.pid; sleep 30"})]))
-    with start_app(server, project, home, "--auto") as app:
+    # Unsandboxed: the shell must report its host pid (inside the sandbox's pid namespace it is 2).
+    with start_app(server, project, home, "--auto", "--sandbox", "off") as app:
         app.line("wait a while")
         pid_file = project / "shell.pid"
         app.wait_for(

@@ -6,11 +6,13 @@ where it is missing or cannot start; the fallback tests always run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import stat
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -20,13 +22,13 @@ import psutil
 import pytest
 
 from tether import sandbox as sandbox_module
-from tether import shell_session
+from tether import seccomp, shell_session
 from tether.approval import ApprovalPolicy
 from tether.cli import build_parser, setting_flags
 from tether.config import Settings, load_settings
 from tether.dispatch import Dispatcher
 from tether.messages import Evidence, ToolCall
-from tether.permissions import Rule, RuleSet
+from tether.permissions import Rule, RuleSet, load_rules
 from tether.runtime import RunOptions, build_runtime
 from tether.sandbox import Sandbox, probe_problem
 from tether.shell_session import ShellSessions
@@ -57,11 +59,18 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
 async def run_in(sandbox: Sandbox | None, command: str, timeout: float = 20):
     """Run one command in a fresh ShellSessions, inside `sandbox` (None: unconfined, in /tmp)."""
     root = sandbox.root if sandbox else Path("/tmp")
-    shells = ShellSessions(root, wrap=sandbox.wrap if sandbox else None)
+    shells = ShellSessions(root, launcher=sandbox)
     try:
         return await shells.run(command, timeout=timeout)
     finally:
         await shells.close_all()
+
+
+def launched(box: Sandbox, argv: list[str], env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment the sandbox would start for `argv`."""
+    with box.launch(argv, dict(os.environ) if env is None else env) as launch:
+        launch.release()
+        return launch.argv, launch.env
 
 
 def without_bwrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -101,8 +110,9 @@ def test_workspace_write_binds_the_root_writable_and_hides_the_state_dir(
 ) -> None:
     monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
     root, home = project
-    argv = Sandbox("workspace-write", root, home).wrap(["bash", "-c", "ls"])
-    assert argv[-3:] == ["bash", "-c", "ls"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-not-real")
+    argv, env = launched(Sandbox("workspace-write", root, home), ["bash", "-c", "ls"])
+    assert argv[-4:] == ["--", "bash", "-c", "ls"]
     options = argv[: argv.index("--")]
     for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent"):
         assert flag in options
@@ -111,11 +121,11 @@ def test_workspace_write_binds_the_root_writable_and_hides_the_state_dir(
     bind = options.index("--bind")
     assert options[bind + 1 : bind + 3] == [str(root), str(root)]
     assert bind > options.index("/tmp")  # a project under /tmp survives the private /tmp
-    assert options[-2:] == ["--chdir", str(root)]
+    assert "--chdir" in options and options[options.index("--chdir") + 1] == str(root)
     hidden = [options[i + 1] for i, arg in enumerate(options) if arg == "--tmpfs"]
     assert hidden == ["/tmp", str(home)]
-    after = argv[argv.index("--") + 1 : -3]
-    assert after[0] == "env" and "OPENAI_API_KEY" in after and "GEMINI_API_KEY" in after
+    assert "--seccomp" in options
+    assert "OPENAI_API_KEY" not in env and "PATH" in env
 
 
 def test_read_only_binds_the_root_read_only_and_state_inside_root_stays_hidden(
@@ -155,8 +165,9 @@ def test_off_never_probes_and_leaves_commands_alone(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(sandbox_module, "probe_problem", fail)
     box = Sandbox("off", tmp_path, tmp_path)
-    assert not box.enabled and not box.available()
-    assert box.wrap(["bash", "-c", "ls"]) == ["bash", "-c", "ls"]
+    assert not box.enabled and not box.available() and box.confinement == "off"
+    assert launched(box, ["bash", "-c", "ls"], {"OPENAI_API_KEY": "k"}) == (
+        ["bash", "-c", "ls"], {"OPENAI_API_KEY": "k"})
 
 
 # ---------------------------------------------------------------- setting and flag
@@ -166,7 +177,7 @@ def test_the_flag_sets_the_setting_and_bad_values_are_usage_errors(tmp_path: Pat
     args = build_parser().parse_args(["--sandbox", "workspace-write", "-p", "x"])
     settings, warnings = load_settings(setting_flags(args), env={}, home=tmp_path)
     assert settings.sandbox == "workspace-write" and not warnings
-    assert load_settings({}, env={}, home=tmp_path)[0].sandbox == "off"
+    assert load_settings({}, env={}, home=tmp_path)[0].sandbox == "auto"
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(["--sandbox", "everything"])
     assert exc.value.code == 2
@@ -175,7 +186,7 @@ def test_the_flag_sets_the_setting_and_bad_values_are_usage_errors(tmp_path: Pat
 def test_an_invalid_sandbox_in_the_config_file_is_reported_and_ignored(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text('sandbox = "strict"\n')
     settings, warnings = load_settings({}, env={}, home=tmp_path)
-    assert settings.sandbox == "off"
+    assert settings.sandbox == "auto"
     assert any("sandbox" in w for w in warnings)
 
 
@@ -191,7 +202,7 @@ def test_missing_bwrap_is_reported_once_and_commands_run_unwrapped(
     box = Sandbox("read-only", root, home, notice=notices.append)
     assert not box.available() and not box.available()
     assert "not installed" in box.problem
-    assert box.wrap(["bash", "-c", "ls"]) == ["bash", "-c", "ls"]
+    assert launched(box, ["bash", "-c", "ls"])[0] == ["bash", "-c", "ls"]
     assert len(notices) == 1 and "read-only sandbox cannot be used" in notices[0]
 
 
@@ -309,11 +320,9 @@ async def test_tmp_is_private(project: tuple[Path, Path], tmp_path: Path) -> Non
         Path(name).unlink(missing_ok=True)
 
 
-@pytest.fixture
-def host_server() -> Iterator[tuple[int, list[bool]]]:
-    """A TCP listener on 127.0.0.1 that records each connection it accepts."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
+@contextlib.contextmanager
+def serving(server: socket.socket, greeting: bytes = b"") -> Iterator[list[bool]]:
+    """Accept connections on a bound `server` in a thread, recording each one (and greeting it)."""
     server.listen()
     server.settimeout(0.2)
     accepted: list[bool] = []
@@ -326,14 +335,26 @@ def host_server() -> Iterator[tuple[int, list[bool]]]:
             except OSError:
                 continue
             accepted.append(True)
+            conn.sendall(greeting)
             conn.close()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield server.getsockname()[1], accepted
-    stop.set()
-    thread.join(2)
-    server.close()
+    try:
+        yield accepted
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
+
+
+@pytest.fixture
+def host_server() -> Iterator[tuple[int, list[bool]]]:
+    """A TCP listener on 127.0.0.1 that records each connection it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    with serving(server) as accepted:
+        yield server.getsockname()[1], accepted
 
 
 @needs_bwrap
@@ -376,7 +397,7 @@ async def test_the_state_dir_and_key_variables_are_hidden(
 async def test_a_prompting_program_is_still_detected_and_answered(project: tuple[Path, Path]) -> None:
     root, home = project
     box = Sandbox("read-only", root, home)
-    shells = ShellSessions(root, wrap=box.wrap)
+    shells = ShellSessions(root, launcher=box)
     try:
         first = await shells.run(PROMPT, timeout=20)
         assert first.state == "waiting_for_input" and "name? " in first.output
@@ -401,7 +422,7 @@ async def test_the_timeout_kills_the_whole_sandboxed_tree(project: tuple[Path, P
     root, home = project
     marker = f"{300 + uuid.uuid4().int % 1000}.25"
     box = Sandbox("workspace-write", root, home)
-    shells = ShellSessions(root, wrap=box.wrap)
+    shells = ShellSessions(root, launcher=box)
     try:
         outcome = await shells.run(f"sleep {marker} & sleep {marker}", timeout=1)
         assert outcome.state == "timed_out"
@@ -428,3 +449,326 @@ async def test_run_cmd_through_the_dispatcher_runs_sandboxed(project: tuple[Path
     finally:
         for close in closers:
             await close()
+
+
+# ---------------------------------------------------------------- auto, the default
+
+
+def test_auto_is_the_default_and_the_flags_reach_the_settings(tmp_path: Path) -> None:
+    assert Settings().sandbox == "auto" and not Settings().sandbox_escalation
+    args = build_parser().parse_args(["--sandbox", "auto", "--allow-unsandboxed", "-p", "x"])
+    settings, _ = load_settings(setting_flags(args), env={}, home=tmp_path)
+    assert settings.sandbox == "auto" and settings.sandbox_escalation
+    off = build_parser().parse_args(["--sandbox", "off", "-p", "x"])
+    assert load_settings(setting_flags(off), env={}, home=tmp_path)[0].sandbox == "off"
+
+
+async def test_auto_without_bwrap_runs_commands_unconfined_after_one_notice_at_start(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    without_bwrap(monkeypatch, tmp_path)
+    root, home = project
+    ui = SilentUI()
+    runtime = build_runtime(Settings(), RunOptions(root=root, home=home, auto=True), ui, env={})
+    try:
+        await runtime.probe_sandbox()
+        notices = [m for _, m in ui.notices if "sandbox" in m]
+        assert len(notices) == 1 and "Install bubblewrap" in notices[0] and 'sandbox = "off"' in notices[0]
+        result, _ = await runtime.loop.dispatcher.dispatch(
+            ToolCall("c", "run_cmd", {"command": "echo ran > ran.txt"})
+        )
+        assert not result.is_error and (root / "ran.txt").read_text() == "ran\n"  # off, not "ask"
+        await runtime.probe_sandbox()
+        assert len([m for _, m in ui.notices if "sandbox" in m]) == 1
+    finally:
+        await runtime.aclose()
+
+
+def test_auto_where_namespaces_are_refused_says_how_to_enable_them(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "bwrap does not work here (denied)")
+    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: "/usr/bin/" + name)
+    notices: list[str] = []
+    box = Sandbox("auto", *project, notice=notices.append)
+    assert box.confinement == "off" and not box.insisted_on()
+    assert len(notices) == 1 and "unprivileged user namespaces" in notices[0]
+
+
+@needs_bwrap
+async def test_auto_where_bwrap_works_is_workspace_write(project: tuple[Path, Path]) -> None:
+    root, home = project
+    box = Sandbox("auto", root, home)
+    assert box.confinement == "workspace-write"
+    stray = HOST_DIR / f"tether-sandbox-probe-{uuid.uuid4().hex}"
+    outcome = await run_in(box, f"echo in > inside.txt; echo out > {stray}")
+    assert (root / "inside.txt").read_text() == "in\n"
+    assert not stray.exists() and "Read-only file system" in outcome.output
+
+
+def test_the_probe_is_remembered_per_machine_until_something_changes(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    root, home = project
+    probes: list[int] = []
+
+    def probe() -> str:
+        probes.append(1)
+        return ""
+
+    monkeypatch.setattr(sandbox_module, "probe_problem", probe)
+    fake_dir = tmp_path / "fakebin"
+    fake_dir.mkdir()
+    fake = fake_dir / "bwrap"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    for _ in range(2):
+        assert Sandbox("auto", root, home).available()
+    assert len(probes) == 1 and (home / "sandbox.json").is_file()
+    fake.write_text("#!/bin/sh\n# upgraded\nexit 0\n")  # another bwrap: probed again
+    assert Sandbox("auto", root, home).available() and len(probes) == 2
+    (home / "sandbox.json").write_text("{not json")
+    assert Sandbox("auto", root, home).available() and len(probes) == 3
+    assert (home / "sandbox.json").read_text() == "{not json"  # never overwritten
+
+
+# ---------------------------------------------------------------- what stays hidden
+
+FAKE_KEYS = {
+    "ANTHROPIC_API_KEY": "sk-ant-fake-0001",
+    "OPENAI_API_KEY": "sk-openai-fake-0002",
+    "GITHUB_TOKEN": "ghp-fake-0003",
+    "SOME_SERVICE_SECRET": "secret-fake-0004",
+}
+
+
+@needs_bwrap
+async def test_no_process_inside_shows_a_key_in_its_environment(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in FAKE_KEYS.items():
+        monkeypatch.setenv(name, value)
+    root, home = project
+    every = "for f in /proc/[0-9]*/environ; do echo \"== $f\"; tr '\\0' '\\n' < $f; done"
+    outcome = await run_in(Sandbox("workspace-write", root, home), every)
+    assert "== /proc/1/environ" in outcome.output and "PATH=" in outcome.output  # it could read them
+    for name, value in FAKE_KEYS.items():
+        assert value not in outcome.output and f"{name}=" not in outcome.output
+    control = await run_in(None, "env")
+    assert FAKE_KEYS["ANTHROPIC_API_KEY"] in control.output  # the keys were there to leak
+
+
+@pytest.fixture
+def unix_server() -> Iterator[tuple[Path, list[bool]]]:
+    """A Unix socket server bound outside the project and outside /tmp, recording connections."""
+    folder = Path(tempfile.mkdtemp(prefix="tether-sock-", dir=str(HOST_DIR)))
+    path = folder / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    try:
+        with serving(server, b"hello from the host\n") as accepted:
+            yield path, accepted
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bwrap
+async def test_a_host_unix_socket_cannot_be_reached(project: tuple[Path, Path], unix_server) -> None:
+    path, accepted = unix_server
+    connect = (
+        f"{PY} -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); "
+        "print(s.recv(100).decode())\""
+    )
+    control = await run_in(None, connect)
+    assert "hello from the host" in control.output and len(accepted) == 1
+    root, home = project
+    for mode in ("workspace-write", "read-only"):
+        sandboxed = await run_in(Sandbox(mode, root, home), connect)  # type: ignore[arg-type]
+        assert "hello from the host" not in sandboxed.output and sandboxed.exit_code != 0
+        assert "Permission denied" in sandboxed.output
+    assert len(accepted) == 1
+
+
+@needs_bwrap
+async def test_socketpair_and_asyncio_still_work_inside(project: tuple[Path, Path]) -> None:
+    script = (
+        "import asyncio, socket; a, b = socket.socketpair(); a.sendall(b'pair'); "
+        "print(b.recv(4).decode()); asyncio.run(asyncio.sleep(0)); print('loop ok')"
+    )
+    outcome = await run_in(Sandbox("workspace-write", *project), f'{PY} -c "{script}"')
+    assert outcome.exit_code == 0 and "pair" in outcome.output and "loop ok" in outcome.output
+
+
+@needs_bwrap
+async def test_io_uring_cannot_be_set_up_inside(project: tuple[Path, Path]) -> None:
+    if seccomp.machine() not in seccomp.SYSCALLS:
+        pytest.skip("no seccomp table for this architecture")
+    script = (
+        "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); params = ctypes.create_string_buffer(120); "
+        "r = libc.syscall(425, 4, params); print('result', r, os.strerror(ctypes.get_errno()))"
+    )
+    outcome = await run_in(Sandbox("workspace-write", *project), f'{PY} -c "{script}"')
+    assert "result -1 Function not implemented" in outcome.output
+
+
+def test_the_seccomp_program_is_whole_instructions_for_each_known_arch() -> None:
+    for arch in ("x86_64", "aarch64"):
+        program = seccomp.unix_socket_filter(arch)
+        assert program and len(program) % 8 == 0
+    assert seccomp.unix_socket_filter("sparc") is None
+
+
+# ---------------------------------------------------------------- git and tether's config stay read-only
+
+
+def git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "t@example.invalid")
+    git(path, "config", "user.name", "t")
+    (path / "a.txt").write_text("a\n")
+    git(path, "add", "a.txt")
+    git(path, "commit", "-qm", "first")
+    return path
+
+
+PLANT = (
+    "mkdir -p .git/hooks; printf '#!/bin/sh\\ntouch planted\\n' > .git/hooks/post-commit; "
+    "chmod +x .git/hooks/post-commit; "
+    "git config filter.evil.clean 'touch planted-filter; cat'; echo '* filter=evil' > .gitattributes; "
+    "echo '* filter=evil' >> .git/info/attributes; "
+    "cp -r .git evil-common 2>/dev/null; echo ../evil-common > .git/commondir; "
+    "mv .git .git-moved; echo 'gitdir: evil-common' > .git; "
+    "echo '{\"allow\": [\"run_cmd\"]}' > .permissions.json; "
+    "git status --short >/dev/null && echo status-ok"
+)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("hooks_dir", [True, False], ids=["hooks-dir", "no-hooks-dir"])
+async def test_git_config_hooks_and_tether_config_cannot_be_planted(
+    project: tuple[Path, Path], hooks_dir: bool
+) -> None:
+    root, home = project
+    make_repo(root)
+    if not hooks_dir:
+        shutil.rmtree(root / ".git" / "hooks")
+    config_before = (root / ".git" / "config").read_text()
+    outcome = await run_in(Sandbox("workspace-write", root, home), PLANT)
+    assert "status-ok" in outcome.output  # git still reads the repository inside
+    assert "Read-only file system" in outcome.output or "Device or resource busy" in outcome.output
+    assert not (root / ".git" / "hooks" / "post-commit").exists()
+    assert (root / ".git" / "config").read_text() == config_before
+    assert not (root / ".git" / "commondir").exists() and not (root / ".git-moved").exists()
+    assert (root / ".git").is_dir() and not (root / ".permissions.json").exists()
+    assert not (root / ".git" / "info" / "attributes").exists() or "evil" not in (
+        root / ".git" / "info" / "attributes").read_text()
+    assert (root / ".git" / "hooks").is_dir() == hooks_dir  # no placeholder left behind
+    # tether's next checkpoint, outside the sandbox, runs nothing the command planted
+    from tether.git_ops import GitOps
+
+    (root / "a.txt").write_text("changed\n")
+    GitOps(root, home).commit_paths("write_file", [root / "a.txt"])
+    assert git(root, "log", "--format=%s", "-1").startswith("ai(write_file)")
+    assert not (root / "planted").exists() and not (root / "planted-filter").exists()
+
+
+@needs_bwrap
+async def test_no_git_folder_can_be_made_where_there_is_none(project: tuple[Path, Path]) -> None:
+    root, home = project
+    outcome = await run_in(
+        Sandbox("workspace-write", root, home), "git init -q; mkdir -p .git/hooks; echo made > kept.txt"
+    )
+    assert "Read-only file system" in outcome.output and (root / "kept.txt").read_text() == "made\n"
+    assert not os.path.lexists(root / ".git")  # neither a repository nor the placeholder
+
+
+@needs_bwrap
+async def test_a_worktree_keeps_its_git_file_and_the_main_repository_read_only(
+    project: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, home = project
+    main = make_repo(tmp_path / "main")
+    root = tmp_path / "wt"
+    git(main, "worktree", "add", "-q", str(root))
+    git_file = (root / ".git").read_text()
+    outcome = await run_in(
+        Sandbox("workspace-write", root, home),
+        "git status --short >/dev/null && echo status-ok; "
+        "hooks=$(git rev-parse --git-common-dir)/hooks; printf '#!/bin/sh\\ntouch planted\\n' > $hooks/post-commit; "
+        "echo \"gitdir: $PWD/elsewhere\" > .git; git config core.hooksPath /tmp",
+    )
+    assert "status-ok" in outcome.output and "Read-only file system" in outcome.output
+    assert (root / ".git").read_text() == git_file
+    assert not (main / ".git" / "hooks" / "post-commit").exists()
+    assert "hooksPath" not in (main / ".git" / "config").read_text()
+
+
+@needs_bwrap
+async def test_a_placeholder_lasts_while_any_sandboxed_command_runs(project: tuple[Path, Path]) -> None:
+    root, home = project
+    box = Sandbox("workspace-write", root, home)
+    shells = ShellSessions(root, launcher=box)
+    try:
+        waiting = await shells.run("read answer; echo '{}' > .permissions.json", timeout=20)
+        assert waiting.state == "waiting_for_input"
+        assert (root / ".permissions.json").read_text() == "{}\n"  # the stand-in the sandbox mounts
+        assert load_rules(root, home, trusted=True)[0].unreadable == []  # tether reads it as no rules
+        quick = await shells.run("echo '{}' > .permissions.json", timeout=20)
+        assert "Read-only file system" in quick.output
+        assert (root / ".permissions.json").is_file()  # still needed by the waiting command
+        done = await shells.send_input(waiting.session_id or "", "go", timeout=20)
+        assert "Read-only file system" in done.output
+        assert not os.path.lexists(root / ".permissions.json")
+    finally:
+        await shells.close_all()
+
+
+@needs_bwrap
+async def test_an_existing_permissions_file_stays_as_it_was(project: tuple[Path, Path]) -> None:
+    root, home = project
+    (root / ".permissions.json").write_text('{"deny": ["run_cmd(rm *)"]}\n')
+    outcome = await run_in(
+        Sandbox("workspace-write", root, home),
+        "cat .permissions.json; echo '{\"allow\": [\"run_cmd\"]}' > .permissions.json; rm -f .permissions.json",
+    )
+    assert "run_cmd(rm *)" in outcome.output  # readable
+    assert (root / ".permissions.json").read_text() == '{"deny": ["run_cmd(rm *)"]}\n'
+
+
+def test_every_project_config_path_is_protected_even_when_missing(tmp_path: Path) -> None:
+    from tether.sandbox_paths import PROJECT_CONFIG, protected_paths
+
+    assert ".permissions.json" in [entry.name for entry in PROJECT_CONFIG]
+    paths = {p.path: p.kind for p in protected_paths(tmp_path)}
+    assert paths[tmp_path / ".git"] == "dir" and paths[tmp_path / ".permissions.json"] == "file"
+
+
+@needs_bwrap
+async def test_by_default_commands_run_in_the_workspace_write_sandbox(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-default")
+    root, home = project
+    ui = SilentUI()
+    runtime = build_runtime(Settings(), RunOptions(root=root, home=home, auto=True), ui, env={})
+    try:
+        await runtime.probe_sandbox()
+        assert not [m for _, m in ui.notices if "sandbox" in m]
+        result, _ = await runtime.loop.dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": (
+            f"echo in > inside.txt; ls -A {home}; tr '\\0' '\\n' </proc/1/environ; touch .git"
+        )}))
+        assert (root / "inside.txt").read_text() == "in\n"
+        assert "credentials.json" not in result.content and "sk-ant-fake-default" not in result.content
+        assert not (root / ".git").exists() and "Read-only file system" in result.content
+        assert (home / "sandbox.json").is_file()  # the probe is remembered for the next start
+    finally:
+        await runtime.aclose()

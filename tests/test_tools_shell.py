@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
 import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
 from tether import shell_session
+from tether.approval import ApprovalPolicy
+from tether.dispatch import Dispatcher
+from tether.messages import ToolCall
+from tether.permissions import Rule, RuleSet
+from tether.sandbox import Sandbox, probe_problem
 from tether.shell_session import ShellSessions
-from tether.tools.shell import MAX_COMMAND_TIMEOUT, shell_tools
+from tether.tools import builtin_tools
+from tether.tools.shell import EXIT_STATUS, MAX_COMMAND_TIMEOUT, shell_tools
 from tether.tools.system import SYSTEM_TOOLS, SystemInfoParams
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.ui import Decision, SilentUI
 
 linux_only = pytest.mark.skipif(not shell_session.proc_usable(), reason="needs /proc")
 
@@ -43,7 +53,8 @@ def test_table_entries_carry_the_flags_the_harness_reads(tmp_path: Path) -> None
     for tool in tools.values():
         assert tool.runs_commands and inspect.iscoroutinefunction(tool.handler)
         assert tool.json_schema()["type"] == "object"
-    assert set(run.json_schema()["properties"]) == {"command", "stdin", "timeout", "keep_running"}
+    assert set(run.json_schema()["properties"]) == {
+        "command", "stdin", "timeout", "keep_running", "unsandboxed", "reason"}
 
 
 async def test_run_cmd_shows_command_output_and_exit(tools) -> None:
@@ -133,3 +144,131 @@ async def test_what_an_exited_command_left_running_is_named_and_can_be_ended(too
     assert ended.summary == "ended"
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
+
+# ---------------------------------------------------------------- leaving the sandbox
+
+BWRAP_PROBLEM = probe_problem()
+needs_bwrap = pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
+HOST_DIR = next((Path(d) for d in ("/var/tmp", str(Path.home())) if Path(d).is_dir()), Path(sys.prefix))
+"""A writable host folder outside /tmp, read-only inside the sandbox."""
+
+
+class AskingUI(SilentUI):
+    """Answers every approval with `answer` and remembers the questions."""
+
+    can_ask = True
+
+    def __init__(self, answer: bool) -> None:
+        super().__init__()
+        self.answer = answer
+        self.asked: list[str] = []
+
+    async def approve(self, call: ToolCall, reason: str) -> Decision:
+        self.asked.append(reason)
+        return Decision(self.answer)
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    path = HOST_DIR / f"tether-escalation-{uuid.uuid4().hex}"
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@contextlib.asynccontextmanager
+async def sandboxed_dispatcher(
+    tmp_path: Path, ui: SilentUI, *, allow: list[str] = (), escalation: bool = False,
+    deny: list[str] = (),
+) -> AsyncIterator[tuple[Path, Dispatcher]]:
+    """A project root and a dispatcher under --auto whose commands run in workspace-write."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    box = Sandbox("workspace-write", root, tmp_path / "state")
+    table, closers = builtin_tools(ToolContext(root=root), sandbox=box)
+    rules = RuleSet([Rule.parse(r, "test") for r in allow], [Rule.parse(r, "test") for r in deny])
+    policy = ApprovalPolicy(root, rules, auto=True, sandbox=box, escalation=escalation)
+    try:
+        yield root, Dispatcher(table, ToolContext(root=root), ui, policy=policy)
+    finally:
+        for close in closers:
+            await close()
+
+
+def unsandboxed(command: str) -> ToolCall:
+    return ToolCall("c", "run_cmd", {"command": command, "unsandboxed": True, "reason": "write the report to /var/tmp"})
+
+
+def test_unsandboxed_needs_a_reason(tmp_path: Path) -> None:
+    run = shell_tools(ShellSessions(tmp_path))[0]
+    with pytest.raises(ValueError, match="needs a reason"):
+        run.params.model_validate({"command": "ls", "unsandboxed": True})
+    assert run.params.model_validate({"command": "ls", "unsandboxed": True, "reason": "x"}).unsandboxed
+
+
+@needs_bwrap
+async def test_a_sandbox_failure_says_how_to_escalate_and_the_status_stays_last(
+    tmp_path: Path, outside: Path
+) -> None:
+    async with sandboxed_dispatcher(tmp_path, SilentUI()) as (_, dispatcher):
+        failed, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": f"echo x > {outside}"}))
+        assert "Read-only file system" in failed.content and "unsandboxed: true" in failed.content
+        assert failed.content.splitlines()[-1].startswith(EXIT_STATUS)
+        plain, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {"command": "echo no; exit 3"}))
+        assert "unsandboxed" not in plain.content  # an ordinary failure gets no hint
+
+
+@needs_bwrap
+async def test_approved_escalation_runs_outside_and_the_question_shows_the_reason(
+    tmp_path: Path, outside: Path
+) -> None:
+    ui = AskingUI(True)
+    async with sandboxed_dispatcher(tmp_path, ui) as (_, dispatcher):
+        result, _ = await dispatcher.dispatch(unsandboxed(f"echo x > {outside}"))
+        assert not result.is_error and outside.read_text() == "x\n"
+        assert ui.asked and "write the report to /var/tmp" in ui.asked[0] and "OUTSIDE" in ui.asked[0]
+        dispatcher.ui = AskingUI(False)
+        outside.unlink()
+        result, _ = await dispatcher.dispatch(unsandboxed(f"echo x > {outside}"))
+        assert result.is_error and not outside.exists()
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("allow", "escalation", "runs"),
+    [
+        ([], True, False),  # no rule
+        (["run_cmd"], True, False),  # a bare rule names no command
+        (["run_cmd(*)"], True, False),  # nor does a wildcard
+        (["run_cmd(touch)"], False, False),  # the rule alone is not enough
+        (["run_cmd(touch)"], True, True),  # rule and permission
+    ],
+    ids=["no-rule", "bare-rule", "wildcard", "rule-without-flag", "rule-and-flag"],
+)
+async def test_under_auto_escalation_needs_a_naming_rule_and_the_permission(
+    tmp_path: Path, outside: Path, allow: list[str], escalation: bool, runs: bool
+) -> None:
+    async with sandboxed_dispatcher(tmp_path, SilentUI(), allow=allow, escalation=escalation) as (_, dispatcher):
+        result, _ = await dispatcher.dispatch(unsandboxed(f"touch {outside}"))
+        assert outside.exists() == runs and result.is_error != runs
+        if not runs:
+            assert "--allow-unsandboxed" in result.content
+
+
+@needs_bwrap
+async def test_deny_rules_and_the_secrets_check_still_hold_outside_the_sandbox(tmp_path: Path) -> None:
+    rules = {"allow": ["run_cmd(cat)"], "escalation": True, "deny": ["run_cmd(rm)"]}
+    async with sandboxed_dispatcher(tmp_path, SilentUI(), **rules) as (_, dispatcher):
+        dispatcher.policy.home = tmp_path / "state"
+        denied, _ = await dispatcher.dispatch(unsandboxed("rm -rf x"))
+        assert denied.is_error and "denied by rule" in denied.content
+        secret, _ = await dispatcher.dispatch(unsandboxed(f"cat {tmp_path / 'state'}/credentials.json"))
+        assert secret.is_error and "state directory" in secret.content
+
+
+@needs_bwrap
+async def test_keep_running_inside_the_sandbox_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    async with sandboxed_dispatcher(tmp_path, AskingUI(True)) as (root, dispatcher):
+        result, _ = await dispatcher.dispatch(ToolCall("c", "run_cmd", {
+            "command": "touch ran.txt", "keep_running": True}))
+        assert result.is_error and "unsandboxed: true" in result.content
+        assert not (root / "ran.txt").exists()

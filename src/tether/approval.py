@@ -14,7 +14,7 @@ resolution the tools then use (`ToolContext.resolve`).
 
 Five checks stand above every allow rule and --auto: tether's saved keys
 (`credentials.json` in the state directory, by name or by identity) are never
-read or written through a tool; when a sandbox was asked for but cannot run,
+read or written through a tool; when a sandbox was chosen but cannot run,
 every command asks before it runs unconfined; a file tool's write into git's
 own files (`.git/config`, hooks, `info/attributes`: settings that make git run
 programs) or into tether's own settings (anything in the state directory: the
@@ -25,6 +25,11 @@ rule names that exact path; a command started with `keep_running` (its
 background processes outlive tether) always asks; and while a rules file cannot
 be read (its deny rules may be missing) every call with side effects asks, and
 under --auto is refused.
+
+A command the model asks to run outside a working sandbox (`unsandboxed:
+true`) asks too, showing its reason, unless escalation is switched on
+(`sandbox_escalation`, `--allow-unsandboxed`) and an allow rule names the
+command (a bare `run_cmd` or `run_cmd(*)` names none).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from .git_guard import writes_git_files
 from .keys import CREDENTIALS_FILE, SecretFiles
 from .messages import ToolCall
 from .paths import is_within, resolve_path, resolved_forms
-from .permissions import PROJECT_FILE, Decision, RuleSet, ToolKinds
+from .permissions import PROJECT_FILE, Decision, Rule, RuleSet, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command
 from .toolspec import Tool, ToolTable
@@ -66,6 +71,8 @@ class ApprovalPolicy:
     tool covers the same access through the others. None: only the called tool is known."""
     can_ask: bool = True
     """Whether a person can answer "ask" (False in one-shot mode)."""
+    escalation: bool = False
+    """Whether an allow rule that names a command lets it run outside the sandbox unasked."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
@@ -79,6 +86,7 @@ class ApprovalPolicy:
             or self.guarded_files_verdict(call, tool)
             or keep_running_verdict(call, tool)
             or self.rules_file_verdict(tool)
+            or self.escalation_verdict(call, tool)
         )
         if guarded is not None:
             return guarded
@@ -104,7 +112,8 @@ class ApprovalPolicy:
             return None
         if tool.name in SANDBOXED_TOOLS:
             texts = [call.arguments.get(k) for k in COMMAND_TEXT_PARAMS]
-            if any(isinstance(t, str) and self._mentions_secrets(t) for t in texts):
+            confined = self._confined(call, tool)
+            if any(isinstance(t, str) and self._mentions_secrets(t, confined) for t in texts):
                 return GateVerdict("deny", (
                     f"the command names tether's state directory, which holds the saved keys "
                     f"({CREDENTIALS_FILE}) that no tool may read or change. This check reads the "
@@ -153,21 +162,22 @@ class ApprovalPolicy:
             for rule in self.rules.allow
         )
 
-    def _mentions_secrets(self, text: str) -> bool:
+    def _mentions_secrets(self, text: str, confined: bool) -> bool:
         """Any mention of the state directory, not just of the keys file: `cat ~/.tether/cred*`
         names no file, yet reads it. Inside a working sandbox the directory is hidden anyway."""
-        if self.home is None:
-            return False
-        if self.sandbox is not None and self.sandbox.enabled and self.sandbox.available():
+        if self.home is None or confined:
             return False
         return any(spelling in text for spelling in home_spellings(self.root, self.home))
+
+    def _confined(self, call: ToolCall, tool: Tool) -> bool:
+        """Whether the call's command runs inside a working sandbox."""
+        sandbox = self.sandbox
+        return sandbox is not None and sandbox.available() and not asks_unsandboxed(call, tool)
 
     def sandbox_verdict(self, tool: Tool) -> GateVerdict | None:
         """Ask before a command when the sandbox it should run in cannot start."""
         sandbox = self.sandbox
-        if sandbox is None or tool.name not in SANDBOXED_TOOLS or not sandbox.enabled:
-            return None
-        if sandbox.available():
+        if sandbox is None or tool.name not in SANDBOXED_TOOLS or not sandbox.insisted_on():
             return None
         return GateVerdict("ask", (
             f"the {sandbox.mode} sandbox cannot be used ({sandbox.problem}), so the command "
@@ -194,6 +204,30 @@ class ApprovalPolicy:
             SEARCH_TOOL, str(path), is_path=True, root=self.root, kinds=("read",), tools=kinds
         )
         return decision.verdict != "deny"
+
+    def escalation_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
+        """Ask before a command runs outside a working sandbox, unless escalation is on and
+        an allow rule names the command."""
+        sandbox = self.sandbox
+        if sandbox is None or not asks_unsandboxed(call, tool) or not sandbox.available():
+            return None
+        command = str(call.arguments.get("command", ""))
+        if self.escalation and self._named_by_allow_rule(command, tool):
+            return None
+        reason = " ".join(str(call.arguments.get("reason") or "").split())
+        return GateVerdict("ask", (
+            f"OUTSIDE the {sandbox.confinement} sandbox: network, every file you can write, "
+            "your environment; "
+            f"the model's reason: {reason}. Without asking (--auto, one-shot) this needs an "
+            "allow rule naming the command plus --allow-unsandboxed (setting sandbox_escalation)"
+        ))
+
+    def _named_by_allow_rule(self, command: str, tool: Tool) -> bool:
+        naming = RuleSet([r for r in self.rules.allow if names_something(r)], self.rules.deny)
+        decision = naming.decide(
+            tool.name, command, runs_commands=True, root=self.root, tools=self.tool_kinds(tool)
+        )
+        return decision.verdict == "allow"
 
     def tool_kinds(self, tool: Tool) -> ToolKinds:
         """What every tool of the table does (read, write, run), the called one included."""
@@ -270,6 +304,23 @@ def checked_values(call: ToolCall, tool: Tool) -> list[Checked]:
         for name, value, kinds in tool.path_accesses(call.arguments)
         if name != tool.main_arg
     ]
+
+
+def asks_unsandboxed(call: ToolCall, tool: Tool) -> bool:
+    """Whether a run_cmd call asks to run outside the sandbox, read exactly as its handler
+    will read it (so `"unsandboxed": "yes"` cannot slip past as text)."""
+    if tool.name != SHELL_TOOL:
+        return False
+    try:
+        params = tool.params.model_validate(call.arguments)
+    except ValueError:  # pydantic's ValidationError: dispatch refuses such a call anyway
+        return False
+    return getattr(params, "unsandboxed", False) is True
+
+
+def names_something(rule: Rule) -> bool:
+    """A rule with a pattern that is more than wildcards: `run_cmd(npm install)`, not `run_cmd(*)`."""
+    return rule.pattern is not None and bool(rule.pattern.strip("*? "))
 
 
 def is_inside(root: Path, path: str) -> bool:

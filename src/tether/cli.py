@@ -63,9 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
                    help="trust this folder's .permissions.json allow rules for this run")
-    p.add_argument("--sandbox", choices=("read-only", "workspace-write", "off"),
-                   help="run commands under bubblewrap: read-only, workspace-write (project root "
-                        "writable) or off (default: setting 'sandbox')")
+    p.add_argument("--sandbox", choices=("auto", "read-only", "workspace-write", "off"),
+                   help="run commands under bubblewrap: auto (workspace-write where it works), "
+                        "read-only, workspace-write (project root writable) or off "
+                        "(default: setting 'sandbox', auto)")
+    p.add_argument("--allow-unsandboxed", action="store_true",
+                   help="let allow rules that name a command run it outside the sandbox when the "
+                        "model asks to (setting 'sandbox_escalation')")
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent session for this folder (interactive)")
     p.add_argument("-r", "--resume", metavar="SESSION",
@@ -246,6 +250,7 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
         "max_steps": args.max_steps,
         "protocol": args.protocol,
         "sandbox": args.sandbox,
+        "sandbox_escalation": True if args.allow_unsandboxed else None,
     }
 
 

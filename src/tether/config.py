@@ -64,8 +64,19 @@ class Settings(BaseModel):
     compress: bool = Field(
         True, description="Trim old tool results and condense old history before a request overflows."
     )
-    sandbox: Literal["off", "read-only", "workspace-write"] = Field(
-        "off", description="Run commands under bubblewrap: off, read-only, or workspace-write (project root writable)."
+    sandbox: Literal["auto", "off", "read-only", "workspace-write"] = Field(
+        "auto",
+        description=(
+            "Run commands under bubblewrap: auto (workspace-write where bubblewrap works, else off), "
+            "off, read-only, or workspace-write (project root writable)."
+        ),
+    )
+    sandbox_escalation: bool = Field(
+        False,
+        description=(
+            "Let an allow rule that names a command run it outside the sandbox without asking "
+            "(also under --auto); without it, every unsandboxed run asks."
+        ),
     )
     git_post_commit_hook: bool = Field(
         False,

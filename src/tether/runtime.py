@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,7 +61,9 @@ class Runtime:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def start(self) -> ProtocolMode:
-        """Ask the provider what the model can do: tool protocol and context window."""
+        """Find out whether the sandbox works (its notice, if any, comes now), and ask the
+        provider what the model can do: tool protocol and context window."""
+        await self.probe_sandbox()
         mode = await self.resolve_protocol()
         model = self.loop.settings.model
         window = await context_window(self.provider, model, self.settings.context_window)
@@ -72,6 +75,12 @@ class Runtime:
             estimator=old.estimator if isinstance(old, Compressor) else None,
         )
         return mode
+
+    async def probe_sandbox(self) -> None:
+        sandbox = self.policy.sandbox
+        if sandbox is not None:
+            await asyncio.to_thread(sandbox.probe)  # may start bwrap: not on the event loop
+            sandbox.available()  # tells the UI, from the loop, when it cannot be used
 
     async def resolve_protocol(self) -> ProtocolMode:
         """Native function calling when the model has it, else the text protocol."""
@@ -117,7 +126,7 @@ def build_runtime(
     )
     policy = ApprovalPolicy(
         options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table,
-        can_ask=ui.can_ask,
+        can_ask=ui.can_ask, escalation=settings.sandbox_escalation,
     )
     ctx.may_read = policy.may_read  # a search skips files the deny rules keep from reading
     plan_gate = PlanGate(policy)

@@ -1,47 +1,74 @@
-"""An optional OS sandbox for the commands the model runs, built on bubblewrap (`bwrap`).
+"""The OS sandbox for the commands the model runs, built on bubblewrap (`bwrap`).
 
-Modes: `off` (commands run as you), `read-only` (the whole file system is
-read-only) and `workspace-write` (read-only except the project root). In both
-sandboxed modes /tmp is private and empty, the network is cut off (a fresh
-network namespace with only a loopback that is down), the command sees only
-its own processes, tether's state directory (TETHER_HOME, where saved keys
-live) is hidden behind an empty tmpfs, and the provider key variables are
-removed from the environment.
+Modes: `auto` (the default: workspace-write where bubblewrap works on this
+machine, otherwise off, with one notice at start saying why and how to fix
+it), `off` (commands run as you), `read-only` (the whole file system is
+read-only) and `workspace-write` (read-only except the project root).
+
+In both confined modes /tmp is private and empty, the network is cut off (a
+fresh network namespace with only a loopback that is down), Unix-domain
+sockets cannot be created (a seccomp filter, see `seccomp`), the command sees
+only its own processes, and tether's state directory (TETHER_HOME, where saved
+keys live) is hidden behind an empty tmpfs. bubblewrap itself starts with an
+environment built from `ENV_ALLOWED` only, so no key variable reaches any
+process inside, not even through /proc/1/environ. In workspace-write, git's
+folder and tether's project config stay read-only (see `sandbox_paths`).
 
 It does NOT stop a command from reading any other file the user can read, nor
-limit CPU, memory or disk use; in workspace-write the whole project root
-(including `.git`) is writable.
+limit CPU, memory or disk use.
 
-When bubblewrap is missing or cannot start (user namespaces disabled, a
-container without the needed privileges) the sandbox says so once and
-reports itself unavailable; the approval policy then asks before every
-command instead of running it unconfined on an allow rule or `--auto`.
+When an explicitly chosen sandbox cannot start, it says so once and reports
+itself unavailable; the approval policy then asks before every command
+instead of running it unconfined on an allow rule or `--auto`. `auto` falls
+back to running commands as `off` does.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 import shutil
-import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from .providers import API_KEY_ENV
+from .processes import MARKER
+from .sandbox_paths import Placeholders, Protected, protected_paths, real
+from .sandbox_probe import NOT_INSTALLED, data_fd, remembered_problem
+from .sandbox_probe import probe_problem as _probe_with
+from .seccomp import unix_socket_filter
+from .shell_session import Launch
 from .tools._paths import is_within
 
-SandboxMode = Literal["off", "read-only", "workspace-write"]
+SandboxMode = Literal["auto", "off", "read-only", "workspace-write"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
-PROBE_TIMEOUT = 10.0
-"""Seconds the start-up probe may take before bubblewrap counts as unusable."""
+AUTO_MODE = "workspace-write"
+"""What `auto` becomes where bubblewrap works."""
 
+ENV_ALLOWED = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM",
+    "PAGER", "GIT_PAGER", "EDITOR", "VISUAL", "NO_COLOR", "COLUMNS", "LINES", "CI",
+    "PYTHONUNBUFFERED", "PYTHONPATH", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE",
+    "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+    "GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "CARGO_HOME", "RUSTUP_HOME",
+    "JAVA_HOME", "NODE_PATH", "NVM_DIR", "GEM_HOME", "GEM_PATH",
+    "PKG_CONFIG_PATH", "LD_LIBRARY_PATH", "MANPATH",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
+    MARKER,
+)  # fmt: skip
+"""The variables a sandboxed command (and bubblewrap itself) inherits; every other one,
+provider keys and tokens included, is left out. TMPDIR is left out on purpose: /tmp is
+the private, writable one. MARKER is how tether finds a command's processes."""
+ENV_ALLOWED_PREFIXES = ("LC_",)
 
-def _key_variables() -> list[str]:
-    """Every environment variable that may hold a provider key, each named once."""
-    names: list[str] = []
-    for variables in API_KEY_ENV.values():
-        names += [v for v in variables if v not in names]
-    return names
+# How a command fails when the sandbox stopped it (checked only after a non-zero exit).
+SANDBOX_FAILURES = re.compile(
+    r"Read-only file system|Network is unreachable|Temporary failure in name resolution"
+    r"|Could not resolve host|Name or service not known|No address associated with hostname"
+    r"|getaddrinfo|EAI_AGAIN|ENOTFOUND|ENETUNREACH|EROFS|Permission denied|Operation not permitted",
+    re.IGNORECASE,
+)
 
 
 def _isolation_args() -> list[str]:
@@ -62,9 +89,22 @@ def _isolation_args() -> list[str]:
     ]  # fmt: skip
 
 
+def probe_problem() -> str:
+    """Why bubblewrap cannot run a command with our isolation here; "" when it can."""
+    return _probe_with(_isolation_args(), unix_socket_filter())
+
+
+def sandbox_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """Only the allowed variables of `env`."""
+    return {
+        name: value for name, value in env.items()
+        if name in ENV_ALLOWED or name.startswith(ENV_ALLOWED_PREFIXES)
+    }  # fmt: skip
+
+
 @dataclass
 class Sandbox:
-    """Wraps a command line in bubblewrap according to `mode`; probes bubblewrap once."""
+    """Runs command lines in bubblewrap according to `mode`; probes bubblewrap once."""
 
     mode: SandboxMode
     root: Path
@@ -72,41 +112,102 @@ class Sandbox:
     notice: Callable[[str], None] = lambda message: None
     """Told once, the first time the sandbox turns out to be unavailable."""
     problem: str = field(default="", init=False)
-    """Why a requested sandbox cannot be used ("" when it can, or before it is probed)."""
+    """Why the sandbox cannot be used ("" when it can, or before it is probed)."""
     _probed: bool = field(default=False, init=False, repr=False)
+    _told: bool = field(default=False, init=False, repr=False)
+    _placeholders: Placeholders = field(default_factory=Placeholders, init=False, repr=False)
 
     @property
     def enabled(self) -> bool:
-        """True when a sandbox was asked for (whether or not it can run)."""
+        """True when a sandbox was asked for, `auto` included (whether or not it can run)."""
         return self.mode != "off"
+
+    @property
+    def confinement(self) -> str:
+        """The mode commands really run in: `auto` resolved, "off" when nothing confines them."""
+        if not self.available():
+            return "off"
+        return AUTO_MODE if self.mode == "auto" else self.mode
+
+    def probe(self) -> str:
+        """Find out (once) whether bubblewrap works; safe to call from a worker thread."""
+        if self.enabled and not self._probed:
+            self.problem = remembered_problem(
+                self.home, _isolation_args(), unix_socket_filter(), probe_problem
+            )
+            self._probed = True
+        return self.problem
 
     def available(self) -> bool:
         """True when commands will really run inside the sandbox; the first call probes."""
         if not self.enabled:
             return False
-        if not self._probed:
-            self._probed = True
-            self.problem = probe_problem()
-            if self.problem:
-                self.notice(
-                    f"The {self.mode} sandbox cannot be used: {self.problem}. Commands will run "
-                    "without it, and each one needs your approval (install bubblewrap, or use "
-                    "--sandbox off)."
-                )
+        if self.probe() and not self._told:
+            self._told = True
+            self.notice(self.unavailable_notice())
         return not self.problem
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """The command line that runs `argv` in the sandbox; `argv` itself when there is none."""
-        if not self.available():
-            return list(argv)
-        bwrap = shutil.which("bwrap") or "bwrap"
-        unset = [arg for name in _key_variables() for arg in ("-u", name)]
-        return [bwrap, *self.mount_args(), "--", "env", *unset, *argv]
+    def insisted_on(self) -> bool:
+        """True when a sandbox was chosen explicitly and cannot run: commands would run
+        unconfined against that choice (`auto` simply falls back to off)."""
+        return self.mode not in ("off", "auto") and not self.available()
+
+    def unavailable_notice(self) -> str:
+        if self.mode != "auto":
+            return (
+                f"The {self.mode} sandbox cannot be used: {self.problem}. Commands will run "
+                "without it, and each one needs your approval (install bubblewrap, or use "
+                "--sandbox off)."
+            )
+        fix = (
+            "Install bubblewrap (the bubblewrap package) to confine them to the project."
+            if self.problem == NOT_INSTALLED else
+            "Enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+            "or on recent Ubuntu kernel.apparmor_restrict_unprivileged_userns=0) to confine "
+            "them to the project."
+        )  # fmt: skip
+        return (
+            f"Commands run without a sandbox: {self.problem}. {fix} Set sandbox = \"off\" "
+            "(or --sandbox off) to choose that and not see this again."
+        )
+
+    @contextlib.contextmanager
+    def launch(self, argv: list[str], env: dict[str, str]) -> Iterator[Launch]:
+        """What to start for `argv`: bubblewrap around it, or `argv` itself when there is no sandbox.
+
+        The seccomp program's descriptor is open only inside the `with`; `release` must be
+        called once the command has exited."""
+        mode = self.confinement
+        if mode == "off":
+            yield Launch(list(argv), dict(env))
+            return
+        protected = self._placeholders.acquire(protected_paths(real(self.root))) if (
+            mode == "workspace-write") else []  # fmt: skip
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if protected and not released:
+                released = True
+                self._placeholders.release()
+        try:
+            with data_fd(unix_socket_filter()) as fd:
+                filter_args = [] if fd is None else ["--seccomp", str(fd)]
+                options = [*self.mount_args(), *_read_only(protected), *filter_args]
+                yield Launch(
+                    [shutil.which("bwrap") or "bwrap", *options, "--", *argv],
+                    sandbox_environment(env),
+                    () if fd is None else (fd,),
+                    release,
+                )
+        except BaseException:
+            release()
+            raise
 
     def mount_args(self) -> list[str]:
         """The bubblewrap options, in order: later mounts cover earlier ones."""
-        root, home = _real(self.root), _real(self.home)
-        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+        root, home = real(self.root), real(self.home)
+        bind = "--bind" if self.confinement == "workspace-write" else "--ro-bind"
         # The root is bound after the private /tmp so a project under /tmp stays visible.
         args = [*_isolation_args(), bind, str(root), str(root)]
         if home.is_dir():
@@ -115,31 +216,17 @@ class Sandbox:
                 args += [bind, str(root), str(root)]
         return [*args, "--chdir", str(root)]
 
-
-def _real(path: Path) -> Path:
-    """bubblewrap mounts onto real paths: a symlinked directory must be resolved first."""
-    try:
-        return Path(path).expanduser().resolve()
-    except (OSError, RuntimeError):
-        return Path(path).expanduser().absolute()
-
-
-def probe_problem() -> str:
-    """Why bubblewrap cannot run a command with our isolation here; "" when it can."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bubblewrap (bwrap) is not installed"
-    try:
-        done = subprocess.run(
-            [bwrap, *_isolation_args(), "--", "true"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=PROBE_TIMEOUT,
+    def failure_hint(self, output: str) -> str:
+        """For a command that exited non-zero: how to run it outside the sandbox when its
+        output looks like the sandbox stopped it; "" otherwise."""
+        if self.confinement == "off" or not SANDBOX_FAILURES.search(output):
+            return ""
+        return (
+            f"[sandbox: this ran in the {self.confinement} sandbox (no network, no Unix sockets, "
+            "read-only outside the project and in .git). If that is why it failed, call run_cmd "
+            "again with unsandboxed: true and a reason; the user is asked to approve it]"
         )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"bwrap could not be started ({exc})"
-    if done.returncode != 0:
-        detail = done.stderr.decode(errors="replace").strip().splitlines()
-        reason = detail[-1] if detail else f"exit code {done.returncode}"
-        return f"bwrap does not work here ({reason}; user namespaces may be disabled)"
-    return ""
+
+
+def _read_only(paths: list[Protected]) -> list[str]:
+    return [arg for item in paths for arg in ("--ro-bind", str(item.path), str(item.path))]

@@ -37,10 +37,11 @@ import subprocess
 import termios
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from .processes import (
     CommandProcesses,
@@ -86,6 +87,28 @@ class CommandOutcome:
     """Processes the command left running when it exited (end_process still stops them)."""
     kept: bool = False
     """Started with keep_running: what it left running outlives tether."""
+
+
+@dataclass
+class Launch:
+    """What is really started for one command line."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()
+    release: Callable[[], None] = lambda: None
+    """Called once the command has exited (a sandbox cleans up after it)."""
+
+
+class Launcher(Protocol):
+    """Turns a command line and its environment into what is started (e.g. inside a sandbox)."""
+
+    def launch(self, argv: list[str], env: dict[str, str]) -> AbstractContextManager[Launch]: ...
+
+
+@contextlib.contextmanager
+def _as_it_is(argv: list[str], env: dict[str, str]) -> Iterator[Launch]:
+    yield Launch(argv, env)
 
 
 # ---------------------------------------------------------------- output
@@ -307,6 +330,7 @@ class _Session:
         self.eof = asyncio.Event()
         self.lock = asyncio.Lock()
         self.on_output: Callable[[str], None] | None = None
+        self.release: Callable[[], None] = lambda: None
         self.stdin: asyncio.WriteTransport | None = None
         self.stdout: asyncio.ReadTransport | None = None
 
@@ -394,15 +418,15 @@ class ShellSessions:
         output_cap: int = 30_000,
         idle_fallback: float = 2.0,
         on_output: Callable[[str], None] | None = None,
-        wrap: Callable[[list[str]], list[str]] | None = None,
+        launcher: Launcher | None = None,
     ) -> None:
         self.root = Path(root)
         self.max_sessions = max_sessions
         self.output_cap = output_cap
         self.idle_fallback = idle_fallback
         self.on_output = on_output
-        self.wrap = wrap
-        """Turns the command line into the one actually started (e.g. inside a sandbox)."""
+        self.launcher = launcher
+        """Where commands run (a sandbox); None: as they are."""
         self.processes = CommandProcesses()
         self._sessions: dict[str, _Session] = {}
         self._finished: dict[str, _Session] = {}
@@ -420,13 +444,15 @@ class ShellSessions:
         stdin: str | None = None,
         timeout: float = 120,
         keep_running: bool = False,
+        unconfined: bool = False,
     ) -> CommandOutcome:
         """Run `command`; return when it exits, times out, or waits for input.
 
-        `keep_running` lets what it leaves in the background outlive tether.
+        `keep_running` lets what it leaves in the background outlive tether; `unconfined`
+        runs it as it is, without the launcher.
         """
         self._check_room()
-        session = await self._start(command, keep_running)
+        session = await self._start(command, keep_running, unconfined)
         if stdin:
             session.write(_with_newline(stdin))
         return await self._wait_for(session, timeout)
@@ -488,20 +514,24 @@ class ShellSessions:
         live = ", ".join(self._sessions) or "none"
         raise SessionError(f"No shell session '{session_id}'. Live sessions: {live}.")
 
-    async def _start(self, command: str, keep: bool) -> _Session:
+    async def _start(self, command: str, keep: bool, unconfined: bool = False) -> _Session:
         sid = f"s{next(self._ids)}"
         argv = [_shell(), "-c", command]
-        proc = subprocess.Popen(
-            self.wrap(argv) if self.wrap is not None else argv,
-            cwd=self.root,
-            env=_environment(self.processes.environment(sid, keep)),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        launch = _as_it_is if unconfined or self.launcher is None else self.launcher.launch
+        with launch(argv, _environment(self.processes.environment(sid, keep))) as started:
+            proc = subprocess.Popen(
+                started.argv,
+                cwd=self.root,
+                env=started.env,
+                pass_fds=started.pass_fds,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.processes.started(sid, proc.pid, keep)
         session = _Session(sid, proc, self.output_cap)
+        session.release = started.release
         self._sessions[session.id] = session
         try:
             await session.connect()
@@ -568,6 +598,8 @@ class ShellSessions:
                 session.id, output, None, state, time.monotonic() - started, dropped
             )
         self._sessions.pop(session.id, None)
+        if session.exited():
+            session.release()
         await self._drain(session)
         output, dropped = session.window.take()
         background = self._settle(session)
@@ -607,6 +639,8 @@ class ShellSessions:
     async def _close(self, session: _Session, *, spare_kept: bool) -> None:
         if not (spare_kept and self.processes.kept(session.id)):
             await self._stop(session)
+        if session.exited():
+            session.release()
         session.close()
         self.processes.forget(session.id)
 

@@ -37,9 +37,8 @@ def builtin_tools(
     from .shell import shell_tools
     from .system import SYSTEM_TOOLS
 
-    wrap = sandbox.wrap if sandbox is not None else None
-    sessions = ShellSessions(ctx.root, on_output=on_output, wrap=wrap)
-    tools = [*FILE_TOOLS, *shell_tools(sessions), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
+    sessions = ShellSessions(ctx.root, on_output=on_output, launcher=sandbox)
+    tools = [*FILE_TOOLS, *shell_tools(sessions, sandbox), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
     if home is not None:
         tools += memory_tools(MemoryStore(home / MEMORY_FILE))
     return ToolTable(tools), [sessions.close_all]

@@ -6,14 +6,25 @@ with a session id, and the model answers with `send_input` or stops it with
 started), so the tool's dispatcher timeout is set well above it. What a command
 leaves running in the background is stopped when tether exits, unless the call
 says `keep_running` (which always needs the user's yes).
+
+Inside a sandbox, a command that fails the way the sandbox makes commands fail
+gets a line saying so; `unsandboxed: true` with a `reason` asks to run it
+outside (the approval policy decides who must agree). Inside the sandbox its
+background processes end with the command (a pid namespace), so `keep_running`
+needs `unsandboxed` too.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field, model_validator
 
 from tether.shell_session import CommandOutcome, SessionError, ShellSessions
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:
+    from tether.sandbox import Sandbox
 
 DEFAULT_COMMAND_TIMEOUT = 120
 MAX_COMMAND_TIMEOUT = 3500
@@ -49,6 +60,23 @@ class RunCmdParams(BaseModel):
             "output to a file."
         ),
     )
+    unsandboxed: bool = Field(
+        False,
+        description=(
+            "Run outside the sandbox (network, Unix sockets, writes outside the project and "
+            "in .git). Only after the sandbox stopped the command; needs `reason` and the "
+            "user's approval."
+        ),
+    )
+    reason: str | None = Field(
+        None, description="Why the command must run outside the sandbox (shown to the user)."
+    )
+
+    @model_validator(mode="after")
+    def _reason_with_unsandboxed(self) -> RunCmdParams:
+        if self.unsandboxed and not (self.reason or "").strip():
+            raise ValueError("unsandboxed: true needs a reason, shown to the user who approves it")
+        return self
 
 
 class SendInputParams(BaseModel):
@@ -109,29 +137,51 @@ def summary_of(outcome: CommandOutcome) -> str:
     return f"exit {outcome.exit_code} · {_seconds(outcome.elapsed)}"
 
 
-def render(outcome: CommandOutcome, timeout: float, header: str = "") -> ToolOutput:
-    """The result text: an optional header line, the output, then the status line."""
+def render(outcome: CommandOutcome, timeout: float, header: str = "", note: str = "") -> ToolOutput:
+    """The result text: an optional header line, the output, a note, then the status line
+    (always last: /deepthink's report reads it there)."""
     lines = [header] if header else []
     if outcome.output:
         lines.append(outcome.output.rstrip("\n"))
+    if note:
+        lines.append(note)
     lines.append(status_line(outcome, timeout))
     return ToolOutput("\n".join(lines), summary=summary_of(outcome))
 
 
-def shell_tools(sessions: ShellSessions) -> list[Tool]:
-    """run_cmd, send_input and end_process, all working on `sessions`."""
+def confines(sandbox: Sandbox | None) -> bool:
+    return sandbox is not None and sandbox.confinement != "off"
+
+
+def sandbox_hint(outcome: CommandOutcome, sandbox: Sandbox | None) -> str:
+    """How to escalate, when a sandboxed command failed the way the sandbox makes them fail."""
+    if sandbox is None or outcome.state != "exited" or outcome.exit_code == 0:
+        return ""
+    return sandbox.failure_hint(outcome.output)
+
+
+def shell_tools(sessions: ShellSessions, sandbox: Sandbox | None = None) -> list[Tool]:
+    """run_cmd, send_input and end_process, all working on `sessions` (confined by `sandbox`)."""
 
     async def run_cmd(args: RunCmdParams, ctx: ToolContext) -> ToolOutput:
         timeout = args.timeout or DEFAULT_COMMAND_TIMEOUT
+        if args.keep_running and not args.unsandboxed and confines(sandbox):
+            raise ToolError(
+                "keep_running cannot work inside the sandbox: everything a sandboxed command "
+                "starts ends with it. Nothing was run. If it must outlive tether, call run_cmd "
+                "again with keep_running, unsandboxed: true and a reason (the user is asked)."
+            )
         try:
             outcome = await sessions.run(
-                args.command, stdin=args.stdin, timeout=timeout, keep_running=args.keep_running
+                args.command, stdin=args.stdin, timeout=timeout, keep_running=args.keep_running,
+                unconfined=args.unsandboxed,
             )
         except SessionError as exc:
             raise ToolError(str(exc)) from None
         except OSError as exc:
             raise ToolError(f"Could not start the command: {exc}") from None
-        return render(outcome, timeout, header=f"$ {args.command}")
+        note = "" if args.unsandboxed else sandbox_hint(outcome, sandbox)
+        return render(outcome, timeout, header=f"$ {args.command}", note=note)
 
     async def send_input(args: SendInputParams, ctx: ToolContext) -> ToolOutput:
         timeout = args.timeout or DEFAULT_COMMAND_TIMEOUT
@@ -159,7 +209,9 @@ def shell_tools(sessions: ShellSessions) -> list[Tool]:
                 "exit code. If the command stops to wait for input, you get a session id: answer "
                 "with send_input or stop it with end_process. Give known answers up front in "
                 "`stdin`. The command is killed with all its children after `timeout` seconds; what "
-                "it leaves running in the background is stopped when tether exits."
+                "it leaves running in the background is stopped when tether exits. It may run in a "
+                "sandbox (no network, read-only outside the project and .git); the result says "
+                "when the sandbox stopped it."
             ),
             params=RunCmdParams,
             handler=run_cmd,

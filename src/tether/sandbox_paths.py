@@ -1,0 +1,170 @@
+"""What stays read-only inside a writable project: git's folder and tether's own project config.
+
+A command in the workspace-write sandbox may change the project, but not what
+tether or git later runs *outside* the sandbox on the project's behalf: a hook
+in `.git/hooks`, a clean filter or `core.hooksPath` in `.git/config`, a
+`.git/commondir` that points git at a copy with hooks of its own, or allow
+rules in `.permissions.json`. So the whole git directory is read-only inside
+the sandbox (git commands that write, such as commit or checkout, fail there
+and need to run outside it), and so is every path in `PROJECT_CONFIG`.
+
+A path that does not exist yet is covered too, or the command could create
+it: tether makes a placeholder (an empty folder, or a file holding the
+entry's `stand_in`, e.g. `{}` for a JSON file, so tether reading it meanwhile
+sees valid, empty settings) that the sandbox mounts read-only, and removes it
+again, if still untouched, once no sandboxed command is left running. For a
+nested path the placeholder is its first missing folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .permissions import PROJECT_FILE
+from .tools._paths import is_within
+
+Kind = Literal["file", "dir"]
+
+@dataclass(frozen=True)
+class ConfigPath:
+    name: str
+    """Relative to the project root."""
+    kind: Kind
+    stand_in: bytes = b""
+    """What a placeholder file holds while the real one does not exist."""
+
+
+PROJECT_CONFIG: tuple[ConfigPath, ...] = (ConfigPath(PROJECT_FILE, "file", b"{}\n"),)
+"""Every path in a project that tether reads as its own configuration. A feature that reads
+another one from the project (a server list, skills, agent definitions) adds it here, so
+the sandbox keeps commands from planting it."""
+GIT_ENTRY = ".git"
+
+
+@dataclass(frozen=True)
+class Protected:
+    path: Path
+    """A real path (symlinks resolved), as bubblewrap mounts it."""
+    kind: Kind
+    stand_in: bytes = b""
+
+
+def real(path: Path) -> Path:
+    """bubblewrap mounts onto real paths: a symlinked directory must be resolved first."""
+    try:
+        return Path(path).expanduser().resolve()
+    except (OSError, RuntimeError):
+        return Path(path).expanduser().absolute()
+
+
+def protected_paths(root: Path) -> list[Protected]:
+    """What a workspace-write sandbox mounts read-only over `root` (a real path)."""
+    found = git_paths(root)
+    for entry in PROJECT_CONFIG:
+        found += _config_path(root, entry)
+    return list(dict.fromkeys(found))
+
+
+def git_paths(root: Path) -> list[Protected]:
+    """The git directory, or the `.git` file and the folders it points to (worktrees,
+    submodules); a placeholder folder where there is no `.git`, so none can be made."""
+    entry = root / GIT_ENTRY
+    if not os.path.lexists(entry):
+        return [Protected(entry, "dir")]
+    target = real(entry)
+    if target.is_dir():
+        return [Protected(target, "dir")]
+    if not target.is_file():
+        return []  # a dangling link or something stranger: git cannot use it either
+    found = [Protected(target, "file")]
+    gitdir = _pointed_to(target, "gitdir: ")
+    if gitdir is not None and gitdir.is_dir():
+        found.append(Protected(gitdir, "dir"))
+        common = _pointed_to(gitdir / "commondir", "")
+        if common is not None and common.is_dir():
+            found.append(Protected(common, "dir"))
+    return found
+
+
+def _pointed_to(file: Path, prefix: str) -> Path | None:
+    """The folder a `.git` file (`gitdir: ...`) or a `commondir` file names, relative to its folder."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith(prefix) or not text[len(prefix):].strip():
+        return None
+    return real(file.parent / text[len(prefix):].strip())
+
+
+def _config_path(root: Path, entry: ConfigPath) -> list[Protected]:
+    target = real(root / entry.name)  # through a symlink, the file it names is what tether reads
+    if os.path.lexists(target):
+        return [Protected(target, "dir" if target.is_dir() else "file")]
+    if not is_within(target, root):
+        return []  # outside the project everything but /tmp is read-only already
+    missing = target
+    while missing.parent != root and not os.path.lexists(missing.parent):
+        missing = missing.parent
+    if missing != target:
+        return [Protected(missing, "dir")]
+    return [Protected(missing, entry.kind, entry.stand_in)]
+
+
+class Placeholders:
+    """Empty stand-ins for protected paths that do not exist, kept while any sandbox runs."""
+
+    def __init__(self) -> None:
+        self._made: list[Protected] = []
+        self._users = 0
+        self._lock = threading.Lock()
+
+    def acquire(self, wanted: list[Protected]) -> list[Protected]:
+        """Make the missing ones; returns the protected paths that now exist (to be mounted)."""
+        with self._lock:
+            self._users += 1
+            present = []
+            for item in wanted:
+                if not os.path.lexists(item.path) and _make_empty(item):
+                    self._made.append(item)
+                if os.path.lexists(item.path):
+                    present.append(item)
+            return present
+
+    def release(self) -> None:
+        """One sandbox fewer; with none left, remove the placeholders nothing wrote into."""
+        with self._lock:
+            self._users = max(self._users - 1, 0)
+            if self._users:
+                return
+            made, self._made = self._made, []
+        for item in reversed(made):
+            _remove_if_untouched(item)
+
+
+def _make_empty(item: Protected) -> bool:
+    try:
+        if item.kind == "dir":
+            item.path.mkdir()
+        else:
+            fd = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, item.stand_in)
+            finally:
+                os.close(fd)
+    except OSError:
+        return False  # a read-only project: the command cannot create it either
+    return True
+
+
+def _remove_if_untouched(item: Protected) -> None:
+    with contextlib.suppress(OSError):
+        if item.kind == "dir":
+            item.path.rmdir()  # fails, as it should, when something was put inside
+        elif not item.path.is_symlink() and item.path.read_bytes() == item.stand_in:
+            item.path.unlink()
