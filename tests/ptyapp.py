@@ -14,8 +14,16 @@ terminal does.
         app.ctrl_d()
         assert app.wait_exit() == 0
 
+Every wait is for something the app does after the last `line()` was sent,
+never for a state the screen may already be in: `wait_for_text` reads from the
+row that line was typed on, `wait_for_prompt` wants a new input line (the one
+answered stays behind, so there is one more), `wait_for_cursor_on` a cursor
+below that row. A wait that could be satisfied by the previous turn's output
+would let the test type ahead of a busy app, which is timing, not behaviour.
+
 A wait that runs out raises AssertionError with the screen in the message, so
-a failing test shows what was on the terminal.
+a failing test shows what was on the terminal. The timeout only catches a
+hang: it is generous so a heavily loaded machine does not fail a test.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pexpect
@@ -33,7 +42,8 @@ import pyte
 ROWS, COLUMNS = 40, 100
 PROMPT_MARK = "›"
 """The first character of the app's input line."""
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = 60.0
+"""Seconds before a wait gives up: only a hang should reach it."""
 HISTORY_LINES = 5000
 """Lines kept after they scroll off the top, so text() sees the whole session."""
 
@@ -77,6 +87,20 @@ def _line_text(line: Mapping[int, pyte.screens.Char], columns: int) -> str:
     return "".join(line[x].data for x in range(columns)).rstrip()
 
 
+@dataclass(frozen=True)
+class _Sent:
+    """Where the session stood when a line was sent."""
+
+    row: int
+    """The cursor's row, counted from the session's first line (-1 before any line)."""
+    prompts: int
+    """Input lines in the session, the one the line was typed on included."""
+
+    @property
+    def first_row(self) -> int:
+        return max(self.row, 0)
+
+
 class PtyApp:
     """One run of the interactive app in a pseudo-terminal."""
 
@@ -102,6 +126,7 @@ class PtyApp:
         self.stream = pyte.ByteStream(self.screen)
         self.ended = False
         self.exit_status: int | None = None
+        self._sent = _Sent(row=-1, prompts=0)
 
     # ------------------------------------------------------------ lifetime
 
@@ -140,7 +165,8 @@ class PtyApp:
         self.child.send(keys)
 
     def line(self, text: str) -> None:
-        """Type a line and press Enter."""
+        """Type a line and press Enter; the waits that follow look at what comes after it."""
+        self._sent = _Sent(row=self._cursor_row(), prompts=self._prompts())
         self.child.send(text + "\r")
 
     def ctrl_c(self) -> None:
@@ -181,12 +207,28 @@ class PtyApp:
         """Only what is on the screen now."""
         return "\n".join(line.rstrip() for line in self.screen.display)
 
+    def text_since_line(self) -> str:
+        """The session from the row the last line was typed on (all of it before any line)."""
+        return "\n".join(self.lines()[self._sent.first_row :])
+
+    def _cursor_row(self) -> int:
+        """The cursor's row counted from the session's first line, scrolled-off lines included."""
+        return len(self.screen.history.top) + self.screen.cursor.y
+
+    def _prompts(self) -> int:
+        """Input lines in the session: each answered one stays, a redrawn one is erased first."""
+        return sum(1 for line in self.lines() if line.startswith(PROMPT_MARK))
+
     def cursor_line(self) -> str:
         return self.screen.display[self.screen.cursor.y].rstrip()
 
     def at_prompt(self) -> bool:
         """The cursor rests on an input line (`› ...`): the app is waiting for a request."""
         return self.cursor_line().startswith(PROMPT_MARK)
+
+    def at_new_prompt(self) -> bool:
+        """At an input line drawn after the last line was sent: that line has been answered."""
+        return self.at_prompt() and self._prompts() > self._sent.prompts
 
     def wait_for(
         self, predicate: Callable[[str], bool], timeout: float = DEFAULT_TIMEOUT, what: str = ""
@@ -207,25 +249,23 @@ class PtyApp:
         raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.text()}")
 
     def wait_for_text(self, needle: str, timeout: float = DEFAULT_TIMEOUT) -> str:
-        return self.wait_for(lambda text: needle in text, timeout, repr(needle))
-
-    def wait_for_prompt(self, timeout: float = DEFAULT_TIMEOUT) -> str:
-        """Wait until the input line is showing and the app is idle at it."""
-        return self.wait_for(lambda _: self.at_prompt(), timeout, "the input prompt")
-
-    def wait_for_cursor_on(self, needle: str, timeout: float = DEFAULT_TIMEOUT) -> str:
-        """Wait until the cursor rests on a line holding `needle` (a question waiting for an answer)."""
+        """Wait until `needle` shows since the last line was sent (an earlier turn's does not count)."""
         return self.wait_for(
-            lambda _: needle in self.cursor_line(), timeout, f"the cursor on a line with {needle!r}"
+            lambda _: needle in self.text_since_line(), timeout, f"{needle!r} after the last line"
         )
 
-    def settle(self, quiet: float = 0.3, timeout: float = DEFAULT_TIMEOUT) -> None:
-        """Read until the app has written nothing for `quiet` seconds."""
-        deadline = time.monotonic() + timeout
-        last = time.monotonic()
-        while time.monotonic() < deadline and time.monotonic() - last < quiet:
-            before = self.text()
-            if not self.pump(0.05):
-                return
-            if self.text() != before:
-                last = time.monotonic()
+    def wait_for_prompt(self, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the app is idle at an input line drawn after the last line was sent.
+
+        Until the app reads that line, the cursor still rests on the input line it was
+        typed on; that one stays in the session once answered, so a new one means one more."""
+        return self.wait_for(lambda _: self.at_new_prompt(), timeout, "a new input prompt")
+
+    def wait_for_cursor_on(self, needle: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the cursor rests on a line holding `needle` (a question waiting for an
+        answer) below the row the last line was sent on: not the question just answered."""
+        return self.wait_for(
+            lambda _: self._cursor_row() > self._sent.row and needle in self.cursor_line(),
+            timeout,
+            f"the cursor on a new line with {needle!r}",
+        )

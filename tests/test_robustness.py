@@ -162,7 +162,6 @@ def test_sessions_and_load_report_an_unusable_sessions_folder(
         for command in ("/sessions", "/load anything"):
             app.line(command)
             app.wait_for_prompt()
-        app.settle()
         text = leave(app)
     assert text.count(f"The {SESSIONS_UNREADABLE} {path} cannot be read") == 2
 

@@ -159,7 +159,9 @@ async def until_terminated(work: Coroutine[Any, Any, int]) -> int:
     installed = []
     for name in TERMINATING_SIGNALS:
         signum = getattr(signal, name, None)
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, TypeError):
+        if signum is None:  # not on this platform
+            continue
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, terminate, signum)
             installed.append(signum)
     try:

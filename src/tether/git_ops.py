@@ -60,7 +60,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -291,7 +291,7 @@ class _Repo:
 
     # -- writing -------------------------------------------------------------
 
-    def set_entries(self, index: Path, entries: dict[str, Entry | None]) -> None:
+    def set_entries(self, index: Path, entries: Mapping[str, Entry | None]) -> None:
         """Put exact entries into a private index; None removes the path."""
         present = b"".join(
             f"{mode} {sha}\t".encode() + os.fsencode(path) + b"\0"

@@ -21,6 +21,7 @@ from .messages import (
     Event,
     Evidence,
     Message,
+    Part,
     Text,
     TextDelta,
     Thinking,
@@ -219,7 +220,7 @@ class TurnLoop:
 
     def record(self, turn: _Turn, parsed: ParseResult, results: dict[str, ToolResult]) -> None:
         if parsed.calls:
-            ordered = []
+            ordered: list[Part] = []
             for call in parsed.calls:
                 if call.id not in results:  # cancelled before it finished: say so, in evidence too
                     results[call.id] = cancelled_result(call)
@@ -230,7 +231,7 @@ class TurnLoop:
             turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
 
     def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None) -> TurnResult:
-        parts = []
+        parts: list[Part] = []
         if self.settings.keep_thinking and reply.thinking:
             parts.append(Thinking(reply.thinking))
         parts.append(Text(text))

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import Message, Text, ToolCall, ToolResult, new_call_id
+from .messages import Message, Role, Text, ToolCall, ToolResult, new_call_id
 from .toolspec import Tool, ToolTable
 
 CALL_OPEN = "<tool_call>"
@@ -1442,7 +1442,7 @@ def _render_result(result: ToolResult) -> str:
     return f"[{label} for '{result.name}']\n{result.content}"
 
 
-def _render_message(message: Message, table: ToolTable) -> tuple[str, str]:
+def _render_message(message: Message, table: ToolTable) -> tuple[Role, str]:
     """The role and the single text a message becomes under the text protocol."""
     pieces: list[str] = []
     for part in message.parts:
@@ -1453,7 +1453,7 @@ def _render_message(message: Message, table: ToolTable) -> tuple[str, str]:
         elif isinstance(part, ToolResult):
             pieces.append(_render_result(part))
     has_results = any(isinstance(p, ToolResult) for p in message.parts)
-    role = "user" if message.role == "tool" or has_results else message.role
+    role: Role = "user" if message.role == "tool" or has_results else message.role
     joiner = "\n\n" if has_results else "\n"
     return role, joiner.join(p for p in pieces if p)
 

@@ -113,6 +113,7 @@ class SafeFileHistory(FileHistory):
 
     def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
         super().__init__(str(path))
+        self.path = path
         self.warn = warn
         self.failed = False
 
@@ -134,7 +135,7 @@ class SafeFileHistory(FileHistory):
     def _give_up(self, exc: OSError) -> None:
         if not self.failed:
             self.failed = True
-            self.warn(f"The input history {self.filename} cannot be used ({_reason(exc)}); "
+            self.warn(f"The input history {self.path} cannot be used ({_reason(exc)}); "
                       "this session's history is kept in memory only.")
 
 
