@@ -122,6 +122,8 @@ class FakeServer:
         self.tools_capable = tools_capable
         self.context_length = context_length
         """What `/api/show` reports as the model's trained context (None: not reported)."""
+        self.parameter_size: str | None = None
+        """What `/api/show` reports as `details.parameter_size`, e.g. "1.5B" (None: not reported)."""
         self.models = list(DEFAULT_MODELS if models is None else models)
         self.default_reply: Reply | None = None
         self.requests: list[tuple[str, dict]] = []
@@ -504,7 +506,9 @@ class _Handler(BaseHTTPRequestHandler):
                 "modelfile": "",
                 "parameters": "",
                 "template": "",
-                "details": {"format": "gguf"},
+                "details": {"format": "gguf", **(
+                    {"parameter_size": self.fake.parameter_size} if self.fake.parameter_size else {}
+                )},
                 "capabilities": capabilities,
                 "model_info": (
                     {"general.architecture": "qwen2", "qwen2.context_length": self.fake.context_length}

@@ -62,6 +62,7 @@ def app_env(home: Path, **extra: str) -> dict[str, str]:
         TERM="xterm-256color",
         PYTHONUTF8="1",
         PYTHONIOENCODING="utf-8",
+        TETHER_PROFILE="full",  # the fake server is local; the app tests are about the full profile
     )
     env.update(extra)
     return env

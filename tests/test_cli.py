@@ -17,7 +17,10 @@ from fakeserver import FakeServer, Reply
 
 def run_cli(args: list[str], cwd: Path, home: Path, stdin: str | None = None, **env: str):
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OLLAMA", "TETHER"))}
-    environment.update({"TETHER_HOME": str(home), "OPENAI_API_KEY": "sk-test-not-a-real-key", **env})
+    # The fake server is local, so auto would pick the small profile; these tests are about the
+    # full one (tests/test_profile.py covers small), unless a test asks for another.
+    environment.update({"TETHER_HOME": str(home), "OPENAI_API_KEY": "sk-test-not-a-real-key",
+                        "TETHER_PROFILE": "full", **env})
     return subprocess.run(
         [sys.executable, "-m", "tether", *args],
         cwd=cwd, env=environment, input=stdin, capture_output=True, text=True, timeout=60,

@@ -39,7 +39,7 @@ def test_which_providers_need_a_key():
 async def test_every_provider_says_whether_it_is_ready_and_what_it_needs(tmp_path: Path):
     KeyStore(tmp_path).set("gemini", GEMINI_KEY)
     with FakeServer() as server:
-        settings = Settings(ollama_host=server.url)
+        settings = Settings(ollama_host=server.url, profile="full")  # small would pick text
         statuses = await connection_status(settings, {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}, tmp_path)
     assert [s.name for s in statuses] == provider_names()
     status = by_name(statuses)
@@ -90,7 +90,8 @@ async def test_the_current_ollama_model_without_tools_uses_the_text_protocol(tmp
 
 async def test_a_chosen_protocol_is_reported_without_asking(tmp_path: Path):
     with FakeServer() as server:
-        settings = Settings(ollama_host=server.url, protocol="text")
+        # a chosen profile too: auto would ask /api/show for the model's size
+        settings = Settings(ollama_host=server.url, protocol="text", profile="full")
         current = by_name(await connection_status(settings, {}, tmp_path))["ollama"]
         assert server.bodies("/api/show") == []
     assert current.protocol == "text"
@@ -172,3 +173,12 @@ def test_the_home_defaults_to_tether_home(tmp_path: Path):
     KeyStore(tmp_path).set("anthropic", ANTHROPIC_KEY)
     provider = create_provider(Settings(provider="anthropic"), {"TETHER_HOME": str(tmp_path)})
     assert provider._http._api_key == ANTHROPIC_KEY
+
+
+async def test_status_says_which_profile_the_model_gets(tmp_path: Path):
+    with FakeServer() as server:
+        server.parameter_size = "1.5B"
+        settings = Settings(ollama_host=server.url, model="mystery")
+        current = by_name(await connection_status(settings, {}, tmp_path))["ollama"]
+    assert (current.profile, current.protocol) == ("small", "text")
+    assert status_line(current).endswith(", model mystery, text tools, small profile")

@@ -273,6 +273,54 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         [("write_file", {"filepath": "game.py", "content": ""})],
         "",
     ),
+    # what small models write (see tests/test_profile.py for the loop side)
+    (
+        "raw-block tags inside the JSON string value",
+        '{"name": "write_file", "arguments": {"filepath": "a.py", '
+        '"content": "<content>print(1)\\n</content>"}}',
+        [("write_file", {"filepath": "a.py", "content": "print(1)\n"})],
+        "",
+    ),
+    (
+        "raw-block tags inside a tagged call's JSON string",
+        '<tool_call>{"name": "edit_file", "arguments": {"filepath": "a.py", '
+        '"old_content": "<old_content>x = 1</old_content>", "new_content": "x = 2"}}</tool_call>',
+        [("edit_file", {"filepath": "a.py", "old_content": "x = 1", "new_content": "x = 2"})],
+        "",
+    ),
+    (
+        "bare call followed by its raw blocks, no tool_call tags",
+        '{"name": "edit_file", "arguments": {"filepath": "c.json"}}\n'
+        "<old_content>\n  \"port\": 8000\n</old_content>\n<new_content>\n  \"port\": 9090\n</new_content>\n",
+        [("edit_file", {"filepath": "c.json", "old_content": '  "port": 8000\n',
+                        "new_content": '  "port": 9090\n'})],
+        "",
+    ),
+    (
+        "bare call and raw blocks in a json fence with prose",
+        'Here is how:\n```json\n{"name": "write_file", "arguments": {"filepath": "a.py"}}\n'
+        "<content>\nprint(2)\n</content>\n```\nDone.",
+        [("write_file", {"filepath": "a.py", "content": "print(2)\n"})],
+        "Here is how:\n\nDone.",
+    ),
+    (
+        "read-only call followed by an invented content block",
+        f"{R}\n<content>\nimagined text\n</content>",
+        [READ_A],
+        "",
+    ),
+    (
+        "python raw string and single quotes beside JSON literals",
+        """{"name": "run_cmd", "arguments": {"command": r"grep -c 'TODO' a.py", 'background': false}}""",
+        [("run_cmd", {"command": "grep -c 'TODO' a.py", "background": False})],
+        "",
+    ),
+    (
+        "python None and single-quoted keys",
+        "{'name': 'read_file', 'arguments': {'filepath': 'a.py', 'offset': None}}",
+        [("read_file", {"filepath": "a.py", "offset": None})],
+        "",
+    ),
 ]
 
 
@@ -450,6 +498,16 @@ NOT_CALLS: list[tuple[str, str]] = [
     ("bare list of numbers", "[1, 2, 3]"),
     ("function tag in inline code", "The `<function=NAME>` shape is also accepted."),
     ("unclosed json fence of data", '```json\n{"a": [1, 2'),
+    # a whole file shown in a fence is a fix described, never a call to invent
+    ("a whole file in a python fence", "Here is the fixed file:\n```python\ndef add(a, b):\n    return a + b\n```"),
+    (
+        "a bare write call followed by prose, not only blocks",
+        '{"name": "write_file", "arguments": {"filepath": "a.py"}}\nThen put print(1) in it.',
+    ),
+    (
+        "a write call followed by a block the tool does not take",
+        '{"name": "write_file", "arguments": {"filepath": "a.py"}}\n<code>\nprint(1)\n</code>',
+    ),
 ]
 
 

@@ -63,7 +63,8 @@ def run_cli(args: list[str], cwd: Path, home: Path, **env: str) -> subprocess.Co
         k: v for k, v in os.environ.items()
         if not k.startswith(("OPENAI", "OLLAMA", "TETHER", "ANTHROPIC", "GEMINI"))
     }
-    environment.update({"TETHER_HOME": str(home), **env})
+    # the fake server is local, so auto would pick the small profile (its nudges ask again)
+    environment.update({"TETHER_HOME": str(home), "TETHER_PROFILE": "full", **env})
     return subprocess.run(
         [sys.executable, "-m", "tether", *args],
         cwd=cwd, env=environment, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,

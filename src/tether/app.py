@@ -441,7 +441,8 @@ class App:
             ("auto", self.options.auto), ("think", self.ui.show_thinking),
             ("deepthink", self.deepthink), ("plan", self.runtime.plan_gate.active),
         ) if on]
-        parts = [f" {self.settings.provider} · {s.model}", f"{self.protocol} tools", self.context_used()]
+        parts = [f" {self.settings.provider} · {s.model}", f"{self.protocol} tools",
+                 f"{self.runtime.profile.name} profile", self.context_used()]
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])

@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="refuse calls matching RULE, e.g. 'read(secrets/*)' or 'run(rm *)' (repeatable)")
     p.add_argument("--protocol", choices=("auto", "native", "text"),
                    help="tool-call protocol (default: auto)")
+    p.add_argument("--profile", choices=("auto", "small", "full"),
+                   help="model profile: small (for models up to about 8B), full, or auto by "
+                        "model size (default: setting 'profile')")
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
                    help="trust this folder's .permissions.json allow rules for this run")
@@ -251,6 +254,7 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.model,
         "max_steps": args.max_steps,
         "protocol": args.protocol,
+        "profile": args.profile,
         "sandbox": args.sandbox,
         "sandbox_escalation": True if args.allow_unsandboxed else None,
     }
@@ -325,7 +329,7 @@ async def run_one_shot(
         except asyncio.CancelledError:
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
-        ui.result(result_object(result, started))
+        ui.result({**result_object(result, started), "profile": runtime.profile.name})
         return exit_code(result.stop_reason)
     except Exception as exc:
         return unexpected_failure(ui, exc, conv, started)
@@ -355,9 +359,11 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "provider": runtime.settings.provider,
         "model": runtime.loop.settings.model,
         "protocol": mode,
+        "profile": runtime.profile.name,
+        "levers": runtime.profile.levers(),
         "cwd": str(root),
-        "tools": runtime.table.names(),
-        "max_steps": runtime.settings.max_steps,
+        "tools": [t.name for t in runtime.loop.offered()],
+        "max_steps": runtime.loop.settings.max_steps,
     }
 
 

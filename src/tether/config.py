@@ -53,7 +53,10 @@ class Settings(BaseModel):
     protocol: Literal["auto", "native", "text"] = Field(
         "auto", description="Tool-call protocol: native function calling, the text protocol, or auto-detect."
     )
-    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature; unset uses the model's default.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature; unset uses the profile's or the model's default.")
+    profile: Literal["auto", "small", "full"] = Field(
+        "auto", description="Model profile: small (short tool menu, nudges; for models up to about 8B), full, or auto by model size."
+    )
     max_retries: int = Field(
         4, ge=0, le=20, description="Retries of a rate-limited or overloaded request."
     )
@@ -118,6 +121,7 @@ ENV_VARS: dict[str, str] = {
     "GEMINI_BASE_URL": "gemini_base_url",
     "TETHER_MAX_STEPS": "max_steps",
     "TETHER_PROTOCOL": "protocol",
+    "TETHER_PROFILE": "profile",
 }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from .config import Settings
 from .keys import KeyStore, key_variables, resolve_key
+from .profile import PROFILES, detect_profile
 from .providers import (
     API_KEY_ENV,
     base_url_of,
@@ -45,6 +46,8 @@ class ProviderStatus:
     """The model in use, for the current provider."""
     protocol: str | None = None
     """"native" or "text" for the current provider, when known."""
+    profile: str | None = None
+    """"small" or "full" for the current provider, when known."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,14 +121,20 @@ async def _current_status(
                 await provider.list_models()
             except ProviderError as exc:
                 return _replace(status, ready=False, needs=str(exc))
-        return _replace(status, protocol=await _protocol(provider, settings, model))
+        profile = await detect_profile(
+            settings.profile, settings.provider, provider, model, status.base_url
+        )
+        protocol = await _protocol(provider, settings, model, profile)
+        return _replace(status, protocol=protocol, profile=profile)
     finally:
         await provider.aclose()
 
 
-async def _protocol(provider: Provider, settings: Settings, model: str) -> str:
+async def _protocol(provider: Provider, settings: Settings, model: str, profile: str) -> str:
     if settings.protocol != "auto":
         return settings.protocol
+    if PROFILES[profile].text_protocol:
+        return "text"
     return "native" if await provider.supports_native_tools(model) else "text"
 
 
@@ -155,5 +164,5 @@ def status_line(status: ProviderStatus) -> str:
     if status.current:
         extra = f", model {status.model}" + (
             f", {status.protocol} tools" if status.protocol else ""
-        )
+        ) + (f", {status.profile} profile" if status.profile else "")
     return f"{mark} {status.name:<10} {state}{key} — {status.base_url}{extra}"

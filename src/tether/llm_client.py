@@ -32,8 +32,18 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .protocol import ParseResult, StreamFilter, parse_reply, render_history_as_text
+from .nudges import TurnWatch
+from .protocol import (
+    RESULT_MARKERS,
+    ParseResult,
+    StreamFilter,
+    cut_invented_results,
+    parse_reply,
+    render_history_as_text,
+    repair_block_values,
+)
 from .providers.base import Provider, ProviderError, RequestOptions
+from .toolmenu import ToolMenu
 from .toolspec import Tool, ToolTable
 from .ui import UI
 
@@ -67,6 +77,8 @@ class Conversation:
     usage: Usage = field(default_factory=Usage)
     context_tokens: int = 0
     """Input tokens of the latest request: how full the context window is."""
+    loaded_tools: set[str] = field(default_factory=set)
+    """Deferred tools loaded with tool_search: offered for the rest of the conversation."""
 
 
 @dataclass
@@ -104,6 +116,10 @@ class TurnSettings:
     soft_pressure_after: int = 8
     temperature: float | None = None
     keep_thinking: bool = False
+    nudges: bool = False
+    """Nudge once per turn when a reply ends it too early (see nudges.py)."""
+    opening_note: bool = False
+    """Send a reminder to act with the tools beside the request, in the turn's first request."""
 
 
 class ContextGuard(Protocol):
@@ -133,17 +149,26 @@ class TurnLoop:
     system_prompt: Callable[[ProtocolMode], str]
     mode: ProtocolMode = "native"
     guard: ContextGuard | None = None
+    menu: ToolMenu | None = None
+    """Which tools a request offers; None offers the whole table."""
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.messages.append(Message.user(user_text))
         conv.evidence = []
-        turn = _Turn(conv, start=len(conv.messages) - 1)
+        watch = TurnWatch(user_text) if self.settings.nudges or self.settings.opening_note else None
+        turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
+        if self.menu is not None:
+            self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
             for step in range(1, self.settings.max_steps + 1):
-                reply = await self.ask(turn, tools=True, note=self._pressure(step))
+                reply = await self.ask(turn, tools=True, note=self._note(step, watch))
                 parsed = self.parse(reply)
                 if not parsed.calls and not parsed.errors:
-                    return self.finish(turn, reply, parsed.text)
+                    nudge = watch.nudge(parsed.text) if self.settings.nudges and watch else None
+                    if nudge is None:
+                        return self.finish(turn, reply, parsed.text)
+                    self.send_nudge(turn, reply, parsed, nudge)
+                    continue
                 await self.dispatch_all(turn, reply, parsed)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
             return self.finish(turn, reply, self.parse(reply).text, "max_steps")
@@ -156,13 +181,18 @@ class TurnLoop:
 
     # ------------------------------------------------------------ steps
 
+    def offered(self) -> list[Tool]:
+        """The tools on the menu now (the whole table unless a menu defers some)."""
+        return self.menu.offered() if self.menu is not None else list(self.table)
+
     async def ask(self, turn: _Turn, *, tools: bool, note: str = "") -> Reply:
-        offered = list(self.table) if tools and self.mode == "native" else None
+        offered = self.offered() if tools and self.mode == "native" else None
         if self.guard is not None:
             system = self.system_prompt(self.mode)
             turn.start = await self.guard.fit(turn.conv.messages, turn.start, system, offered)
         request = self._request_messages(turn.conv.messages, note)
-        options = RequestOptions(self.settings.model, self.settings.temperature)
+        stop = RESULT_MARKERS if self.mode == "text" else ()
+        options = RequestOptions(self.settings.model, self.settings.temperature, stop=stop)
         reply = Reply()
         turn.pending = reply
         shown = StreamFilter()
@@ -195,9 +225,10 @@ class TurnLoop:
             reply.usage, reply.stop_reason = event.usage, event.stop_reason
 
     def parse(self, reply: Reply) -> ParseResult:
-        parsed = parse_reply(reply.text, self.table, native=self.mode == "native")
+        text = cut_invented_results(reply.text) if self.mode == "text" else reply.text
+        parsed = parse_reply(text, self.table, native=self.mode == "native")
         if reply.calls:  # native calls win; the text is only the answer part
-            parsed.calls = unique_ids(reply.calls)
+            parsed.calls = [repair_block_values(c, self.table) for c in unique_ids(reply.calls)]
             parsed.errors = []
         elif parsed.calls and reply.stop_reason == "max_tokens":
             # the reply was cut off: its last text call may lack arguments that were coming
@@ -230,6 +261,12 @@ class TurnLoop:
         if parsed.errors:
             turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
 
+    def send_nudge(self, turn: _Turn, reply: Reply, parsed: ParseResult, nudge: str) -> None:
+        """Keep the reply, then ask again with the nudge (which never makes a call itself)."""
+        turn.conv.messages.append(self._assistant_message(parsed, reply))
+        turn.conv.messages.append(Message.user(nudge))
+        self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
+
     def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None) -> TurnResult:
         parts: list[Part] = []
         if self.settings.keep_thinking and reply.thinking:
@@ -259,7 +296,15 @@ class TurnLoop:
         tool = self.table.get(call.name)
         key = call_key(call)
         reusable = tool is not None and tool.read_only
-        if reusable and key in turn.read_cache:
+        refusal = self.menu.refusal(call.name) if self.menu is not None else None
+        if refusal is None and turn.watch is not None and self.settings.nudges:
+            refusal = self._unread_overwrite(turn.watch, call)
+        if refusal is not None:  # not run: a deferred tool not loaded yet, or a blind overwrite
+            result = ToolResult(call.id, call.name, refusal, True)
+            evidence = Evidence(call, time.time(), 0.0, "not run", refusal, error=True)
+            self.ui.tool_start(call)
+            self.ui.tool_end(evidence)
+        elif reusable and key in turn.read_cache:
             result, evidence = turn.read_cache[key]
             result = ToolResult(call.id, call.name, result.content, result.is_error)
             evidence = Evidence(call, evidence.started, 0.0, "reused earlier result", result.content)
@@ -271,8 +316,26 @@ class TurnLoop:
                 turn.read_cache[key] = (result, evidence)
             elif not reusable:
                 turn.read_cache.clear()  # something may have changed what reads would see
+        if turn.watch is not None:
+            note = turn.watch.repeat_note(key, evidence)
+            result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
+            turn.watch.saw(key, evidence, changes_things=not reusable)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
+
+    def _unread_overwrite(self, watch: TurnWatch, call: ToolCall) -> str | None:
+        """read_file marks a path as seen; write_file over an unseen existing file waits once."""
+        filepath = call.arguments.get("filepath")
+        if call.name not in ("read_file", "write_file") or not isinstance(filepath, str):
+            return None
+        try:
+            path = self.dispatcher.ctx.resolve(filepath).resolve()
+        except (OSError, RuntimeError, ValueError):
+            return None
+        if call.name == "read_file":
+            watch.saw_read(path)
+            return None
+        return watch.overwrite_refusal(path, filepath)
 
     def _assistant_message(self, parsed: ParseResult, reply: Reply) -> Message:
         parts: list = []
@@ -293,6 +356,11 @@ class TurnLoop:
             body = render_history_as_text(body, self.table)
         return [Message.system(self.system_prompt(self.mode)), *body]
 
+    def _note(self, step: int, watch: TurnWatch | None) -> str:
+        if step == 1 and self.settings.opening_note and watch is not None:
+            return watch.opening_note()
+        return self._pressure(step)
+
     def _pressure(self, step: int) -> str:
         if step > self.settings.soft_pressure_after:
             return pressure_note(step - 1, self.settings.max_steps)
@@ -312,6 +380,8 @@ class _Turn:
     usage: Usage = field(default_factory=Usage)
     pending: Reply | None = None
     read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
+    watch: TurnWatch | None = None
+    """What the turn has done, for the nudges; None when nudges are off."""
 
     def result(self, text: str, stop: str, steps: int, error: str | None = None) -> TurnResult:
         self.conv.usage = self.conv.usage + self.usage

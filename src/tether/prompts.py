@@ -1,16 +1,20 @@
 """The system prompt: a few lines of stance, the place, and (text protocol only) the tool menu.
 
 Every token here is prefill time on a small local model, so it stays short;
-the tool menu is rendered from the tool table, never written by hand.
+the tool menu is rendered from the tool table, never written by hand. The small
+profile adds a worked example and a project map (see profile.py), and keeps the
+date out: a prefix that never changes stays in the server's prompt cache.
 """
 
 from __future__ import annotations
 
 import datetime
 import platform
+from dataclasses import dataclass
 from pathlib import Path
 
-from .protocol import render_tool_prompt
+from .messages import ToolCall
+from .protocol import render_call_as_text, render_tool_prompt
 from .toolspec import ToolTable
 
 BASE = """You are tether, an assistant working in the user's terminal on a real machine.
@@ -19,13 +23,62 @@ Use the tools to look and act instead of guessing: read a file before editing it
 If a call is blocked or refused, do not retry it; continue without it or explain.
 When you are done, answer briefly in plain text, without a tool call, and say what you checked."""
 
+SMALL_BASE = """You are tether, a coding assistant. You work in a project on the user's machine through tools.
+Never answer about the code or guess a path without looking: use the tools to read and search first.
+Make changes with the tools (edit_file or write_file); do not just show code to the user. Run what you changed with run_cmd to check it.
+If a call fails, read the error and try again another way.
+When the task is done, give a short final answer in plain text, without a tool call."""
 
-def system_prompt(root: Path, table: ToolTable, mode: str) -> str:
-    text = BASE.format(
-        root=root,
-        system=platform.system() or "unknown OS",
-        date=datetime.date.today().isoformat(),
-    )
+EXAMPLE_TASK = 'Example. User: "make hello.py greet Ann"'
+
+
+@dataclass(frozen=True)
+class PromptExtras:
+    """What a profile adds to the prompt."""
+
+    small: bool = False
+    worked_example: bool = False
+    project_map: str = ""
+
+
+def system_prompt(root: Path, table: ToolTable, mode: str, extras: PromptExtras | None = None) -> str:
+    extras = extras or PromptExtras()
+    if extras.small:
+        text = SMALL_BASE
+    else:
+        text = BASE.format(
+            root=root,
+            system=platform.system() or "unknown OS",
+            date=datetime.date.today().isoformat(),
+        )
     if mode == "text" and len(table):
-        text += "\n\n" + render_tool_prompt(table)
+        text += "\n\n" + render_tool_prompt(table, one_call=extras.small)
+        if extras.worked_example:
+            example = worked_example(table)
+            text += "\n\n" + example if example else ""
+    if extras.project_map:
+        text += "\n\n# Project files (path size)\n" + extras.project_map
     return text
+
+
+def worked_example(table: ToolTable) -> str:
+    """Look, change, check, answer: the three calls rendered as the text protocol writes them."""
+    steps = [
+        (ToolCall("ex1", "read_file", {"filepath": "hello.py"}), '1| print("Hello")'),
+        (
+            ToolCall("ex2", "edit_file", {
+                "filepath": "hello.py",
+                "old_content": 'print("Hello")',
+                "new_content": 'print("Hello, Ann")',
+            }),
+            "Edited hello.py (+1 -1 lines).",
+        ),
+        (ToolCall("ex3", "run_cmd", {"command": "python hello.py"}), "Hello, Ann"),
+    ]
+    if any(call.name not in table for call, _ in steps):
+        return ""
+    lines = [EXAMPLE_TASK]
+    for call, result in steps:
+        lines += [render_call_as_text(call, table), f"[Tool Result for '{call.name}']", result]
+    lines.append("Done: hello.py now prints \"Hello, Ann\" (I ran it).")
+    return "\n".join(lines)

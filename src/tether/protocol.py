@@ -484,8 +484,9 @@ _CLOSERS = {"{": "}", "[": "]"}
 class _JsonRepair:
     """One pass over almost-JSON, writing repaired JSON.
 
-    Repairs: trailing commas, Python's True/False/None, invalid string escapes,
-    and missing closing brackets, but only after a complete value. Raises
+    Repairs: trailing commas, Python's True/False/None, Python strings ('single
+    quoted', r"raw"), invalid string escapes, and missing closing brackets, but
+    only after a complete value. Raises
     _Truncated when the text stops mid-value (an open string, a dangling `:` or
     `,`, a number that may have had more digits) and `at_eof` says the text may
     have been cut off there; otherwise such text is _Invalid.
@@ -516,6 +517,8 @@ class _JsonRepair:
     def _token(self, ch: str, i: int) -> int:
         if ch == '"':
             return self._string(i)
+        if ch == "'":
+            return self._python_string(i, raw=False)
         if ch in "{[":
             self._need("value", "value_or_close")
             self.stack.append(ch)
@@ -605,6 +608,27 @@ class _JsonRepair:
         piece.append("\\\\")
         return k + 1
 
+    def _python_string(self, quote: int, raw: bool) -> int:
+        """The Python string literal whose quote is at `quote`, written out as a JSON string."""
+        self._need("value", "key", "key_or_close", "value_or_close")
+        src, mark = self.src, self.src[quote]
+        j = quote + 1
+        while j < len(src) and src[j] != mark:
+            j += 2 if src[j] == "\\" else 1
+        if j >= len(src):
+            raise self._cut_off()
+        body = src[quote + 1 : j]
+        if raw:
+            value = body
+        else:
+            try:  # a plain quoted literal: literal_eval evaluates nothing but the string
+                value = ast.literal_eval(mark + body.replace("\n", "\\n") + mark)
+            except (ValueError, SyntaxError) as exc:
+                raise _Invalid() from exc
+        self.out.append(json.dumps(value, ensure_ascii=False))
+        self.expect = "colon" if self.expect in ("key", "key_or_close") else "after"
+        return j + 1
+
     def _number(self, i: int) -> int:
         self._need("value", "value_or_close")
         m = _NUMBER_CHARS.match(self.src, i)
@@ -621,6 +645,8 @@ class _JsonRepair:
         m = _WORD.match(self.src, i)
         token = m.group() if m else self.src[i]
         end = i + len(token)
+        if token in ("r", "R") and end < len(self.src) and self.src[end] in "\"'":
+            return self._python_string(end, raw=True)  # r"TODO": a Python raw string
         if token in _LITERALS and self.expect in ("value", "value_or_close"):
             self.out.append(_LITERALS[token])
             self.expect = "after"
@@ -930,6 +956,33 @@ def _arguments(tool: Tool, rest: dict[str, Any]) -> tuple[dict[str, Any], bool] 
     return beside, True
 
 
+def _without_block_tags(name: str, value: str) -> str:
+    """`"content": "<content>print(1)</content>"`: a raw block's tags written inside the
+    JSON string would be written to disk with the text; the tags go, the text stays."""
+    opening, closing = f"<{name}>", f"</{name}>"
+    body = value.strip()
+    if not body.startswith(opening):
+        return value
+    inner = body[len(opening) :]
+    if inner.endswith(closing):
+        inner = inner[: -len(closing)]
+    elif closing in inner:
+        return value  # the tags do not wrap the whole value: leave it as written
+    return _strip_raw_block(inner)
+
+
+def repair_block_values(call: ToolCall, table: ToolTable) -> ToolCall:
+    """The call with raw-block tags taken out of its block parameters' JSON values."""
+    tool = table.get(call.name)
+    if tool is None:
+        return call
+    fixed = {
+        k: _without_block_tags(k, v) if k in tool.block_params and isinstance(v, str) else v
+        for k, v in call.arguments.items()
+    }
+    return call if fixed == call.arguments else ToolCall(call.id, call.name, fixed)
+
+
 def _accepts_block(tool: Tool, name: str) -> bool:
     return name in tool.block_params or name in _properties(tool)
 
@@ -1028,7 +1081,7 @@ class _ReplyParser:
             elif segment.kind == "text":
                 self._answer_text(segment.body)
         self._bare_object()
-        calls = [f for f in self.found if isinstance(f, ToolCall)]
+        calls = [repair_block_values(f, self.table) for f in self.found if isinstance(f, ToolCall)]
         errors = [f for f in self.found if isinstance(f, str)]
         thinking = "\n\n".join(t.strip() for t in self.thinking if t.strip())
         return ParseResult(calls, "".join(self.visible).strip(), thinking, errors)
@@ -1169,7 +1222,8 @@ class _ReplyParser:
                 found = self._python_calls(body)
             return found
         if label in _LOOSE_FENCE_LABELS and not self.tagged_calls:
-            return self._loose_calls(body, at_eof, report_invalid=False)
+            found = self._loose_calls(body, at_eof, report_invalid=False)
+            return found or (None if at_eof else self._untagged_call_with_blocks(body.strip()))
         return None
 
     def _bare_object(self) -> None:
@@ -1181,9 +1235,29 @@ class _ReplyParser:
         if not text.startswith(("{", "[")):
             return
         found = self._loose_calls(text, at_eof=True, report_invalid=False)
+        found = found or self._untagged_call_with_blocks(text)
         if found:
             self.found.extend(found)
             self.visible = []
+
+    def _untagged_call_with_blocks(self, text: str) -> _Found | None:
+        """`{"name": "write_file", ...}` then `<content>...</content>`: a whole call in the
+        text protocol's form, only without the <tool_call> tags (small models drop them).
+        Only when nothing but that tool's closed raw blocks follows the JSON."""
+        if self.native or not text.startswith("{"):
+            return None
+        end = _json_extent(text, 0)
+        name = _sniff_name(text[:end])
+        tool = self.table.get(name) if name else None
+        if tool is None:
+            return None
+        # A tool that only reads has no use for a block: one after it is an invented result.
+        names = r"[A-Za-z_][\w\-]*" if tool.read_only else "|".join(
+            re.escape(n) for n in tool.block_params
+        )
+        if not names or not re.fullmatch(rf"(?:\s*<({names})>.*?</\1>)+\s*", text[end:], re.S):
+            return None
+        return self._json_call(text[:end] if tool.read_only else text, closed=True)
 
     def _loose_calls(self, src: str, at_eof: bool, report_invalid: bool) -> _Found | None:
         """Calls from text that is only JSON; None unless every object is a call to a real tool."""
@@ -1329,8 +1403,10 @@ Rules:
 - One JSON object per <tool_call>: {{"name": ..., "arguments": {{...}}}}.
 - Parameters marked as blocks go after the JSON as raw blocks ({example_block}), \
 written exactly as the text should be, with no escaping.
-- You may make several calls in one reply; results come back as [Tool Result for 'name'].
+- {calls_rule}
 - When you are done, answer normally, without any tags."""
+_SEVERAL_CALLS = "You may make several calls in one reply; results come back as [Tool Result for 'name']."
+_ONE_CALL = "Make one call, then stop: its result comes back as [Tool Result for 'name']."
 
 
 def _first_sentence(description: str) -> str:
@@ -1396,8 +1472,10 @@ def _example_call(table: ToolTable) -> str:
     return render_call_as_text(ToolCall("example", tool.name, args), table)
 
 
-def render_tool_prompt(table: ToolTable) -> str:
-    """The text-protocol section of the system prompt, rendered from the table only."""
+def render_tool_prompt(table: ToolTable, one_call: bool = False) -> str:
+    """The text-protocol section of the system prompt, rendered from the table only.
+    `one_call`: ask for one call per reply (a small model that sends several invents
+    the results of the first ones)."""
     if not len(table):
         return ""
     block = next((t.block_params[0] for t in table if t.block_params), "content")
@@ -1409,7 +1487,10 @@ def render_tool_prompt(table: ToolTable) -> str:
         "To use a tool, write a tool call like this, then stop and wait for its result:",
         _example_call(table),
         "",
-        _PROTOCOL_RULES.format(example_block=f"<{block}>...</{block}>"),
+        _PROTOCOL_RULES.format(
+            example_block=f"<{block}>...</{block}>",
+            calls_rule=_ONE_CALL if one_call else _SEVERAL_CALLS,
+        ),
     ]
     return "\n".join(lines)
 
@@ -1435,6 +1516,21 @@ def render_call_as_text(call: ToolCall, table: ToolTable) -> str:
     lines += [f"<{name}>\n{value}</{name}>" for name, value in blocks]
     lines.append(CALL_CLOSE)
     return "\n".join(lines)
+
+
+RESULT_MARKERS = ("[Tool Result for '", "[Tool Error for '")
+"""How results are written back. A model that writes one itself is inventing a result:
+the request stops there, and anything from there on is dropped."""
+
+
+def cut_invented_results(text: str) -> str:
+    """The reply up to the first line where the model starts writing a tool result itself."""
+    cut = min(
+        (m.start() for marker in RESULT_MARKERS
+         for m in re.finditer(rf"^[ \t]*{re.escape(marker)}", text, re.M)),
+        default=len(text),
+    )
+    return text[:cut]
 
 
 def _render_result(result: ToolResult) -> str:

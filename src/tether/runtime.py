@@ -16,13 +16,24 @@ from .keys import SecretFiles
 from .llm_client import ProtocolMode, TurnLoop, TurnSettings
 from .messages import ToolCall
 from .permissions import RuleSet, load_rules
-from .prompts import system_prompt
-from .providers import create_provider
+from .profile import (
+    CORE_TOOLS,
+    FULL,
+    LEVERS_ENV,
+    Profile,
+    detect_profile,
+    profile_named,
+)
+from .projectmap import project_map
+from .prompts import PromptExtras, system_prompt
+from .providers import base_url_of, create_provider
 from .providers.base import Provider
 from .sandbox import Sandbox
+from .toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
+from .tools.simple_edit import plain_read_tool, simple_edit_tool
 from .toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui import UI
 
@@ -59,11 +70,19 @@ class Runtime:
     plan_gate: PlanGate
     warnings: list[str] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    root: Path = field(default_factory=Path.cwd)
+    levers_off: str = ""
+    """Small-profile levers switched off (TETHER_PROFILE_OFF, for the benchmark)."""
+    profile: Profile = FULL
+    originals: dict[str, Tool] = field(default_factory=dict)
+    """Tools the profile replaced with a variant, to put back under another profile."""
+    prompt_extras: PromptExtras = field(default_factory=PromptExtras)
 
     async def start(self) -> ProtocolMode:
         """Find out whether the sandbox works (its notice, if any, comes now), and ask the
-        provider what the model can do: tool protocol and context window."""
+        provider what the model can do: its profile, tool protocol and context window."""
         await self.probe_sandbox()
+        self.apply_profile(await self.resolve_profile())
         mode = await self.resolve_protocol()
         model = self.loop.settings.model
         window = await context_window(self.provider, model, self.settings.context_window)
@@ -82,9 +101,63 @@ class Runtime:
             await asyncio.to_thread(sandbox.probe)  # may start bwrap: not on the event loop
             sandbox.available()  # tells the UI, from the loop, when it cannot be used
 
+    async def resolve_profile(self) -> Profile:
+        """The profile setting, else small for a model of about 8B parameters or fewer."""
+        name = await detect_profile(
+            self.settings.profile, self.settings.provider, self.provider,
+            self.loop.settings.model, base_url_of(self.settings, self.settings.provider),
+        )
+        return profile_named(name, self.levers_off)
+
+    def apply_profile(self, profile: Profile) -> None:
+        """Set the menu, the edit tool, the prompt and the loop's limits for `profile`."""
+        self.profile = profile
+        self._swap_edit_tool(profile.simple_edit)
+        self.table.remove(TOOL_SEARCH)
+        self.loop.menu = None
+        if profile.short_menu:
+            self.loop.menu = ToolMenu(self.table, CORE_TOOLS)
+            self.table.add(tool_search_tool(self.loop.menu))
+        self.prompt_extras = PromptExtras(
+            small=profile.name == "small",
+            worked_example=profile.worked_example,
+            project_map=project_map(self.root, profile.project_map),
+        )
+        given = self.settings.model_fields_set
+        turn = self.loop.settings
+        turn.temperature = self.settings.temperature
+        if turn.temperature is None:
+            turn.temperature = profile.temperature
+        turn.max_steps = self.settings.max_steps
+        turn.soft_pressure_after = self.settings.soft_pressure_after
+        if profile.max_steps and not given & {"max_steps", "soft_pressure_after"}:
+            turn.max_steps = profile.max_steps
+            turn.soft_pressure_after = profile.soft_pressure_after or turn.soft_pressure_after
+        turn.nudges = profile.nudges
+        turn.opening_note = profile.opening_note
+
+    def _swap_edit_tool(self, simple: bool) -> None:
+        """One edit mode: edit_file without anchors, read_file without the anchors' hashes."""
+        for name, variant in (("edit_file", simple_edit_tool), ("read_file", plain_read_tool)):
+            current = self.table.get(name)
+            if current is None:
+                continue
+            if simple and name not in self.originals:
+                self.originals[name] = current
+                self.table.replace(variant(current))
+            elif not simple and name in self.originals:
+                self.table.replace(self.originals.pop(name))
+
+    def system_prompt(self, mode: ProtocolMode) -> str:
+        offered = self.loop.menu.offered_table() if self.loop.menu is not None else self.table
+        return system_prompt(self.root, offered, mode, self.prompt_extras)
+
     async def resolve_protocol(self) -> ProtocolMode:
-        """Native function calling when the model has it, else the text protocol."""
+        """Native function calling when the model has it, else the text protocol
+        (the small profile prefers the text protocol when the setting is auto)."""
         wanted = self.settings.protocol
+        if wanted == "auto" and self.profile.text_protocol:
+            wanted = "text"
         if wanted == "auto":
             native = await self.provider.supports_native_tools(self.loop.settings.model)
             wanted = "native" if native else "text"
@@ -132,7 +205,12 @@ def build_runtime(
     plan_gate = PlanGate(policy)
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
-    return Runtime(settings, provider, table, loop, rules, git, policy, plan_gate, warnings, closers)
+    runtime = Runtime(
+        settings, provider, table, loop, rules, git, policy, plan_gate, warnings, closers,
+        root=options.root, levers_off=env.get(LEVERS_ENV, ""),
+    )
+    loop.system_prompt = runtime.system_prompt
+    return runtime
 
 
 def sandbox_for(settings: Settings, options: RunOptions, ui: UI) -> Sandbox:

@@ -187,6 +187,10 @@ class ToolTable:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def replace(self, tool: Tool) -> None:
+        """Put `tool` in the place of the tool of the same name (a variant of it), or at the end."""
+        self._tools[tool.name] = tool  # assigning to an existing key keeps its position
+
     def remove(self, name: str) -> None:
         self._tools.pop(name, None)
 

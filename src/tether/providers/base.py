@@ -15,6 +15,8 @@ class RequestOptions:
     model: str
     temperature: float | None = None
     max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    """Text that ends the reply where it appears (servers that take no stop list ignore it)."""
 
 
 class ProviderError(Exception):

@@ -73,6 +73,8 @@ def build_chat_body(
         model_options["temperature"] = options.temperature
     if options.max_tokens is not None:
         model_options["num_predict"] = options.max_tokens
+    if options.stop:
+        model_options["stop"] = list(options.stop)
     if num_ctx is not None:
         model_options["num_ctx"] = num_ctx
     if model_options:
@@ -206,6 +208,13 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
         data = await self._show(model)
         capabilities = data.get("capabilities") if data else None
         return isinstance(capabilities, list) and "tools" in capabilities
+
+    async def parameter_size(self, model: str) -> str | None:
+        """The size the server states for the model (`details.parameter_size`, e.g. "1.5B")."""
+        data = await self._show(model)
+        details = data.get("details") if data else None
+        size = details.get("parameter_size") if isinstance(details, dict) else None
+        return size if isinstance(size, str) else None
 
     async def context_window(self, model: str) -> int | None:
         """The window tether asks for, sent as `num_ctx` with every chat request.

@@ -86,6 +86,8 @@ def build_chat_body(
         body["temperature"] = options.temperature
     if options.max_tokens is not None:
         body["max_tokens"] = options.max_tokens
+    if options.stop:
+        body["stop"] = list(options.stop)
     return body
 
 

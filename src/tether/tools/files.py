@@ -37,6 +37,7 @@ from tether.tools._regular import (
     read_at_most,
     refuse_special,
 )
+from tether.tools.nearby import closest_paths
 from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 READ_LINE_LIMIT = 400
@@ -152,11 +153,14 @@ def _describe_os_error(err: OSError, root: Path) -> str:
 
 def _not_found(path: Path, ctx: ToolContext, what: str = "File") -> ToolError:
     shown = display_path(path, ctx.root)
+    elsewhere = closest_paths(path, ctx.root)
+    hint = f" Closest existing paths: {', '.join(elsewhere)}." if elsewhere else ""
     if not path.parent.is_dir():
         parent = display_path(path.parent, ctx.root)
-        return ToolError(f"{what} not found: {shown} (the directory {parent} does not exist).")
+        return ToolError(f"{what} not found: {shown} (the directory {parent} does not exist).{hint}")
     similar = near_names(path)
-    hint = f" Similar names there: {', '.join(similar)}." if similar else ""
+    if similar:
+        hint = f" Similar names there: {', '.join(similar)}."
     return ToolError(f"{what} not found: {shown}.{hint}")
 
 

@@ -1,0 +1,168 @@
+"""Nudges: one short message from the harness when a small model stops too early.
+
+Small models end a turn in the same few ways: they answer without looking, send
+an empty reply, show a fix instead of applying it, give up after one failed call,
+or repeat the same failing call. When a reply ends the turn in one of those ways,
+the loop sends the matching nudge as a user message and asks again. Each nudge is
+sent at most once per turn, and a nudge never makes a call: the model decides.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .dispatch import first_line
+from .messages import Evidence
+
+OPENING_NOTE = (
+    "(Do this yourself with the tools, one call at a time. Look at the files first; never "
+    "guess. Reply with a tool call now.)"
+)
+LOOK_FIRST = (
+    "You have not looked at anything yet. Check first: use list_dir, read_file or "
+    "search_in_file (or run_cmd) to see the files, then act. Do not guess."
+)
+EMPTY_REPLY = "Your reply was empty. Continue: make the next tool call, or give your final answer."
+NOT_APPLIED = (
+    "The task is not done: you have only answered or described it. Do it now with the tools: "
+    "reply with the next tool call only (write_file creates or replaces a file, edit_file "
+    "changes part of one, run_cmd runs a command). If the task asked for no change, repeat "
+    "your final answer."
+)
+AFTER_FAILURE = (
+    "Your last tool call failed ({error}). Do not stop here: fix the call or try another "
+    "way, then finish the task. If it really cannot be done, say why."
+)
+UNSEEN_NUMBER = (
+    "Your answer says {number}, but no tool result showed {number}. Check it with the tools "
+    "(search for where it is set, read that file), then answer."
+)
+UNREAD_OVERWRITE = (
+    "{path} already exists and you have not read it, so it was not overwritten. Read it with "
+    "read_file first, then change the part that needs changing with edit_file. (Send the same "
+    "write_file again only if you really mean to replace the whole file.)"
+)
+REPEATED_FAILURE = (
+    "\n(Note: this is the same call that already failed. Repeating it will not help: "
+    "change the arguments or do something else.)"
+)
+
+_FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
+_NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
+_ACTION_WORDS = re.compile(
+    r"\b(fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|"
+    r"implement|refactor|move|save|append|insert|modify|bump|convert|run|execute|play|"
+    r"register|raise|lower|scale|turn)\b",
+    re.I,
+)
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
+"""Numbers of two digits or more: a one-digit one is too often a list item or a count."""
+SEEN_TEXT_CAP = 400_000
+_SHORT_CHAT = 3
+"""A request of fewer words than this (a greeting, "thanks") needs no looking."""
+
+
+def failed(evidence: Evidence) -> bool:
+    """The call failed, or what it ran did (a non-zero exit, a timeout)."""
+    summary = evidence.summary
+    return evidence.error or summary == "timed out" or (
+        summary.startswith("exit ") and not summary.startswith("exit 0")
+    )
+
+
+@dataclass
+class TurnWatch:
+    """What one turn has done so far, and which nudges it has had."""
+
+    request: str
+    sent: set[str] = field(default_factory=set)
+    calls: int = 0
+    acted: bool = False
+    """A file tool changed something, or a command ran and succeeded."""
+    last_failure: str | None = None
+    failures: dict[str, str] = field(default_factory=dict)
+    """call key -> first line of its failed result."""
+    seen: list[str] = field(default_factory=list)
+    """The results of this turn's calls (capped), to tell a number that was looked up from
+    one that was made up."""
+    seen_chars: int = 0
+    read_paths: set[Path] = field(default_factory=set)
+    warned_paths: set[Path] = field(default_factory=set)
+
+    def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
+        """Record one finished call (`key`: its name and arguments)."""
+        self.calls += 1
+        if self.seen_chars < SEEN_TEXT_CAP:
+            self.seen.append(evidence.result)
+            self.seen_chars += len(evidence.result)
+        if failed(evidence):
+            self.last_failure = first_line(evidence.result, 160) or evidence.summary
+            self.failures[key] = self.last_failure
+        else:
+            self.last_failure = None
+            self.acted = self.acted or changes_things
+
+    def saw_read(self, path: Path) -> None:
+        self.read_paths.add(path)
+
+    def overwrite_refusal(self, path: Path, shown: str) -> str | None:
+        """Why a whole-file write of an existing file not read this turn waits (once per path):
+        small models rewrite a file from a guess and lose what they never saw."""
+        if path in self.read_paths or path in self.warned_paths or not path.is_file():
+            return None
+        self.warned_paths.add(path)
+        return UNREAD_OVERWRITE.format(path=shown)
+
+    def repeat_note(self, key: str, evidence: Evidence) -> str:
+        """The note for a result when this exact call had already failed (once per turn)."""
+        if key in self.failures and failed(evidence) and self._once("repeat"):
+            return REPEATED_FAILURE
+        return ""
+
+    def opening_note(self) -> str:
+        """The reminder sent beside the request in the turn's first request ("" for chat)."""
+        return OPENING_NOTE if len(self.request.split()) >= _SHORT_CHAT else ""
+
+    def nudge(self, reply_text: str) -> str | None:
+        """The message to send instead of ending the turn on this reply, or None."""
+        text = reply_text.strip()
+        if not text:
+            return EMPTY_REPLY if self._once("empty") else None
+        if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self._once("look"):
+            return LOOK_FIRST
+        if self.last_failure is not None and self._once("failure"):
+            return AFTER_FAILURE.format(error=self.last_failure)
+        if not self.acted and self._shows_instead_of_doing(text) and self._once("apply"):
+            return NOT_APPLIED
+        unseen = self._unseen_number(text)
+        if unseen is not None and self._once("unseen"):
+            return UNSEEN_NUMBER.format(number=unseen)
+        return None
+
+    def _unseen_number(self, text: str) -> str | None:
+        """A number the answer states that neither the request nor any result of this turn
+        showed (a made-up port, count or total); None when every one was seen."""
+        if self.calls == 0:
+            return None  # look_first covers an answer given without looking
+        known = self.request + "\n" + "\n".join(self.seen)
+        digits_seen = {m.group().replace(",", "").replace("_", "") for m in _NUMBER.finditer(known)}
+        for m in _NUMBER.finditer(text):
+            number = m.group()
+            if number.replace(",", "").replace("_", "") not in digits_seen:
+                return number
+        return None
+
+    def _shows_instead_of_doing(self, text: str) -> bool:
+        return bool(
+            _FENCED_CODE.search(text)
+            or _NUMBERED_STEPS.search(text + "\n")
+            or _ACTION_WORDS.search(self.request)
+        )
+
+    def _once(self, kind: str) -> bool:
+        if kind in self.sent:
+            return False
+        self.sent.add(kind)
+        return True

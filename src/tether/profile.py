@@ -1,0 +1,201 @@
+"""Model profiles: what tether changes for a small local model, and how it tells one.
+
+A model at or under about 8B parameters follows a long tool menu, several edit
+modes and native tool schemas poorly; it guesses paths, answers without looking,
+and stops at the first error. The small profile is a set of levers against those
+habits, each a field of `Profile` so it can be measured on and off
+(`bench/small_model`); the full profile is today's behaviour for large models.
+
+Selection (`choose_profile`): the `profile` setting, else a parameter count the
+server states (Ollama's `/api/show`), else a size in the model name (`1.5b`,
+`e4b`, `270m`), else a local OpenAI-compatible server counts as small.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+from urllib.parse import urlsplit
+
+ProfileName = Literal["small", "full"]
+
+SMALL_MODEL_MAX_BILLIONS = 8.5
+""""About 8B": Llama 3.1 8B (8.0B) and Qwen2.5 7B (7.6B) are small; Gemma 2 9B (9.2B) is not."""
+
+CORE_TOOLS = (
+    "read_file", "write_file", "edit_file", "run_cmd", "list_dir", "search_in_file", "send_input",
+    "submit_plan",  # only in the table while plan mode is on, and then it must be offered
+)
+
+LEVERS_ENV = "TETHER_PROFILE_OFF"
+"""Comma-separated lever names to switch off in the small profile (for the benchmark)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: ProfileName
+    short_menu: bool = False
+    """Offer only CORE_TOOLS; the rest wait behind tool_search."""
+    simple_edit: bool = False
+    """edit_file offers one mode: old_content -> new_content."""
+    text_protocol: bool = False
+    """Prefer the text protocol when the protocol setting is auto."""
+    worked_example: bool = False
+    """One short worked example in the system prompt."""
+    project_map: int = 0
+    """Characters of project map in the system prompt (0: none)."""
+    nudges: bool = False
+    """The harness nudges at most once per turn for each known failure (see nudges.py)."""
+    opening_note: bool = False
+    """A reminder to act with the tools beside the request, in each turn's first request."""
+    temperature: float | None = None
+    """Sent when the user has set no temperature."""
+    max_steps: int | None = None
+    soft_pressure_after: int | None = None
+    """Used when the user has set neither."""
+
+    def levers(self) -> list[str]:
+        """The names of the levers that are on (for the json output and the benchmark)."""
+        return [name for name in LEVER_NAMES if _is_on(getattr(self, LEVER_FIELDS[name]))]
+
+    def without(self, names: Iterable[str]) -> Profile:
+        """This profile with the named levers switched off; unknown names raise ValueError."""
+        changes: dict[str, object] = {}
+        for raw in names:
+            name = raw.strip()
+            if not name:
+                continue
+            if name not in LEVER_FIELDS:
+                raise ValueError(
+                    f"unknown profile lever {name!r}; known: {', '.join(LEVER_NAMES)}"
+                )
+            changes.update(LEVER_OFF[name])
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _is_on(value: object) -> bool:
+    return value is not None and value is not False and value != 0
+
+
+LEVER_FIELDS = {
+    "menu": "short_menu",
+    "edit": "simple_edit",
+    "text": "text_protocol",
+    "example": "worked_example",
+    "map": "project_map",
+    "nudges": "nudges",
+    "note": "opening_note",
+    "sampling": "temperature",
+    "steps": "max_steps",
+}
+LEVER_NAMES = tuple(LEVER_FIELDS)
+LEVER_OFF: dict[str, dict[str, object]] = {
+    "menu": {"short_menu": False},
+    "edit": {"simple_edit": False},
+    "text": {"text_protocol": False},
+    "example": {"worked_example": False},
+    "map": {"project_map": 0},
+    "nudges": {"nudges": False},
+    "note": {"opening_note": False},
+    "sampling": {"temperature": None},
+    "steps": {"max_steps": None, "soft_pressure_after": None},
+}
+
+FULL = Profile("full")
+SMALL = Profile(
+    "small",
+    short_menu=True,
+    simple_edit=True,
+    text_protocol=True,
+    worked_example=True,
+    project_map=700,
+    nudges=True,
+    opening_note=True,
+    temperature=0.2,
+    max_steps=14,
+    soft_pressure_after=10,
+)
+PROFILES: dict[str, Profile] = {"small": SMALL, "full": FULL}
+
+
+def profile_named(name: str, levers_off: str = "") -> Profile:
+    """The profile called `name`; for small, less the comma-separated `levers_off`."""
+    profile = PROFILES[name]
+    return profile.without(levers_off.split(",")) if profile.name == "small" else profile
+
+
+# ---------------------------------------------------------------- telling a small model
+
+_SIZE = re.compile(
+    r"(?<![a-z0-9.])(?:(?P<experts>\d+)x)?e?(?P<number>\d+(?:\.\d+)?)(?P<unit>[bm])(?![a-z0-9])"
+)
+
+
+def billions_in_name(model: str) -> float | None:
+    """The parameter count a model or file name states (`qwen2.5-coder:1.5b` -> 1.5,
+    `gemma3n:e4b` -> 4, `gemma3:270m` -> 0.27, `mixtral:8x7b` -> 56), or None."""
+    found = None
+    for m in _SIZE.finditer(model.lower().replace("_", "-")):
+        number = float(m.group("number")) * int(m.group("experts") or 1)
+        found = number / 1000 if m.group("unit") == "m" else number
+    return found
+
+
+def billions_stated(parameter_size: object) -> float | None:
+    """Ollama's `details.parameter_size` ("1.5B", "494.03M", "8.0B") in billions, or None."""
+    if not isinstance(parameter_size, str):
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMBT])\s*", parameter_size.upper())
+    if m is None:
+        return None
+    scale = {"K": 1e-6, "M": 1e-3, "B": 1.0, "T": 1e3}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def is_local_url(url: str) -> bool:
+    """A base URL on this machine or a private network (a home server, a LAN box)."""
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host in ("localhost", "host.docker.internal") or host.endswith((".local", ".localhost")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def choose_profile(
+    setting: str, provider: str, model: str, base_url: str, stated_billions: float | None = None
+) -> ProfileName:
+    """The profile for this model: the setting when it is not auto, else by the model's size.
+
+    `stated_billions` is what the server says (Ollama's parameter size); it beats the name.
+    A local OpenAI-compatible model of unknown size counts as small: a hosted one does not,
+    and Ollama's own models state their size.
+    """
+    if setting in PROFILES:
+        return setting  # type: ignore[return-value]
+    size = stated_billions if stated_billions is not None else billions_in_name(model)
+    if size is not None:
+        return "small" if size <= SMALL_MODEL_MAX_BILLIONS else "full"
+    if provider in ("openai", "ollama") and is_local_url(base_url):
+        return "small"
+    return "full"
+
+
+async def detect_profile(
+    setting: str, provider_name: str, provider: object, model: str, base_url: str
+) -> ProfileName:
+    """`choose_profile`, asking the provider for the model's size when it can say
+    (`async parameter_size(model) -> str | None`, as Ollama's /api/show does)."""
+    stated = None
+    ask_size = getattr(provider, "parameter_size", None)
+    if setting == "auto" and ask_size is not None:
+        stated = billions_stated(await ask_size(model))
+    return choose_profile(setting, provider_name, model, base_url, stated)
