@@ -93,13 +93,15 @@ def simple_edit_tool(full: Tool) -> Tool:
         if not args.old_content:
             raise ToolError(
                 "old_content is empty; nothing was changed. Copy the exact lines to replace "
-                f"from read_file (without the 'N:hh|' prefixes), or use write_file for a whole "
+                f"from read_file (without the 'N| ' prefixes), or use write_file for a whole "
                 f"file. Send: {RIGHT_FORM}"
             )
         params = EditFileParams(
             filepath=args.filepath,
             old_content=_without_read_prefixes(args.old_content),
             new_content=_without_read_prefixes(args.new_content),
+            start_anchor=None,
+            end_anchor=None,
         )
         try:
             output: ToolOutput = full.handler(params, ctx)  # type: ignore[assignment]
