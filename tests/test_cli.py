@@ -398,3 +398,31 @@ async def test_an_unexpected_failure_still_ends_the_output_with_a_result(
     last = json.loads(out.getvalue().splitlines()[-1])
     assert last["type"] == "result" and last["is_error"] and last["stop_reason"] == "error"
     assert last["result"].startswith("stopped by an unexpected RuntimeError: a bug \ufffd")
+
+
+def test_a_reader_that_goes_away_ends_the_run_cleanly(project: Path, home: Path) -> None:
+    # `tether -p ... | head -c 10`: far more output than a pipe holds, then the reader leaves.
+    fmt = "stream-json"
+    big = "x" * 3_000_000
+    with FakeServer([Reply(text=big, chunk_size=20_000,
+                           tool_calls=[("run_cmd", {"command": "touch ran"})]),
+                     Reply(text=big, chunk_size=20_000)]) as server:
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "TETHER"))}
+        environment.update(TETHER_HOME=str(home), OPENAI_API_KEY="sk-test")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tether", "-p", "go", "--auto", "--sandbox", "off",
+             "--output-format", fmt, *openai_args(server)],
+            cwd=project, env=environment, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            assert proc.stdout.read(10)
+            proc.stdout.close()
+            err = proc.stderr.read().decode()
+            code = proc.wait(timeout=60)
+        finally:
+            proc.kill()
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert code == 128 + signal.SIGPIPE, err
+    assert not (project / "ran").exists(), "the run went on with nobody reading it"

@@ -150,3 +150,24 @@ def test_the_terminal_writer_never_fails_on_what_it_is_given(
     ui.tool_end(Evidence(call, 0.0, 0.1, texts[0], texts[-1], error=True))
     ui.settle()
     written(stream)  # strict UTF-8 all the way: nothing unencodable reached the terminal
+
+
+class ClosedPipe(io.StringIO):
+    """stdout whose reader went away: every write fails as a closed pipe does."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("no descriptor")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+def test_a_closed_stdout_is_reported_once_and_never_raises(fmt: str) -> None:
+    closed: list[str] = []
+    ui = HeadlessUI(fmt, out=ClosedPipe(), err=ClosedPipe(), on_output_closed=lambda: closed.append("x"))
+    ui.text("partial answer")
+    ui.notice("something", "warning")
+    ui.result({"type": "result", "is_error": False, "result": "the answer"})
+    ui.result({"type": "result", "is_error": False, "result": "again"})
+    assert closed == ["x"]

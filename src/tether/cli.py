@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     import asyncio
 
     try:
-        return asyncio.run(until_terminated(one_shot(args, dict(os.environ))))
+        stopper = RunStopper()
+        return asyncio.run(until_terminated(one_shot(args, dict(os.environ), stopper), stopper))
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return EXIT_INTERRUPTED
@@ -144,39 +145,56 @@ def write_stderr(text: str) -> None:
 TERMINATING_SIGNALS = ("SIGTERM", "SIGHUP")
 
 
-async def until_terminated(work: Coroutine[Any, Any, int]) -> int:
-    """Run `work`; SIGTERM or SIGHUP cancels it, so it ends the way Ctrl-C ends a run: the
-    commands it started are stopped and what was done is kept. Then 128 + the signal."""
+EXIT_OUTPUT_CLOSED = 128 + 13
+"""What a shell reports for a program SIGPIPE ended: stdout's reader went away."""
+
+
+class RunStopper:
+    """Ends a run from outside it (a signal, the reader of its output going away) the way
+    Ctrl-C does, and keeps the exit code the first reason gives."""
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+        self._cancel: Callable[[], object] | None = None
+
+    def attach(self, cancel: Callable[[], object]) -> None:
+        self._cancel = cancel
+
+    def stop(self, code: int) -> None:
+        if self.code is None and self._cancel is not None:  # a second reason must not
+            self.code = code                                 # cut the clean-up short
+            self._cancel()
+
+
+async def until_terminated(work: Coroutine[Any, Any, int], stopper: RunStopper | None = None) -> int:
+    """Run `work`; SIGTERM or SIGHUP (or `stopper`) cancels it, so it ends the way Ctrl-C
+    ends a run: the commands it started are stopped and what was done is kept. Then 128 +
+    the signal (or the stopper's code)."""
     import asyncio
     import signal
 
     task = asyncio.ensure_future(work)
     loop = asyncio.get_running_loop()
-    received: list[int] = []
-
-    def terminate(signum: int) -> None:
-        if not received:  # a second signal must not cut the clean-up short
-            received.append(signum)
-            task.cancel()
-
+    stopper = stopper or RunStopper()
+    stopper.attach(lambda: loop.call_soon_threadsafe(task.cancel))
     installed = []
     for name in TERMINATING_SIGNALS:
         signum = getattr(signal, name, None)
         if signum is None:  # not on this platform
             continue
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, terminate, signum)
+            loop.add_signal_handler(signum, stopper.stop, 128 + signum)
             installed.append(signum)
     try:
         code = await task
     except asyncio.CancelledError:
-        if not received:
+        if stopper.code is None:
             raise
         code = 0
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
-    return 128 + received[0] if received else code
+    return stopper.code if stopper.code is not None else code
 
 
 async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
@@ -282,7 +300,9 @@ def with_base_url(settings: Settings, base_url: str | None) -> Settings:
     return settings.model_copy(update={key: base_url.rstrip("/")})
 
 
-async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
+async def one_shot(
+    args: argparse.Namespace, env: dict[str, str], stopper: RunStopper | None = None
+) -> int:
     from .headless import HeadlessUI
 
     prompt, bad_chars = read_prompt(args.prompt)
@@ -296,7 +316,8 @@ async def one_shot(args: argparse.Namespace, env: dict[str, str]) -> int:
     if bad_chars:
         warnings.append(f"the prompt held {bad_chars} byte(s) that are not UTF-8; "
                         "they are sent as \\xNN escapes")
-    ui = HeadlessUI(args.output_format, auto=args.auto)
+    closed = (lambda: stopper.stop(EXIT_OUTPUT_CLOSED)) if stopper is not None else None
+    ui = HeadlessUI(args.output_format, auto=args.auto, on_output_closed=closed)
     for warning in warnings:
         ui.notice(warning, "warning")
     return await run_one_shot(settings, options, ui, env, prompt, args.deepthink)

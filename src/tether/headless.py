@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from .dispatch import NEEDS_APPROVAL, first_line
 from .messages import Evidence, ToolCall
-from .safetext import clean_data, write_safely, writes_utf8
+from .safetext import clean_data, discard_output, write_safely, writes_utf8
 from .ui import Decision, NoticeLevel
 from .visible import visible
 
@@ -39,12 +40,17 @@ class HeadlessUI:
 
     def __init__(
         self, output_format: str = "text", out: TextIO | None = None, err: TextIO | None = None,
-        auto: bool = False,
+        auto: bool = False, on_output_closed: Callable[[], None] | None = None,
     ) -> None:
         self.format = output_format
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.auto = auto
+        self.on_output_closed = on_output_closed
+        """Called once when stdout's reader goes away (`tether -p ... | head`): the run
+        should end, as a program killed by SIGPIPE would."""
+        self.closed: set[int] = set()
+        """ids of the streams whose reader went away; nothing more is written to them."""
 
     # ------------------------------------------------------------ UI protocol
 
@@ -88,10 +94,21 @@ class HeadlessUI:
         """One JSON line. Strings are cleaned of what UTF-8 cannot encode, and a stream
         that is not UTF-8 gets pure-ASCII JSON (\\u escapes), so the line is always valid."""
         line = json.dumps(clean_data(obj), ensure_ascii=not writes_utf8(self.out), default=str)
-        write_safely(self.out, line.translate(LINE_BREAKS_ESCAPED) + "\n")
+        self._write(self.out, line.translate(LINE_BREAKS_ESCAPED) + "\n")
 
     def progress(self, line: str) -> None:
-        write_safely(self.err, visible(line) + "\n")  # tool lines carry the model's text
+        self._write(self.err, visible(line) + "\n")  # tool lines carry the model's text
+
+    def _write(self, stream: TextIO, text: str) -> None:
+        if id(stream) in self.closed:
+            return
+        try:
+            write_safely(stream, text)
+        except BrokenPipeError:
+            self.closed.add(id(stream))
+            discard_output(stream)
+            if stream is self.out and self.on_output_closed is not None:
+                self.on_output_closed()
 
     def init(self, info: dict[str, Any]) -> None:
         if self.format == "stream-json":
@@ -102,7 +119,7 @@ class HeadlessUI:
         if self.format == "text":
             answer = obj.get("partial_result", "") if obj["is_error"] else obj["result"]
             if answer:
-                write_safely(self.out, answer.rstrip("\n") + "\n")
+                self._write(self.out, answer.rstrip("\n") + "\n")
         else:
             self.emit(obj)
 

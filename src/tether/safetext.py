@@ -14,6 +14,8 @@ high/low pair (from a `surrogatepass` decode) is joined into its character.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from typing import Any, TextIO
@@ -97,6 +99,18 @@ def write_safely(stream: TextIO, text: str) -> None:
     escape (a terminal with a Latin-1 or ASCII locale), never an exception."""
     SafeTextStream(stream).write(text)
     stream.flush()
+
+
+def discard_output(stream: TextIO) -> None:
+    """Send what is still to be written to `stream` (and what its buffer holds) to
+    /dev/null: its reader has gone away (a closed pipe), and the interpreter's final
+    flush must not fail with BrokenPipeError either."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, stream.fileno())
+        finally:
+            os.close(null)
 
 
 class SafeTextStream:
