@@ -313,10 +313,41 @@ def test_an_unreadable_rules_file_fails_closed(tmp_path: Path, table: ToolTable,
     assert verdict(auto, table, "read_file", filepath="a.txt") == "allow"
 
 
-def test_a_readable_rules_file_with_one_bad_rule_does_not_fail_closed(
-    tmp_path: Path, table: ToolTable
+@pytest.mark.parametrize("deny", ['"write_file()"', '["write_file"]', "7", '"write_file(a"'])
+def test_a_deny_rule_that_cannot_be_understood_fails_closed(
+    tmp_path: Path, table: ToolTable, deny: str
 ) -> None:
-    (tmp_path / "permissions.json").write_text('{"deny": ["write_file()", "delete_file"]}')
+    """The user meant to forbid something: a rule tether cannot read is a forbidding rule
+    lost, and losing one must not let --auto go on as if it were not written."""
+    (tmp_path / "permissions.json").write_text(f'{{"deny": [{deny}, "delete_file"]}}')
+    rules, warnings = load_rules(tmp_path, tmp_path, trusted=False)
+    assert rules.unreadable and str(tmp_path / "permissions.json") in rules.unreadable[0]
+    assert any("asks first" in w for w in warnings)
+    auto = ApprovalPolicy(tmp_path, rules, auto=True)
+    assert verdict(auto, table, "write_file", filepath="a") == "deny"
+    assert verdict(auto, table, "read_file", filepath="a.txt") == "allow"
+
+
+def test_a_bad_allow_rule_does_not_fail_closed(tmp_path: Path, table: ToolTable) -> None:
+    (tmp_path / "permissions.json").write_text('{"allow": ["write_file()"], "deny": ["delete_file"]}')
     rules, _ = load_rules(tmp_path, tmp_path, trusted=False)
     assert rules.unreadable == []
     assert verdict(ApprovalPolicy(tmp_path, rules, auto=True), table, "write_file", filepath="a") == "allow"
+
+
+@pytest.mark.parametrize("where", ["user", "project"])
+def test_a_rules_file_that_is_a_dangling_link_fails_closed(
+    tmp_path: Path, table: ToolTable, where: str
+) -> None:
+    """A rules file kept elsewhere (a dotfiles checkout) that is not there now: its deny rules
+    are missing, not absent."""
+    root, home = tmp_path / "project", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    path = home / "permissions.json" if where == "user" else root / ".permissions.json"
+    path.symlink_to(tmp_path / "dotfiles" / "permissions.json")
+    rules, warnings = load_rules(root, home, trusted=True)
+    assert rules.unreadable and str(path) in rules.unreadable[0]
+    assert "does not exist" in warnings[0]
+    auto = ApprovalPolicy(root, rules, auto=True)
+    assert verdict(auto, table, "run_cmd", command="rm -rf x") == "deny"

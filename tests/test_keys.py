@@ -178,3 +178,23 @@ def test_a_damaged_connection_file_is_not_used_and_never_overwritten(tmp_path: P
     path.unlink()  # once the user moves it away, remembering works again
     connections.remember("ollama", "qwen2.5-coder:7b")
     assert connections.last() == ("ollama", "qwen2.5-coder:7b") and connections.problem == ""
+
+
+def test_a_keys_file_that_is_a_dangling_link_is_reported_and_not_written_through(tmp_path: Path):
+    store = KeyStore(tmp_path)
+    store.path.symlink_to(tmp_path / "vault" / "credentials.json")
+    assert store.get("anthropic") is None
+    assert store.problem is not None and "does not exist" in store.problem
+    with pytest.raises(KeyStoreError, match="Nothing was saved"):
+        store.set("anthropic", KEY)
+    assert not (tmp_path / "vault").exists()
+
+
+def test_a_connection_file_that_is_a_dangling_link_is_kept(tmp_path: Path):
+    path = tmp_path / "connection.json"
+    path.symlink_to(tmp_path / "gone.json")
+    connections = ConnectionStore(tmp_path)
+    assert str(path) in connections.problem and "does not exist" in connections.problem
+    with pytest.raises(StateFileError):
+        connections.remember("ollama", "qwen2.5-coder:7b")
+    assert path.is_symlink() and not (tmp_path / "gone.json").exists()

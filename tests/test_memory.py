@@ -232,3 +232,13 @@ async def test_corrupt_store_makes_every_tool_fail_clearly(
         assert result.is_error, name
         assert "corrupt" in result.content and str(store.path) in result.content, name
     assert store.path.read_text() == "not json at all"
+
+
+def test_a_memory_file_that_is_a_dangling_link_is_not_taken_for_none(store: MemoryStore) -> None:
+    store.path.parent.mkdir(parents=True)
+    store.path.symlink_to(store.path.parent / "elsewhere" / "memory.json")
+    with pytest.raises(MemoryCorrupt, match="does not exist"):
+        store.list()
+    with pytest.raises(MemoryCorrupt):
+        store.write("n", "text")
+    assert store.path.is_symlink() and not (store.path.parent / "elsewhere").exists()

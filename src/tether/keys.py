@@ -17,7 +17,7 @@ from typing import Any
 
 from .atomic import atomic_write_json
 from .paths import file_identity, is_within, resolve_path, resolved_forms
-from .statefile import LoadedFile, read_json_file, write_json_state
+from .statefile import LoadedFile, dangling_link, read_json_file, write_json_state
 
 CREDENTIALS_FILE = "credentials.json"
 CONNECTION_FILE = "connection.json"
@@ -181,6 +181,8 @@ class KeyStore:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
+            if dangling_link(self.path):
+                return self._unreadable("is a symbolic link to a file that does not exist")
             return {}
         except OSError as exc:
             return self._unreadable(f"cannot be read ({exc.strerror or exc.__class__.__name__})")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write_json
+from .statefile import dangling_link
 
 FORMAT_VERSION = 1
 MEMORY_FILE = "memory.json"
@@ -127,6 +128,9 @@ class MemoryStore:
         try:
             raw = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
+            if dangling_link(self.path):
+                raise MemoryCorrupt(self.path, "a symbolic link to a file that does not exist",
+                                    unreadable=True) from None
             return {}
         except UnicodeDecodeError:
             raise MemoryCorrupt(self.path, "not UTF-8 text") from None

@@ -573,7 +573,10 @@ def _read_rules_file(
             try:
                 found.append((kind, Rule.parse(entry, source)))
             except RuleError as exc:
-                warnings.append(f"{path}: {kind} rule {_short(entry)} refused: {exc}")
+                warnings.append(f"{path}: {kind} rule {_short(entry)} refused: {exc}"
+                                + (f". {UNREADABLE_CONSEQUENCE}" if kind == "deny" else ""))
+                if kind == "deny":  # what it meant to forbid is unknown: fail closed
+                    unreadable.append(f"{path}: its deny rule {_short(entry)} cannot be read")
     return found
 
 

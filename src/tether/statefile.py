@@ -15,6 +15,7 @@ move away (the loss of what it held would otherwise go unnoticed).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,11 +71,27 @@ def write_json_state(path: Path, data: Any, loaded: LoadedFile, *, secret: bool 
     atomic_write_json(Path(path), data, secret=secret)
 
 
+def dangling_link(path: Path) -> str:
+    """Why `path` is not simply absent: it is a symbolic link to nothing ("" when it is not).
+
+    Such a file is kept elsewhere (a dotfiles checkout, another disk) and is missing now:
+    reading it as empty would drop what it holds (a rules file's deny rules), and writing
+    would create a file where the link points."""
+    if not os.path.islink(path):
+        return ""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return f"{path} is a symbolic link to {target}, which does not exist"
+
+
 def _read(path: Path, parse: Callable[[str], Any], check: ShapeCheck | None) -> LoadedFile:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return LoadedFile(path)
+        dangling = dangling_link(path)
+        return LoadedFile(path, problem=dangling, exists=True) if dangling else LoadedFile(path)
     except IsADirectoryError:
         return LoadedFile(path, problem=f"{path} is a directory, not a file", exists=True)
     except OSError as exc:
