@@ -14,6 +14,14 @@ BACKGROUND_FORMS = {
     "nohup": "nohup sleep 1000 >/dev/null 2>&1 & echo $! > {pid}",
     "setsid": "setsid sleep 1000 >/dev/null 2>&1 & echo $! > {pid}",
     "setsid -f": "setsid -f sh -c 'echo $$ > {pid}; exec sleep 1000' >/dev/null 2>&1",
+    # No marker left, another session, the parent gone before anything could look: only the
+    # subreaper still sees them.
+    "env -i setsid -f": "env -i setsid -f sh -c 'echo $$ > {pid}; exec sleep 1000' >/dev/null 2>&1",
+    "double fork, empty environment": (
+        "python3 -c \"import os,sys\nif os.fork(): sys.exit(0)\nos.setsid()\nif os.fork(): "
+        "sys.exit(0)\nopen('{pid}','w').write(str(os.getpid())+'\\n')\n"
+        "os.execve('/bin/sleep',['sleep','1000'],{{}})\" >/dev/null 2>&1"
+    ),
 }
 WAIT = 60
 """A bound that only a real hang exceeds."""

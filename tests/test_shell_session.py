@@ -294,6 +294,29 @@ async def test_end_stops_what_an_exited_command_left_running(
 
 @linux_only
 @needs_setsid
+@pytest.mark.parametrize("form", ["env -i setsid -f", "double fork, empty environment"])
+async def test_end_of_one_session_leaves_the_others_processes_alone(
+    form: str, tmp_path: Path, sessions: ShellSessions
+) -> None:
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    mine.mkdir()
+    theirs.mkdir()
+    first_command, first_pidfile = background(form, mine)
+    first = await sessions.run(f"{first_command}; read x", timeout=20)
+    first_pid = pid_written(first_pidfile)
+    second_command, second_pidfile = background(form, theirs)
+    second = await sessions.run(f"{second_command}; read x", timeout=20)
+    second_pid = pid_written(second_pidfile)
+    assert first.state == second.state == "waiting_for_input"
+    ended = await sessions.end(first.session_id or "")
+    assert ended.state == "killed" and gone(first_pid)
+    assert not gone(second_pid), "ending one session stopped another's process"
+    await sessions.end(second.session_id or "")
+    assert gone(second_pid)
+
+
+@linux_only
+@needs_setsid
 async def test_orphans_are_adopted_and_reaped(tmp_path: Path, sessions: ShellSessions) -> None:
     """tether is their subreaper: an orphan becomes its child, and is reaped when it ends."""
     fifo, pidfile = tmp_path / "release", tmp_path / "orphan.pid"

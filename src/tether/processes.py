@@ -121,6 +121,15 @@ def descendants(procs: dict[int, ProcInfo], roots: Iterable[int]) -> set[int]:
     return found
 
 
+def now_ticks() -> int:
+    """Clock ticks after boot now, in the unit of ProcInfo.start (0 where /proc cannot say)."""
+    try:
+        uptime = float((_PROC / "uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return int(uptime * os.sysconf("SC_CLK_TCK")) + 1
+
+
 def marker_of(pid: int) -> str | None:
     """The command marker in a process's environment (as it was when it started), or None."""
     try:
@@ -151,6 +160,11 @@ class CommandProcesses:
         self._commands: dict[str, _Command] = {}
         self._seen: dict[tuple[int, int], str] = {}
         """(pid, start time) of every process found in a command, with its session id."""
+        self._spared: set[tuple[int, int]] = set()
+        """(pid, start time) of the processes of forgotten keep_running commands."""
+        self._until: dict[str, int] = {}
+        """When a scan first found nothing of a command alive (clock ticks): nothing it
+        started can have started later. Absent while it has processes."""
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -161,9 +175,13 @@ class CommandProcesses:
     def started(self, sid: str, leader: int, keep: bool = False) -> None:
         info = proc_info(leader)
         self._commands[sid] = _Command(leader, info.start if info else -1, keep)
+        self._until.pop(sid, None)
 
     def forget(self, sid: str) -> None:
+        if self.kept(sid):  # what it left may outlive tether: never taken for a stranger
+            self._spared |= {key for key, owner in self._seen.items() if owner == sid}
         self._commands.pop(sid, None)
+        self._until.pop(sid, None)
         self._seen = {key: owner for key, owner in self._seen.items() if owner != sid}
 
     def kept(self, sid: str) -> bool:
@@ -190,11 +208,17 @@ class CommandProcesses:
         """Each command's processes (zombies included), remembered for the next scan."""
         procs = snapshot()
         markers = self._markers(procs)
+        self._adopt_strangers(procs)
         families: dict[str, dict[int, ProcInfo]] = {}
+        now = now_ticks()
         for sid in sids:
             family = self._family(sid, procs, markers)
             families[sid] = {pid: procs[pid] for pid in family}
             self._seen.update({(pid, procs[pid].start): sid for pid in family})
+            if any(procs[pid].state != "Z" for pid in family):
+                self._until.pop(sid, None)
+            else:
+                self._until.setdefault(sid, now)
         self._seen = {
             (pid, start): sid for (pid, start), sid in self._seen.items()
             if pid in procs and procs[pid].start == start
@@ -212,6 +236,41 @@ class CommandProcesses:
             if marker is not None and marker.startswith(prefix):
                 found[pid] = marker[len(prefix) :].removesuffix(KEEP_SUFFIX)
         return found
+
+    def strangers(self, procs: dict[int, ProcInfo] | None = None) -> dict[int, ProcInfo]:
+        """Orphans tether adopted that no command is known to own: a process that cleared
+        its environment (`env -i`), left the command's session (`setsid -f`) and whose
+        parent exited before a scan saw it. tether's own helpers (git, the regex worker)
+        stay in tether's session and command leaders are known, so neither is one."""
+        if not self.adopts_orphans:
+            return {}
+        procs = snapshot() if procs is None else procs
+        me, mine = os.getpid(), os.getsid(0)
+        leaders = {command.leader for command in self._commands.values()}
+        known = {pid for pid, start in [*self._seen, *self._spared]
+                 if pid in procs and procs[pid].start == start}
+        found = {
+            info.pid: info for info in procs.values()
+            if info.ppid == me and info.session != mine and info.pid not in leaders
+            and info.pid not in known and info.session not in leaders
+        }
+        prefix = self.token + "."
+        return {pid: info for pid, info in found.items()
+                if not (marker_of(pid) or "").startswith(prefix)}  # a marked one has its owner
+
+    def stranger_processes(self) -> list[psutil.Process]:
+        """The strangers as processes to stop (each checked to be the one found)."""
+        return _verified(self.strangers().values())
+
+    def _adopt_strangers(self, procs: dict[int, ProcInfo]) -> None:
+        """Give each stranger to the one command that was running when it started (so
+        end_process and the timeout stop it too); one that two commands could have
+        started stays a stranger, stopped when tether exits."""
+        for info in self.strangers(procs).values():
+            owners = [sid for sid, command in self._commands.items()
+                      if command.start <= info.start <= self._until.get(sid, info.start)]
+            if len(owners) == 1:
+                self._seen[(info.pid, info.start)] = owners[0]
 
     def _family(self, sid: str, procs: dict[int, ProcInfo], markers: dict[int, str]) -> set[int]:
         seeds = {pid for pid, owner in markers.items() if owner == sid}

@@ -492,6 +492,9 @@ class ShellSessions:
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
         await asyncio.gather(*(self._close(s, spare_kept=True) for s in sessions))
+        # What no command is known to own (it cleared its environment and left its session)
+        # came from one of them all the same: tether adopted it as their subreaper.
+        await stop_processes(self.processes.stranger_processes, self.processes.reap_adopted)
 
     # -------------------------------------------------------------- steps
 
