@@ -773,3 +773,46 @@ def test_session_rules_carry_over_when_rules_are_rebuilt() -> None:
     new.carry_session_rules(old)
     assert [str(r) for r in new.deny] == ["run_cmd(rm *)"]
     assert [str(r) for r in new.allow] == ["write_file"]
+
+
+def test_a_repository_below_the_scan_depth_still_needs_its_own_trust(tmp_path: Path) -> None:
+    """[a]lways may trust a folder whose repositories lie deeper than the scan looks; trust
+    still stops at each of them."""
+    user_home, home = tmp_path / "me", tmp_path / "state"
+    deep = user_home / "work" / "a" / "b" / "c" / "repo"
+    (deep / "src").mkdir(parents=True)
+    (deep / ".git").mkdir()
+    assert too_broad_to_trust(user_home / "work", user_home) is None  # too deep to see
+    store = TrustStore(home)
+    store.trust(user_home / "work")
+    assert store.is_trusted(user_home / "work" / "a" / "b")
+    assert not store.is_trusted(deep) and not store.is_trusted(deep / "src")
+
+
+@pytest.mark.parametrize("entry", ["project", "./project", "{root}/other/../project",
+                                   "{root}/link/../project"])
+def test_relative_or_unresolved_trust_entries_trust_nothing(tmp_path: Path, entry: str) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "other")
+    home.mkdir()
+    (home / "trusted.json").write_text(json.dumps([entry.format(root=tmp_path.resolve())]))
+    assert not TrustStore(home).is_trusted(project)
+
+
+def test_trust_given_through_a_symlinked_path_belongs_to_the_folder_it_reached(
+    tmp_path: Path,
+) -> None:
+    real, other, link = tmp_path / "real", tmp_path / "other", tmp_path / "link"
+    real.mkdir()
+    other.mkdir()
+    link.symlink_to(real)
+    (tmp_path / "state-link-target").mkdir()
+    (tmp_path / "state").symlink_to(tmp_path / "state-link-target", target_is_directory=True)
+    store = TrustStore(tmp_path / "state")  # TETHER_HOME itself reached through a symlink
+    store.trust(link)
+    assert store.is_trusted(real) and store.is_trusted(link)
+    link.unlink()
+    link.symlink_to(other)
+    assert not store.is_trusted(link)
