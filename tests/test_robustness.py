@@ -708,3 +708,19 @@ def test_clean_text_keeps_bytes_readable(raw: str, clean: str) -> None:
 
     assert clean_text(raw) == clean and not has_bad_chars(clean_text(raw))
     clean_text(raw).encode("utf-8")
+
+
+def test_a_color_code_typed_or_pasted_at_the_prompt_is_text_not_a_crash(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    """`ESC[31m` reads like a mouse report to the input parser (digits, then m); its handler
+    failed on it and the chat showed "Unhandled exception in event loop"."""
+    with started(server, project, home) as app:
+        app.child.send(b"paint it \x1b[31m red\r")
+        app.wait_for_text("Fine.")
+        app.wait_for_prompt()
+        text = leave(app)
+    assert "Unhandled exception" not in text
+    asked = [m["content"] for _, body in server.requests for m in body.get("messages", [])
+             if m["role"] == "user"]
+    assert asked[0] == "paint it [31m red"

@@ -159,6 +159,30 @@ def _ignore(_message: str) -> None:
     pass
 
 
+def with_safe_mouse_reports(keys: KeyBindings) -> KeyBindings:
+    """Add a mouse-report handler that survives what only looks like one.
+
+    The input parser takes any `ESC [ digits;... m` for a mouse report, so a colour code
+    typed or pasted without bracketed paste (`ESC[31m`) reached prompt_toolkit's handler,
+    which failed on it ("Unhandled exception in event loop"). Such a sequence becomes the
+    text after its ESC, as other unknown sequences do."""
+    from prompt_toolkit.key_binding.bindings.mouse import load_mouse_bindings
+    from prompt_toolkit.keys import Keys
+
+    real = next(b.handler for b in load_mouse_bindings().bindings
+                if b.keys == (Keys.Vt100MouseEvent,))
+
+    @keys.add(Keys.Vt100MouseEvent)
+    def _mouse(event: KeyPressEvent) -> object:
+        try:
+            return real(event)
+        except (ValueError, KeyError, IndexError):
+            event.current_buffer.insert_text(event.data.lstrip("\x1b"))
+            return None
+
+    return keys
+
+
 def make_session(
     history: Path,
     completer: Completer,
@@ -170,7 +194,7 @@ def make_session(
         history=open_history(history, warn),
         completer=completer,
         complete_while_typing=True,
-        key_bindings=key_bindings(),
+        key_bindings=with_safe_mouse_reports(key_bindings()),
         bottom_toolbar=toolbar,
         multiline=False,
         enable_open_in_editor=True,
