@@ -17,9 +17,12 @@ BACKGROUND_FORMS = {
     # No marker left, another session, the parent gone before anything could look: only the
     # subreaper still sees them.
     "env -i setsid -f": "env -i setsid -f sh -c 'echo $$ > {pid}; exec sleep 1000' >/dev/null 2>&1",
+    # Each parent waits until its child is in place, so the command ends with the
+    # grandchild already running (and adopted), never still on its way.
     "double fork, empty environment": (
-        "python3 -c \"import os,sys\nif os.fork(): sys.exit(0)\nos.setsid()\nif os.fork(): "
-        "sys.exit(0)\nopen('{pid}','w').write(str(os.getpid())+'\\n')\n"
+        "python3 -c \"import os,sys\nr,w=os.pipe()\nif os.fork(): os.wait(); sys.exit(0)\n"
+        "os.setsid()\nif os.fork(): os.read(r,1); os._exit(0)\n"
+        "open('{pid}','w').write(str(os.getpid())+'\\n')\nos.write(w,b'x')\n"
         "os.execve('/bin/sleep',['sleep','1000'],{{}})\" >/dev/null 2>&1"
     ),
 }
