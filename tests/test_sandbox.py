@@ -612,6 +612,47 @@ async def test_io_uring_cannot_be_set_up_inside(project: tuple[Path, Path]) -> N
     assert "result -1 Function not implemented" in outcome.output
 
 
+@needs_bwrap
+async def test_only_namespaced_socket_families_can_be_made_inside(project: tuple[Path, Path]) -> None:
+    # A network namespace cuts IP, but not vsock (to the hypervisor and local VM services),
+    # Bluetooth or the like: only families the namespace confines may be created.
+    if seccomp.machine() not in seccomp.SYSCALLS:
+        pytest.skip("no seccomp table for this architecture")
+    families = {"vsock": 40, "bluetooth": 31, "packet": 17, "tipc": 30, "inet": 2, "inet6": 10,
+                "netlink": 16}
+    script = "; ".join(
+        f"exec('try: socket.socket({number}, socket.SOCK_DGRAM if {number} in (2, 10) else "
+        f"socket.SOCK_RAW if {number} in (16, 17) else socket.SOCK_STREAM).close(); print(\\'{name} made\\')"
+        f"\\nexcept OSError as e: print(\\'{name} refused\\', e.errno)')"
+        for name, number in families.items()
+    )
+    outcome = await run_in(Sandbox("workspace-write", *project), f'{PY} -c "import socket; {script}"')
+    for name in ("vsock", "bluetooth", "packet", "tipc"):
+        assert f"{name} refused" in outcome.output, outcome.output
+    for name in ("inet", "inet6", "netlink"):
+        assert f"{name} made" in outcome.output, outcome.output
+
+
+@needs_bwrap
+async def test_a_hard_link_to_the_keys_file_stops_sandboxed_commands(
+    project: tuple[Path, Path],
+) -> None:
+    # The state directory is hidden by its path; a second name for the keys file made
+    # beforehand (by a command outside the sandbox) would be readable inside.
+    root, home = project
+    os.link(home / "credentials.json", root / "innocent.txt")
+    box = Sandbox("workspace-write", root, home)
+    shells = ShellSessions(root, launcher=box)
+    try:
+        with pytest.raises(OSError, match="hard link"):
+            await shells.run("cat innocent.txt", timeout=20)
+    finally:
+        await shells.close_all()
+    (root / "innocent.txt").unlink()
+    outcome = await run_in(box, "echo fine")
+    assert outcome.exit_code == 0 and "fine" in outcome.output
+
+
 def test_the_seccomp_program_is_whole_instructions_for_each_known_arch() -> None:
     for arch in ("x86_64", "aarch64"):
         program = seccomp.unix_socket_filter(arch)

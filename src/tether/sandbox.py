@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from .keys import SECRET_FILES
 from .processes import MARKER
 from .sandbox_paths import Placeholders, Protected, protected_paths, real
 from .sandbox_probe import NOT_INSTALLED, data_fd, remembered_problem
@@ -181,6 +182,7 @@ class Sandbox:
         if mode == "off":
             yield Launch(list(argv), dict(env))
             return
+        refuse_if_keys_have_other_names(real(self.home))
         protected = self._placeholders.acquire(protected_paths(real(self.root))) if (
             mode == "workspace-write") else []  # fmt: skip
         released = False
@@ -226,6 +228,28 @@ class Sandbox:
             "read-only outside the project and in .git). If that is why it failed, call run_cmd "
             "again with unsandboxed: true and a reason; the user is asked to approve it]"
         )
+
+
+class KeysLinked(OSError):
+    """The keys file has another name (a hard link) that the sandbox cannot hide."""
+
+
+def refuse_if_keys_have_other_names(home: Path) -> None:
+    """Hiding the state directory hides the keys file by its path only: a hard link to it
+    made beforehand, anywhere the command can read, would show its content. Refuse to run
+    rather than run with the keys readable."""
+    for name in SECRET_FILES:
+        path = home / name
+        try:
+            links = path.stat().st_nlink
+        except OSError:
+            continue
+        if links > 1:
+            raise KeysLinked(
+                f"the saved keys file {path} has {links - 1} other name(s) (a hard link), "
+                "which the sandbox cannot hide, so no sandboxed command runs. Nothing was run. "
+                f"Remove the other link (find it with: find / -samefile {path})."
+            )
 
 
 def _read_only(paths: list[Protected]) -> list[str]:

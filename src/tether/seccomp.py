@@ -1,11 +1,16 @@
-"""The seccomp filter bubblewrap installs in the sandbox: no Unix-domain sockets, no io_uring.
+"""The seccomp filter bubblewrap installs in the sandbox: no sockets that leave it, no io_uring.
 
 A fresh network namespace already cuts every IP connection, but a Unix socket
 is a file: a host service listening under /run, /var/tmp or a home folder
 answers a `connect()` from any namespace that can see the path. Hiding every
 folder that may hold one cannot be done by a list, so the filter refuses the
 call that every such connection starts with: `socket(AF_UNIX, ...)` fails
-with EACCES ("Permission denied"). `socketpair()` stays allowed: it makes two
+with EACCES ("Permission denied"). The network namespace confines only some
+socket families: vsock reaches the hypervisor and local VM services from any
+namespace, and others (Bluetooth, TIPC, raw packets, ...) are no use to a
+build, so `socket()` makes only the families in `SOCKET_FAMILIES_ALLOWED`
+(IP, which the namespace cuts off, and netlink, which only sees it); every
+other one fails with EAFNOSUPPORT. `socketpair()` stays allowed: it makes two
 connected ends of an anonymous pair (asyncio, subprocess plumbing), which
 cannot reach anything outside. `io_uring_setup` fails with ENOSYS, because an
 io_uring can create a socket without the `socket` system call the filter sees.
@@ -25,6 +30,8 @@ import struct
 import sys
 
 AF_UNIX = 1
+SOCKET_FAMILIES_ALLOWED = (2, 10, 16)
+"""AF_INET, AF_INET6 and AF_NETLINK: what a fresh network namespace confines."""
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 SYSCALLS = {
     # (socket, io_uring_setup)
@@ -66,6 +73,8 @@ def unix_socket_filter(arch: str | None = None) -> bytes | None:
         return None
     socket_nr, io_uring_nr = SYSCALLS[arch]
     refuse_socket = RET_ERRNO | errno.EACCES
+    refuse_family = RET_ERRNO | errno.EAFNOSUPPORT
+    allowed = len(SOCKET_FAMILIES_ALLOWED)
     no_io_uring = RET_ERRNO | errno.ENOSYS
     # Jump offsets count instructions skipped after the jump itself.
     program = [
@@ -79,10 +88,13 @@ def unix_socket_filter(arch: str | None = None) -> bytes | None:
     program += [
         _insn(_JEQ, io_uring_nr, jf=1),
         _insn(_RET, no_io_uring),
-        _insn(_JEQ, socket_nr, jf=3),
+        _insn(_JEQ, socket_nr, jf=allowed + 4),  # not socket(): on to the final allow
         _insn(_LD_ABS, _low_word_offset(_ARG0)),
         _insn(_JEQ, AF_UNIX, jf=1),
         _insn(_RET, refuse_socket),
+        # Each allowed family jumps over the rest of the list and the refusal to the allow.
+        *(_insn(_JEQ, family, jt=allowed - i) for i, family in enumerate(SOCKET_FAMILIES_ALLOWED)),
+        _insn(_RET, refuse_family),
         _insn(_RET, RET_ALLOW),
     ]
     return b"".join(program)
