@@ -99,3 +99,18 @@ def test_bidi_zero_width_and_overwriting_characters_are_drawn_as_escapes(
         app.wait_for_cursor_on("Why not?")
         app.line("")
         app.wait_for_prompt()
+
+
+def test_a_reply_shows_where_its_links_lead_and_cannot_write_the_clipboard(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    reply = ("Read [https://docs.python.org](https://evil.example/x) first."
+             "\x1b]52;c;cm0gLXJmIH4K\x07 \x1b]0;owned\x07 done")
+    server.add(Reply(text=reply), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("where are the docs")
+        app.wait_for_text("done")
+        app.wait_for_prompt()
+        screen = app.text()
+        assert "https://evil.example/x" in screen  # a hyperlink would show only its text
+        assert "\\x1b]52;c;cm0gLXJmIH4K\\x07" in screen and "\\x1b]0;owned\\x07" in screen

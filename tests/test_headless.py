@@ -18,6 +18,7 @@ from tether.messages import Evidence, ToolCall
 from tether.safetext import SafeTextStream, clean_text, has_bad_chars
 from tether.toolspec import Tool, ToolContext, ToolTable
 from tether.tui.terminal_ui import TerminalUI
+from tether.visible import visible
 
 HINT = "Use --auto or --allow RULE to let such calls run."
 
@@ -127,7 +128,7 @@ def test_text_output_always_ends_with_the_answer(
     out, err = byte_stream(encoding), byte_stream(encoding)
     drive(HeadlessUI("text", out=out, err=err), texts, arguments, result_text)
     shown = written(out)
-    expected = clean_text(result_text).rstrip("\n")
+    expected = visible(clean_text(result_text).rstrip("\n"))  # escapes drawn, not obeyed
     if expected and encoding == "utf-8":
         assert shown == expected + "\n"
     assert shown == "" if not expected else shown.endswith("\n")

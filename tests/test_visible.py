@@ -46,3 +46,28 @@ def test_headless_progress_lines_are_visible() -> None:
     HeadlessUI("text", out=io.StringIO(), err=err).tool_start(
         ToolCall("c", "run\x1b[2Kcmd", {"command": "echo \u202eok"}))
     assert err.getvalue() == "→ run\\x1b[2Kcmd echo \\u202eok\n"
+
+
+def test_the_one_shot_text_answer_cannot_steer_the_terminal() -> None:
+    # OSC 52 writes the clipboard, OSC 0 the window title: `tether -p` prints the answer
+    # straight to a terminal, so its escapes must be drawn, not obeyed.
+    answer = "done\x1b]52;c;cm0gLXJmIH4K\x07 \x1b]0;owned\x07\u202eok\ncolumn\tkept"
+    for obj in ({"is_error": False, "result": answer}, {"is_error": True, "partial_result": answer}):
+        out = io.StringIO()
+        HeadlessUI("text", out=out, err=io.StringIO()).result(obj)
+        assert out.getvalue() == (
+            "done\\x1b]52;c;cm0gLXJmIH4K\\x07 \\x1b]0;owned\\x07\\u202eok\ncolumn\tkept\n")
+
+
+def test_markdown_links_show_where_they_lead() -> None:
+    # A terminal hyperlink (OSC 8) shows only its text: "docs.python.org" leading elsewhere.
+    from rich.console import Console
+
+    from tether.tui.render import MarkdownStream
+
+    buffer = io.StringIO()
+    stream = MarkdownStream(Console(file=buffer, force_terminal=True, width=100))
+    stream.feed("see [https://docs.python.org](https://evil.example/x) now\n\n")
+    stream.finish()
+    drawn = buffer.getvalue()
+    assert "\x1b]8;" not in drawn and "https://evil.example/x" in drawn

@@ -118,8 +118,8 @@ class HeadlessUI:
         """Write the final result in the chosen format (an error's partial answer too)."""
         if self.format == "text":
             answer = obj.get("partial_result", "") if obj["is_error"] else obj["result"]
-            if answer:
-                self._write(self.out, answer.rstrip("\n") + "\n")
+            if answer:  # printed to a terminal as often as not: its escapes are drawn, not obeyed
+                self._write(self.out, visible(answer.rstrip("\n")) + "\n")
         else:
             self.emit(obj)
 

@@ -647,7 +647,9 @@ class MarkdownStream:
     # --- rendering pieces ---
 
     def _render_markdown(self, text: str) -> _Rendered:
-        markdown = Markdown(text, code_theme=CODE_THEME)
+        # No terminal hyperlinks: an OSC 8 link shows only its text, which need not be where
+        # it leads; without them a link is drawn as "text (url)".
+        markdown = Markdown(text, code_theme=CODE_THEME, hyperlinks=False)
         segments = list(self.console.render(markdown))
         leading_break = bool(segments) and segments[0].text == "\n"
         ends_with_rule = bool(markdown.parsed) and markdown.parsed[-1].type == "hr"
