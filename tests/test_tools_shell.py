@@ -184,9 +184,11 @@ async def sandboxed_dispatcher(
     root = tmp_path / "proj"
     root.mkdir()
     box = Sandbox("workspace-write", root, tmp_path / "state")
-    table, closers = builtin_tools(ToolContext(root=root), sandbox=box)
+    ctx = ToolContext(root=root)
+    table, closers = builtin_tools(ctx, sandbox=box)
     rules = RuleSet([Rule.parse(r, "test") for r in allow], [Rule.parse(r, "test") for r in deny])
-    policy = ApprovalPolicy(root, rules, auto=True, sandbox=box, escalation=escalation)
+    policy = ApprovalPolicy(root, rules, auto=True, sandbox=box, escalation=escalation,
+                            runs_unconfined=ctx.runs_unconfined)
     try:
         yield root, Dispatcher(table, ToolContext(root=root), ui, policy=policy)
     finally:
@@ -252,6 +254,26 @@ async def test_under_auto_escalation_needs_a_naming_rule_and_the_permission(
         assert outside.exists() == runs and result.is_error != runs
         if not runs:
             assert "--allow-unsandboxed" in result.content
+
+
+@needs_bwrap
+@pytest.mark.parametrize("escalation", [False, True], ids=["no-flag", "flag"])
+async def test_input_to_an_unsandboxed_command_is_escalation_too(
+    tmp_path: Path, outside: Path, escalation: bool
+) -> None:
+    # The user approved one command outside the sandbox, not every line the model types
+    # into it afterwards: under --auto that input runs unconfined only with the flag.
+    ui = AskingUI(True)
+    async with sandboxed_dispatcher(tmp_path, ui, escalation=escalation) as (_, dispatcher):
+        waiting, _ = await dispatcher.dispatch(unsandboxed("read line; eval \"$line\""))
+        assert 'session="' in waiting.content, waiting.content
+        session = waiting.content.split('session="')[1].split('"')[0]
+        dispatcher.ui = AskingUI(False)
+        result, _ = await dispatcher.dispatch(ToolCall("i", "send_input", {
+            "session": session, "text": f"touch {outside}"}))
+        assert outside.exists() == escalation and result.is_error != escalation, result.content
+        if not escalation:
+            assert "OUTSIDE" in dispatcher.ui.asked[0]
 
 
 @needs_bwrap

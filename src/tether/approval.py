@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,7 +51,8 @@ from .shell_parse import split_command
 from .toolspec import Tool, ToolTable
 
 SHELL_TOOL = "run_cmd"
-SANDBOXED_TOOLS = ("run_cmd", "send_input")
+INPUT_TOOL = "send_input"
+SANDBOXED_TOOLS = (SHELL_TOOL, INPUT_TOOL)
 """The tools whose commands the sandbox confines (end_process only stops one)."""
 SEARCH_TOOL = "search_in_file"
 COMMAND_TEXT_PARAMS = ("command", "stdin", "text")
@@ -73,6 +75,8 @@ class ApprovalPolicy:
     """Whether a person can answer "ask" (False in one-shot mode)."""
     escalation: bool = False
     """Whether an allow rule that names a command lets it run outside the sandbox unasked."""
+    runs_unconfined: Callable[[str], bool] = lambda session: False
+    """Whether a shell session runs outside the sandbox: input sent to it runs there too."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
@@ -209,7 +213,16 @@ class ApprovalPolicy:
         """Ask before a command runs outside a working sandbox, unless escalation is on and
         an allow rule names the command."""
         sandbox = self.sandbox
-        if sandbox is None or not asks_unsandboxed(call, tool) or not sandbox.available():
+        if sandbox is None or not sandbox.available():
+            return None
+        if self._input_to_unconfined(call, tool):
+            return None if self.escalation else GateVerdict("ask", (
+                f"sends input to a command running OUTSIDE the {sandbox.confinement} sandbox, "
+                "where it can reach the network, every file you can write and your environment; "
+                "without asking (--auto, one-shot) this needs --allow-unsandboxed "
+                "(setting sandbox_escalation)"
+            ))
+        if not asks_unsandboxed(call, tool):
             return None
         command = str(call.arguments.get("command", ""))
         if self.escalation and self._named_by_allow_rule(command, tool):
@@ -221,6 +234,9 @@ class ApprovalPolicy:
             f"the model's reason: {reason}. Without asking (--auto, one-shot) this needs an "
             "allow rule naming the command plus --allow-unsandboxed (setting sandbox_escalation)"
         ))
+
+    def _input_to_unconfined(self, call: ToolCall, tool: Tool) -> bool:
+        return tool.name == INPUT_TOOL and self.runs_unconfined(str(call.arguments.get("session", "")))
 
     def _named_by_allow_rule(self, command: str, tool: Tool) -> bool:
         naming = RuleSet([r for r in self.rules.allow if names_something(r)], self.rules.deny)

@@ -200,6 +200,7 @@ def build_runtime(
     policy = ApprovalPolicy(
         options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table,
         can_ask=ui.can_ask, escalation=settings.sandbox_escalation,
+        runs_unconfined=ctx.runs_unconfined,
     )
     ctx.may_read = policy.may_read  # a search skips files the deny rules keep from reading
     plan_gate = PlanGate(policy)

@@ -331,6 +331,8 @@ class _Session:
         self.lock = asyncio.Lock()
         self.on_output: Callable[[str], None] | None = None
         self.release: Callable[[], None] = lambda: None
+        self.unconfined = False
+        """Started outside the launcher's confinement (run_cmd with unsandboxed: true)."""
         self.stdin: asyncio.WriteTransport | None = None
         self.stdout: asyncio.ReadTransport | None = None
 
@@ -437,6 +439,11 @@ class ShellSessions:
     def live(self) -> list[str]:
         return list(self._sessions)
 
+    def runs_unconfined(self, session_id: str) -> bool:
+        """Whether a live session was started outside the launcher (the sandbox)."""
+        session = self._sessions.get(session_id)
+        return session is not None and session.unconfined
+
     async def run(
         self,
         command: str,
@@ -535,6 +542,7 @@ class ShellSessions:
         self.processes.started(sid, proc.pid, keep)
         session = _Session(sid, proc, self.output_cap)
         session.release = started.release
+        session.unconfined = unconfined and self.launcher is not None
         self._sessions[session.id] = session
         try:
             await session.connect()

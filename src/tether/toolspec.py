@@ -52,6 +52,9 @@ class ToolContext:
     may_read: Callable[[Path], bool] = lambda path: True
     """Whether the deny rules let a tool read a file it found by itself (a search walking a
     directory): the approval policy judged only the paths the call named."""
+    runs_unconfined: Callable[[str], bool] = lambda session: False
+    """Whether a shell session runs outside the sandbox (run_cmd with unsandboxed: true):
+    input sent to it runs there too, so the approval policy treats it as escalation."""
 
     def resolve(self, path: str, *, follow_symlinks: bool = True) -> Path:
         """The path open() will reach: `~` expanded, relative to the project root, every

@@ -38,6 +38,7 @@ def builtin_tools(
     from .system import SYSTEM_TOOLS
 
     sessions = ShellSessions(ctx.root, on_output=on_output, launcher=sandbox)
+    ctx.runs_unconfined = sessions.runs_unconfined
     tools = [*FILE_TOOLS, *shell_tools(sessions, sandbox), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
     if home is not None:
         tools += memory_tools(MemoryStore(home / MEMORY_FILE))
