@@ -733,6 +733,27 @@ async def test_no_git_folder_can_be_made_where_there_is_none(project: tuple[Path
 
 
 @needs_bwrap
+@pytest.mark.parametrize("pointer", ["file", "symlink"])
+async def test_a_git_pointer_to_a_missing_folder_cannot_be_filled_in(
+    project: tuple[Path, Path], pointer: str
+) -> None:
+    # A hostile repository ships `.git` naming a folder that does not exist yet: the command
+    # must not be able to create the repository git would then use outside the sandbox.
+    root, home = project
+    if pointer == "file":
+        (root / ".git").write_text("gitdir: stash/repo\n")
+    else:
+        (root / ".git").symlink_to("stash/repo")
+    outcome = await run_in(
+        Sandbox("workspace-write", root, home),
+        "mkdir -p stash/repo/hooks && git init -q --bare stash/repo; echo made > kept.txt",
+    )
+    assert "Read-only file system" in outcome.output and (root / "kept.txt").read_text() == "made\n"
+    assert not (root / "stash" / "repo" / "hooks").exists()
+    assert not os.path.lexists(root / "stash")  # the placeholder is gone again
+
+
+@needs_bwrap
 async def test_a_worktree_keeps_its_git_file_and_the_main_repository_read_only(
     project: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -13,7 +13,9 @@ it: tether makes a placeholder (an empty folder, or a file holding the
 entry's `stand_in`, e.g. `{}` for a JSON file, so tether reading it meanwhile
 sees valid, empty settings) that the sandbox mounts read-only, and removes it
 again, if still untouched, once no sandboxed command is left running. For a
-nested path the placeholder is its first missing folder.
+nested path the placeholder is its first missing folder. The same goes for a folder
+that a `.git` file (`gitdir: ...`) or a `.git` symlink names but that does not exist:
+git would use whatever repository a command made there.
 """
 
 from __future__ import annotations
@@ -80,15 +82,34 @@ def git_paths(root: Path) -> list[Protected]:
     if target.is_dir():
         return [Protected(target, "dir")]
     if not target.is_file():
-        return []  # a dangling link or something stranger: git cannot use it either
+        # A dangling link: git would use the folder it names once a command made it.
+        return _missing_folder(root, target)
     found = [Protected(target, "file")]
     gitdir = _pointed_to(target, "gitdir: ")
-    if gitdir is not None and gitdir.is_dir():
-        found.append(Protected(gitdir, "dir"))
-        common = _pointed_to(gitdir / "commondir", "")
-        if common is not None and common.is_dir():
-            found.append(Protected(common, "dir"))
+    if gitdir is None:
+        return found
+    if not gitdir.is_dir():
+        return found + _missing_folder(root, gitdir)
+    found.append(Protected(gitdir, "dir"))
+    common = _pointed_to(gitdir / "commondir", "")
+    if common is not None and common.is_dir():
+        found.append(Protected(common, "dir"))
     return found
+
+
+def _missing_folder(root: Path, target: Path) -> list[Protected]:
+    """A placeholder for a folder that does not exist yet, so no command can make it: its
+    first missing folder inside `root` (outside it, all but the private /tmp is read-only)."""
+    if os.path.lexists(target) or not is_within(target, root) or target == root:
+        return []
+    return [Protected(_first_missing(root, target), "dir")]
+
+
+def _first_missing(root: Path, target: Path) -> Path:
+    missing = target
+    while missing.parent != root and not os.path.lexists(missing.parent):
+        missing = missing.parent
+    return missing
 
 
 def _pointed_to(file: Path, prefix: str) -> Path | None:
@@ -108,9 +129,7 @@ def _config_path(root: Path, entry: ConfigPath) -> list[Protected]:
         return [Protected(target, "dir" if target.is_dir() else "file")]
     if not is_within(target, root):
         return []  # outside the project everything but /tmp is read-only already
-    missing = target
-    while missing.parent != root and not os.path.lexists(missing.parent):
-        missing = missing.parent
+    missing = _first_missing(root, target)
     if missing != target:
         return [Protected(missing, "dir")]
     return [Protected(missing, entry.kind, entry.stand_in)]
