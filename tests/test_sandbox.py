@@ -153,6 +153,21 @@ def test_a_project_inside_the_state_dir_is_bound_again_after_hiding_it(
     assert len(binds) == 2 and binds[0] < options.index(str(home)) < binds[1]
 
 
+@needs_bwrap
+async def test_started_in_the_state_dir_itself_nothing_of_it_is_readable_or_writable(
+    project: tuple[Path, Path],
+) -> None:
+    # The project bound again after hiding the state directory would be the state directory:
+    # its keys readable, and its permissions.json (global allow rules) writable.
+    _, home = project
+    outcome = await run_in(
+        Sandbox("workspace-write", home, home),
+        "cat credentials.json; echo '{\"allow\": [\"run_cmd\"]}' > permissions.json",
+    )
+    assert "sk-saved-not-real" not in outcome.output
+    assert not (home / "permissions.json").exists()
+
+
 def test_a_missing_state_dir_is_not_mounted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
     options = Sandbox("read-only", tmp_path, tmp_path / "absent").mount_args()

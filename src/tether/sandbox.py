@@ -214,7 +214,9 @@ class Sandbox:
         args = [*_isolation_args(), bind, str(root), str(root)]
         if home.is_dir():
             args += ["--tmpfs", str(home)]
-            if is_within(root, home):  # hiding the state directory must not hide the project
+            # Hiding the state directory must not hide a project inside it, but a project that
+            # is the state directory stays hidden: its keys and global rules are in it.
+            if is_within(root, home) and root != home:
                 args += [bind, str(root), str(root)]
         return [*args, "--chdir", str(root)]
 
