@@ -108,7 +108,7 @@ class ApprovingUI(SilentUI):
 def test_workspace_write_binds_the_root_writable_and_hides_the_state_dir(
     project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda *_: "")
     root, home = project
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env-not-real")
     argv, env = launched(Sandbox("workspace-write", root, home), ["bash", "-c", "ls"])
@@ -131,7 +131,7 @@ def test_workspace_write_binds_the_root_writable_and_hides_the_state_dir(
 def test_read_only_binds_the_root_read_only_and_state_inside_root_stays_hidden(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda *_: "")
     root = tmp_path / "proj"
     home = root / ".state"
     home.mkdir(parents=True)
@@ -144,7 +144,7 @@ def test_read_only_binds_the_root_read_only_and_state_inside_root_stays_hidden(
 def test_a_project_inside_the_state_dir_is_bound_again_after_hiding_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda *_: "")
     home = tmp_path / "state"
     root = home / "work"
     root.mkdir(parents=True)
@@ -169,13 +169,13 @@ async def test_started_in_the_state_dir_itself_nothing_of_it_is_readable_or_writ
 
 
 def test_a_missing_state_dir_is_not_mounted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "")
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda *_: "")
     options = Sandbox("read-only", tmp_path, tmp_path / "absent").mount_args()
     assert str(tmp_path / "absent") not in options
 
 
 def test_off_never_probes_and_leaves_commands_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail() -> str:
+    def fail(*_: object) -> str:
         raise AssertionError("probed")
 
     monkeypatch.setattr(sandbox_module, "probe_problem", fail)
@@ -502,8 +502,8 @@ async def test_auto_without_bwrap_runs_commands_unconfined_after_one_notice_at_s
 def test_auto_where_namespaces_are_refused_says_how_to_enable_them(
     project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox_module, "probe_problem", lambda: "bwrap does not work here (denied)")
-    monkeypatch.setattr(sandbox_module.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(sandbox_module, "probe_problem", lambda *_: "bwrap does not work here (denied)")
+    monkeypatch.setattr(shutil, "which", lambda name, path=None: "/usr/bin/" + name)
     notices: list[str] = []
     box = Sandbox("auto", *project, notice=notices.append)
     assert box.confinement == "off" and not box.insisted_on()
@@ -527,7 +527,7 @@ def test_the_probe_is_remembered_per_machine_until_something_changes(
     root, home = project
     probes: list[int] = []
 
-    def probe() -> str:
+    def probe(*_: object) -> str:
         probes.append(1)
         return ""
 

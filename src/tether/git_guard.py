@@ -57,11 +57,12 @@ the run, which only something that can already write `.git/` can do.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from .host_programs import host_program
 
 REPO_ENV_VARS = (
     "GIT_DIR",
@@ -182,7 +183,7 @@ def hardened_git(
     and overrides every program it names. Raises GitConfigError when git is
     missing or the configuration cannot be read (git would refuse it too).
     """
-    binary = git or shutil.which("git")
+    binary = git or host_program("git", Path(cwd or os.getcwd()))
     if binary is None:
         raise GitConfigError("git is not installed (not found on PATH)")
     names = configured_names(binary, cwd, tuple(location))

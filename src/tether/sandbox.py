@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from .host_programs import host_program
 from .keys import SECRET_FILES
 from .processes import MARKER
 from .sandbox_paths import Placeholders, Protected, protected_paths, real
@@ -90,9 +90,9 @@ def _isolation_args() -> list[str]:
     ]  # fmt: skip
 
 
-def probe_problem() -> str:
+def probe_problem(project: Path | None = None) -> str:
     """Why bubblewrap cannot run a command with our isolation here; "" when it can."""
-    return _probe_with(_isolation_args(), unix_socket_filter())
+    return _probe_with(_isolation_args(), unix_socket_filter(), project)
 
 
 def sandbox_environment(env: Mapping[str, str]) -> dict[str, str]:
@@ -134,7 +134,8 @@ class Sandbox:
         """Find out (once) whether bubblewrap works; safe to call from a worker thread."""
         if self.enabled and not self._probed:
             self.problem = remembered_problem(
-                self.home, _isolation_args(), unix_socket_filter(), probe_problem
+                self.home, _isolation_args(), unix_socket_filter(),
+                lambda: probe_problem(self.root), project=self.root,
             )
             self._probed = True
         return self.problem
@@ -197,7 +198,7 @@ class Sandbox:
                 filter_args = [] if fd is None else ["--seccomp", str(fd)]
                 options = [*self.mount_args(), *_read_only(protected), *filter_args]
                 yield Launch(
-                    [shutil.which("bwrap") or "bwrap", *options, "--", *argv],
+                    [host_program("bwrap", self.root) or "bwrap", *options, "--", *argv],
                     sandbox_environment(env),
                     () if fd is None else (fd,),
                     release,

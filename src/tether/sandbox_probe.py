@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import platform
-import shutil
 import socket
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write_json
+from .host_programs import host_program
 
 PROBE_FILE = "sandbox.json"
 PROBE_TIMEOUT = 10.0
@@ -57,9 +57,12 @@ def data_fd(data: bytes | None) -> Iterator[int | None]:
         os.close(read_end)
 
 
-def probe_problem(isolation: Sequence[str], seccomp: bytes | None) -> str:
-    """Why bubblewrap cannot run a command with `isolation` here; "" when it can."""
-    bwrap = shutil.which("bwrap")
+def probe_problem(
+    isolation: Sequence[str], seccomp: bytes | None, project: Path | None = None
+) -> str:
+    """Why bubblewrap cannot run a command with `isolation` here; "" when it can. bwrap is
+    not looked for inside `project`, where a sandboxed command may have put one."""
+    bwrap = host_program("bwrap", project)
     if bwrap is None:
         return NOT_INSTALLED
     with data_fd(seccomp) as fd:
@@ -94,10 +97,11 @@ def fingerprint(bwrap: str, isolation: Sequence[str], seccomp: bytes | None) -> 
 
 
 def remembered_problem(
-    home: Path | None, isolation: Sequence[str], seccomp: bytes | None, probe: Callable[[], str]
+    home: Path | None, isolation: Sequence[str], seccomp: bytes | None, probe: Callable[[], str],
+    project: Path | None = None,
 ) -> str:
     """`probe`'s answer for this machine: from TETHER_HOME while still valid, else probed now."""
-    bwrap = shutil.which("bwrap")
+    bwrap = host_program("bwrap", project)
     if bwrap is None:
         return NOT_INSTALLED  # nothing to remember: finding out is as cheap as reading a file
     if home is None:

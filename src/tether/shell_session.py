@@ -31,7 +31,6 @@ import itertools
 import locale
 import os
 import platform
-import shutil
 import struct
 import subprocess
 import termios
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from .host_programs import host_program
 from .processes import (
     CommandProcesses,
     descendants,
@@ -393,8 +393,8 @@ def _with_newline(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def _shell() -> str:
-    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+def _shell(root: Path) -> str:
+    return host_program("bash", root) or host_program("sh", root) or "/bin/sh"
 
 
 def _environment(marker: dict[str, str]) -> dict[str, str]:
@@ -526,7 +526,7 @@ class ShellSessions:
 
     async def _start(self, command: str, keep: bool, unconfined: bool = False) -> _Session:
         sid = f"s{next(self._ids)}"
-        argv = [_shell(), "-c", command]
+        argv = [_shell(self.root), "-c", command]
         launch = _as_it_is if unconfined or self.launcher is None else self.launcher.launch
         with launch(argv, _environment(self.processes.environment(sid, keep))) as started:
             proc = subprocess.Popen(
