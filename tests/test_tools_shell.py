@@ -241,10 +241,13 @@ async def test_approved_escalation_runs_outside_and_the_question_shows_the_reaso
         ([], True, False),  # no rule
         (["run_cmd"], True, False),  # a bare rule names no command
         (["run_cmd(*)"], True, False),  # nor does a wildcard
+        (["run_cmd(*ouc*)"], True, False),  # nor a pattern whose command word is a wildcard
+        (["run(*)"], True, False),  # nor a capability rule for every command
         (["run_cmd(touch)"], False, False),  # the rule alone is not enough
         (["run_cmd(touch)"], True, True),  # rule and permission
     ],
-    ids=["no-rule", "bare-rule", "wildcard", "rule-without-flag", "rule-and-flag"],
+    ids=["no-rule", "bare-rule", "wildcard", "wildcard-word", "run-wildcard", "rule-without-flag",
+         "rule-and-flag"],
 )
 async def test_under_auto_escalation_needs_a_naming_rule_and_the_permission(
     tmp_path: Path, outside: Path, allow: list[str], escalation: bool, runs: bool

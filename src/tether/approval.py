@@ -335,8 +335,12 @@ def asks_unsandboxed(call: ToolCall, tool: Tool) -> bool:
 
 
 def names_something(rule: Rule) -> bool:
-    """A rule with a pattern that is more than wildcards: `run_cmd(npm install)`, not `run_cmd(*)`."""
-    return rule.pattern is not None and bool(rule.pattern.strip("*? "))
+    """A rule whose pattern names the command itself: `run_cmd(npm install)` or `run_cmd(npm *)`,
+    not `run_cmd(*)`, nor `run_cmd(*-*)`, which matches any command with a dash in it."""
+    if rule.pattern is None:
+        return False
+    words = rule.pattern.split()
+    return bool(words) and not any(c in words[0] for c in "*?")
 
 
 def is_inside(root: Path, path: str) -> bool:
