@@ -69,7 +69,7 @@ class ParseResult:
 
 # ---------------------------------------------------------------- the scanner
 
-_TEXT_STOPS = re.compile(r"[<`\n]")
+_TEXT_STOPS = re.compile(r"[<`\n\"]")
 _JSON_STOPS = re.compile(r'["<]')
 _STRING_STOPS = re.compile(r'["\\]')
 
@@ -126,6 +126,8 @@ class _Segmenter:
         self._escape = False
         self._code_ticks = 0
         self._tick_run = 0
+        self._quoted = False  # inside a JSON string value ("key": "...) on this line
+        self._last_sig = ""  # the last character of this line's answer text that is not a space
         self._block_opens = tuple(f"<{name}>" for name in sorted(block_names))
         self._events: list[tuple[str, list[str]]] = []
 
@@ -186,11 +188,19 @@ class _Segmenter:
             self._emit("text", buf[i:])
             return len(buf), False
         j = m.start()
-        self._emit("text", buf[i:j])
+        self._emit_text(buf[i:j])
         ch = buf[j]
         if ch == "\n":
             self._code_ticks = self._tick_run = 0
+            self._quoted, self._last_sig = False, ""
             self._emit("text", ch)
+            return j + 1, False
+        if ch == '"':
+            if self._quoted:
+                self._quoted = _escaped(buf, j)
+            else:  # a string opens a JSON value only after `:`, `,`, `[` or `{`
+                self._quoted = self._last_sig in (":", ",", "[", "{")
+            self._emit_text(ch)
             return j + 1, False
         if ch == "`":
             k = j
@@ -205,11 +215,18 @@ class _Segmenter:
         tag, wait = _match_tag(buf, j, _TEXT_TAGS)
         if wait:
             return j, True
-        if tag is None:
+        if tag is None or (self._quoted and tag in (THINK_OPEN, THINK_CLOSE)):
+            # `"content": "<think>"` in a bare JSON call is a value, not a thinking block
             self._emit("text", ch)
             return j + 1, False
         self._open(tag)
         return j + len(tag), False
+
+    def _emit_text(self, chunk: str) -> None:
+        self._emit("text", chunk)
+        stripped = chunk.rstrip()
+        if stripped:
+            self._last_sig = stripped[-1]
 
     def _end_tick_run(self) -> None:
         """A run of backticks opens or closes inline code; three or more is a fence."""
@@ -956,6 +973,14 @@ def _arguments(tool: Tool, rest: dict[str, Any]) -> tuple[dict[str, Any], bool] 
     return beside, True
 
 
+def _escaped(buf: str, j: int) -> bool:
+    """Whether the character at `j` follows an odd run of backslashes."""
+    run = 0
+    while j - run - 1 >= 0 and buf[j - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1
+
+
 def _without_block_tags(name: str, value: str) -> str:
     """`"content": "<content>print(1)</content>"`: a raw block's tags written inside the
     JSON string would be written to disk with the text; the tags go, the text stays."""
@@ -964,11 +989,9 @@ def _without_block_tags(name: str, value: str) -> str:
     if not body.startswith(opening):
         return value
     inner = body[len(opening) :]
-    if inner.endswith(closing):
-        inner = inner[: -len(closing)]
-    elif closing in inner:
-        return value  # the tags do not wrap the whole value: leave it as written
-    return _strip_raw_block(inner)
+    if not inner.endswith(closing) or closing in inner[: -len(closing)]:
+        return value  # the tags do not wrap the whole value exactly once: leave it as written
+    return _strip_raw_block(inner[: -len(closing)])
 
 
 def repair_block_values(call: ToolCall, table: ToolTable) -> ToolCall:
