@@ -336,9 +336,9 @@ def attempt(task: Task, repeat: int, target: Target, transcripts: Path, keep: bo
         result = result_object(out)
         result_file = scratch / "result.json"
         result_file.write_text(json.dumps(result), encoding="utf-8")
+        Path(f"{stem}.diff").write_text(changes_patch(work), encoding="utf-8")  # before the check
         check = run_check(task, work, result_file)
         Path(f"{stem}.check.txt").write_text(check.output + "\n", encoding="utf-8")
-        Path(f"{stem}.diff").write_text(changes_patch(work), encoding="utf-8")
         usage = result.get("usage") or {}
         return Attempt(
             task=task.name, repeat=repeat, solved=check.solved, exit_code=code, timed_out=timed_out,
