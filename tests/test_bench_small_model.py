@@ -63,3 +63,17 @@ def test_a_run_drives_tether_in_a_fresh_repository_each_time_and_records_it(tmp_
     assert "todo_count.txt" in (tmp_path / "fake" / "count_todos.r1.diff").read_text()
     sent = server.bodies("/v1/chat/completions")[0]
     assert "count the lines that contain TODO" in json.dumps(sent)
+
+
+def test_a_run_that_times_out_is_interrupted_and_keeps_what_tether_reported(tmp_path: Path) -> None:
+    with FakeServer([Reply(text="thinking...", delay=120)]) as server:
+        done = run_bench("--provider", "openai", "--base-url", server.url + "/v1",
+                         "--model", "fake-coder:7b", "--tasks", "ask_retry_limit", "--timeout", "3",
+                         "--output-format", "stream-json", "--label", "slow",
+                         "--results-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (result,) = json.loads((tmp_path / "slow.json").read_text())["attempts"]
+    assert (result["solved"], result["timed_out"], result["exit_code"]) == (False, True, None)
+    assert result["stop_reason"] == "cancelled"  # tether's own result, written on Ctrl-C
+    lines = (tmp_path / "slow" / "ask_retry_limit.r1.out.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "init"

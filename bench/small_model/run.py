@@ -174,34 +174,41 @@ def selftest_case(task: Task, files: Path | None, answer: str, scratch: Path) ->
     return run_check(task, work, result_file)
 
 
-def selftest_task(task: Task) -> list[str]:
+def selftest_task(task: Task, verbose: bool = False) -> list[str]:
     """Problems with one task's check: empty when the check is strict and the reference passes."""
     problems = []
     with tempfile.TemporaryDirectory(prefix=f"bench-selftest-{task.name}-") as tmp:
         scratch = Path(tmp)
-        untouched = selftest_case(task, None, "", scratch)
+
+        def case(name: str, files: Path | None, answer: str) -> CheckOutcome:
+            outcome = selftest_case(task, files, answer, scratch)
+            if verbose:
+                print(f"     {name}: {first_line(outcome.output)}")
+            return outcome
+
+        untouched = case("untouched", None, "")
         if not untouched.failed_cleanly:
             problems.append(f"untouched folder: expected a clean FAIL, got exit {untouched.code}: "
                             f"{untouched.output[-300:]}")
         if not task.solution.is_dir() and not task.answer:
             problems.append("no reference solution (solution/ or reference.answer)")
-        reference = selftest_case(task, task.solution if task.solution.is_dir() else None,
-                                  task.answer, scratch)
+        reference = case("reference", task.solution if task.solution.is_dir() else None,
+                         task.answer)
         if not reference.solved:
             problems.append(f"reference solution: expected a pass, got exit {reference.code}: "
                             f"{reference.output[-500:]}")
         for miss in task.near_misses:
-            outcome = selftest_case(task, miss.files, miss.answer, scratch)
+            outcome = case(f"near miss {miss.name!r}", miss.files, miss.answer)
             if not outcome.failed_cleanly:
                 problems.append(f"near miss {miss.name!r}: expected a clean FAIL, got exit "
                                 f"{outcome.code}: {outcome.output[-300:]}")
     return problems
 
 
-def selftest(tasks: list[Task]) -> int:
+def selftest(tasks: list[Task], verbose: bool = False) -> int:
     bad = 0
     for task in tasks:
-        problems = selftest_task(task)
+        problems = selftest_task(task, verbose)
         print(f"{'ok  ' if not problems else 'BAD '} {task.name} "
               f"({1 + len(task.near_misses)} failing case(s), 1 reference)")
         for problem in problems:
@@ -226,9 +233,11 @@ class Target:
     profile: str | None = None
     max_steps: int | None = None
     extra: list[str] = field(default_factory=list)
+    output_format: str = "json"
 
     def command(self, request: str) -> list[str]:
-        cmd = [sys.executable, "-m", "tether", "-p", request, "--auto", "--output-format", "json",
+        cmd = [sys.executable, "-m", "tether", "-p", request, "--auto",
+               "--output-format", self.output_format,
                "--provider", self.provider, "--base-url", self.base_url, "--model", self.model]
         if self.protocol:
             cmd += ["--protocol", self.protocol]
@@ -266,24 +275,29 @@ class Attempt:
     stop_reason: str
     tool_calls: list[str]
     check: str
+    error: str  # tether's error message when the run ended in one (e.g. the server did not answer)
 
 
-def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float,
-                ) -> tuple[int | None, str, str, bool]:
-    """Run in its own process group, so a timeout ends tether and every command it started."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, False
-    except subprocess.TimeoutExpired:
-        stop_group(proc)
-        out, err = proc.communicate()
-        return None, out, err, True
+def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, out: Path,
+                err: Path) -> tuple[int | None, bool]:
+    """Run in its own process group, so a timeout ends tether and every command it started.
+    Output goes straight to the transcript files, to be watched while it runs."""
+    with out.open("w", encoding="utf-8") as stdout, err.open("w", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
+                                stderr=stderr, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            stop_group(proc)
+            return None, True
+        except BaseException:  # the runner itself is stopped: leave no tether behind
+            stop_group(proc)
+            raise
 
 
 def stop_group(proc: subprocess.Popen[str]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    """Ctrl-C first: tether then still writes its result (usage, calls so far); then harder."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -325,15 +339,17 @@ def attempt(task: Task, repeat: int, target: Target, transcripts: Path, keep: bo
         work = fresh_repo(task, scratch)
         home = scratch / "home"
         home.mkdir()
-        started = time.monotonic()
-        code, out, err, timed_out = run_process(target.command(task.request), work,
-                                                target.env(home), task.timeout)
-        wall = time.monotonic() - started
+        # A busy model server may take minutes before its first token: the task's timeout is
+        # the one time limit, not tether's per-response wait.
+        (home / "config.toml").write_text(f"request_timeout = {task.timeout}\n", encoding="utf-8")
         stem = transcripts / f"{task.name}.r{repeat}"
-        (stem.parent).mkdir(parents=True, exist_ok=True)
-        Path(f"{stem}.out.json").write_text(out, encoding="utf-8")
-        Path(f"{stem}.stderr.txt").write_text(err, encoding="utf-8")
-        result = result_object(out)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        out_file = Path(f"{stem}.out.{'jsonl' if target.output_format == 'stream-json' else 'json'}")
+        started = time.monotonic()
+        code, timed_out = run_process(target.command(task.request), work, target.env(home),
+                                      task.timeout, out_file, Path(f"{stem}.stderr.txt"))
+        wall = time.monotonic() - started
+        result = result_object(out_file.read_text(encoding="utf-8", errors="replace"))
         result_file = scratch / "result.json"
         result_file.write_text(json.dumps(result), encoding="utf-8")
         Path(f"{stem}.diff").write_text(changes_patch(work), encoding="utf-8")  # before the check
@@ -349,6 +365,7 @@ def attempt(task: Task, repeat: int, target: Target, transcripts: Path, keep: bo
             stop_reason=str(result.get("stop_reason") or ("timeout" if timed_out else "no result")),
             tool_calls=[c.get("name", "?") for c in result.get("tool_calls") or []],
             check=first_line(check.output),
+            error=str(result.get("result") or "") if result.get("stop_reason") == "error" else "",
         )
     finally:
         if keep:
@@ -373,15 +390,16 @@ def tether_revision(src: Path) -> str:
 
 def summary(attempts: list[Attempt], repeats: int, total: int) -> dict[str, Any]:
     per_run = [sum(a.solved for a in attempts if a.repeat == r) for r in range(1, repeats + 1)]
-    done = [a for a in attempts]
     return {
         "solved_per_run": per_run,
         "total_per_run": total,
         "solved": sum(per_run),
-        "attempts": len(done),
-        "mean_wall_s": round(sum(a.wall_s for a in done) / len(done), 1) if done else 0,
-        "prompt_tokens": sum(a.prompt_tokens for a in done),
-        "completion_tokens": sum(a.completion_tokens for a in done),
+        "attempts": len(attempts),
+        "mean_wall_s": round(sum(a.wall_s for a in attempts) / len(attempts), 1) if attempts else 0,
+        "prompt_tokens": sum(a.prompt_tokens for a in attempts),
+        "completion_tokens": sum(a.completion_tokens for a in attempts),
+        "errors": sum(bool(a.error) for a in attempts),
+        "timeouts": sum(a.timed_out for a in attempts),
     }
 
 
@@ -407,18 +425,25 @@ def default_label(target: Target) -> str:
     return f"{target.model}-{target.protocol or 'auto'}-{target.profile or 'default'}-{stamp}"
 
 
-def tether_knows_flag(target: Target, flag: str) -> bool:
+def tether_problem(target: Target) -> str | None:
+    """Why tether cannot run from this source with this interpreter, or None when it can."""
     done = subprocess.run([sys.executable, "-m", "tether", "--help"], capture_output=True, text=True,
                           env=target.env(Path(tempfile.gettempdir())))
-    return flag in done.stdout
+    if done.returncode != 0:
+        return (f"{sys.executable} -m tether --help failed with PYTHONPATH={target.tether_src} "
+                f"(is this the interpreter of tether's environment?):\n{done.stderr[-800:]}")
+    if target.profile and "--profile" not in done.stdout:
+        return f"the tether at {target.tether_src} has no --profile flag; run without --profile"
+    return None
 
 
 def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep: bool,
               results_dir: Path = RESULTS_DIR) -> int:
-    if target.profile and not tether_knows_flag(target, "--profile"):
-        print(f"the tether at {target.tether_src} has no --profile flag; run without --profile",
-              file=sys.stderr)
+    problem = tether_problem(target)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, stopped_by_signal)
     out_file = results_dir / f"{label}.json"
     transcripts = results_dir / label
     meta = {
@@ -426,6 +451,7 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "provider": target.provider, "base_url": target.base_url, "model": target.model,
         "protocol": target.protocol, "profile": target.profile, "max_steps": target.max_steps,
+        "output_format": target.output_format, "timeout_s": sorted({t.timeout for t in tasks}),
         "tether_src": str(target.tether_src), "tether_revision": tether_revision(target.tether_src),
         "repeat": repeats, "tasks": [t.name for t in tasks],
     }
@@ -440,11 +466,46 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
     return 0
 
 
+def stopped_by_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through run_process, which stops the running tether
+
+
 def schedule(tasks: list[Task], repeats: int) -> Iterator[tuple[int, Task]]:
     """All tasks once, then all again: a stopped run still has whole repeats."""
     for repeat in range(1, repeats + 1):
         for task in tasks:
             yield repeat, task
+
+
+def report(labels: list[str], results_dir: Path) -> str:
+    """A Markdown table from results files: per task, solved runs and mean figures, per label."""
+    runs = {label: json.loads((results_dir / f"{label}.json").read_text()) for label in labels}
+    tasks = sorted({a["task"] for data in runs.values() for a in data["attempts"]})
+    head = "| task | " + " | ".join(f"{label}: solved, req, prompt tok, s" for label in labels) + " |"
+    rows = [head, "| --- |" + " --- |" * len(labels)]
+    for task in tasks:
+        cells = [task_cell([a for a in data["attempts"] if a["task"] == task])
+                 for data in runs.values()]
+        rows.append(f"| `{task}` | " + " | ".join(cells) + " |")
+    totals = []
+    for data in runs.values():
+        per_run = data["summary"]["solved_per_run"]
+        total = data["summary"]["total_per_run"]
+        totals.append(" + ".join(f"{n}/{total}" for n in per_run))
+    rows.append("| **solved per run** | " + " | ".join(f"**{t}**" for t in totals) + " |")
+    return "\n".join(rows)
+
+
+def task_cell(attempts: list[dict[str, Any]]) -> str:
+    if not attempts:
+        return "-"
+    solved = sum(a["solved"] for a in attempts)
+    requests, tokens, wall = (mean(attempts, key) for key in ("requests", "prompt_tokens", "wall_s"))
+    return f"{solved}/{len(attempts)}, {requests:.1f}, {tokens:,.0f}, {wall:.0f}"
+
+
+def mean(attempts: list[dict[str, Any]], key: str) -> float:
+    return sum(a[key] for a in attempts) / len(attempts)
 
 
 # ---------------------------------------------------------------- command line
@@ -455,6 +516,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--selftest", action="store_true",
                    help="no model: each check must fail on the untouched folder and on every near "
                         "miss, and pass on the reference solution")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="selftest: show each case's verdict")
     p.add_argument("--provider", choices=("openai", "ollama"), default="openai")
     p.add_argument("--base-url", default="http://127.0.0.1:8089/v1")
     p.add_argument("--model", default="qwen2.5-coder-1.5b")
@@ -475,6 +538,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a folder of task folders (default: tasks/ here)")
     p.add_argument("--keep", action="store_true", help="keep each task's finished folder")
     p.add_argument("--list", action="store_true", help="list the tasks and their requests")
+    p.add_argument("--report", metavar="LABELS",
+                   help="print a Markdown table from results/<label>.json files (comma-separated)")
+    p.add_argument("--output-format", choices=("json", "stream-json"), default="json",
+                   help="tether's output: json (the result object) or stream-json (every step as "
+                        "it happens, then the same result object; a timed-out run keeps its steps)")
     p.add_argument("--tether-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for tether (repeatable)")
     return p
@@ -482,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.report:
+        print(report([x.strip() for x in args.report.split(",") if x.strip()], args.results_dir))
+        return 0
     tasks = pick_tasks(args.tasks, args.tasks_dir)
     if args.timeout:
         tasks = [Task(t.name, t.folder, t.request, args.timeout, t.answer, t.near_misses)
@@ -491,13 +562,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{task.name:<24} {task.request}")
         return 0
     if args.selftest:
-        return selftest(tasks)
+        return selftest(tasks, args.verbose)
     src = args.tether_src.expanduser().resolve()
     if not (src / "tether" / "__init__.py").is_file():
         print(f"--tether-src: {src} has no tether package", file=sys.stderr)
         return 2
     target = Target(args.provider, args.base_url, args.model, src, args.protocol, args.profile,
-                    args.max_steps, list(args.tether_arg))
+                    args.max_steps, list(args.tether_arg), args.output_format)
     return benchmark(tasks, target, max(1, args.repeat), args.label or default_label(target),
                      args.keep, args.results_dir)
 
