@@ -333,45 +333,49 @@ def changes_patch(work: Path) -> str:
     return done.stdout
 
 
-def attempt(task: Task, repeat: int, target: Target, transcripts: Path, keep: bool) -> Attempt:
-    scratch = Path(tempfile.mkdtemp(prefix=f"bench-{task.name}-"))
-    try:
-        work = fresh_repo(task, scratch)
-        home = scratch / "home"
-        home.mkdir()
-        # A busy model server may take minutes before its first token: the task's timeout is
-        # the one time limit, not tether's per-response wait.
-        (home / "config.toml").write_text(f"request_timeout = {task.timeout}\n", encoding="utf-8")
-        stem = transcripts / f"{task.name}.r{repeat}"
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        out_file = Path(f"{stem}.out.{'jsonl' if target.output_format == 'stream-json' else 'json'}")
-        started = time.monotonic()
-        code, timed_out = run_process(target.command(task.request), work, target.env(home),
-                                      task.timeout, out_file, Path(f"{stem}.stderr.txt"))
-        wall = time.monotonic() - started
-        result = result_object(out_file.read_text(encoding="utf-8", errors="replace"))
-        result_file = scratch / "result.json"
-        result_file.write_text(json.dumps(result), encoding="utf-8")
-        Path(f"{stem}.diff").write_text(changes_patch(work), encoding="utf-8")  # before the check
-        check = run_check(task, work, result_file)
-        Path(f"{stem}.check.txt").write_text(check.output + "\n", encoding="utf-8")
-        usage = result.get("usage") or {}
-        return Attempt(
-            task=task.name, repeat=repeat, solved=check.solved, exit_code=code, timed_out=timed_out,
-            wall_s=round(wall, 1), requests=int(result.get("num_turns") or 0),
-            prompt_tokens=int(usage.get("input_tokens") or 0),
-            completion_tokens=int(usage.get("output_tokens") or 0),
-            cached_tokens=int(usage.get("cached_tokens") or 0),
-            stop_reason=str(result.get("stop_reason") or ("timeout" if timed_out else "no result")),
-            tool_calls=[c.get("name", "?") for c in result.get("tool_calls") or []],
-            check=first_line(check.output),
-            error=str(result.get("result") or "") if result.get("stop_reason") == "error" else "",
-        )
-    finally:
-        if keep:
-            print(f"     kept {scratch}", flush=True)
+def attempt(task: Task, repeat: int, target: Target, transcripts: Path, scratch: Path,
+            keep: bool) -> Attempt:
+    """One run of one task. `scratch` is the same folder for every attempt of a benchmark run:
+    the project root tether sees (and puts in its system prompt) names no task and stays the
+    same, so a server's prompt cache serves every task."""
+    for leftover in scratch.iterdir():
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
         else:
-            shutil.rmtree(scratch, ignore_errors=True)
+            leftover.unlink()
+    work = fresh_repo(task, scratch)
+    home = scratch / "home"
+    home.mkdir()
+    # A busy model server may take minutes before its first token: the task's timeout is
+    # the one time limit, not tether's per-response wait.
+    (home / "config.toml").write_text(f"request_timeout = {task.timeout}\n", encoding="utf-8")
+    stem = transcripts / f"{task.name}.r{repeat}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    out_file = Path(f"{stem}.out.{'jsonl' if target.output_format == 'stream-json' else 'json'}")
+    started = time.monotonic()
+    code, timed_out = run_process(target.command(task.request), work, target.env(home),
+                                  task.timeout, out_file, Path(f"{stem}.stderr.txt"))
+    wall = time.monotonic() - started
+    result = result_object(out_file.read_text(encoding="utf-8", errors="replace"))
+    result_file = scratch / "result.json"
+    result_file.write_text(json.dumps(result), encoding="utf-8")
+    Path(f"{stem}.diff").write_text(changes_patch(work), encoding="utf-8")  # before the check
+    check = run_check(task, work, result_file)
+    Path(f"{stem}.check.txt").write_text(check.output + "\n", encoding="utf-8")
+    if keep:
+        shutil.copytree(work, Path(f"{stem}.folder"), dirs_exist_ok=True)
+    usage = result.get("usage") or {}
+    return Attempt(
+        task=task.name, repeat=repeat, solved=check.solved, exit_code=code, timed_out=timed_out,
+        wall_s=round(wall, 1), requests=int(result.get("num_turns") or 0),
+        prompt_tokens=int(usage.get("input_tokens") or 0),
+        completion_tokens=int(usage.get("output_tokens") or 0),
+        cached_tokens=int(usage.get("cached_tokens") or 0),
+        stop_reason=str(result.get("stop_reason") or ("timeout" if timed_out else "no result")),
+        tool_calls=[c.get("name", "?") for c in result.get("tool_calls") or []],
+        check=first_line(check.output),
+        error=str(result.get("result") or "") if result.get("stop_reason") == "error" else "",
+    )
 
 
 def first_line(text: str, limit: int = 200) -> str:
@@ -456,11 +460,15 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
         "repeat": repeats, "tasks": [t.name for t in tasks],
     }
     attempts: list[Attempt] = []
-    for repeat, task in schedule(tasks, repeats):
-        result = attempt(task, repeat, target, transcripts, keep)
-        attempts.append(result)
-        print(describe(result), flush=True)
-        write_results(out_file, meta, attempts, repeats, len(tasks))
+    scratch = Path(tempfile.mkdtemp(prefix="tether-bench-"))
+    try:
+        for repeat, task in schedule(tasks, repeats):
+            result = attempt(task, repeat, target, transcripts, scratch, keep)
+            attempts.append(result)
+            print(describe(result), flush=True)
+            write_results(out_file, meta, attempts, repeats, len(tasks))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     per_run = summary(attempts, repeats, len(tasks))["solved_per_run"]
     print(f"solved {' + '.join(f'{n}/{len(tasks)}' for n in per_run)} -> {out_file}")
     return 0
@@ -536,7 +544,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where <label>.json and the transcripts go (default: results/ here)")
     p.add_argument("--tasks-dir", type=Path, default=TASKS_DIR,
                    help="a folder of task folders (default: tasks/ here)")
-    p.add_argument("--keep", action="store_true", help="keep each task's finished folder")
+    p.add_argument("--keep", action="store_true",
+                   help="keep each finished folder as results/<label>/<task>.r<N>.folder")
     p.add_argument("--list", action="store_true", help="list the tasks and their requests")
     p.add_argument("--report", metavar="LABELS",
                    help="print a Markdown table from results/<label>.json files (comma-separated)")
