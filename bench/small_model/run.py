@@ -442,7 +442,7 @@ def tether_problem(target: Target) -> str | None:
 
 
 def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep: bool,
-              results_dir: Path = RESULTS_DIR) -> int:
+              results_dir: Path = RESULTS_DIR, warmup: bool = True) -> int:
     problem = tether_problem(target)
     if problem:
         print(problem, file=sys.stderr)
@@ -462,6 +462,8 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
     attempts: list[Attempt] = []
     scratch = Path(tempfile.mkdtemp(prefix="tether-bench-"))
     try:
+        if warmup:
+            warm_up(tasks[0], target, transcripts, scratch)
         for repeat, task in schedule(tasks, repeats):
             result = attempt(task, repeat, target, transcripts, scratch, keep)
             attempts.append(result)
@@ -472,6 +474,19 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
     per_run = summary(attempts, repeats, len(tasks))["solved_per_run"]
     print(f"solved {' + '.join(f'{n}/{len(tasks)}' for n in per_run)} -> {out_file}")
     return 0
+
+
+WARMUP_REQUEST = "Reply with the single word: ready"
+
+
+def warm_up(task: Task, target: Target, transcripts: Path, scratch: Path) -> None:
+    """One untimed, unrecorded request first, so the server has tether's system prompt in its
+    cache and the first task does not pay for it alone."""
+    warm = Task("warmup", task.folder, WARMUP_REQUEST, max(task.timeout, 1800), "", ())
+    started = time.monotonic()
+    outcome = attempt(warm, 0, target, transcripts, scratch, keep=False)
+    print(f"warm-up: {time.monotonic() - started:.0f} s, {outcome.prompt_tokens} prompt tokens",
+          flush=True)
 
 
 def stopped_by_signal(signum: int, frame: object) -> None:
@@ -544,6 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where <label>.json and the transcripts go (default: results/ here)")
     p.add_argument("--tasks-dir", type=Path, default=TASKS_DIR,
                    help="a folder of task folders (default: tasks/ here)")
+    p.add_argument("--no-warmup", dest="warmup", action="store_false",
+                   help="skip the first untimed request that fills the server's prompt cache")
     p.add_argument("--keep", action="store_true",
                    help="keep each finished folder as results/<label>/<task>.r<N>.folder")
     p.add_argument("--list", action="store_true", help="list the tasks and their requests")
@@ -579,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     target = Target(args.provider, args.base_url, args.model, src, args.protocol, args.profile,
                     args.max_steps, list(args.tether_arg), args.output_format)
     return benchmark(tasks, target, max(1, args.repeat), args.label or default_label(target),
-                     args.keep, args.results_dir)
+                     args.keep, args.results_dir, args.warmup)
 
 
 if __name__ == "__main__":
