@@ -448,6 +448,9 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
         print(problem, file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, stopped_by_signal)
+    # Started in the background, the runner may inherit an ignored SIGINT, and tether with it;
+    # a handler of our own is reset to the default in tether, so a timeout's Ctrl-C reaches it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     out_file = results_dir / f"{label}.json"
     transcripts = results_dir / label
     meta = {
