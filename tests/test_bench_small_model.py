@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fakeserver import FakeServer, Reply
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,9 +17,11 @@ RUNNER = REPO / "bench" / "small_model" / "run.py"
 TASKS = REPO / "bench" / "small_model" / "tasks"
 
 
-def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
+def run_bench(*args: str, sigint_ignored: bool = False) -> subprocess.CompletedProcess[str]:
+    # A shell's background job starts with SIGINT ignored: sigint_ignored runs the runner so.
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     return subprocess.run([sys.executable, str(RUNNER), *args], capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, preexec_fn=ignore)
 
 
 def test_every_check_fails_untouched_and_near_misses_and_passes_the_reference() -> None:
@@ -65,12 +69,15 @@ def test_a_run_drives_tether_in_a_fresh_repository_each_time_and_records_it(tmp_
     assert "count the lines that contain TODO" in json.dumps(sent)
 
 
-def test_a_run_that_times_out_is_interrupted_and_keeps_what_tether_reported(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sigint_ignored", [False, True])
+def test_a_run_that_times_out_is_interrupted_and_keeps_what_tether_reported(
+    tmp_path: Path, sigint_ignored: bool,
+) -> None:
     with FakeServer([Reply(text="thinking...", delay=120)]) as server:
         done = run_bench("--provider", "openai", "--base-url", server.url + "/v1",
                          "--model", "fake-coder:7b", "--tasks", "ask_retry_limit", "--timeout", "3", "--no-warmup",
                          "--output-format", "stream-json", "--label", "slow",
-                         "--results-dir", str(tmp_path))
+                         "--results-dir", str(tmp_path), sigint_ignored=sigint_ignored)
     assert done.returncode == 0, done.stdout + done.stderr
     (result,) = json.loads((tmp_path / "slow.json").read_text())["attempts"]
     assert (result["solved"], result["timed_out"], result["exit_code"]) == (False, True, None)
