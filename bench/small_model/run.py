@@ -387,9 +387,15 @@ def first_line(text: str, limit: int = 200) -> str:
 
 
 def tether_revision(src: Path) -> str:
-    done = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=src,
-                          capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
+    """The last commit that changed the tether source folder, "+changes" when it has changed
+    since (so a benchmark branch's own commits do not count as tether changes)."""
+    commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", "."], cwd=src,
+                            capture_output=True, text=True).stdout.strip()
+    if not commit:
+        return "unknown"
+    changes = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=src,
+                             capture_output=True, text=True).stdout.strip()
+    return commit + ("+changes" if changes else "")
 
 
 def summary(attempts: list[Attempt], repeats: int, total: int) -> dict[str, Any]:
