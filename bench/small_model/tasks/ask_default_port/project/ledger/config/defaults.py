@@ -1,0 +1,4 @@
+HOST = "127.0.0.1"
+PORT = 7341
+METRICS_PORT = 9464
+LOG_LEVEL = "info"

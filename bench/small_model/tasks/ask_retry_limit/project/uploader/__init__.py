@@ -1,0 +1,1 @@
+"""Upload report files to the archive."""

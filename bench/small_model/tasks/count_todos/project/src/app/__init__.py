@@ -1,0 +1,1 @@
+# TODO: expose a version string

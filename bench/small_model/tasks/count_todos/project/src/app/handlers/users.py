@@ -1,0 +1,3 @@
+def handle(args):
+    print("users")  # TODO: list real users
+    return 0

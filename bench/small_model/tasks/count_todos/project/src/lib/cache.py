@@ -1,0 +1,10 @@
+_store = {}
+
+
+def get(key):
+    """Return the cached value. TODO: expiry"""
+    return _store.get(key)
+
+
+def put(key, value):
+    _store[key] = value

@@ -1,0 +1,2 @@
+def make_greeting(name: str) -> str:
+    return f"Hello, {name}!"

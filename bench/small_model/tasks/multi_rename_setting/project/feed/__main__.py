@@ -1,0 +1,4 @@
+from .render import render
+from .settings import load
+
+print(render(load()))

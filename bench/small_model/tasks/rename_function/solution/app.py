@@ -1,0 +1,8 @@
+from shop import cart
+from shop.checkout import receipt
+
+c = cart.Cart()
+c.add("tea", 450, 2)
+c.add("scone", 325)
+print(receipt(c, discount_percent=10))
+print("before discount:", cart.compute_order_total(c))

@@ -1,0 +1,3 @@
+import sys
+
+print(float(sys.argv[1]) * 9 / 5 + 32)
