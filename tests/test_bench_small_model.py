@@ -49,7 +49,7 @@ def test_a_run_drives_tether_in_a_fresh_repository_each_time_and_records_it(tmp_
     with FakeServer([solve, Reply(text="Wrote 9.", usage=(150, 3)),
                      Reply(text="There are 9.", usage=(90, 4))]) as server:
         done = run_bench("--provider", "openai", "--base-url", server.url + "/v1",
-                         "--model", "fake-coder:7b", "--protocol", "native", "--tasks", "count_todos", "--no-warmup",
+                         "--model", "fake-coder:7b", "--protocol", "native", "--profile", "full", "--tasks", "count_todos", "--no-warmup",
                          "--repeat", "2", "--label", "fake", "--results-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "solved 1/1 + 0/1" in done.stdout
