@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tether.cli import build_parser
-from tether.config import Settings
+from tether.core.toolspec import ToolContext
+from tether.store.config import Settings
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
@@ -63,7 +63,7 @@ def test_readme_names_every_builtin_tool(tmp_path: Path) -> None:
 
 
 def test_readme_documents_every_slash_command_and_no_missing_one() -> None:
-    from tether.slash import COMMANDS
+    from tether.ui.terminal.slash.handlers import COMMANDS
 
     names = {c.name for c in COMMANDS.all()}
     for name in names:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_QUESTIONS = 5
 ASK_TIMEOUT = 24 * 3600.0

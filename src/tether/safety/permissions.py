@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..store.statefile import LoadedFile, read_json_file, write_json_state
 from .paths import resolved_forms
 from .shell_parse import (
     ShellSplit,
@@ -44,7 +45,6 @@ from .shell_parse import (
     normalize_whitespace,
     split_command,
 )
-from .statefile import LoadedFile, read_json_file, write_json_state
 
 Verdict = Literal["allow", "deny", "ask"]
 RuleKind = Literal["allow", "deny"]
