@@ -1,7 +1,7 @@
 """Permission rules (deny, allow, or ask) and the folders whose rules are trusted.
 
 A rule names a tool, optionally with a pattern for the call's main argument:
-`run_cmd(git status)`, `write_file(src/*)`, `mcp__filesystem__*`; or a kind of
+`run_cmd(git status)`, `write_file(src/*)`, `git_*` (every tool whose name fits); or a kind of
 access through every tool that declares it: `read(P)`, `write(P)`, `run(P)`
 (the tool table's path_params, written_params and runs_commands say which
 tools do what). A deny rule with a pattern that names one tool covers the same
