@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fakeserver import FakeServer, Reply  # noqa: E402
 
-from tether.config import Settings  # noqa: E402
-from tether.headless import HeadlessUI  # noqa: E402
-from tether.llm_client import Conversation  # noqa: E402
+from tether.core.loop import Conversation  # noqa: E402
 from tether.runtime import RunOptions, build_runtime  # noqa: E402
+from tether.store.config import Settings  # noqa: E402
+from tether.ui.headless import HeadlessUI  # noqa: E402
 
 
 def serve(port_queue: multiprocessing.Queue, stop: multiprocessing.Event) -> None:

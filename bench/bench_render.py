@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from rich.console import Console  # noqa: E402
 
-from tether.tui.render import MarkdownStream  # noqa: E402
+from tether.ui.terminal.render import MarkdownStream  # noqa: E402
 
 SIZES_KB = (25, 50, 100)
 CHUNK = 4

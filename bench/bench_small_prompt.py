@@ -23,9 +23,9 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from tether.config import load_settings
-from tether.headless import HeadlessUI
 from tether.runtime import RunOptions, build_runtime
+from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
 
 TASKS = Path(__file__).resolve().parent / "small_model" / "tasks"
 

@@ -31,7 +31,7 @@ def main() -> None:
         rows.append(("tether --version", [script, "--version"]))
     rows += [
         ("python -m tether --version", [python, "-m", "tether", "--version"]),
-        ("import tether.llm_client", [python, "-c", "import tether.llm_client"]),
+        ("import tether.core.loop", [python, "-c", "import tether.core.loop"]),
         ("import tether.runtime (everything -p needs)", [python, "-c", "import tether.runtime"]),
     ]
     print(f"start-up, median of {runs} runs")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from tether.toolspec import Tool, ToolContext, ToolTable
+from tether.core.toolspec import Tool, ToolContext, ToolTable
 
 
 class ReadArgs(BaseModel):

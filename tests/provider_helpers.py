@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tether.messages import Event, Message, Text, TextDelta, Thinking, ToolCall, ToolResult
+from tether.core.messages import Event, Message, Text, TextDelta, Thinking, ToolCall, ToolResult
+from tether.core.toolspec import Tool
 from tether.providers import provider_class
 from tether.providers.base import Provider, RequestOptions
-from tether.toolspec import Tool
 
 HELLO = (Message.user("hi"),)
 QUESTION = "What is the answer?"

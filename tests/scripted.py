@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tether.messages import (
+from tether.core.messages import (
     Done,
     Event,
     Message,
@@ -18,8 +18,8 @@ from tether.messages import (
     Usage,
     new_call_id,
 )
+from tether.core.toolspec import Tool
 from tether.providers.base import ProviderError, RequestOptions
-from tether.toolspec import Tool
 
 
 def say(text: str, chunk: int = 5) -> list[Event]:

@@ -19,10 +19,10 @@ import pytest
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
-from tether.memory import MemoryStore
-from tether.session import SessionStore
-from tether.slash import COMMANDS
-from tether.tui.terminal_ui import keys_not_echoed
+from tether.store.memory import MemoryStore
+from tether.store.session import SessionStore
+from tether.ui.terminal.slash.handlers import COMMANDS
+from tether.ui.terminal.terminal_ui import keys_not_echoed
 
 CHAT = "/v1/chat/completions"
 TITLE_REQUEST = "Write a short title"

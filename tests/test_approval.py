@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tether.approval import ApprovalPolicy, checked_values
-from tether.dispatch import Dispatcher
-from tether.messages import ToolCall
-from tether.permissions import Rule, RuleSet, load_rules
+from tether.core.dispatch import Dispatcher
+from tether.core.messages import ToolCall
+from tether.core.toolspec import ToolContext, ToolTable
+from tether.core.ui_protocol import SilentUI
+from tether.safety.approval import ApprovalPolicy, checked_values
+from tether.safety.permissions import Rule, RuleSet, load_rules
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext, ToolTable
-from tether.ui import SilentUI
 
 
 @pytest.fixture
@@ -239,7 +239,7 @@ def test_run_rules_cover_every_command_running_tool(tmp_path: Path, table: ToolT
 def test_a_new_tool_is_covered_by_declaring_its_paths(tmp_path: Path, table: ToolTable) -> None:
     from pydantic import BaseModel
 
-    from tether.toolspec import Tool
+    from tether.core.toolspec import Tool
 
     class MoveParams(BaseModel):
         source: str
@@ -270,7 +270,7 @@ async def test_a_symlink_swapped_while_the_user_decides_is_judged_again(tmp_path
         async def approve(self, call: ToolCall, reason: str):  # noqa: ANN201
             (root / "docs").rmdir()
             (root / "docs").symlink_to("secret")
-            from tether.ui import Decision
+            from tether.core.ui_protocol import Decision
 
             return Decision(True)
 

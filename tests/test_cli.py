@@ -368,9 +368,9 @@ async def test_an_unexpected_failure_still_ends_the_output_with_a_result(
 
     import tether.runtime
     from tether.cli import EXIT_ERROR, run_one_shot
-    from tether.config import Settings
-    from tether.headless import HeadlessUI
     from tether.runtime import RunOptions
+    from tether.store.config import Settings
+    from tether.ui.headless import HeadlessUI
 
     real_build = tether.runtime.build_runtime
 

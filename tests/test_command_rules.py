@@ -11,11 +11,11 @@ import pytest
 from fakeserver import FakeServer, Reply
 from test_cli import openai_args, run_cli
 
-from tether.approval import ApprovalPolicy
-from tether.messages import ToolCall
-from tether.permissions import Rule, RuleSet
+from tether.core.messages import ToolCall
+from tether.core.toolspec import ToolContext
+from tether.safety.approval import ApprovalPolicy
+from tether.safety.permissions import Rule, RuleSet
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext
 
 COMMENT_HIDES_A_QUOTE = "git status #'\ntouch M\n#'"
 COMMENT_ENDS_IN_A_BACKSLASH = "git status # \\\ntouch M"

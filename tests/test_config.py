@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tether.config import Settings, field_docs, load_settings, normalize_ollama_host, tether_home
+from tether.store.config import (
+    Settings,
+    field_docs,
+    load_settings,
+    normalize_ollama_host,
+    tether_home,
+)
 
 
 def write_config(home: Path, text: str) -> None:

@@ -9,19 +9,19 @@ from pathlib import Path
 import pytest
 from fakeserver import FakeServer, Reply, closed_port
 
-from tether.config import Settings
-from tether.connect import (
+from tether.core.messages import Message
+from tether.providers import create_provider, provider_names
+from tether.providers.base import ProviderError, RequestOptions
+from tether.providers.connect import (
     ProviderStatus,
     available_models,
     connection_status,
     needs_key,
     status_line,
 )
-from tether.keys import KeyStore
-from tether.messages import Message
-from tether.providers import create_provider, provider_names
-from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.ollama import OllamaProvider
+from tether.store.config import Settings
+from tether.store.keys import KeyStore
 
 ANTHROPIC_KEY = "sk-ant-api03-env-key-0000000000"
 GEMINI_KEY = "AIza-saved-key-00000000000000000"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scripted import Request, ScriptedProvider, call, make_tool, say
 from test_loop import build
 
-from tether.context import (
+from tether.core.context import (
     DEFAULT_WINDOW,
     OLLAMA_DEFAULT_NUM_CTX,
     SUMMARY_HEADER,
@@ -23,8 +23,8 @@ from tether.context import (
     ollama_context_window,
     transcript,
 )
-from tether.llm_client import Conversation
-from tether.messages import Done, Message, Text, ToolCall, ToolResult, Usage
+from tether.core.loop import Conversation
+from tether.core.messages import Done, Message, Text, ToolCall, ToolResult, Usage
 from tether.providers.base import ProviderError
 
 SYSTEM = "You are a helpful assistant."

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, make_tool, say
 
-from tether.deepthink import (
+from tether.core.deepthink import (
     DIFF_WINDOW,
     NO_CHANGES_MARKER,
     Deepthink,
@@ -19,18 +19,18 @@ from tether.deepthink import (
     strip_marker,
     verification_report,
 )
-from tether.dispatch import AllowAll, Dispatcher, GateVerdict
-from tether.git_ops import GitOps
-from tether.llm_client import Conversation, TurnLoop, TurnSettings
-from tether.messages import Evidence, ToolCall, new_call_id
+from tether.core.dispatch import AllowAll, Dispatcher, GateVerdict
+from tether.core.loop import Conversation, TurnLoop, TurnSettings
+from tether.core.messages import Evidence, ToolCall, new_call_id
+from tether.core.toolspec import Tool, ToolContext, ToolTable
+from tether.core.ui_protocol import SilentUI
 from tether.providers.base import ProviderError
 from tether.runtime import undo_hooks
-from tether.shell_session import CommandOutcome, ShellSessions
+from tether.safety.shell_session import CommandOutcome, ShellSessions
+from tether.store.git_ops import GitOps
 from tether.tools.files import FILE_TOOLS
 from tether.tools.plan import PlanGate
 from tether.tools.shell import render, shell_tools
-from tether.toolspec import Tool, ToolContext, ToolTable
-from tether.ui import SilentUI
 
 needs_git = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0,

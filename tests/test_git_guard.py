@@ -17,16 +17,16 @@ import pytest
 from fakeserver import FakeServer, Reply
 from test_cli import openai_args, run_cli
 
-from tether.approval import ApprovalPolicy
-from tether.git_guard import hardened_git, name_overrides
-from tether.git_ops import GitOps
-from tether.messages import ToolCall
-from tether.permissions import Rule, RuleSet
+from tether.core.messages import ToolCall
+from tether.core.toolspec import ToolContext, ToolError, ToolTable
+from tether.safety.approval import ApprovalPolicy
+from tether.safety.git_guard import hardened_git, name_overrides
+from tether.safety.permissions import Rule, RuleSet
+from tether.store.git_ops import GitOps
 from tether.tools import builtin_tools
 from tether.tools.files import SearchInFileParams, search_in_file
 from tether.tools.git import GitDiffParams, GitStatusParams, git_diff, git_status
-from tether.toolspec import ToolContext, ToolError, ToolTable
-from tether.tui.prompt import ProjectFiles
+from tether.ui.terminal.prompt import ProjectFiles
 
 pytestmark = [
     pytest.mark.skipif(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.git_ops import AI_TRAILER, GitOps
+from tether.store.git_ops import AI_TRAILER, GitOps
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0,
@@ -555,7 +555,7 @@ def test_a_failing_post_commit_hook_is_a_notice_and_the_commit_stands(
 def test_a_hung_post_commit_hook_is_stopped_with_a_notice(
     repo: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tether.git_ops as git_ops
+    import tether.store.git_ops as git_ops
 
     monkeypatch.setattr(git_ops, "HOOK_TIMEOUT", 0.5)
     write_hook(repo, "post-commit", "sleep 30 &\nsleep 30")

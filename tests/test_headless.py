@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from rich.console import Console
 from scripted import TextArgs, make_tool
 
-from tether.dispatch import NEEDS_APPROVAL, Dispatcher, GateVerdict
-from tether.headless import HeadlessUI
-from tether.messages import Evidence, ToolCall
-from tether.safetext import SafeTextStream, clean_text, has_bad_chars
-from tether.toolspec import Tool, ToolContext, ToolTable
-from tether.tui.terminal_ui import TerminalUI
-from tether.visible import visible
+from tether.core.dispatch import NEEDS_APPROVAL, Dispatcher, GateVerdict
+from tether.core.messages import Evidence, ToolCall
+from tether.core.toolspec import Tool, ToolContext, ToolTable
+from tether.safety.safetext import SafeTextStream, clean_text, has_bad_chars
+from tether.safety.visible import visible
+from tether.ui.headless import HeadlessUI
+from tether.ui.terminal.terminal_ui import TerminalUI
 
 HINT = "Use --auto or --allow RULE to let such calls run."
 

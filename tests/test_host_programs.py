@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tether.git_guard import hardened_git
-from tether.host_programs import host_path
-from tether.sandbox import Sandbox
-from tether.shell_session import ShellSessions
+from tether.safety.git_guard import hardened_git
+from tether.safety.host_programs import host_path
+from tether.safety.sandbox import Sandbox
+from tether.safety.shell_session import ShellSessions
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tether.keys import (
+from tether.store.keys import (
     ConnectionStore,
     KeyStore,
     KeyStoreError,
@@ -16,7 +16,7 @@ from tether.keys import (
     clean_key,
     resolve_key,
 )
-from tether.statefile import StateFileError
+from tether.store.statefile import StateFileError
 
 KEY = "sk-ant-api03-secret-value-123456"
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 
-from tether.dispatch import Dispatcher, GateVerdict, window_text
-from tether.llm_client import STEP_LIMIT_NOTE, Conversation, TurnLoop, TurnSettings, batches
-from tether.messages import Done, Message, TextDelta, ToolCall, Usage
+from tether.core.dispatch import Dispatcher, GateVerdict, window_text
+from tether.core.loop import STEP_LIMIT_NOTE, Conversation, TurnLoop, TurnSettings, batches
+from tether.core.messages import Done, Message, TextDelta, ToolCall, Usage
+from tether.core.toolspec import ToolContext, ToolError, ToolOutput, ToolTable
+from tether.core.ui_protocol import Decision, SilentUI
 from tether.providers.base import ProviderError
-from tether.toolspec import ToolContext, ToolError, ToolOutput, ToolTable
-from tether.ui import Decision, SilentUI
 
 
 class RecordingUI(SilentUI):
@@ -392,7 +392,7 @@ async def test_after_hooks_see_changed_paths_and_failures_become_notices(tmp_pat
 
 
 async def test_repeated_call_ids_from_a_server_get_fresh_ones(tmp_path: Path) -> None:
-    from tether.messages import ToolCallEvent
+    from tether.core.messages import ToolCallEvent
 
     reply = [ToolCallEvent(ToolCall("call_0", "read", {"filepath": "a"})),
              ToolCallEvent(ToolCall("call_0", "read", {"filepath": "b"})), Done(Usage(), "tool_use")]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tether.dispatch import Dispatcher
-from tether.memory import MemoryCorrupt, MemoryStore, validate_name
-from tether.messages import ToolCall, ToolResult
+from tether.core.dispatch import Dispatcher
+from tether.core.messages import ToolCall, ToolResult
+from tether.core.toolspec import ToolContext, ToolTable
+from tether.core.ui_protocol import SilentUI
+from tether.store.memory import MemoryCorrupt, MemoryStore, validate_name
 from tether.tools.memory import memory_tools
-from tether.toolspec import ToolContext, ToolTable
-from tether.ui import SilentUI
 
 
 @pytest.fixture

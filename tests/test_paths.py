@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tether.approval import is_inside
-from tether.keys import SecretFiles
-from tether.paths import resolve_path, resolved_forms
-from tether.toolspec import ToolContext, ToolError
+from tether.core.toolspec import ToolContext, ToolError
+from tether.safety.approval import is_inside
+from tether.safety.paths import resolve_path, resolved_forms
+from tether.store.keys import SecretFiles
 
 PARENTS = ["r", "r/a", "r/b", "o", "o/a", "h"]
 """r is the project root, o a folder beside it, h the state directory with the saved keys."""

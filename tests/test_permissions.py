@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tether.permissions import (
+from tether.safety.permissions import (
     Rule,
     RuleError,
     RuleSet,
@@ -22,7 +22,7 @@ from tether.permissions import (
     save_rule,
     too_broad_to_trust,
 )
-from tether.statefile import StateFileError
+from tether.store.statefile import StateFileError
 
 
 def rules(allow: Sequence[str] = (), deny: Sequence[str] = ()) -> RuleSet:

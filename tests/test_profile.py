@@ -12,24 +12,24 @@ from fakeserver import FakeServer, Reply
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 from test_cli import run_cli
 
-from tether.config import load_settings
-from tether.dispatch import Dispatcher
-from tether.headless import HeadlessUI
-from tether.llm_client import Conversation, TurnLoop, TurnSettings
-from tether.messages import ToolCall
-from tether.nudges import AFTER_FAILURE, EMPTY_REPLY, LOOK_FIRST, NOT_APPLIED, REPEATED_FAILURE
-from tether.profile import (
+from tether.core.dispatch import Dispatcher
+from tether.core.loop import Conversation, TurnLoop, TurnSettings
+from tether.core.messages import ToolCall
+from tether.core.nudges import AFTER_FAILURE, EMPTY_REPLY, LOOK_FIRST, NOT_APPLIED, REPEATED_FAILURE
+from tether.core.profile import (
     SMALL,
     billions_in_name,
     billions_stated,
     choose_profile,
     profile_named,
 )
-from tether.projectmap import project_map
+from tether.core.projectmap import project_map
+from tether.core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
+from tether.core.toolspec import ToolContext, ToolError, ToolTable
+from tether.core.ui_protocol import Decision, SilentUI
 from tether.runtime import RunOptions, build_runtime
-from tether.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
-from tether.toolspec import ToolContext, ToolError, ToolTable
-from tether.ui import Decision, SilentUI
+from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
 
 # ---------------------------------------------------------------- selection
 
@@ -138,7 +138,7 @@ def test_tool_search_leaves_the_menu_when_nothing_waits() -> None:
 def test_a_resumed_history_counts_its_tools_as_loaded() -> None:
     table = menu_table()
     menu = ToolMenu(table, ["read_file"])
-    from tether.messages import Message
+    from tether.core.messages import Message
 
     history = [Message("assistant", [ToolCall("c1", "git_diff", {"filepath": "a"})])]
     loaded: set[str] = set()
@@ -446,7 +446,7 @@ def test_not_found_suggests_nothing_when_nothing_is_alike(tmp_path: Path) -> Non
 
 
 async def test_the_opening_note_goes_beside_the_request_in_the_first_request_only(tmp_path: Path) -> None:
-    from tether.nudges import OPENING_NOTE
+    from tether.core.nudges import OPENING_NOTE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), say("It prints 1.")])
     loop, _ = menu_loop(provider, tmp_path)
@@ -460,7 +460,7 @@ async def test_the_opening_note_goes_beside_the_request_in_the_first_request_onl
 
 
 async def test_a_number_no_result_showed_is_nudged_once(tmp_path: Path) -> None:
-    from tether.nudges import UNSEEN_NUMBER
+    from tether.core.nudges import UNSEEN_NUMBER
 
     def server(args, ctx):  # noqa: ANN001
         return "3: HTTPServer((cfg.host, cfg.port), Handler)"
@@ -487,7 +487,7 @@ async def test_a_number_a_result_showed_needs_no_nudge(tmp_path: Path) -> None:
 
 
 async def test_a_blind_overwrite_of_an_existing_file_waits_once(tmp_path: Path) -> None:
-    from tether.nudges import UNREAD_OVERWRITE
+    from tether.core.nudges import UNREAD_OVERWRITE
 
     written = []
 

@@ -11,7 +11,8 @@ import pytest
 from protocol_tables import ReadArgs, RunArgs, _echo, make_table
 from pydantic import BaseModel
 
-from tether.messages import Message, Text, Thinking, ToolCall, ToolResult
+from tether.core.messages import Message, Text, Thinking, ToolCall, ToolResult
+from tether.core.toolspec import Tool, ToolTable
 from tether.protocol import (
     ParseResult,
     StreamFilter,
@@ -20,7 +21,6 @@ from tether.protocol import (
     render_history_as_text,
     render_tool_prompt,
 )
-from tether.toolspec import Tool, ToolTable
 
 TABLE = make_table()
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from protocol_tables import make_table
 
-from tether.messages import ToolCall
+from tether.core.messages import ToolCall
 from tether.protocol import StreamFilter, parse_reply, render_call_as_text
 
 TABLE = make_table()

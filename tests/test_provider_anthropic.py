@@ -22,9 +22,7 @@ from provider_helpers import (
     two_reads,
 )
 
-from tether.config import Settings
-from tether.keys import KeyStore
-from tether.messages import (
+from tether.core.messages import (
     Done,
     Event,
     Message,
@@ -36,6 +34,7 @@ from tether.messages import (
     ToolResult,
     Usage,
 )
+from tether.core.toolspec import Tool
 from tether.providers import create_provider
 from tether.providers.anthropic import (
     AnthropicProvider,
@@ -45,7 +44,8 @@ from tether.providers.anthropic import (
 )
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.retry import RetryPolicy
-from tether.toolspec import Tool
+from tether.store.config import Settings
+from tether.store.keys import KeyStore
 
 MODEL = "claude-sonnet-4-5"
 KEY = "sk-ant-api03-test-abcdefghijklmnop"

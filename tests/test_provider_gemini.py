@@ -24,8 +24,7 @@ from provider_helpers import (
 )
 from pydantic import BaseModel, Field
 
-from tether.config import Settings
-from tether.messages import (
+from tether.core.messages import (
     Done,
     Event,
     Message,
@@ -37,6 +36,7 @@ from tether.messages import (
     ToolResult,
     Usage,
 )
+from tether.core.toolspec import Tool
 from tether.providers import create_provider
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.gemini import (
@@ -48,7 +48,7 @@ from tether.providers.gemini import (
     gemini_schema,
 )
 from tether.providers.retry import RetryPolicy
-from tether.toolspec import Tool
+from tether.store.config import Settings
 
 MODEL = "gemini-2.5-flash"
 KEY = "AIzaSyTEST-abcdefghijklmnopqrstuv"

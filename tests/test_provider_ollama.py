@@ -13,8 +13,7 @@ import pytest
 from fakeserver import FakeServer, Reply, closed_port
 from provider_helpers import READ_TOOL, collector, text_of, two_reads
 
-from tether.config import Settings
-from tether.messages import (
+from tether.core.messages import (
     Done,
     Event,
     Message,
@@ -28,6 +27,7 @@ from tether.providers import PROVIDERS, create_provider, provider_names
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.ollama import OllamaProvider, OllamaStreamDecoder
 from tether.providers.openai import OpenAIProvider
+from tether.store.config import Settings
 
 MODEL = "fake-coder:7b"
 OPTIONS = RequestOptions(MODEL)

@@ -19,8 +19,7 @@ from provider_helpers import (
     two_reads,
 )
 
-from tether.config import Settings
-from tether.messages import (
+from tether.core.messages import (
     Done,
     Event,
     Message,
@@ -34,6 +33,7 @@ from tether.providers import create_provider
 from tether.providers._http import connect_failure_reason, parse_tool_arguments, redact
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.openai import OpenAIProvider, OpenAIStreamDecoder, ToolCallAssembler
+from tether.store.config import Settings
 
 MODEL = "gpt-4o-mini"
 KEY = "sk-test-abcdefghijklmnop"

@@ -14,14 +14,14 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.style import Style
 
-from tether.tui.render import (
+from tether.ui.terminal.render import (
     MAX_OPEN_LINES,
     BlockSplitter,
     MarkdownStream,
     head_cut,
     split_blocks,
 )
-from tether.tui.theme import CODE_THEME, THEME
+from tether.ui.terminal.theme import CODE_THEME, THEME
 
 WIDTH = 80
 

@@ -15,13 +15,13 @@ import pytest
 from fakeserver import FakeServer, Reply
 from pydantic import BaseModel
 
-from tether.dispatch import Dispatcher
-from tether.llm_client import Conversation, TurnLoop, TurnSettings
-from tether.messages import Message, Text, Thinking, ToolCall, ToolResult
+from tether.core.dispatch import Dispatcher
+from tether.core.loop import Conversation, TurnLoop, TurnSettings
+from tether.core.messages import Message, Text, Thinking, ToolCall, ToolResult
+from tether.core.toolspec import Tool, ToolContext, ToolTable
+from tether.core.ui_protocol import SilentUI
 from tether.providers import anthropic, gemini, ollama, openai
 from tether.providers.base import RequestOptions
-from tether.toolspec import Tool, ToolContext, ToolTable
-from tether.ui import SilentUI
 
 MODEL = "m"
 
@@ -32,7 +32,7 @@ class PathArgs(BaseModel):
 
 def read_file(args: PathArgs, ctx: ToolContext) -> str:
     if args.filepath == "missing.txt":
-        from tether.toolspec import ToolError
+        from tether.core.toolspec import ToolError
 
         raise ToolError("no such file: missing.txt")
     return f"contents of {args.filepath}"

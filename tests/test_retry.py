@@ -9,8 +9,7 @@ from email.utils import format_datetime
 import pytest
 from fakeserver import FakeServer, Reply
 
-from tether.config import Settings
-from tether.messages import Message, TextDelta
+from tether.core.messages import Message, TextDelta
 from tether.providers import create_provider
 from tether.providers._http import parse_retry_after
 from tether.providers.base import ProviderError, RequestOptions
@@ -23,6 +22,7 @@ from tether.providers.retry import (
     retry_after_from,
     retry_after_seconds,
 )
+from tether.store.config import Settings
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -106,7 +106,7 @@ def test_history_that_cannot_be_written_warns_once_and_the_app_goes_on(
 
 
 def test_safe_history_reports_a_failed_store_once(tmp_path: Path) -> None:
-    from tether.tui.prompt import SafeFileHistory, open_history
+    from tether.ui.terminal.prompt import SafeFileHistory, open_history
 
     warnings: list[str] = []
     path = tmp_path / "history"
@@ -133,7 +133,7 @@ def sessions_is_a_file(home: Path) -> Path:
 
 
 def test_store_reports_a_sessions_path_that_is_not_a_folder(home: Path, project: Path) -> None:
-    from tether.session import SessionCorrupt, SessionStore
+    from tether.store.session import SessionCorrupt, SessionStore
 
     sessions_is_a_file(home)
     store = SessionStore(home)
@@ -258,7 +258,7 @@ class Boom(Exception):
 
 @pytest.fixture
 def failing_commands() -> Iterator[None]:
-    from tether.slash import COMMANDS
+    from tether.ui.terminal.slash.handlers import COMMANDS
 
     async def boom(app: object, arg: str) -> None:
         raise Boom(f"bad {arg}\nsecond line")
@@ -280,9 +280,9 @@ async def test_any_failure_in_a_slash_command_is_one_line(
 
     from rich.console import Console
 
-    from tether.app import App
-    from tether.config import Settings
     from tether.runtime import RunOptions
+    from tether.store.config import Settings
+    from tether.ui.terminal.app import App
 
     out = io.StringIO()
     app = App(Settings(), RunOptions(root=project, home=home), {},
@@ -304,8 +304,8 @@ def test_a_bad_flag_is_still_a_usage_error_interactively(project: Path, home: Pa
 def test_a_value_error_during_the_session_is_no_usage_error(
     project: Path, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tether import app as app_module
     from tether.cli import EXIT_ERROR, build_parser, interactive
+    from tether.ui.terminal import app as app_module
 
     async def buggy(*args: object) -> int:
         raise ValueError("a bug, not the user's flags")
@@ -339,9 +339,9 @@ def test_ctrl_d_or_ctrl_c_at_the_trust_question_means_no(
 
 
 async def test_the_runtime_is_closed_however_the_start_ends(project: Path, home: Path) -> None:
-    from tether.app import App
-    from tether.config import Settings
     from tether.runtime import RunOptions
+    from tether.store.config import Settings
+    from tether.ui.terminal.app import App
 
     class Runtime:
         closed = False
@@ -375,7 +375,7 @@ BASE_URL_KEYS = ["ollama_host", "openai_base_url", "anthropic_base_url", "gemini
 def test_a_malformed_base_url_setting_is_reported_and_the_default_kept(
     home: Path, key: str, value: str
 ) -> None:
-    from tether.config import Settings, load_settings
+    from tether.store.config import Settings, load_settings
 
     home.mkdir()
     (home / "config.toml").write_text(f'{key} = "{value}"\nmodel = "kept"\n')
@@ -386,7 +386,7 @@ def test_a_malformed_base_url_setting_is_reported_and_the_default_kept(
 
 
 def test_good_base_urls_are_accepted(home: Path) -> None:
-    from tether.config import load_settings
+    from tether.store.config import load_settings
 
     env = {"OLLAMA_HOST": "[::1]:11434", "OPENAI_BASE_URL": "https://user@example.com:8443/v1",
            "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "GEMINI_BASE_URL": "https://g.example"}
@@ -436,8 +436,8 @@ def corrupt_credentials(home: Path) -> Path:
 
 
 def test_a_corrupt_credentials_file_is_a_warning_when_no_key_is_found(home: Path) -> None:
-    from tether.config import Settings
     from tether.providers import create_provider
+    from tether.store.config import Settings
 
     path = corrupt_credentials(home)
     settings = Settings(provider="openai")
@@ -472,7 +472,7 @@ def test_a_prompt_argument_that_is_not_utf8_is_sent_escaped(project: Path, home:
 
 
 def test_an_unreadable_memory_file_is_not_called_corrupt(home: Path) -> None:
-    from tether.memory import MemoryCorrupt, MemoryStore
+    from tether.store.memory import MemoryCorrupt, MemoryStore
 
     (home / "memory.json").mkdir(parents=True)
     with pytest.raises(MemoryCorrupt) as info:
@@ -483,7 +483,7 @@ def test_an_unreadable_memory_file_is_not_called_corrupt(home: Path) -> None:
 
 
 def test_an_unreadable_session_file_is_not_called_corrupt(home: Path, project: Path) -> None:
-    from tether.session import SessionCorrupt, SessionStore
+    from tether.store.session import SessionCorrupt, SessionStore
 
     store = SessionStore(home)
     record = store.new(project, "openai", "fake")
@@ -519,7 +519,7 @@ STUCK_TOOL = """
 import sys, threading
 from pydantic import BaseModel
 from tether import cli, runtime
-from tether.toolspec import Tool
+from tether.core.toolspec import Tool
 
 class NoArguments(BaseModel):
     pass
@@ -685,7 +685,7 @@ def test_a_file_name_that_is_not_utf8_and_a_broken_reply_keep_the_chat_going(
         app.wait_for_prompt()
         text = leave(app)
     assert "unexpected" not in text and "Listed \ufffd it." in text
-    from tether.session import SessionStore
+    from tether.store.session import SessionStore
 
     (summary,) = SessionStore(home).list()
     saved = SessionStore(home).load(summary.id)
@@ -704,7 +704,7 @@ def test_a_file_name_that_is_not_utf8_and_a_broken_reply_keep_the_chat_going(
     ("plain \x00\x1b text", "plain \x00\x1b text"),  # control characters are another concern
 ])
 def test_clean_text_keeps_bytes_readable(raw: str, clean: str) -> None:
-    from tether.safetext import clean_text, has_bad_chars
+    from tether.safety.safetext import clean_text, has_bad_chars
 
     assert clean_text(raw) == clean and not has_bad_chars(clean_text(raw))
     clean_text(raw).encode("utf-8")

@@ -21,20 +21,20 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tether import sandbox as sandbox_module
-from tether import seccomp, shell_session
-from tether.approval import ApprovalPolicy
 from tether.cli import build_parser, setting_flags
-from tether.config import Settings, load_settings
-from tether.dispatch import Dispatcher
-from tether.messages import Evidence, ToolCall
-from tether.permissions import Rule, RuleSet, load_rules
+from tether.core.dispatch import Dispatcher
+from tether.core.messages import Evidence, ToolCall
+from tether.core.toolspec import ToolContext
+from tether.core.ui_protocol import Decision, SilentUI
 from tether.runtime import RunOptions, build_runtime
-from tether.sandbox import Sandbox, probe_problem
-from tether.shell_session import ShellSessions
+from tether.safety import sandbox as sandbox_module
+from tether.safety import seccomp, shell_session
+from tether.safety.approval import ApprovalPolicy
+from tether.safety.permissions import Rule, RuleSet, load_rules
+from tether.safety.sandbox import Sandbox, probe_problem
+from tether.safety.shell_session import ShellSessions
+from tether.store.config import Settings, load_settings
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext
-from tether.ui import Decision, SilentUI
 
 PY = getattr(sys, "_base_executable", None) or sys.executable
 """An interpreter outside /tmp: the sandbox's private /tmp hides a venv (or a CI checkout) kept there."""
@@ -729,7 +729,7 @@ async def test_git_config_hooks_and_tether_config_cannot_be_planted(
         root / ".git" / "info" / "attributes").read_text()
     assert (root / ".git" / "hooks").is_dir() == hooks_dir  # no placeholder left behind
     # tether's next checkpoint, outside the sandbox, runs nothing the command planted
-    from tether.git_ops import GitOps
+    from tether.store.git_ops import GitOps
 
     (root / "a.txt").write_text("changed\n")
     GitOps(root, home).commit_paths("write_file", [root / "a.txt"])
@@ -822,7 +822,7 @@ async def test_an_existing_permissions_file_stays_as_it_was(project: tuple[Path,
 
 
 def test_every_project_config_path_is_protected_even_when_missing(tmp_path: Path) -> None:
-    from tether.sandbox_paths import PROJECT_CONFIG, protected_paths
+    from tether.safety.sandbox_paths import PROJECT_CONFIG, protected_paths
 
     assert ".permissions.json" in [entry.name for entry in PROJECT_CONFIG]
     paths = {p.path: p.kind for p in protected_paths(tmp_path)}

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tether.approval import ApprovalPolicy, contains_home, home_spellings, is_secret_path
-from tether.dispatch import AllowAll, CallPolicy, Dispatcher
-from tether.keys import SecretFiles
-from tether.messages import ToolCall, ToolResult
-from tether.permissions import Rule, RuleSet
-from tether.sandbox import Sandbox
+from tether.core.dispatch import AllowAll, CallPolicy, Dispatcher
+from tether.core.messages import ToolCall, ToolResult
+from tether.core.toolspec import ToolContext
+from tether.core.ui_protocol import Decision, SilentUI
+from tether.safety.approval import ApprovalPolicy, contains_home, home_spellings, is_secret_path
+from tether.safety.permissions import Rule, RuleSet
+from tether.safety.sandbox import Sandbox
+from tether.store.keys import SecretFiles
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext
-from tether.ui import Decision, SilentUI
 
 SAVED = '{"openai": "sk-saved-not-real"}'
 

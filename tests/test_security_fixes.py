@@ -14,19 +14,19 @@ from typing import Any
 import pytest
 from fakeserver import FakeServer, Reply
 
-from tether.git_guard import hardened_git
-from tether.git_ops import GitOps
-from tether.messages import Message
+from tether.core.messages import Message
+from tether.core.toolspec import ToolContext
 from tether.providers._http import redact
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.gemini import GeminiProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai import OpenAIProvider
+from tether.safety.git_guard import hardened_git
+from tether.store.git_ops import GitOps
 from tether.tools.files import SearchInFileParams, search_in_file
 from tether.tools.git import GitDiffParams, GitStatusParams, git_diff, git_status
-from tether.toolspec import ToolContext
-from tether.tui.prompt import ProjectFiles
+from tether.ui.terminal.prompt import ProjectFiles
 
 # A key without any well-known prefix: only the provider's own key can catch it.
 KEY = "or-v1-abcdef0123456789SECRET"

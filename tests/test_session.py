@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.messages import Evidence, Message, Text, Thinking, ToolCall, ToolResult, Usage
-from tether.session import (
+from tether.core.messages import Evidence, Message, Text, Thinking, ToolCall, ToolResult, Usage
+from tether.store.session import (
     SessionCorrupt,
     SessionRecord,
     SessionStore,
@@ -94,7 +94,7 @@ def test_save_load_round_trip_keeps_every_part(store: SessionStore, project: Pat
 
 
 def test_update_from_conversation_and_back(store: SessionStore, project: Path) -> None:
-    from tether.llm_client import Conversation
+    from tether.core.loop import Conversation
 
     conv = Conversation(messages=rich_history(), usage=Usage(5, 6, 0))
     record = store.new(project, "ollama", "qwen3")
@@ -381,8 +381,8 @@ SAVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from tether.messages import Message
-    from tether.session import SessionStore
+    from tether.core.messages import Message
+    from tether.store.session import SessionStore
 
     store = SessionStore(Path(sys.argv[1]))
     root = Path(sys.argv[2])

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tether.approval import ApprovalPolicy
-from tether.messages import ToolCall
-from tether.permissions import Rule, RuleSet
+from tether.core.messages import ToolCall
+from tether.core.toolspec import ToolContext, ToolTable
+from tether.safety.approval import ApprovalPolicy
+from tether.safety.permissions import Rule, RuleSet
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext, ToolTable
 
 
 @pytest.fixture

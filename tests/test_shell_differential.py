@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from tether.shell_parse import ShellSplit, allow_forms, split_command
+from tether.safety.shell_parse import ShellSplit, allow_forms, split_command
 
 BASH = shutil.which("bash")
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")

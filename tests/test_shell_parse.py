@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tether.shell_parse import (
+from tether.safety.shell_parse import (
     ShellSplit,
     allow_forms,
     deny_forms,

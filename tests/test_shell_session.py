@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from leftovers import BACKGROUND_FORMS, gone, pid_written
 
-from tether import shell_session
-from tether.shell_session import (
+from tether.safety import shell_session
+from tether.safety.shell_session import (
     OutputDecoder,
     OutputWindow,
     SessionError,

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from tether.permissions import PROJECT_FILE, USER_FILE, Rule, RuleSet
-from tether.slash import COMMANDS
+from tether.core.toolspec import ToolContext
+from tether.safety.permissions import PROJECT_FILE, USER_FILE, Rule, RuleSet
 from tether.tools import builtin_tools
-from tether.toolspec import ToolContext
+from tether.ui.terminal.slash.handlers import COMMANDS
 
 
 class FakeApp:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tether.messages import ToolCall
+from tether.core.messages import ToolCall
 from tether.tools.files import line_hash
-from tether.tui.terminal_ui import change_preview
+from tether.ui.terminal.terminal_ui import change_preview
 
 LINES = [f"line {n}" for n in range(1, 31)]
 

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from tether.messages import Evidence, ToolCall
-from tether.tui.terminal_ui import LIVE_LINES, TerminalUI
+from tether.core.messages import Evidence, ToolCall
+from tether.ui.terminal.terminal_ui import LIVE_LINES, TerminalUI
 
 
 def make_ui() -> tuple[TerminalUI, io.StringIO]:

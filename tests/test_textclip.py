@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.context import clip_middle
-from tether.dispatch import window_text
-from tether.session import cap_text
-from tether.textclip import keep_ends, keep_head
+from tether.core.context import clip_middle
+from tether.core.dispatch import window_text
+from tether.core.textclip import keep_ends, keep_head
+from tether.store.session import cap_text
 
 
 def test_keep_ends_counts_what_it_leaves_out() -> None:

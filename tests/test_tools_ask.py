@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tether.dispatch import Dispatcher
-from tether.messages import ToolCall, ToolResult
+from tether.core.dispatch import Dispatcher
+from tether.core.messages import ToolCall, ToolResult
+from tether.core.toolspec import ToolContext, ToolTable
+from tether.core.ui_protocol import SilentUI
 from tether.tools.ask import Asker, Question, ask_tools
-from tether.toolspec import ToolContext, ToolTable
-from tether.ui import SilentUI
 
 
 class RecordingAsker:

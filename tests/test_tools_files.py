@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tether.core.toolspec import ToolContext, ToolError, ToolTable
 from tether.tools import _regular, files
 from tether.tools._paths import display_path, is_inside_root, is_within
 from tether.tools.files import (
@@ -36,7 +37,6 @@ from tether.tools.files import (
     search_in_file,
     write_file,
 )
-from tether.toolspec import ToolContext, ToolError, ToolTable
 
 LINE_RE = re.compile(r"^(\d+):([0-9a-f]{2})\|(.*)$")
 
@@ -554,7 +554,7 @@ def test_a_catastrophic_pattern_is_stopped_and_called_too_slow(tmp_path: Path) -
         "import sys\n"
         "from pathlib import Path\n"
         "from tether.tools import files\n"
-        "from tether.toolspec import ToolContext, ToolError\n"
+        "from tether.core.toolspec import ToolContext, ToolError\n"
         "files.SEARCH_TIME_LIMIT = 1.0\n"
         "ctx = ToolContext(root=Path(sys.argv[1]))\n"
         "try:\n"

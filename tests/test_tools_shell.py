@@ -13,18 +13,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tether import shell_session
-from tether.approval import ApprovalPolicy
-from tether.dispatch import Dispatcher
-from tether.messages import ToolCall
-from tether.permissions import Rule, RuleSet
-from tether.sandbox import Sandbox, probe_problem
-from tether.shell_session import ShellSessions
+from tether.core.dispatch import Dispatcher
+from tether.core.messages import ToolCall
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.ui_protocol import Decision, SilentUI
+from tether.safety import shell_session
+from tether.safety.approval import ApprovalPolicy
+from tether.safety.permissions import Rule, RuleSet
+from tether.safety.sandbox import Sandbox, probe_problem
+from tether.safety.shell_session import ShellSessions
 from tether.tools import builtin_tools
 from tether.tools.shell import EXIT_STATUS, MAX_COMMAND_TIMEOUT, shell_tools
 from tether.tools.system import SYSTEM_TOOLS, SystemInfoParams
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from tether.ui import Decision, SilentUI
 
 linux_only = pytest.mark.skipif(not shell_session.proc_usable(), reason="needs /proc")
 

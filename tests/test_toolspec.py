@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tether.messages import Message
-from tether.prompts import system_prompt
+from tether.core.messages import Message
+from tether.core.prompts import system_prompt
+from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.protocol import render_tool_prompt
 from tether.providers.base import RequestOptions
 from tether.providers.openai import build_chat_body
 from tether.tools import builtin_tools
 from tether.tools.plan import PlanGate, plan_tools
-from tether.toolspec import Tool, ToolContext, ToolTable
 
 PROMPT_BUDGET = 8000
 

@@ -7,9 +7,9 @@ import io
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.headless import HeadlessUI, describe_arguments
-from tether.messages import ToolCall
-from tether.visible import INVISIBLE, visible, visible_pieces
+from tether.core.messages import ToolCall
+from tether.safety.visible import INVISIBLE, visible, visible_pieces
+from tether.ui.headless import HeadlessUI, describe_arguments
 
 
 @given(st.text())
@@ -63,7 +63,7 @@ def test_markdown_links_show_where_they_lead() -> None:
     # A terminal hyperlink (OSC 8) shows only its text: "docs.python.org" leading elsewhere.
     from rich.console import Console
 
-    from tether.tui.render import MarkdownStream
+    from tether.ui.terminal.render import MarkdownStream
 
     buffer = io.StringIO()
     stream = MarkdownStream(Console(file=buffer, force_terminal=True, width=100))

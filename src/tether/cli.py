@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .headless import HeadlessUI
-    from .llm_client import Conversation, TurnResult
+    from .core.loop import Conversation, TurnResult
     from .runtime import RunOptions, Runtime
+    from .store.config import Settings
+    from .ui.headless import HeadlessUI
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -137,7 +137,7 @@ def one_line_of(exc: BaseException) -> str:
 
 
 def write_stderr(text: str) -> None:
-    from .safetext import write_safely
+    from .safety.safetext import write_safely
 
     write_safely(sys.stderr, text)
 
@@ -198,7 +198,7 @@ async def until_terminated(work: Coroutine[Any, Any, int], stopper: RunStopper |
 
 
 async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
-    from .app import UsageProblem, run_app
+    from .ui.terminal.app import UsageProblem, run_app
 
     prepared = prepare(args, env)
     if isinstance(prepared, int):
@@ -214,8 +214,8 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
 
 def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, RunOptions, list[str]] | int:
     """Settings and run options from flags, environment and files; an int is a usage error's exit code."""
-    from .config import load_settings, tether_home
     from .runtime import RunOptions
+    from .store.config import load_settings, tether_home
 
     root = Path(args.directory or os.getcwd()).expanduser().resolve()
     if not root.is_dir():
@@ -235,8 +235,8 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
 
 
 def undo_last_change(args: argparse.Namespace) -> int:
-    from .config import tether_home
-    from .git_ops import GitOps
+    from .store.config import tether_home
+    from .store.git_ops import GitOps
 
     root = Path(args.directory or os.getcwd()).expanduser().resolve()
     if not root.is_dir():
@@ -255,7 +255,7 @@ def read_prompt(value: str) -> tuple[str, int]:
     """The prompt as text, and how many of its characters were not valid UTF-8. Such
     bytes (a terminal or file in another encoding, an argument the locale could not
     decode) are kept as \\xNN escapes instead of failing the read."""
-    from .safetext import clean_text, count_bad_chars
+    from .safety.safetext import clean_text, count_bad_chars
 
     if value != "-":
         raw = value
@@ -281,7 +281,7 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
 def remembered_connection(home: Path, chosen: str | None) -> tuple[dict[str, str], str]:
     """The provider and model chosen with /connect last time, unless another provider is
     asked for; and why the file that holds them cannot be read ("" when it can)."""
-    from .keys import ConnectionStore
+    from .store.keys import ConnectionStore
 
     store = ConnectionStore(home)
     last = store.last()
@@ -303,7 +303,7 @@ def with_base_url(settings: Settings, base_url: str | None) -> Settings:
 async def one_shot(
     args: argparse.Namespace, env: dict[str, str], stopper: RunStopper | None = None
 ) -> int:
-    from .headless import HeadlessUI
+    from .ui.headless import HeadlessUI
 
     prompt, bad_chars = read_prompt(args.prompt)
     prompt = prompt.strip()
@@ -329,7 +329,7 @@ async def run_one_shot(
 ) -> int:
     import asyncio
 
-    from .llm_client import Conversation
+    from .core.loop import Conversation
     from .runtime import build_runtime
 
     started = time.monotonic()
@@ -369,7 +369,7 @@ def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, start
 async def run_request(runtime: Runtime, conv: Conversation, prompt: str, deepthink: bool) -> TurnResult:
     if not deepthink:
         return await runtime.loop.run_turn(conv, prompt)
-    from .deepthink import Deepthink, deepthink_turn
+    from .core.deepthink import Deepthink, deepthink_turn
 
     chain = Deepthink(runtime.loop, runtime.git, runtime.loop.ui, runtime.plan_gate)
     return await deepthink_turn(chain, conv, prompt)

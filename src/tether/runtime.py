@@ -7,16 +7,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .approval import ApprovalPolicy
-from .config import Settings
-from .context import Compressor, context_window
-from .dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .git_ops import GitOps
-from .keys import SecretFiles
-from .llm_client import ProtocolMode, TurnLoop, TurnSettings
-from .messages import ToolCall
-from .permissions import RuleSet, load_rules
-from .profile import (
+from .core.context import Compressor, context_window
+from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
+from .core.loop import ProtocolMode, TurnLoop, TurnSettings
+from .core.messages import ToolCall
+from .core.profile import (
     CORE_TOOLS,
     FULL,
     LEVERS_ENV,
@@ -24,18 +19,23 @@ from .profile import (
     detect_profile,
     profile_named,
 )
-from .projectmap import project_map
-from .prompts import PromptExtras, system_prompt
+from .core.projectmap import project_map
+from .core.prompts import PromptExtras, system_prompt
+from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
+from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
+from .core.ui_protocol import UI
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
-from .sandbox import Sandbox
-from .toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
+from .safety.approval import ApprovalPolicy
+from .safety.permissions import RuleSet, load_rules
+from .safety.sandbox import Sandbox
+from .store.config import Settings
+from .store.git_ops import GitOps
+from .store.keys import SecretFiles
 from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
-from .toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
-from .ui import UI
 
 
 @dataclass

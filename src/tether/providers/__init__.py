@@ -13,7 +13,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
+from ..store.config import Settings
 from .base import Provider
 
 PROVIDERS: dict[str, str] = {
@@ -71,8 +71,8 @@ def create_provider(
     `notice` hears about retries and skipped chunks; `home` holds the saved keys
     (default: TETHER_HOME), used when the environment has no key.
     """
-    from ..config import tether_home
-    from ..keys import KeyStore, resolve_key
+    from ..store.config import tether_home
+    from ..store.keys import KeyStore, resolve_key
     from .retry import RetryPolicy
 
     name = settings.provider

@@ -15,8 +15,8 @@ from contextlib import aclosing
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..messages import Event, Message
-from ..toolspec import Tool
+from ..core.messages import Event, Message
+from ..core.toolspec import Tool
 from ._http import HttpTransport, StatusDescriber, StatusInfo
 from .base import ProviderError, RequestOptions
 from .retry import RetryPolicy

@@ -19,9 +19,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ..messages import Event, Message, Part, Text, ToolCall, ToolResult
-from ..safetext import clean_data
-from ..toolspec import Tool
+from ..core.messages import Event, Message, Part, Text, ToolCall, ToolResult
+from ..core.toolspec import Tool
+from ..safety.safetext import clean_data
 from .base import ProviderError
 from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_after_from, retry_notice
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..messages import (
+from ..core.messages import (
     Done,
     Event,
     Message,
@@ -29,7 +29,7 @@ from ..messages import (
     Usage,
     new_call_id,
 )
-from ..toolspec import Tool
+from ..core.toolspec import Tool
 from ._common import HttpChatProvider, model_ids
 from ._http import (
     alternating_turns,

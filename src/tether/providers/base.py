@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..messages import Event, Message
-from ..toolspec import Tool
+from ..core.messages import Event, Message
+from ..core.toolspec import Tool
 
 
 @dataclass(frozen=True)

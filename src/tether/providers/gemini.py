@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from ..messages import (
+from ..core.messages import (
     Done,
     Event,
     Message,
@@ -29,7 +29,7 @@ from ..messages import (
     Usage,
     new_call_id,
 )
-from ..toolspec import Tool
+from ..core.toolspec import Tool
 from ._common import HttpChatProvider
 from ._http import (
     StatusDescriber,

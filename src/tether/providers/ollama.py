@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import normalize_ollama_host
-from ..context import ollama_context_window
-from ..messages import (
+from ..core.context import ollama_context_window
+from ..core.messages import (
     Done,
     Event,
     Message,
@@ -18,7 +17,8 @@ from ..messages import (
     Usage,
     new_call_id,
 )
-from ..toolspec import Tool
+from ..core.toolspec import Tool
+from ..store.config import normalize_ollama_host
 from ._common import HttpChatProvider
 from ._http import (
     CAPABILITY_TIMEOUT,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import (
+from ..core.messages import (
     Done,
     Event,
     Message,
@@ -22,7 +22,7 @@ from ..messages import (
     Usage,
     new_call_id,
 )
-from ..toolspec import Tool
+from ..core.toolspec import Tool
 from ._common import HttpChatProvider, model_ids
 from ._http import (
     CAPABILITY_TIMEOUT,

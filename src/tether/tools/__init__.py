@@ -6,11 +6,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..toolspec import ToolContext, ToolTable
+from ..core.toolspec import ToolContext, ToolTable
 from .ask import Asker
 
 if TYPE_CHECKING:
-    from ..sandbox import Sandbox
+    from ..safety.sandbox import Sandbox
 
 Closer = Callable[[], Awaitable[None]]
 
@@ -28,8 +28,8 @@ def builtin_tools(
     reaches a person (None: nobody can answer); `on_output` sees command output live;
     `sandbox` wraps every command run_cmd starts (None: commands run unconfined).
     """
-    from ..memory import MEMORY_FILE, MemoryStore
-    from ..shell_session import ShellSessions
+    from ..safety.shell_session import ShellSessions
+    from ..store.memory import MEMORY_FILE, MemoryStore
     from .ask import ask_tools
     from .files import FILE_TOOLS
     from .git import GIT_TOOLS

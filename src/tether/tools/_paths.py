@@ -6,7 +6,7 @@ import difflib
 import os
 from pathlib import Path
 
-from tether.paths import resolve_path
+from tether.safety.paths import resolve_path
 
 
 def is_inside_root(path: Path, root: Path) -> bool:

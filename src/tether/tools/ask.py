@@ -2,7 +2,7 @@
 
 The questions go through an `Asker` the front end supplies (the terminal UI
 shows them, with any options plus a free-text answer). Where nobody can
-answer (one-shot `-p` mode, a sub-agent) the call fails with a message
+answer (one-shot `-p` mode) the call fails with a message
 telling the model to proceed on a stated assumption. It fails (`is_error`)
 rather than succeeding with that message so the evidence shows honestly that
 no question was answered.
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 MAX_QUESTIONS = 5
 ASK_TIMEOUT = 24 * 3600.0

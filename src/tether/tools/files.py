@@ -24,9 +24,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from tether.atomic import atomic_write_bytes
-from tether.git_guard import GitConfigError, run_hardened
-from tether.paths import file_identity
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.safety.git_guard import GitConfigError, run_hardened
+from tether.safety.paths import file_identity
+from tether.store.atomic import atomic_write_bytes
 from tether.tools._paths import display_path, is_inside_root, near_names
 from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
 from tether.tools._regular import (
@@ -38,7 +39,6 @@ from tether.tools._regular import (
     refuse_special,
 )
 from tether.tools.nearby import closest_paths
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 READ_LINE_LIMIT = 400
 READ_CHAR_CAP = 30_000
@@ -258,7 +258,7 @@ def _decode(data: bytes) -> _Loaded:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    """Write atomically (see tether.atomic), keeping an existing file's mode. `path` comes
+    """Write atomically (see tether.store.atomic), keeping an existing file's mode. `path` comes
     from ctx.resolve with every symlink followed (so a link updates what it points at and
     stays a link): it is written as checked, not resolved a second time."""
     atomic_write_bytes(path, data)

@@ -15,8 +15,8 @@ import subprocess
 
 from pydantic import BaseModel, Field
 
-from tether.git_guard import GitConfigError, run_hardened
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.safety.git_guard import GitConfigError, run_hardened
 
 GIT_TOOL_TIMEOUT = 20.0
 DIFF_SECTION_CAP = 20_000

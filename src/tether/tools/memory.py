@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from tether.memory import MemoryCorrupt, MemoryStore
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.store.memory import MemoryCorrupt, MemoryStore
 
 NAME_HELP = "Memory name: 1-64 characters, letters, digits, spaces, '_', '.', '-'."
 

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
-from tether.dispatch import CallPolicy, GateVerdict
-from tether.messages import ToolCall
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.dispatch import CallPolicy, GateVerdict
+from tether.core.messages import ToolCall
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
 SUBMIT_PLAN = "submit_plan_for_approval"
 

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, model_validator
 
-from tether.shell_session import CommandOutcome, SessionError, ShellSessions
-from tether.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.safety.shell_session import CommandOutcome, SessionError, ShellSessions
 
 if TYPE_CHECKING:
-    from tether.sandbox import Sandbox
+    from tether.safety.sandbox import Sandbox
 
 DEFAULT_COMMAND_TIMEOUT = 120
 MAX_COMMAND_TIMEOUT = 3500

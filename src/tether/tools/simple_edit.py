@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .files import EditFileParams
 
 RIGHT_FORM = (

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
-from tether.toolspec import Tool, ToolContext, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolOutput
 
 CPU_SAMPLE_SECONDS = 0.3
 """Both the machine's and each process's CPU use are measured over this window."""

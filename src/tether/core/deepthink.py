@@ -17,14 +17,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..store.git_ops import DIFF_UNAVAILABLE, GitOps
+from ..tools.plan import PlanGate
+from ..tools.shell import ENDED_STATUS, EXIT_STATUS, TIMED_OUT_STATUS, WAITING_STATUS
 from .dispatch import CallPolicy, GateVerdict, first_line, window_text
-from .git_ops import DIFF_UNAVAILABLE, GitOps
-from .llm_client import Conversation, TurnLoop, TurnResult
+from .loop import Conversation, TurnLoop, TurnResult
 from .messages import Evidence, ToolCall, Usage
-from .tools.plan import PlanGate
-from .tools.shell import ENDED_STATUS, EXIT_STATUS, TIMED_OUT_STATUS, WAITING_STATUS
 from .toolspec import Tool, ToolTable
-from .ui import UI
+from .ui_protocol import UI
 
 STAGES = ("plan", "check", "implement", "review", "verify")
 NO_CHANGES_MARKER = "NO_CHANGES_NEEDED"

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..tools._paths import is_within
 from .permissions import PROJECT_FILE
-from .tools._paths import is_within
 
 Kind = Literal["file", "dir"]
 

@@ -7,8 +7,8 @@ request (`select:a,b` for exact names, keywords otherwise), and from then on
 offered for the rest of the conversation. A deferred tool called before it is
 loaded is not run; its result says how to load it.
 
-The mechanism knows nothing about which tools exist: built-in and MCP tools are
-deferred alike, by being in the table and not in `core`.
+The mechanism knows nothing about which tools exist: any tool is deferred by being
+in the table and not in `core`.
 """
 
 from __future__ import annotations

@@ -64,8 +64,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tether.atomic import atomic_write_text
-from tether.git_guard import GitConfigError, HardenedGit, base_git_env, hardened_git
+from tether.safety.git_guard import GitConfigError, HardenedGit, base_git_env, hardened_git
+from tether.store.atomic import atomic_write_text
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0

@@ -13,8 +13,8 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..protocol import render_call_as_text, render_tool_prompt
 from .messages import ToolCall
-from .protocol import render_call_as_text, render_tool_prompt
 from .toolspec import ToolTable
 
 BASE = """You are tether, an assistant working in the user's terminal on a real machine.

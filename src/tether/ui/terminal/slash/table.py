@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .app import App
+    from ..app import App
 
 Handler = Callable[["App", str], Awaitable[None]]
 

@@ -1,7 +1,7 @@
 """Permission rules (deny, allow, or ask) and the folders whose rules are trusted.
 
 A rule names a tool, optionally with a pattern for the call's main argument:
-`run_cmd(git status)`, `write_file(src/*)`, `mcp__filesystem__*`; or a kind of
+`run_cmd(git status)`, `write_file(src/*)`, `git_*` (every tool whose name fits); or a kind of
 access through every tool that declares it: `read(P)`, `write(P)`, `run(P)`
 (the tool table's path_params, written_params and runs_commands say which
 tools do what). A deny rule with a pattern that names one tool covers the same
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..store.statefile import LoadedFile, read_json_file, write_json_state
 from .paths import resolved_forms
 from .shell_parse import (
     ShellSplit,
@@ -44,7 +45,6 @@ from .shell_parse import (
     normalize_whitespace,
     split_command,
 )
-from .statefile import LoadedFile, read_json_file, write_json_state
 
 Verdict = Literal["allow", "deny", "ask"]
 RuleKind = Literal["allow", "deny"]

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write_json
+from ..store.atomic import atomic_write_json
 from .host_programs import host_program
 
 PROBE_FILE = "sandbox.json"

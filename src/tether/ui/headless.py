@@ -13,11 +13,11 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from .dispatch import NEEDS_APPROVAL, first_line
-from .messages import Evidence, ToolCall
-from .safetext import clean_data, discard_output, write_safely, writes_utf8
-from .ui import Decision, NoticeLevel
-from .visible import visible
+from ..core.dispatch import NEEDS_APPROVAL, first_line
+from ..core.messages import Evidence, ToolCall
+from ..core.ui_protocol import Decision, NoticeLevel
+from ..safety.safetext import clean_data, discard_output, write_safely, writes_utf8
+from ..safety.visible import visible
 
 FORMATS = ("text", "json", "stream-json")
 LINE_BREAKS_ESCAPED = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})

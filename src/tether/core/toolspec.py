@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
-from .paths import resolve_user_path
+from ..safety.paths import resolve_user_path
 
 if TYPE_CHECKING:
-    from .keys import SecretFiles
+    from ..store.keys import SecretFiles
 
 DEFAULT_RESULT_CAP = 16_000
 SECRETS_REFUSED = (

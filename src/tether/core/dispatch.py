@@ -25,11 +25,11 @@ from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
+from ..safety.safetext import bad_char_fields, cleaned_with_note
 from .messages import Evidence, ToolCall, ToolResult
-from .safetext import bad_char_fields, cleaned_with_note
 from .textclip import keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
-from .ui import UI
+from .ui_protocol import UI
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""

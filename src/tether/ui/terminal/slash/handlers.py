@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from .commands import CommandTable, on_off
-from .headless import outcome_mark
-from .permissions import Rule, RuleError, load_rules
-from .session import SessionCorrupt
-from .tui.terminal_ui import shown
+from tether.safety.permissions import Rule, RuleError, load_rules
+from tether.store.session import SessionCorrupt
+from tether.ui.headless import outcome_mark
+
+from ..terminal_ui import shown
+from .table import CommandTable, on_off
 
 if TYPE_CHECKING:
-    from .app import App
+    from ..app import App
 
 COMMANDS = CommandTable()
 command = COMMANDS.command
@@ -38,7 +39,7 @@ async def exit_app(app: App, arg: str) -> None:
 
 @command("clear", "/clear", "start a new conversation (the old one stays saved)")
 async def clear(app: App, arg: str) -> None:
-    from .llm_client import Conversation
+    from tether.core.loop import Conversation
 
     app.conv = Conversation()
     app.record = app.store.new(app.options.root, app.settings.provider, app.runtime.loop.settings.model)
@@ -266,7 +267,7 @@ async def perms(app: App, arg: str) -> None:
 
 @command("connect", "/connect [NAME [MODEL]|status]", "choose the provider and model; save a key")
 async def connect(app: App, arg: str) -> None:
-    from .connect import connection_status, status_line
+    from tether.providers.connect import connection_status, status_line
 
     words = arg.split()
     if words[:1] == ["status"]:
@@ -276,7 +277,7 @@ async def connect(app: App, arg: str) -> None:
     name = words[0] if words else await _pick_provider(app)
     if not name:
         return
-    from .providers import provider_names
+    from tether.providers import provider_names
 
     if name not in provider_names():
         app.say(f"Unknown provider {name!r}; choose one of: {', '.join(provider_names())}.", "warning")
@@ -287,7 +288,7 @@ async def connect(app: App, arg: str) -> None:
 
 
 async def _pick_provider(app: App) -> str:
-    from .connect import connection_status, status_line
+    from tether.providers.connect import connection_status, status_line
 
     for status in await connection_status(app.settings, app.env, app.options.home):
         app.say(status_line(status))
@@ -299,8 +300,8 @@ async def _pick_provider(app: App) -> str:
 
 async def _ensure_key(app: App, name: str) -> bool:
     """Keys come from the environment first; a key typed here is saved under TETHER_HOME only."""
-    from .connect import needs_key
-    from .keys import KeyStore, KeyStoreError, resolve_key
+    from tether.providers.connect import needs_key
+    from tether.store.keys import KeyStore, KeyStoreError, resolve_key
 
     store = KeyStore(app.options.home)
     key, source = resolve_key(name, app.env, store)
@@ -324,8 +325,8 @@ async def _ensure_key(app: App, name: str) -> bool:
 
 
 async def _switch(app: App, name: str, model: str | None) -> None:
-    from .keys import ConnectionStore
-    from .statefile import StateFileError
+    from tether.store.keys import ConnectionStore
+    from tether.store.statefile import StateFileError
 
     candidate = app.settings.model_copy(update={"provider": name, "model": model or ""})
     try:
@@ -347,7 +348,7 @@ async def _switch(app: App, name: str, model: str | None) -> None:
 
 
 async def _pick_model(app: App) -> str:
-    from .connect import available_models
+    from tether.providers.connect import available_models
 
     try:
         names = await available_models(app.runtime.provider)

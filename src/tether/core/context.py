@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..providers.base import Provider, ProviderError, RequestOptions
 from .messages import (
     Done,
     Message,
@@ -32,7 +33,6 @@ from .messages import (
     ToolResult,
     Usage,
 )
-from .providers.base import Provider, ProviderError, RequestOptions
 from .textclip import keep_ends, keep_head
 from .toolspec import Tool
 

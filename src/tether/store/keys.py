@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..safety.paths import file_identity, is_within, resolve_path, resolved_forms
 from .atomic import atomic_write_json
-from .paths import file_identity, is_within, resolve_path, resolved_forms
 from .statefile import LoadedFile, dangling_link, read_json_file, write_json_state
 
 CREDENTIALS_FILE = "credentials.json"
@@ -219,7 +219,7 @@ class KeyStore:
 
 def key_variables(provider: str) -> tuple[str, ...]:
     """The environment variables that may hold `provider`'s key (none for a keyless one)."""
-    from .providers import API_KEY_ENV
+    from ..providers import API_KEY_ENV
 
     return API_KEY_ENV.get(provider, ())
 

@@ -16,8 +16,8 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-from ..git_guard import GitConfigError, run_hardened
-from ..tools._regular import open_regular, read_at_most
+from tether.safety.git_guard import GitConfigError, run_hardened
+from tether.tools._regular import open_regular, read_at_most
 
 MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import Message, Role, Text, ToolCall, ToolResult, new_call_id
-from .toolspec import Tool, ToolTable
+from ..core.messages import Message, Role, Text, ToolCall, ToolResult, new_call_id
+from ..core.toolspec import Tool, ToolTable
 
 CALL_OPEN = "<tool_call>"
 CALL_CLOSE = "</tool_call>"

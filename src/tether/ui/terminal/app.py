@@ -22,23 +22,37 @@ from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
 
-from . import __version__
-from .approval import guarded_write
-from .config import Settings
-from .llm_client import Conversation, TurnResult
-from .messages import Message, TextDelta, ToolCall
-from .permissions import PROJECT_FILE, USER_FILE, Rule, TrustStore, save_rule, too_broad_to_trust
-from .providers.base import RequestOptions
-from .runtime import RunOptions, Runtime, build_runtime
-from .safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
-from .session import SessionCorrupt, SessionRecord, SessionStore, clean_title, title_prompt
-from .slash import COMMANDS
-from .statefile import StateFileError
-from .tools.ask import Question
-from .tui.prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
-from .tui.terminal_ui import TerminalUI, keys_not_echoed, shown
-from .tui.theme import THEME
-from .ui import NoticeLevel
+from tether import __version__
+from tether.core.loop import Conversation, TurnResult
+from tether.core.messages import Message, TextDelta, ToolCall
+from tether.core.ui_protocol import NoticeLevel
+from tether.providers.base import RequestOptions
+from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.safety.approval import guarded_write
+from tether.safety.permissions import (
+    PROJECT_FILE,
+    USER_FILE,
+    Rule,
+    TrustStore,
+    save_rule,
+    too_broad_to_trust,
+)
+from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
+from tether.store.config import Settings
+from tether.store.session import (
+    SessionCorrupt,
+    SessionRecord,
+    SessionStore,
+    clean_title,
+    title_prompt,
+)
+from tether.store.statefile import StateFileError
+from tether.tools.ask import Question
+
+from .prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
+from .slash.handlers import COMMANDS
+from .terminal_ui import TerminalUI, keys_not_echoed, shown
+from .theme import THEME
 
 TITLE_TIMEOUT = 20.0
 
@@ -253,7 +267,7 @@ class App:
         if self.protocol != "native" and self.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
         if self.deepthink:
-            from .deepthink import Deepthink, deepthink_turn
+            from tether.core.deepthink import Deepthink, deepthink_turn
 
             chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
             await self.run_cancellable(deepthink_turn(chain, self.conv, text))
@@ -466,7 +480,7 @@ def being_cancelled() -> bool:
 
 def warm_up() -> None:
     """Load what the first reply needs while the user is still typing."""
-    import tether.tui.render  # noqa: F401  (markdown, highlighting)
+    import tether.ui.terminal.render  # noqa: F401  (markdown, highlighting)
 
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],

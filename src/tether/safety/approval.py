@@ -40,15 +40,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .dispatch import GateVerdict
+from ..core.dispatch import GateVerdict
+from ..core.messages import ToolCall
+from ..core.toolspec import Tool, ToolTable
+from ..store.keys import CREDENTIALS_FILE, SecretFiles
 from .git_guard import writes_git_files
-from .keys import CREDENTIALS_FILE, SecretFiles
-from .messages import ToolCall
 from .paths import is_within, resolve_path, resolved_forms
 from .permissions import PROJECT_FILE, Decision, Rule, RuleSet, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command
-from .toolspec import Tool, ToolTable
 
 SHELL_TOOL = "run_cmd"
 INPUT_TOOL = "send_input"

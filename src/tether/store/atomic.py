@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .safetext import clean_data, clean_text
+from ..safety.safetext import clean_data, clean_text
 
 SECRET_MODE = 0o600
 STALE_TEMP_AGE = 60.0

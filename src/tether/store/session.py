@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .atomic import atomic_write_json, atomic_write_text
-from .messages import (
+from ..core.messages import (
     Evidence,
     Message,
     Part,
@@ -36,10 +35,11 @@ from .messages import (
     Usage,
     part_from_dict,
 )
-from .textclip import keep_head
+from ..core.textclip import keep_head
+from .atomic import atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:
-    from .llm_client import Conversation
+    from ..core.loop import Conversation
 
 FORMAT_VERSION = 1
 EVIDENCE_RESULT_CAP = 2_000
@@ -92,7 +92,7 @@ class SessionRecord:
 
     def to_conversation(self) -> Conversation:
         """The history to continue with; last turn's evidence stays in the record only."""
-        from .llm_client import Conversation  # the loop's module is heavy; load on use
+        from ..core.loop import Conversation  # the loop's module is heavy; load on use
 
         return Conversation(messages=list(self.messages), usage=Usage(**self.usage.as_dict()))
 

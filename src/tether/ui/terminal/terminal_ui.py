@@ -20,11 +20,12 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from ..approval import COMMAND_TEXT_PARAMS
+from tether.core.messages import Evidence, ToolCall
+from tether.core.ui_protocol import Decision, NoticeLevel
+from tether.safety.approval import COMMAND_TEXT_PARAMS
+from tether.safety.visible import visible, visible_pieces
+
 from ..headless import describe_arguments, outcome_mark
-from ..messages import Evidence, ToolCall
-from ..ui import Decision, NoticeLevel
-from ..visible import visible, visible_pieces
 
 if TYPE_CHECKING:
     from .render import MarkdownStream
@@ -343,7 +344,7 @@ def _anchored_line(anchor: str, lines: list[str]) -> int | None:
     """The line number an 'N:hh' anchor names, if it is in range and not stale."""
     import re
 
-    from ..tools.files import line_hash
+    from tether.tools.files import line_hash
 
     match = re.match(r"\s*(\d+)\s*:\s*([0-9a-fA-F]{2})(?![0-9a-fA-F])", anchor)
     if match is None:

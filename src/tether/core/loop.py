@@ -15,6 +15,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from ..protocol import (
+    RESULT_MARKERS,
+    ParseResult,
+    StreamFilter,
+    cut_invented_results,
+    parse_reply,
+    render_history_as_text,
+    repair_block_values,
+)
+from ..providers.base import Provider, ProviderError, RequestOptions
 from .dispatch import Dispatcher
 from .messages import (
     Done,
@@ -33,19 +43,9 @@ from .messages import (
     new_call_id,
 )
 from .nudges import TurnWatch
-from .protocol import (
-    RESULT_MARKERS,
-    ParseResult,
-    StreamFilter,
-    cut_invented_results,
-    parse_reply,
-    render_history_as_text,
-    repair_block_values,
-)
-from .providers.base import Provider, ProviderError, RequestOptions
 from .toolmenu import ToolMenu
 from .toolspec import Tool, ToolTable
-from .ui import UI
+from .ui_protocol import UI
 
 ProtocolMode = Literal["native", "text"]
 

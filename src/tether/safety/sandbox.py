@@ -32,15 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from ..store.keys import SECRET_FILES
+from ..tools._paths import is_within
 from .host_programs import host_program
-from .keys import SECRET_FILES
 from .processes import MARKER
 from .sandbox_paths import Placeholders, Protected, protected_paths, real
 from .sandbox_probe import NOT_INSTALLED, data_fd, remembered_problem
 from .sandbox_probe import probe_problem as _probe_with
 from .seccomp import unix_socket_filter
 from .shell_session import Launch
-from .tools._paths import is_within
 
 SandboxMode = Literal["auto", "off", "read-only", "workspace-write"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)

@@ -13,18 +13,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .keys import KeyStore, key_variables, resolve_key
-from .profile import PROFILES, detect_profile
-from .providers import (
+from ..core.profile import PROFILES, detect_profile
+from ..store.config import Settings
+from ..store.keys import KeyStore, key_variables, resolve_key
+from . import (
     API_KEY_ENV,
     base_url_of,
     create_provider,
     provider_class,
     provider_names,
 )
-from .providers._http import CAPABILITY_TIMEOUT
-from .providers.base import Provider, ProviderError
+from ._http import CAPABILITY_TIMEOUT
+from .base import Provider, ProviderError
 
 OFFICIAL_OPENAI_HOST = "api.openai.com"
 

@@ -1,0 +1,1 @@
+"""What tether keeps on disk: settings, sessions, memory, keys, undo, crash-safe writes."""

@@ -1,0 +1,1 @@
+"""The interactive app's slash commands: the table and the handlers."""

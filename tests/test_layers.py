@@ -1,0 +1,212 @@
+"""The layer contract: the packages below the user interface never reach it.
+
+The import graph is read from the source (ast), not from `sys.modules`, so an import
+inside a function or under TYPE_CHECKING counts as much as one at the top: each is
+a dependency on the module it names. Importing a module also runs its parent
+packages' `__init__.py`, so a module depends on its parents too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+import tether
+
+# The layers below the user interface, and what none of them may reach.
+LOWER_LAYERS = ("core", "protocol", "tools", "safety", "store", "providers")
+UI_MODULES = ("tether.ui", "prompt_toolkit", "rich")
+# A provider encodes and decodes messages; running tools is the loop's business.
+PROVIDER_FORBIDDEN = ("tether.tools", "tether.core.dispatch")
+
+
+def modules_of(root: Path, package: str) -> dict[str, Path]:
+    """Every module of the package under `root`, by dotted name."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [package, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imported_names(module: str, path: Path, known: set[str]) -> set[str]:
+    """The dotted names one module imports, relative imports resolved."""
+    is_package = path.name == "__init__.py"
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names.add(target)
+            # `from pkg import mod` imports the module pkg.mod.
+            names.update(f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known)
+    return names
+
+
+def parents(name: str) -> list[str]:
+    """The packages that run before a module: a.b.c needs a and a.b."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the names it depends on: its imports and its parent packages."""
+    modules = modules_of(root, package)
+    known = set(modules)
+    graph = {}
+    for module, path in modules.items():
+        deps = imported_names(module, path, known) | set(parents(module))
+        graph[module] = {d for d in deps if d and d != module}
+    return graph
+
+
+def import_chains(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
+    """Everything `start` reaches, each with one import chain that reaches it."""
+    chains = {start: [start]}
+    queue = deque([start])
+    while queue:
+        current = queue.popleft()
+        for dep in sorted(graph.get(current, ())):
+            if dep not in chains:
+                chains[dep] = [*chains[current], dep]
+                if dep in graph:
+                    queue.append(dep)
+    return chains
+
+
+def under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def violations(
+    graph: dict[str, set[str]], package: str, layers: tuple[str, ...], forbidden: tuple[str, ...]
+) -> dict[str, list[str]]:
+    """Each module in `layers` that reaches a forbidden name, with one chain that does."""
+    layer_prefixes = tuple(f"{package}.{layer}" for layer in layers)
+    found = {}
+    for module in sorted(graph):
+        if not under(module, layer_prefixes):
+            continue
+        for name, chain in import_chains(graph, module).items():
+            if under(name, forbidden):
+                found[module] = chain
+                break
+    return found
+
+
+def shown(found: dict[str, list[str]]) -> str:
+    return "\n".join(" -> ".join(chain) for chain in found.values())
+
+
+SRC = Path(tether.__file__).parent
+GRAPH = import_graph(SRC, "tether")
+
+
+def test_the_graph_sees_the_package() -> None:
+    assert "tether.core.loop" in GRAPH
+    assert "tether.core.dispatch" in GRAPH["tether.core.loop"]
+    assert "tether.ui.terminal.render" in import_chains(GRAPH, "tether.cli")
+    assert any(under(name, ("rich",)) for name in import_chains(GRAPH, "tether.ui.terminal.render"))
+
+
+def test_no_lower_layer_reaches_the_user_interface() -> None:
+    found = violations(GRAPH, "tether", LOWER_LAYERS, UI_MODULES)
+    assert not found, "these import chains reach the user interface:\n" + shown(found)
+
+
+def test_providers_never_reach_tools_or_dispatch() -> None:
+    found = violations(GRAPH, "tether", ("providers",), PROVIDER_FORBIDDEN)
+    assert not found, "these import chains lead a provider to tools:\n" + shown(found)
+
+
+def test_every_module_lives_in_a_layer() -> None:
+    """A new module at the top beside the entry points would sit outside every contract."""
+    top_level = {m for m in GRAPH if m.count(".") == 1 and (SRC / f"{m.split('.')[1]}.py").exists()}
+    assert top_level == {"tether.__main__", "tether.cli", "tether.runtime"}
+
+
+# The checker itself, on a package small enough to know every answer.
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "pkg"
+
+
+CLEAN = {
+    "__init__.py": "",
+    "core/__init__.py": "",
+    "core/loop.py": "from .messages import Message\n",
+    "core/messages.py": "class Message: ...\n",
+    "ui/__init__.py": "",
+    "ui/screen.py": "import rich\nfrom ..core.loop import Message\n",
+}
+
+
+def pkg_violations(root: Path, files: dict[str, str]) -> dict[str, list[str]]:
+    graph = import_graph(write_package(root, files), "pkg")
+    return violations(graph, "pkg", ("core",), ("pkg.ui", "rich"))
+
+
+def test_checker_passes_a_package_whose_ui_sits_on_top(tmp_path: Path) -> None:
+    graph = import_graph(write_package(tmp_path, CLEAN), "pkg")
+    assert "pkg.core.loop" in import_chains(graph, "pkg.ui.screen")
+    assert violations(graph, "pkg", ("core",), ("pkg.ui", "rich")) == {}
+
+
+@pytest.mark.parametrize(
+    ("planted", "reached"),
+    [
+        ("from ..ui.screen import x\n", "pkg.ui.screen"),
+        ("from ..ui import screen\n", "pkg.ui"),
+        ("from pkg.ui import screen\n", "pkg.ui"),
+        ("import rich.console\n", "rich.console"),
+        ("def later():\n    import pkg.ui.screen\n", "pkg.ui.screen"),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..ui.screen import S\n", "pkg.ui.screen"),
+    ],
+)
+def test_checker_finds_a_planted_violation(tmp_path: Path, planted: str, reached: str) -> None:
+    found = pkg_violations(tmp_path, {**CLEAN, "core/messages.py": planted})
+    assert found == {
+        "pkg.core.loop": ["pkg.core.loop", "pkg.core.messages", reached],
+        "pkg.core.messages": ["pkg.core.messages", reached],
+    }
+
+
+def test_checker_follows_a_chain_through_another_layer(tmp_path: Path) -> None:
+    files = {
+        **CLEAN,
+        "store/__init__.py": "",
+        "store/keys.py": "from ..util import helper\n",
+        "util.py": "from .ui.screen import x\n",
+        "core/messages.py": "from ..store.keys import k\n",
+    }
+    found = pkg_violations(tmp_path, files)
+    chain = ["pkg.core.messages", "pkg.store.keys", "pkg.util", "pkg.ui.screen"]
+    assert found["pkg.core.messages"] == chain
+
+
+def test_checker_counts_a_parent_package_init(tmp_path: Path) -> None:
+    """Importing pkg.tools.x runs pkg/tools/__init__.py, and so what that imports."""
+    files = {
+        **CLEAN,
+        "tools/__init__.py": "from ..ui import screen\n",
+        "tools/x.py": "",
+        "core/messages.py": "from ..tools.x import y\n",
+    }
+    found = pkg_violations(tmp_path, files)
+    assert found["pkg.core.messages"] == ["pkg.core.messages", "pkg.tools.x", "pkg.tools", "pkg.ui"]
