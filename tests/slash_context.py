@@ -71,12 +71,7 @@ class FakeContext:
 
     async def rebuild(self, settings: Settings | None = None) -> None:
         await self.ready()
-        old = self.runtime
-        self.runtime = old.rebuilt(settings)
-        try:
-            self.protocol = await self.runtime.start()
-        finally:
-            await old.aclose()
+        self.runtime, self.protocol = await self.runtime.restarted(settings)
 
     async def run(self, line: str) -> None:
         """Run one command line, as the app's prompt would."""

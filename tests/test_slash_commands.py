@@ -12,6 +12,7 @@ from fakeserver import FakeServer, Reply
 from slash_context import FakeContext, make_context
 
 from tether.core.messages import Message, Text
+from tether.runtime import Runtime
 from tether.safety.permissions import PROJECT_FILE, USER_FILE
 from tether.store.keys import ConnectionStore, KeyStore
 from tether.ui.terminal.slash.handlers import COMMANDS
@@ -409,3 +410,23 @@ async def test_trust_rebuild_applies_the_projects_allow_rules(
     ctx.runtime.options.trusted = True
     await ctx.rebuild()
     assert any("allow run_cmd(ls)  [project]" in line for line in ctx.runtime.describe_rules())
+
+
+async def test_a_restart_whose_start_fails_keeps_the_old_runtime_working(
+    ctx: FakeContext, server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ctx.ready()
+    old = ctx.runtime
+    started = Runtime.start
+
+    async def fails(self: Runtime) -> str:
+        raise RuntimeError("the server went away")
+
+    monkeypatch.setattr(Runtime, "start", fails)
+    with pytest.raises(RuntimeError, match="went away"):
+        await ctx.rebuild()
+    monkeypatch.setattr(Runtime, "start", started)
+    assert ctx.runtime is old
+    server.add(Reply(text="still here"))
+    result = await old.loop.run_turn(ctx.sessions.conv, "hello?")
+    assert result.text == "still here"  # its provider was not closed

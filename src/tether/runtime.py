@@ -145,6 +145,18 @@ class Runtime:
             new.set_plan_mode("on")
         return new
 
+    async def restarted(self, settings: Settings | None = None) -> tuple[Runtime, ProtocolMode]:
+        """`rebuilt(settings)`, started, with the protocol it chose; this one is closed then.
+        A start that fails closes the new one instead and leaves this one as it was."""
+        new = self.rebuilt(settings)
+        try:
+            mode = await new.start()
+        except BaseException:
+            await new.aclose()
+            raise
+        await self.aclose()
+        return new, mode
+
     async def start(self) -> ProtocolMode:
         """Find out whether the sandbox works (its notice, if any, comes now), and ask the
         provider what the model can do: its profile, tool protocol and context window."""

@@ -129,15 +129,10 @@ class App:
             self.say(warning, "warning")
 
     async def rebuild(self, settings: Settings | None = None) -> None:
-        """A new runtime (provider, rules) for the same conversation (`Runtime.rebuilt`: what
+        """A new runtime (provider, rules) for the same conversation (`Runtime.restarted`: what
         the user set this session carries over), started; the old one is closed."""
         await self.ready()
-        old = self.runtime
-        self.runtime = old.rebuilt(settings)
-        try:
-            self.protocol = await self.runtime.start()
-        finally:
-            await old.aclose()
+        self.runtime, self.protocol = await self.runtime.restarted(settings)
 
     # ------------------------------------------------------------ the loop
 

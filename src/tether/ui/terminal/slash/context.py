@@ -48,6 +48,6 @@ class CommandContext(Protocol):
         ...
 
     async def rebuild(self, settings: Settings | None = None) -> None:
-        """Replace the runtime by `Runtime.rebuilt(settings)`, started; ValueError for
-        settings that cannot make one (the old runtime stays then)."""
+        """Replace the runtime by `Runtime.restarted(settings)`; ValueError for settings that
+        cannot make one (the old runtime stays then)."""
         ...
