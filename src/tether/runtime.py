@@ -86,6 +86,11 @@ class Runtime:
         return self.options.root
 
     @property
+    def home(self) -> Path:
+        """TETHER_HOME: keys, sessions, the user's rules."""
+        return self.options.home
+
+    @property
     def model(self) -> str:
         return self.loop.settings.model
 

@@ -253,12 +253,9 @@ async def perms(ctx: CommandContext, arg: str) -> None:
 
 @command("connect", "/connect [NAME [MODEL]|status]", "choose the provider and model; save a key")
 async def connect(ctx: CommandContext, arg: str) -> None:
-    from tether.providers.connect import connection_status, status_line
-
     words = arg.split()
     if words[:1] == ["status"]:
-        for status in await connection_status(ctx.runtime.settings, ctx.runtime.env, ctx.runtime.options.home):
-            ctx.say(status_line(status))
+        await _show_connections(ctx)
         return
     name = words[0] if words else await _pick_provider(ctx)
     if not name:
@@ -273,11 +270,16 @@ async def connect(ctx: CommandContext, arg: str) -> None:
     await _switch(ctx, name, words[1] if len(words) > 1 else None)
 
 
-async def _pick_provider(ctx: CommandContext) -> str:
+async def _show_connections(ctx: CommandContext) -> None:
     from tether.providers.connect import connection_status, status_line
 
-    for status in await connection_status(ctx.runtime.settings, ctx.runtime.env, ctx.runtime.options.home):
+    runtime = ctx.runtime
+    for status in await connection_status(runtime.settings, runtime.env, runtime.home):
         ctx.say(status_line(status))
+
+
+async def _pick_provider(ctx: CommandContext) -> str:
+    await _show_connections(ctx)
     try:
         return (await ctx.ask_line("provider (empty to cancel): ")).strip()
     except (KeyboardInterrupt, EOFError):
@@ -289,12 +291,13 @@ async def _ensure_key(ctx: CommandContext, name: str) -> bool:
     from tether.providers.connect import needs_key
     from tether.store.keys import KeyStore, KeyStoreError, resolve_key
 
-    store = KeyStore(ctx.runtime.options.home)
+    home = ctx.runtime.home
+    store = KeyStore(home)
     key, source = resolve_key(name, ctx.runtime.env, store)
     if key or not needs_key(name):
         return True
     try:
-        typed = (await ctx.ask_line(f"API key for {name} (saved to {ctx.runtime.options.home}, owner-only): ",
+        typed = (await ctx.ask_line(f"API key for {name} (saved to {home}, owner-only): ",
                                     secret=True)).strip()
     except (KeyboardInterrupt, EOFError):
         typed = ""
@@ -327,7 +330,7 @@ async def _switch(ctx: CommandContext, name: str, model: str | None) -> None:
     chosen = ctx.runtime.model
     ctx.say(f"Connected: {name} · {chosen} ({ctx.protocol} tools).")
     try:
-        ConnectionStore(ctx.runtime.options.home).remember(name, chosen)
+        ConnectionStore(ctx.runtime.home).remember(name, chosen)
     except StateFileError as exc:  # connected all the same; only the memory of it failed
         ctx.say(f"This connection is not remembered for next time: {exc}", "warning")
 
