@@ -336,6 +336,9 @@ async def test_perms_reload_reads_a_file_that_broke_and_fails_closed(
     await ctx.run("/perms reload")
     # Its deny rules are gone with the broken file: the policy must know, and fail closed.
     assert ctx.runtime.rules.unreadable and ctx.runtime.policy.rules.unreadable
+    (home / USER_FILE).write_text(json.dumps({"deny": ["run_cmd(rm *)"]}))  # mended
+    await ctx.run("/perms reload")
+    assert ctx.runtime.policy.rules.unreadable == []
 
 
 # ---------------------------------------------------------------- /connect

@@ -252,7 +252,8 @@ class RuleSet:
 
     def reload_from(self, fresh: RuleSet) -> None:
         """Take `fresh`'s rules (the files read again) in place, so the policy holding this set
-        sees them; rules added this session carry over."""
+        sees them; rules added this session carry over. The files' problems replace the old
+        ones: a file broken since the start makes the policy fail closed, a mended one ends it."""
         fresh.carry_session_rules(self)
         self.allow[:], self.deny[:] = fresh.allow, fresh.deny
         self.unreadable[:] = fresh.unreadable
