@@ -1,28 +1,17 @@
-"""/perms through the slash-command table, with a small stand-in for the app."""
+"""/perms through the slash-command table, with a stand-in for the app (tests/slash_context.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
-from tether.core.toolspec import ToolContext
-from tether.safety.permissions import PROJECT_FILE, USER_FILE, Rule, RuleSet
-from tether.tools import builtin_tools
+from slash_context import make_context
+
+from tether.safety.permissions import PROJECT_FILE, USER_FILE, Rule
 from tether.ui.terminal.slash.handlers import COMMANDS
 
-
-class FakeApp:
-    """Just what /perms reads: the options, the live rule set and `say`."""
-
-    def __init__(self, root: Path, home: Path, rules: RuleSet, allow: list[str]) -> None:
-        self.options = SimpleNamespace(root=root, home=home, trusted=True, allow=allow, deny=[])
-        table, _ = builtin_tools(ToolContext(root=root))
-        self.runtime = SimpleNamespace(rules=rules, table=table)
-        self.said: list[tuple[str, str]] = []
-
-    def say(self, text: str, style: str = "info") -> None:
-        self.said.append((text, style))
+UNUSED_URL = "http://127.0.0.1:9"
+"""/perms never asks the model: no server is needed behind the runtime."""
 
 
 def rule_texts(rules: list[Rule]) -> set[tuple[str, str]]:
@@ -37,17 +26,16 @@ async def test_reload_rereads_the_files_and_keeps_session_and_command_line_rules
     home.mkdir()
     user_file = home / USER_FILE
     user_file.write_text(json.dumps({"allow": ["run_cmd(ls)"]}))
-    rules = RuleSet()
-    rules.add("allow", Rule.parse("run_cmd(ls)", "user"))
-    rules.add("allow", Rule.parse("run_cmd(make test)", "command line"))
-    app = FakeApp(root, home, rules, allow=["run_cmd(make test)"])
+    app = make_context(UNUSED_URL, root, home, allow=["run_cmd(make test)"], trusted=True)
+    rules = app.runtime.rules
+    assert rule_texts(rules.allow) == {("run_cmd(ls)", "user"), ("run_cmd(make test)", "command line")}
 
-    await COMMANDS.run(app, "/perms allow run_cmd(git status)")  # type: ignore[arg-type]
-    await COMMANDS.run(app, "/perms deny write_file(secrets/*)")  # type: ignore[arg-type]
+    await COMMANDS.run(app, "/perms allow run_cmd(git status)")
+    await COMMANDS.run(app, "/perms deny write_file(secrets/*)")
     # The files change on disk: the user file drops `ls`, the project gains a deny rule.
     user_file.write_text(json.dumps({"allow": ["run_cmd(pwd)"]}))
     (root / PROJECT_FILE).write_text(json.dumps({"deny": ["run_cmd(rm -rf *)"]}))
-    await COMMANDS.run(app, "/perms reload")  # type: ignore[arg-type]
+    await COMMANDS.run(app, "/perms reload")
 
     assert rule_texts(rules.allow) == {
         ("run_cmd(pwd)", "user"),
@@ -62,12 +50,11 @@ async def test_reload_rereads_the_files_and_keeps_session_and_command_line_rules
 
 
 async def test_perms_shows_the_tools_each_rule_covers(tmp_path: Path) -> None:
-    rules = RuleSet()
-    app = FakeApp(tmp_path, tmp_path / "home", rules, allow=[])
+    app = make_context(UNUSED_URL, tmp_path, tmp_path / "home", trusted=True)
     for line in ("deny read_file(secret.txt)", "deny delete_file", "allow write(src/*)", "allow run"):
-        await COMMANDS.run(app, "/perms " + line)  # type: ignore[arg-type]
+        await COMMANDS.run(app, "/perms " + line)
     app.said.clear()
-    await COMMANDS.run(app, "/perms")  # type: ignore[arg-type]
+    await COMMANDS.run(app, "/perms")
     shown = {text.split("  [")[0].strip(): text for text, _ in app.said}
     read = shown["deny read_file(secret.txt)"]
     for name in ("read_file", "search_in_file", "copy_file", "git_diff", "list_dir", "edit_file"):

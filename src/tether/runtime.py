@@ -27,7 +27,7 @@ from .core.ui_protocol import UI
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
 from .safety.approval import ApprovalPolicy
-from .safety.permissions import RuleSet, load_rules
+from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
 from .store.config import Settings
 from .store.git_ops import GitOps
@@ -68,15 +68,99 @@ class Runtime:
     git: GitOps
     policy: ApprovalPolicy
     plan_gate: PlanGate
+    options: RunOptions
+    """The per-run choices it was built from (a rebuild and a rules reload read them again)."""
+    ui: UI
+    env: Mapping[str, str]
     warnings: list[str] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    root: Path = field(default_factory=Path.cwd)
     levers_off: str = ""
     """Small-profile levers switched off (TETHER_PROFILE_OFF, for the benchmark)."""
     profile: Profile = FULL
     originals: dict[str, Tool] = field(default_factory=dict)
     """Tools the profile replaced with a variant, to put back under another profile."""
     prompt_extras: PromptExtras = field(default_factory=PromptExtras)
+
+    @property
+    def root(self) -> Path:
+        return self.options.root
+
+    @property
+    def home(self) -> Path:
+        """TETHER_HOME: keys, sessions, the user's rules."""
+        return self.options.home
+
+    @property
+    def model(self) -> str:
+        return self.loop.settings.model
+
+    @property
+    def auto(self) -> bool:
+        """Auto mode: the approval policy holds the one flag; the start-up value is --auto."""
+        return self.policy.auto
+
+    def set_auto(self, value: bool) -> None:
+        self.policy.auto = value
+
+    async def switch_model(self, model: str) -> ProtocolMode:
+        """Use `model` from the next request on; its profile, protocol and window are asked anew."""
+        self.loop.settings.model = model
+        return await self.start()
+
+    @property
+    def context_window(self) -> int:
+        """The loop's context window in tokens; 0 when no guard knows one."""
+        guard = self.loop.guard
+        return guard.window if isinstance(guard, Compressor) else 0
+
+    def compactor(self) -> Compressor | None:
+        """The guard that can condense the history on request (also with automatic
+        compression off); None before the start has installed one."""
+        guard = self.loop.guard
+        return guard if isinstance(guard, Compressor) else None
+
+    def add_session_rule(self, kind: RuleKind, text: str) -> Rule:
+        """An allow or deny rule for this session only; RuleError for a rule that cannot be parsed."""
+        rule = Rule.parse(text, "session")
+        self.rules.add(kind, rule)
+        return rule
+
+    def describe_rules(self) -> list[str]:
+        """One line per rule, each naming the tools it covers."""
+        return self.rules.describe(self.table.access())
+
+    def reload_rules(self) -> list[str]:
+        """Read the rule files again (the command-line rules come with them); rules added this
+        session carry over. Gives the warnings the files brought."""
+        options = self.options
+        fresh, warnings = load_rules(options.root, options.home, trusted=options.trusted,
+                                     extra_allow=options.allow, extra_deny=options.deny)
+        self.rules.reload_from(fresh)
+        return warnings
+
+    def rebuilt(self, settings: Settings | None = None) -> Runtime:
+        """A new runtime (provider, tools, rules read again) on `settings`, else these, for the
+        same options and UI; what the user set this session carries over: session rules, plan
+        mode, auto mode and auto-commit. Not started yet. ValueError like build_runtime."""
+        new = build_runtime(settings or self.settings, self.options, self.ui, self.env)
+        new.git.enabled = self.git.enabled
+        new.rules.carry_session_rules(self.rules)
+        new.set_auto(self.auto)
+        if self.plan_gate.active:
+            new.set_plan_mode("on")
+        return new
+
+    async def restarted(self, settings: Settings | None = None) -> tuple[Runtime, ProtocolMode]:
+        """`rebuilt(settings)`, started, with the protocol it chose; this one is closed then.
+        A start that fails closes the new one instead and leaves this one as it was."""
+        new = self.rebuilt(settings)
+        try:
+            mode = await new.start()
+        except BaseException:
+            await new.aclose()
+            raise
+        await self.aclose()
+        return new, mode
 
     async def start(self) -> ProtocolMode:
         """Find out whether the sandbox works (its notice, if any, comes now), and ask the
@@ -164,12 +248,13 @@ class Runtime:
         self.loop.mode = wanted
         return wanted
 
-    def set_plan_mode(self, argument: str, approve_plan: ApprovePlan | None) -> str:
-        """`/planmode on|off`: the plan tool is on the menu only while plan mode is on."""
+    def set_plan_mode(self, argument: str) -> str:
+        """`/planmode on|off`: the plan tool is on the menu only while plan mode is on; a plan
+        is approved through the options' `approve_plan`."""
         message = set_plan_mode(self.plan_gate, argument)
         self.table.remove(SUBMIT_PLAN)
         if self.plan_gate.active:
-            for tool in plan_tools(self.plan_gate, approve_plan):
+            for tool in plan_tools(self.plan_gate, self.options.approve_plan):
                 self.table.add(tool)
         return message
 
@@ -207,8 +292,8 @@ def build_runtime(
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
     runtime = Runtime(
-        settings, provider, table, loop, rules, git, policy, plan_gate, warnings, closers,
-        root=options.root, levers_off=env.get(LEVERS_ENV, ""),
+        settings, provider, table, loop, rules, git, policy, plan_gate, options, ui, env,
+        warnings, closers, levers_off=env.get(LEVERS_ENV, ""),
     )
     loop.system_prompt = runtime.system_prompt
     return runtime

@@ -250,6 +250,14 @@ class RuleSet:
                 if rule.source == "session":
                     self.add(kind, rule)  # type: ignore[arg-type]
 
+    def reload_from(self, fresh: RuleSet) -> None:
+        """Take `fresh`'s rules (the files read again) in place, so the policy holding this set
+        sees them; rules added this session carry over. The files' problems replace the old
+        ones: a file broken since the start makes the policy fail closed, a mended one ends it."""
+        fresh.carry_session_rules(self)
+        self.allow[:], self.deny[:] = fresh.allow, fresh.deny
+        self.unreadable[:] = fresh.unreadable
+
     def describe(self, tools: ToolKinds | None = None) -> list[str]:
         """One line per rule, deny first: `allow run_cmd(git status)  [project]`; given the
         tool table's kinds, each line also names the tools the rule covers."""

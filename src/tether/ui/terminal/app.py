@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TextIO, cast
 
 from prompt_toolkit import PromptSession
@@ -23,38 +22,20 @@ from rich.console import Console
 from rich.text import Text
 
 from tether import __version__
-from tether.core.loop import Conversation, TurnResult
-from tether.core.messages import Message, TextDelta, ToolCall
+from tether.core.loop import TurnResult
 from tether.core.ui_protocol import NoticeLevel
-from tether.providers.base import RequestOptions
 from tether.runtime import RunOptions, Runtime, build_runtime
-from tether.safety.approval import guarded_write
-from tether.safety.permissions import (
-    PROJECT_FILE,
-    USER_FILE,
-    Rule,
-    TrustStore,
-    save_rule,
-    too_broad_to_trust,
-)
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
-from tether.store.session import (
-    SessionCorrupt,
-    SessionRecord,
-    SessionStore,
-    clean_title,
-    title_prompt,
-)
-from tether.store.statefile import StateFileError
-from tether.tools.ask import Question
+from tether.store.session import SessionCorrupt, SessionStore
 
+from .asking import Asking, ask_line
 from .prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
+from .sessions import Sessions
 from .slash.handlers import COMMANDS
 from .terminal_ui import TerminalUI, keys_not_echoed, shown
 from .theme import THEME
-
-TITLE_TIMEOUT = 20.0
+from .trust import AlwaysAnswer, FolderTrust
 
 
 class UsageProblem(Exception):
@@ -63,6 +44,11 @@ class UsageProblem(Exception):
 
 @dataclass
 class App:
+    """The read-eval loop of the terminal; it is the `CommandContext` the slash commands get.
+    Its parts: the runtime (state changes are its methods), `Sessions` (the conversation and
+    its saved record), `Asking` (questions and plan approval), `FolderTrust` and
+    `AlwaysAnswer` (which rules count, where an [a]lways rule goes)."""
+
     settings: Settings
     options: RunOptions
     env: dict[str, str]
@@ -70,10 +56,9 @@ class App:
         file=cast(TextIO, SafeTextStream()), theme=THEME, highlight=False))
     runtime: Runtime = field(init=False)
     ui: TerminalUI = field(init=False)
-    conv: Conversation = field(default_factory=Conversation)
-    store: SessionStore = field(init=False)
-    record: SessionRecord = field(init=False)
+    sessions: Sessions = field(init=False)
     prompt: PromptSession = field(init=False)
+    trust: FolderTrust = field(init=False)
     protocol: str = "…"
     starting: asyncio.Future | None = None
     exiting: bool = False
@@ -84,42 +69,22 @@ class App:
 
     def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
         """Build the runtime and the prompt; raises ValueError for a usage problem."""
-        self.ui = TerminalUI(self.console, self.ask_line, on_always=self.allow_always,
-                             root=self.options.root)
-        self.options.asker = self.ask_questions
-        self.options.approve_plan = self.approve_plan
+        self.trust = FolderTrust(self.options, self.say)
+        self.ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
+                             on_always=AlwaysAnswer(self.trust, lambda: self.runtime, self.say))
+        asking = Asking(self.console, self.ui.settle)
+        self.options.asker = asking.questions
+        self.options.approve_plan = asking.approve_plan
         self.options.on_output = self.ui.command_output
-        if TrustStore(self.options.home).is_trusted(self.options.root):
+        if self.trust.trusted_before():
             self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
         self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
-        self.store = SessionStore(self.options.home)
-        self.record = self._initial_record(resume, continue_last)
-        self.conv = self.record.to_conversation()
+        self.sessions = Sessions.opened(SessionStore(self.options.home), self.options.root,
+                                        lambda: self.runtime, self.say, resume, continue_last)
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(lambda: COMMANDS.names(), files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
                                    warn=self.warn_anytime)
-
-    def _initial_record(self, resume: str | None, continue_last: bool) -> SessionRecord:
-        root = self.options.root
-        if resume:
-            return self.store.load(resume, root)
-        if continue_last:
-            latest = self.store.latest(root)
-            if latest is not None:
-                return latest
-            self.say(self.no_earlier_session(), "warning")
-        return self.store.new(root, self.settings.provider, self.runtime.loop.settings.model)
-
-    def no_earlier_session(self) -> str:
-        """Why -c starts afresh: no session at all, or only ones that cannot be read."""
-        broken = sum(1 for s in self.store.list(self.options.root) if s.corrupt)
-        if not broken:
-            return "No earlier session for this folder; starting a new one."
-        which = ("the one saved session is" if broken == 1
-                 else f"all {broken} saved sessions are")
-        return (f"No earlier session of this folder could be continued: {which} unreadable "
-                "(see /sessions); starting a new one.")
 
     async def run(self) -> int:
         try:
@@ -129,7 +94,7 @@ class App:
             self.starting.add_done_callback(self._started)
             self.banner()
             threading.Thread(target=warm_up, daemon=True).start()
-            await self.ask_trust()
+            await self.trust.ask(self.rebuild)
             await self.read_loop()
         finally:
             await self.runtime.aclose()
@@ -152,64 +117,22 @@ class App:
             self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
 
     def banner(self) -> None:
-        s = self.runtime.loop.settings
+        runtime, conv = self.runtime, self.sessions.conv
         self.console.print(Text(f"tether {__version__}", style="bold"),
-                           Text(f"· {self.settings.provider} · {s.model}", style="status"))
-        if self.conv.messages:
-            self.say(f"Continuing session {self.record.title or self.record.id} "
-                     f"({len(self.conv.messages)} messages).")
+                           Text(f"· {runtime.settings.provider} · {runtime.model}", style="status"))
+        if conv.messages:
+            record = self.sessions.record
+            self.say(f"Continuing session {record.title or record.id} "
+                     f"({len(conv.messages)} messages).")
         self.say("Type a request, /help for commands, Ctrl-D to exit.")
-        for warning in self.runtime.warnings:
+        for warning in runtime.warnings:
             self.say(warning, "warning")
 
-    async def ask_trust(self) -> None:
-        """A project's own allow rules count only once the user trusts the folder."""
-        root = self.options.root
-        trust = TrustStore(self.options.home)
-        if self.options.trusted or not (root / PROJECT_FILE).exists() or trust.is_trusted(root):
-            return
-        self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without asking.",
-                 "warning")
-        try:
-            answer = await self.ask_line("Trust this folder and honour its allow rules? [y/N]: ")
-        except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D: the safe answer, no
-            answer = ""
-        if answer.strip().lower() in ("y", "yes"):
-            saved = self.remember_trust()
-            self.options.trusted = True
-            await self.rebuild()
-            self.say("Trusted; its rules apply from now on." if saved
-                     else "Trusted for this session only; its rules apply until you exit.")
-        else:
-            self.say("Not trusted: its allow rules are ignored (its deny rules still apply).")
-
-    def remember_trust(self) -> bool:
-        """Save that the user trusts this folder; a home that cannot be written is reported
-        (the trust still holds for this session) and gives False."""
-        trust = TrustStore(self.options.home)
-        try:
-            trust.trust(self.options.root)
-        except StateFileError as exc:  # a broken trusted.json is kept, not replaced
-            self.say(f"Could not save the trust: {exc}", "warning")
-            return False
-        except OSError as exc:
-            self.say(f"Could not save the trust in {trust.path} ({exc.strerror or exc}).", "warning")
-            return False
-        return True
-
     async def rebuild(self, settings: Settings | None = None) -> None:
-        """A new runtime (provider, rules) for the same conversation; what the user set this
-        session (rules, plan mode, auto-commit) carries over."""
+        """A new runtime (provider, rules) for the same conversation (`Runtime.restarted`: what
+        the user set this session carries over), started; the old one is closed."""
         await self.ready()
-        old = self.runtime
-        self.runtime = build_runtime(settings or self.settings, self.options, self.ui, self.env)
-        self.settings = settings or self.settings
-        self.runtime.git.enabled = old.git.enabled
-        self.runtime.rules.carry_session_rules(old.rules)
-        if old.plan_gate.active:
-            self.runtime.set_plan_mode("on", self.approve_plan)
-        self.protocol = await self.runtime.start()
-        await old.aclose()
+        self.runtime, self.protocol = await self.runtime.restarted(settings)
 
     # ------------------------------------------------------------ the loop
 
@@ -264,15 +187,16 @@ class App:
             self.say("attached " + ", ".join(attached))
         self.runtime.plan_gate.new_request()
         await self.ready()
-        if self.protocol != "native" and self.settings.protocol == "auto":
+        if self.protocol != "native" and self.runtime.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
+        conv = self.sessions.conv
         if self.deepthink:
             from tether.core.deepthink import Deepthink, deepthink_turn
 
             chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
-            await self.run_cancellable(deepthink_turn(chain, self.conv, text))
+            await self.run_cancellable(deepthink_turn(chain, conv, text))
         else:
-            await self.run_cancellable(self.runtime.loop.run_turn(self.conv, text))
+            await self.run_cancellable(self.runtime.loop.run_turn(conv, text))
 
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         """Run a turn (or /compact) so that Ctrl-C stops it, keeps what it collected and
@@ -295,7 +219,7 @@ class App:
         if isinstance(result, TurnResult):
             self.last_result = result
             self.footer(result, time.monotonic() - started)
-        await self.save_session()
+        await self.sessions.save()
         if being_cancelled():  # the app itself is ending (SIGTERM), not just this turn
             raise asyncio.CancelledError
         return result
@@ -308,40 +232,6 @@ class App:
         self.console.print(Text(
             f"{result.steps} request(s) · {len(result.evidence)} tool call(s) · "
             f"{result.usage.input_tokens}→{out} tokens{rate} · {elapsed:.1f}s{stop}", style="status"))
-
-    # ------------------------------------------------------------ sessions
-
-    async def save_session(self) -> None:
-        self.record.update_from(self.conv)
-        self.record.model = self.runtime.loop.settings.model
-        self.record.provider = self.settings.provider
-        if not self.record.messages:
-            return
-        if self.record.autotitle and not self.record.title:
-            self.record.title = await self.make_title()
-        try:
-            self.store.save(self.record)
-        except (SessionCorrupt, OSError) as exc:
-            self.say(f"Session not saved: {exc}", "error")
-
-    async def make_title(self) -> str:
-        users = [m.text for m in self.conv.messages if m.role == "user" and m.text]
-        answers = [m.text for m in self.conv.messages if m.role == "assistant" and m.text]
-        if not users or not answers:
-            return ""
-        request = [Message.user(title_prompt(users[0], answers[-1]))]
-        options = RequestOptions(self.runtime.loop.settings.model, max_tokens=40)
-        try:
-            return clean_title(await asyncio.wait_for(self._collect(request, options), TITLE_TIMEOUT))
-        except Exception:  # a title is a nicety: any failure leaves the session untitled
-            return ""
-
-    async def _collect(self, request: list[Message], options: RequestOptions) -> str:
-        text = ""
-        async for event in self.runtime.provider.stream(request, None, options):
-            if isinstance(event, TextDelta):
-                text += event.text
-        return text
 
     # ------------------------------------------------------------ talking to the user
 
@@ -358,112 +248,31 @@ class App:
             run_in_terminal(lambda: self.say(message, "warning"))
 
     async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
-        session: PromptSession = PromptSession()
-        return await session.prompt_async(message, default=default, handle_sigint=False,
-                                          is_password=secret)
+        return await ask_line(message, default, secret)
 
-    async def ask_questions(self, questions: list[Question]) -> list[str] | None:
-        self.ui.settle()
-        answers = []
-        for q in questions:
-            self.console.print(shown("? " + q.question, "bold"))
-            for i, option in enumerate(q.options, 1):
-                self.console.print(shown(f"   {i}. {option}"))
-            try:
-                raw = (await self.ask_line("answer (a number or your own words): ")).strip()
-            except (KeyboardInterrupt, EOFError):
-                return None
-            answers.append(q.options[int(raw) - 1] if raw.isdigit() and 0 < int(raw) <= len(q.options) else raw)
-        return answers
+    @property
+    def show_thinking(self) -> bool:
+        return self.ui.show_thinking
 
-    async def approve_plan(self, plan: str) -> tuple[bool, str]:
-        self.ui.settle()
-        self.console.print(Text("Plan for approval:", style="bold"))
-        self.console.print(shown(plan))
-        try:
-            answer = (await self.ask_line("Approve this plan? [y]es / [n]o: ")).strip().lower()
-            if answer in ("y", "yes"):
-                return True, ""
-            return False, (await self.ask_line("What should change? ")).strip()
-        except (KeyboardInterrupt, EOFError):
-            return False, ""
-
-    def allow_always(self, call: ToolCall) -> str:
-        """Save an allow rule for exactly this call and apply it now; the answer says where
-        it went (the project's rules, the user's own, or this session only)."""
-        tool = self.runtime.table.get(call.name)
-        value = tool.main_value(call.arguments) if tool else ""
-        if tool is None or tool.main_arg == "session" or any(ch in value for ch in "*?"):
-            # the rule language has no escape for wildcards, and a session id says nothing
-            # about what is sent to it: no rule could name exactly this call
-            self.say("No exact rule can name this call; allowed this once.", "warning")
-            return ""
-        guarded = [guarded_write(self.options.root, self.options.home, p)
-                   for p in tool.path_values(call.arguments).values()] if tool.writes_files else []
-        kind = next((g for g in guarded if g is not None), None)
-        if kind is not None:
-            self.say(f"Writes into {kind.what} always ask; allowed this once.", "warning")
-            return ""
-        text = f"{call.name}({value})" if value else call.name
-        rules_file, source = self.always_rules_file()
-        first_rules = source == "project" and not rules_file.exists()
-        try:
-            rule = Rule.parse(text, source)
-            save_rule(rules_file, "allow", rule)
-        except (OSError, ValueError) as exc:
-            self.say(f"Could not save the rule ({exc}); it holds for this session only.", "error")
-            self.runtime.rules.add("allow", Rule.parse(text, "session"))
-            return f"{text} for this session only"
-        self.runtime.rules.add("allow", Rule.parse(text, "session"))
-        if source == "project":
-            self.keep_rules_trusted(first_rules)
-        return f"{rule} in {rules_file}"
-
-    def always_rules_file(self) -> tuple[Path, str]:
-        """Where an [a]lways rule goes: the project's rules, unless that would create them in
-        (and so trust) a folder too broad to trust as a side effect, such as $HOME."""
-        project = self.options.root / PROJECT_FILE
-        if self.options.trusted or project.exists():
-            return project, "project"
-        try:
-            user_home = Path.home()
-        except RuntimeError:  # no $HOME and no account entry: still refuse / and folders of repos
-            user_home = Path(self.options.root.anchor or "/")
-        why = too_broad_to_trust(self.options.root, user_home)
-        if why is None:
-            return project, "project"
-        user_file = self.options.home / USER_FILE
-        self.say(f"This folder is not made trusted by an [a]lways answer ({why}): the rule goes "
-                 f"to your own rules in {user_file}, which apply in every folder.", "warning")
-        return user_file, "user"
-
-    def keep_rules_trusted(self, file_is_ours: bool) -> None:
-        """A rules file the user's own answers created is theirs: trust the folder so the rules
-        count next time. A file that came with the project needs an explicit yes."""
-        if self.options.trusted:
-            return
-        if file_is_ours:
-            self.remember_trust()
-            self.options.trusted = True
-        else:
-            self.say(f"This folder is not trusted, so its {PROJECT_FILE} counts only after you "
-                     "trust it (asked at start).", "warning")
+    @show_thinking.setter
+    def show_thinking(self, value: bool) -> None:
+        self.ui.show_thinking = value
 
     def toolbar(self) -> FormattedText:
-        s = self.runtime.loop.settings
+        runtime = self.runtime
         modes = [name for name, on in (
-            ("auto", self.options.auto), ("think", self.ui.show_thinking),
-            ("deepthink", self.deepthink), ("plan", self.runtime.plan_gate.active),
+            ("auto", runtime.auto), ("think", self.ui.show_thinking),
+            ("deepthink", self.deepthink), ("plan", runtime.plan_gate.active),
         ) if on]
-        parts = [f" {self.settings.provider} · {s.model}", f"{self.protocol} tools",
-                 f"{self.runtime.profile.name} profile", self.context_used()]
+        parts = [f" {runtime.settings.provider} · {runtime.model}", f"{self.protocol} tools",
+                 f"{runtime.profile.name} profile", self.context_used()]
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])
 
     def context_used(self) -> str:
-        used = self.conv.context_tokens
-        window = getattr(self.runtime.loop.guard, "window", 0)
+        used = self.sessions.conv.context_tokens
+        window = self.runtime.context_window
         if not used:
             return "context empty"
         if window:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..app import App
+    from .context import CommandContext
 
-Handler = Callable[["App", str], Awaitable[None]]
+Handler = Callable[["CommandContext", str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -50,15 +50,15 @@ class CommandTable:
         prefixed = [c for c in self._commands if c.startswith(name[:2])]
         return prefixed[0] if len(prefixed) == 1 else None
 
-    async def run(self, app: App, line: str) -> None:
+    async def run(self, ctx: CommandContext, line: str) -> None:
         name, _, arg = line[1:].strip().partition(" ")
         command = self.get(name)
         if command is None:
             hint = self.suggest(name)
-            app.say(f"Unknown command /{name}." + (f" Did you mean /{hint}?" if hint else " Type /help."),
+            ctx.say(f"Unknown command /{name}." + (f" Did you mean /{hint}?" if hint else " Type /help."),
                     "warning")
             return
-        await command.handler(app, arg.strip())
+        await command.handler(ctx, arg.strip())
 
 
 def on_off(arg: str, current: bool) -> bool | None:

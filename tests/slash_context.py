@@ -1,0 +1,94 @@
+"""A CommandContext without a terminal: the slash commands' stand-in for the app in unit tests.
+
+It holds a real Runtime (against a FakeServer's OpenAI-compatible endpoint) and real Sessions
+in a temporary TETHER_HOME; what a command says is kept in `said`, what it prints in `printed`,
+and `answers` are the lines the user would type (none left: Ctrl-D).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from tether.core.ui_protocol import NoticeLevel, SilentUI
+from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.store.config import Settings
+from tether.store.session import SessionStore
+from tether.ui.terminal.sessions import Sessions
+from tether.ui.terminal.slash.handlers import COMMANDS
+
+
+def fake_settings(url: str, **changes: Any) -> Settings:
+    """The full profile on the fake server, no sandbox probe (the commands do not run any)."""
+    values: dict[str, Any] = dict(provider="openai", openai_base_url=url + "/v1", model="fake",
+                                  profile="full", sandbox="off")
+    values.update(changes)
+    return Settings(**values)
+
+
+class FakeContext:
+    def __init__(self, runtime: Runtime, answers: Iterable[str] = ()) -> None:
+        self.out = io.StringIO()
+        self.console = Console(file=self.out, width=200, color_system=None)
+        self.runtime = runtime
+        self.sessions = Sessions.opened(SessionStore(runtime.options.home), runtime.root,
+                                        lambda: self.runtime, self.say)
+        self.protocol = "…"
+        self.deepthink = False
+        self.show_thinking = False
+        self.exiting = False
+        self.said: list[tuple[str, str]] = []
+        self.answers = list(answers)
+        self.asked: list[tuple[str, bool]] = []
+        self.started = False
+
+    def say(self, message: str, level: NoticeLevel = "info") -> None:
+        self.said.append((message, level))
+
+    async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
+        self.asked.append((message, secret))
+        if not self.answers:
+            raise EOFError
+        return self.answers.pop(0)
+
+    async def ready(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        try:
+            self.protocol = await self.runtime.start()
+        except Exception as exc:  # as the app does: the provider could not be asked
+            self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
+
+    async def run_cancellable(self, work: Awaitable[Any]) -> Any:
+        result = await work
+        await self.sessions.save()
+        return result
+
+    async def rebuild(self, settings: Settings | None = None) -> None:
+        await self.ready()
+        self.runtime, self.protocol = await self.runtime.restarted(settings)
+
+    async def run(self, line: str) -> None:
+        """Run one command line, as the app's prompt would."""
+        await COMMANDS.run(self, line)
+
+    @property
+    def printed(self) -> str:
+        return self.out.getvalue()
+
+    def messages(self, level: str | None = None) -> list[str]:
+        return [text for text, lvl in self.said if level is None or lvl == level]
+
+
+def make_context(url: str, root: Path, home: Path, answers: Iterable[str] = (),
+                 env: dict[str, str] | None = None, allow: Sequence[str] = (),
+                 trusted: bool = False, **settings: Any) -> FakeContext:
+    options = RunOptions(root=root, home=home, trusted=trusted, allow=allow)
+    runtime = build_runtime(fake_settings(url, **settings), options, SilentUI(),
+                            env if env is not None else {"OPENAI_API_KEY": "x"})
+    return FakeContext(runtime, answers)
