@@ -19,13 +19,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ..core.messages import Event, Message, Part, Text, ToolCall, ToolResult
+from ..core.messages import INVALID_JSON_KEY, Event, Message, Part, Text, ToolCall, ToolResult
 from ..core.toolspec import Tool
 from ..safety.safetext import clean_data
 from .base import ProviderError
 from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_after_from, retry_notice
 
-INVALID_JSON_KEY = "__invalid_json__"
 SERVER_MESSAGE_LIMIT = 300
 CAPABILITY_TIMEOUT = 3.0
 
