@@ -12,8 +12,6 @@ import re
 from typing import Any
 
 _LITERAL_EVAL_LIMIT = 200_000
-
-
 _STRING_STOPS = re.compile(r'["\\]')
 
 

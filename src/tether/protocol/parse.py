@@ -69,8 +69,6 @@ _FENCE = re.compile(
     r"(?:(?P<close>^[ \t]*```[ \t]*$)|\Z)",
     re.M | re.S,
 )
-
-
 _Found = list[ToolCall | str]
 """Calls and refusal messages, in reply order."""
 

@@ -24,8 +24,6 @@ from .tags import (
 )
 
 _TEXT_TAGS = (CALL_OPEN, THINK_OPEN, THINK_CLOSE, FUNCTION_OPEN)
-
-
 _TEXT_STOPS = re.compile(r"[<`\n\"]")
 _JSON_STOPS = re.compile(r'["<]')
 

@@ -16,8 +16,6 @@ _NAME_KEYS = ("name", "tool_name", "function_name", "tool", "function")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "params")
 _ENVELOPE_KEYS = ("tool_call", "function", "function_call", "tool_use", "call")
 _NAME_PREFIXES = ("functions.", "default_api.", "tools.")
-
-
 _SNIFF_NAME = re.compile(
     r"""["']?(?:name|tool_name|function_name|tool|function)["']?\s*:\s*["']([\w.\-]+)"""
     r"""|<function=([\w.\-]+)"""

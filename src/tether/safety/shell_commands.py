@@ -14,8 +14,6 @@ from .shell_wrappers import WRAPPERS, Wrapper, _parse_options
 
 MAX_DEPTH = 6
 """Nesting (substitutions inside `bash -c` inside `sudo` ...) beyond which we stop looking."""
-
-
 KEYWORDS = frozenset(
     "if then else elif fi do done for while until case esac select function in "
     "coproc ! { } [[ ]]".split()

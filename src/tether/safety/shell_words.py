@@ -14,8 +14,6 @@ BLANKS = " \t"
 WORD_BREAKS = ";&|()<>"
 """Bash's metacharacters besides blanks and newline: each ends a word, so a `#` after
 one starts a comment."""
-
-
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 
 
