@@ -9,17 +9,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import tether
 
 SRC = Path(tether.__file__).parent
 MODULE_LIMIT = 600
 CLASS_LIMIT = 260
-
-# The one class allowed over the limit, while it is being broken up. An entry that is no
-# longer over the limit fails below, so the exception goes once the class is small.
-OVERSIZED_CLASSES = {("ui/terminal/app.py", "App")}
 
 
 def modules() -> list[Path]:
@@ -64,18 +58,9 @@ def test_no_class_is_over_the_limit() -> None:
         f"{relative(path)}: {name}, {length} lines"
         for path in modules()
         for name, length in class_lengths(path).items()
-        if length > CLASS_LIMIT and (relative(path), name) not in OVERSIZED_CLASSES
+        if length > CLASS_LIMIT
     ]
     assert not over, f"classes over {CLASS_LIMIT} lines (split them by job):\n" + "\n".join(over)
-
-
-@pytest.mark.parametrize(("module", "name"), sorted(OVERSIZED_CLASSES))
-def test_an_allowed_exception_is_still_needed(module: str, name: str) -> None:
-    lengths = class_lengths(SRC / module)
-    assert name in lengths, f"{module} has no class {name}: remove it from OVERSIZED_CLASSES"
-    assert lengths[name] > CLASS_LIMIT, (
-        f"{module}'s {name} is down to {lengths[name]} lines: remove it from OVERSIZED_CLASSES"
-    )
 
 
 def test_class_lengths_are_measured_from_class_line_to_last_line(tmp_path: Path) -> None:
