@@ -19,7 +19,7 @@ matched normalized as written and as the kernel resolves them (`paths`): deny
 if either matches, allow only if both do, so neither `..` nor a symlink (met
 before a `..` or not) can walk out of the directory a rule names.
 
-Pattern matching lives in `rule_match`, folder trust in `trust`.
+Pattern matching lives in `rule_match`, folder trust in `trusted_folders`.
 
 Rules come from `TETHER_HOME/permissions.json` (always), the project's
 `.permissions.json` (deny rules always; allow rules only once the folder is
@@ -54,10 +54,10 @@ from .shell_parse import (
     split_command,
 )
 
-# Folder trust lives in .trust; its names stay importable from here.
-from .trust import TrustedFolder as TrustedFolder
-from .trust import TrustStore as TrustStore
-from .trust import too_broad_to_trust as too_broad_to_trust
+# Folder trust lives in .trusted_folders; its names stay importable from here.
+from .trusted_folders import TrustedFolder as TrustedFolder
+from .trusted_folders import TrustStore as TrustStore
+from .trusted_folders import too_broad_to_trust as too_broad_to_trust
 
 Verdict = Literal["allow", "deny", "ask"]
 RuleKind = Literal["allow", "deny"]
