@@ -555,9 +555,9 @@ def test_a_failing_post_commit_hook_is_a_notice_and_the_commit_stands(
 def test_a_hung_post_commit_hook_is_stopped_with_a_notice(
     repo: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tether.store.git_ops as git_ops
+    import tether.store.git_hooks as git_hooks
 
-    monkeypatch.setattr(git_ops, "HOOK_TIMEOUT", 0.5)
+    monkeypatch.setattr(git_hooks, "HOOK_TIMEOUT", 0.5)
     write_hook(repo, "post-commit", "sleep 30 &\nsleep 30")
     notice = ai_edit(GitOps(repo, home, post_commit_hook=True), "write_file", {repo / "base.txt": "ai\n"})
     assert notice is not None and "post-commit hook was stopped" in notice

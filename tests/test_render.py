@@ -14,13 +14,13 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.style import Style
 
-from tether.ui.terminal.render import (
+from tether.ui.terminal.markdown_blocks import (
     MAX_OPEN_LINES,
     BlockSplitter,
-    MarkdownStream,
     head_cut,
     split_blocks,
 )
+from tether.ui.terminal.render import MarkdownStream
 from tether.ui.terminal.theme import CODE_THEME, THEME
 
 WIDTH = 80

@@ -28,7 +28,7 @@ from tether.core.toolspec import ToolContext
 from tether.core.ui_protocol import Decision, SilentUI
 from tether.runtime import RunOptions, build_runtime
 from tether.safety import sandbox as sandbox_module
-from tether.safety import seccomp, shell_session
+from tether.safety import seccomp, stdin_probe
 from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import Rule, RuleSet, load_rules
 from tether.safety.sandbox import Sandbox, probe_problem
@@ -43,7 +43,7 @@ HOST_DIR = next((Path(d) for d in ("/var/tmp", str(Path.home())) if Path(d).is_d
 PROMPT = f"{PY} -c \"name=input('name? '); print('hi', name)\""
 BWRAP_PROBLEM = probe_problem()
 needs_bwrap = pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
-linux_only = pytest.mark.skipif(not shell_session.proc_usable(), reason="needs /proc")
+linux_only = pytest.mark.skipif(not stdin_probe.proc_usable(), reason="needs /proc")
 
 
 @pytest.fixture

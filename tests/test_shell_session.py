@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from leftovers import BACKGROUND_FORMS, gone, pid_written
 
-from tether.safety import shell_session
+from tether.safety import shell_session, stdin_probe
 from tether.safety.shell_session import (
     OutputDecoder,
     OutputWindow,
@@ -30,7 +30,7 @@ from tether.safety.shell_session import (
 
 PY = sys.executable
 PROMPT = f"{PY} -c \"name=input('name? '); print('hi', name)\""
-linux_only = pytest.mark.skipif(not shell_session.proc_usable(), reason="needs /proc")
+linux_only = pytest.mark.skipif(not stdin_probe.proc_usable(), reason="needs /proc")
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ async def test_sleeping_process_is_not_reading_stdin(sessions: ShellSessions) ->
 
 
 async def test_idle_fallback_when_proc_is_unusable(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(shell_session, "proc_usable", lambda: False)
+    monkeypatch.setattr(stdin_probe, "proc_usable", lambda: False)
     shells = ShellSessions(tmp_path, idle_fallback=0.5)
     try:
         started = time.monotonic()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tether.core.messages import ToolCall
-from tether.tools.files import line_hash
+from tether.tools.file_text import line_hash
 from tether.ui.terminal.terminal_ui import change_preview
 
 LINES = [f"line {n}" for n in range(1, 31)]

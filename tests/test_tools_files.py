@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
-from tether.tools import _regular, files
+from tether.tools import _regular, file_edit, file_search, file_text, files
 from tether.tools._paths import display_path, is_inside_root, is_within
+from tether.tools.file_text import line_hash
 from tether.tools.files import (
     FILE_TOOLS,
     CopyFileParams,
@@ -31,7 +32,6 @@ from tether.tools.files import (
     create_dir,
     delete_file,
     edit_file,
-    line_hash,
     list_dir,
     read_file,
     search_in_file,
@@ -93,7 +93,7 @@ def test_table_names_flags_and_main_args() -> None:
 def test_line_hash_is_stable_two_hex() -> None:
     # Pinned values: anchors written down in one session must hold in the next.
     assert (line_hash("hello"), line_hash(""), line_hash("café")) == ("65", "a1", "4a")
-    script = "from tether.tools.files import line_hash; print(line_hash('hello'))"
+    script = "from tether.tools.file_text import line_hash; print(line_hash('hello'))"
     env = {**os.environ, "PYTHONHASHSEED": "123"}
     other = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
@@ -363,7 +363,7 @@ def test_edit_diff_is_capped(ctx: ToolContext, tmp_path: Path) -> None:
     out = edit(
         ctx, "big.txt", start_anchor=marks[1], end_anchor=marks[400], new_content="x\n" * 400
     )
-    assert len(out.text) < files.DIFF_CHAR_CAP + 200
+    assert len(out.text) < file_edit.DIFF_CHAR_CAP + 200
     assert "diff cut" in out.text
 
 
@@ -522,17 +522,17 @@ def test_search_stops_at_time_limit(
     ctx: ToolContext, tmp_path: Path, monkeypatch, no_outer_repo
 ) -> None:
     (tmp_path / "a.txt").write_text("hit\n")
-    monkeypatch.setattr(files, "SEARCH_TIME_LIMIT", -1.0)
+    monkeypatch.setattr(file_search, "SEARCH_TIME_LIMIT", -1.0)
     assert "[stopped after -1 s" in search(ctx, "hit")
 
 
 def test_search_skips_large_files_and_trims_lines(
     ctx: ToolContext, tmp_path: Path, monkeypatch, no_outer_repo
 ) -> None:
-    monkeypatch.setattr(files, "SEARCH_MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(file_search, "SEARCH_MAX_FILE_BYTES", 100)
     (tmp_path / "large.txt").write_text("hit\n" * 100)
     (tmp_path / "long.txt").write_text("hit" + "y" * 80 + "\n")
-    monkeypatch.setattr(files, "SEARCH_LINE_WIDTH", 20)
+    monkeypatch.setattr(file_search, "SEARCH_LINE_WIDTH", 20)
     out = search(ctx, "hit").splitlines()
     assert out[0] == "long.txt:1: hit" + "y" * 17 + "..."
     assert out[-1] == "(skipped files: 1 over 0 MB)"
@@ -553,9 +553,9 @@ def test_a_catastrophic_pattern_is_stopped_and_called_too_slow(tmp_path: Path) -
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from tether.tools import files\n"
+        "from tether.tools import file_search, files\n"
         "from tether.core.toolspec import ToolContext, ToolError\n"
-        "files.SEARCH_TIME_LIMIT = 1.0\n"
+        "file_search.SEARCH_TIME_LIMIT = 1.0\n"
         "ctx = ToolContext(root=Path(sys.argv[1]))\n"
         "try:\n"
         f"    files.search_in_file(files.SearchInFileParams(pattern={CATASTROPHIC!r}), ctx)\n"
@@ -572,7 +572,7 @@ def test_a_catastrophic_pattern_is_stopped_and_called_too_slow(tmp_path: Path) -
 def test_matches_found_before_a_too_slow_file_are_kept(
     ctx: ToolContext, tmp_path: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr(files, "SEARCH_TIME_LIMIT", 1.0)
+    monkeypatch.setattr(file_search, "SEARCH_TIME_LIMIT", 1.0)
     (tmp_path / "a.txt").write_text("aaa\n")
     (tmp_path / "b.txt").write_text("a" * 60 + "!\n")
     out = search(ctx, CATASTROPHIC).splitlines()
@@ -729,10 +729,10 @@ def test_read_and_search_stop_at_their_limit_whatever_size_the_file_reports(
     ctx: ToolContext, monkeypatch
 ) -> None:
     assert os.stat("/proc/self/status").st_size == 0
-    monkeypatch.setattr(files, "MAX_READ_BYTES", 100)
+    monkeypatch.setattr(file_text, "MAX_READ_BYTES", 100)
     with pytest.raises(ToolError, match="too large to load"):
         finishes(read_file, ReadFileParams(filepath="/proc/self/status"), ctx)
-    monkeypatch.setattr(files, "SEARCH_MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(file_search, "SEARCH_MAX_FILE_BYTES", 100)
     out = finishes(search, ctx, "Pid", "/proc/self/status")
     assert "1 over" in out and "Pid:" not in out
 

@@ -17,7 +17,7 @@ from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.core.ui_protocol import Decision, SilentUI
-from tether.safety import shell_session
+from tether.safety import stdin_probe
 from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import Rule, RuleSet
 from tether.safety.sandbox import Sandbox, probe_problem
@@ -26,7 +26,7 @@ from tether.tools import builtin_tools
 from tether.tools.shell import EXIT_STATUS, MAX_COMMAND_TIMEOUT, shell_tools
 from tether.tools.system import SYSTEM_TOOLS, SystemInfoParams
 
-linux_only = pytest.mark.skipif(not shell_session.proc_usable(), reason="needs /proc")
+linux_only = pytest.mark.skipif(not stdin_probe.proc_usable(), reason="needs /proc")
 
 
 @pytest.fixture

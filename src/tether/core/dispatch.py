@@ -26,15 +26,13 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from ..safety.safetext import bad_char_fields, cleaned_with_note
-from .messages import Evidence, ToolCall, ToolResult
+from .messages import INVALID_JSON_KEY, Evidence, ToolCall, ToolResult
 from .textclip import keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui_protocol import UI
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
-INVALID_JSON_KEY = "__invalid_json__"
-"""Providers put unparseable native arguments under this key so the model hears about it."""
 
 
 # ---------------------------------------------------------------- windowing

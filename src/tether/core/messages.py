@@ -30,6 +30,11 @@ class ToolCall:
     arguments: dict[str, Any]
 
 
+INVALID_JSON_KEY = "__invalid_json__"
+"""Providers put native arguments that are not a JSON object under this key, as the only
+argument, so dispatch can tell the model what it sent instead of running the call."""
+
+
 @dataclass(frozen=True)
 class ToolResult:
     call_id: str

@@ -19,6 +19,8 @@ matched normalized as written and as the kernel resolves them (`paths`): deny
 if either matches, allow only if both do, so neither `..` nor a symlink (met
 before a `..` or not) can walk out of the directory a rule names.
 
+Pattern matching lives in `rule_match`, folder trust in `trusted_folders`.
+
 Rules come from `TETHER_HOME/permissions.json` (always), the project's
 `.permissions.json` (deny rules always; allow rules only once the folder is
 trusted, because a cloned repository must not be able to allow itself things)
@@ -27,15 +29,21 @@ and the command line.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..store.statefile import LoadedFile, read_json_file, write_json_state
-from .paths import resolved_forms
+from .rule_match import (
+    WILDCARDS,
+    _glob_match,
+    _path_matcher,
+    _path_rule_allows,
+    _path_views,
+    pattern_matches,
+)
 from .shell_parse import (
     ShellSplit,
     TooManyWords,
@@ -46,13 +54,16 @@ from .shell_parse import (
     split_command,
 )
 
+# Folder trust lives in .trusted_folders; its names stay importable from here.
+from .trusted_folders import TrustedFolder as TrustedFolder
+from .trusted_folders import TrustStore as TrustStore
+from .trusted_folders import too_broad_to_trust as too_broad_to_trust
+
 Verdict = Literal["allow", "deny", "ask"]
 RuleKind = Literal["allow", "deny"]
 
 PROJECT_FILE = ".permissions.json"
 USER_FILE = "permissions.json"
-TRUST_FILE = "trusted.json"
-WILDCARDS = "*?"
 UNREADABLE_CONSEQUENCE = (
     "Until it is fixed, every call with side effects asks first (and is refused under --auto "
     "or in one-shot mode), since deny rules may be missing"
@@ -177,45 +188,6 @@ def _balanced(pattern: str) -> bool:
     return depth == 0
 
 
-def pattern_matches(pattern: str, value: str) -> bool:
-    """`*` and `?` wildcards over the whole value; a pattern without wildcards
-    matches itself and itself followed by a space and anything."""
-    if any(ch in pattern for ch in WILDCARDS):
-        return _glob_match(pattern, value)
-    return value == pattern or value.startswith(pattern + " ")
-
-
-def path_pattern_matches(pattern: str, value: str) -> bool:
-    """Paths match the whole value only: `write_file(README.md)` must not also cover
-    `README.md evil.sh`, as the command-style prefix form would."""
-    if any(ch in pattern for ch in WILDCARDS):
-        return _glob_match(pattern, value)
-    return value == pattern
-
-
-def _glob_match(pattern: str, value: str) -> bool:
-    """Only `*` (any run, `/` included) and `?` are special: fnmatch's `[seq]` would
-    turn a `[` in a command into a pattern. Matched by backtracking to the last
-    `*` only, so a hostile pattern costs at most len(pattern) * len(value) steps
-    (a regex of `*a*a*a*...` can take exponential time, and project deny rules
-    are read even from folders nobody trusts)."""
-    p = v = 0
-    star, resume = -1, 0
-    while v < len(value):
-        if p < len(pattern) and pattern[p] == "*":
-            star, resume = p, v
-            p += 1
-        elif p < len(pattern) and pattern[p] in ("?", value[v]):
-            p += 1
-            v += 1
-        elif star >= 0:
-            p, resume = star + 1, resume + 1
-            v = resume
-        else:
-            return False
-    return all(ch == "*" for ch in pattern[p:])
-
-
 @dataclass
 class Decision:
     verdict: Verdict
@@ -306,7 +278,7 @@ class RuleSet:
         self, tool_name: str, values: Sequence[str], *, paths: bool = False
     ) -> Decision | None:
         for rule in self._tool_rules(self.deny, tool_name):
-            covers = _path_matcher(rule) if paths else rule.matches_value
+            covers = _path_matcher(rule.pattern) if paths else rule.matches_value
             hit = next((v for v in values if covers(v)), None)
             if hit is not None:
                 return _denied_by(rule, hit)
@@ -342,7 +314,7 @@ class RuleSet:
         if denied:
             return denied
         for rule in self._tool_rules(self.allow, tool_name):
-            if _path_rule_allows(rule, views):
+            if _path_rule_allows(rule.pattern, views):
                 return Decision("allow", rule, f"allowed by rule {_label(rule)}")
         return _no_rule(tool_name, value)
 
@@ -438,72 +410,6 @@ def _allow_every_part(
 def _no_rule(tool_name: str, value: str) -> Decision:
     shown = f"{tool_name}({_short(value, quote=False)})" if value else tool_name
     return Decision("ask", None, f"no allow rule covers {shown}")
-
-
-# --- paths ---------------------------------------------------------------------
-
-
-@dataclass
-class _PathViews:
-    lexical: list[str]
-    """The path normalized (`..` and `.` folded), relative to the root and absolute."""
-    real: list[list[str]] | None
-    """The path as the kernel resolves it (symlinks followed where met, before any `..`),
-    once with the last symlink followed and once without when those differ, each in its
-    spellings (absolute, relative to the root); None when there is no root to resolve against."""
-    every: list[str]
-    """Every spelling, the path as given included: what deny rules look at."""
-
-
-def _path_views(value: str, root: Path | None) -> _PathViews:
-    expanded = os.path.expanduser(value) if value else value
-    norm = os.path.normpath(expanded) if expanded else ""
-    lexical = [norm]
-    real: list[list[str]] | None = None
-    if root is not None and norm:
-        root_abs = os.path.abspath(root)
-        absolute = os.path.normpath(os.path.join(root_abs, norm))
-        lexical += [absolute, *_inside(absolute, root_abs)]
-        root_real = resolved_forms(root_abs, "/")[0]
-        real = [_spellings(form, root_abs, root_real) for form in resolved_forms(value, root_abs)]
-    spelled = [spelling for group in real or [] for spelling in group]
-    every = list(dict.fromkeys([value, expanded, *lexical, *spelled]))
-    return _PathViews(lexical, real, every)
-
-
-def _spellings(resolved: str, root_abs: str, root_real: str) -> list[str]:
-    """A resolved path absolute, and relative to the root when inside it (also under the
-    root as the user spelled it)."""
-    relative = _inside(resolved, root_real)
-    under_root = [os.path.normpath(os.path.join(root_abs, r)) for r in relative]
-    return list(dict.fromkeys([resolved, *relative, *under_root]))
-
-
-def _inside(path: str, root: str) -> list[str]:
-    """`path` relative to `root` as a one-item list, or [] when it lies outside."""
-    if path == root:
-        return ["."]
-    prefix = root if root.endswith(os.sep) else root + os.sep
-    return [path[len(prefix) :]] if path.startswith(prefix) else []
-
-
-def _path_matcher(rule: Rule) -> Callable[[str], bool]:
-    """A rule's pattern as written and normalized (`./src/*` is `src/*`)."""
-    if rule.pattern is None:
-        return lambda value: True
-    patterns = {rule.pattern, os.path.normpath(os.path.expanduser(rule.pattern))}
-    return lambda value: any(path_pattern_matches(p, value) for p in patterns)
-
-
-def _path_rule_allows(rule: Rule, views: _PathViews) -> bool:
-    """Allowed only if the normalized path matches and the path the kernel reaches (with
-    and without following a last symlink) does too: a link inside src/ may point anywhere,
-    and `src/lnk/../x` is not in src/ when lnk leads out. The path as given is not
-    consulted: `src/../x` must not pass for `src/*`."""
-    covers = _path_matcher(rule)
-    lexical = any(covers(v) for v in views.lexical)
-    real = views.real or []
-    return lexical and all(any(covers(v) for v in group) for group in real)
 
 
 # --- files -----------------------------------------------------------------------
@@ -620,153 +526,3 @@ def save_rule(path: Path, kind: RuleKind, rule: Rule) -> None:
     if str(rule) not in entries:
         entries.append(str(rule))
     write_json_state(path, data, loaded)
-
-
-# --- trust -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TrustedFolder:
-    """One entry of trusted.json: a folder's real path and, since identities are kept,
-    its device and inode, so a folder put in its place (or a symlink) is not trusted."""
-
-    path: Path
-    identity: tuple[int, int] | None
-    """(device, inode) when trusted; None for an entry written before identities were kept."""
-
-    @classmethod
-    def of(cls, folder: Path) -> TrustedFolder:
-        real = _resolved(folder)
-        info = os.stat(real)
-        return cls(real, (info.st_dev, info.st_ino))
-
-    @classmethod
-    def from_json(cls, item: object) -> TrustedFolder | None:
-        """An entry as stored: a plain path (older files) or {"path", "device", "inode"}."""
-        if isinstance(item, str):
-            return cls(Path(item), None) if os.path.isabs(item) else None
-        if not isinstance(item, dict):
-            return None
-        path, device, inode = item.get("path"), item.get("device"), item.get("inode")
-        if not (isinstance(path, str) and os.path.isabs(path)):
-            return None
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in (device, inode)):
-            return None
-        return cls(Path(path), (device, inode))  # type: ignore[arg-type]
-
-    def to_json(self) -> object:
-        if self.identity is None:
-            return str(self.path)
-        return {"path": str(self.path), "device": self.identity[0], "inode": self.identity[1]}
-
-    def covers(self, target: Path) -> bool:
-        """`target` (a real path) is this folder or below it, this is still the folder that
-        was trusted, and no git repository of its own lies in between."""
-        if not (target == self.path or self.path in target.parents):
-            return False
-        if self.identity is not None:
-            try:
-                info = os.stat(self.path, follow_symlinks=False)
-            except OSError:
-                return False
-            if (info.st_dev, info.st_ino) != self.identity:
-                return False
-        between = [target, *target.parents]
-        between = between[: between.index(self.path)]
-        return not any(os.path.lexists(folder / ".git") for folder in between)
-
-
-class TrustStore:
-    """Folders whose project allow rules the user accepted, in `home/trusted.json`.
-
-    Trust covers subfolders, except one that is a git repository of its own
-    (it needs its own trust), and only while the folder is the one trusted.
-    """
-
-    def __init__(self, home: Path) -> None:
-        self.path = Path(home) / TRUST_FILE
-
-    def is_trusted(self, folder: Path) -> bool:
-        """True when `folder` or one of its parents was trusted (see TrustedFolder.covers)."""
-        target = _resolved(folder)
-        return any(entry.covers(target) for entry in self._folders())
-
-    def trust(self, folder: Path) -> None:
-        """Remember `folder`. Raises StateFileError (and writes nothing) when the file
-        could not be read: replacing it would lose every folder it lists."""
-        loaded = self._load()
-        entry = TrustedFolder.of(folder)
-        # An older entry for the same folder is replaced; entries this version cannot
-        # use (another format, a relative path) are kept, not dropped.
-        kept = [item for item in loaded.data or [] if _entry_path(item) != entry.path]
-        write_json_state(self.path, [*kept, entry.to_json()], loaded)
-
-    @property
-    def problem(self) -> str:
-        """Why the file cannot be read ("" when it can, or is absent)."""
-        return self._load().problem
-
-    def _load(self) -> LoadedFile:
-        return read_json_file(self.path, _trust_shape)
-
-    def _folders(self, loaded: LoadedFile | None = None) -> list[TrustedFolder]:
-        # An unreadable or hand-broken file trusts nothing: the safe reading.
-        data = (loaded or self._load()).data or []
-        # Stored paths are real paths already; resolving them again would let a symlink
-        # put in a trusted folder's place carry its trust to wherever it points.
-        return [f for f in map(TrustedFolder.from_json, data) if f is not None]
-
-
-def _entry_path(item: object) -> Path | None:
-    entry = TrustedFolder.from_json(item)
-    return entry.path if entry is not None else None
-
-
-def _trust_shape(data: Any) -> str:
-    return "" if isinstance(data, list) else "does not hold a list of folders"
-
-
-def _resolved(folder: Path) -> Path:
-    return Path(folder).expanduser().resolve()
-
-
-REPO_SCAN_LIMIT = 2000
-"""Directories looked at when asking whether a folder holds git repositories."""
-
-
-def too_broad_to_trust(folder: Path, user_home: Path) -> str | None:
-    """Why `folder` must not become trusted as a side effect of an [a]lways answer:
-    it is the user's home, the file system root, or (not being a repository
-    itself) it holds git repositories. None when it may."""
-    real = _resolved(folder)
-    if real == _resolved(user_home):
-        return "it is your home folder"
-    if real == Path(real.anchor):
-        return "it is the root of the file system"
-    if os.path.lexists(real / ".git"):
-        return None  # a repository: repositories inside it need their own trust anyway
-    if _holds_repositories(real):
-        return "it holds other git repositories"
-    return None
-
-
-def _holds_repositories(folder: Path, depth: int = 3) -> bool:
-    """Whether a git repository lies within `depth` levels (symlinks not followed)."""
-    seen = 0
-    level = [folder]
-    for _ in range(depth):
-        below: list[Path] = []
-        for current in level:
-            try:
-                children = [e for e in os.scandir(current) if e.is_dir(follow_symlinks=False)]
-            except OSError:
-                continue
-            for child in children:
-                seen += 1
-                if seen > REPO_SCAN_LIMIT:
-                    return True  # too big to tell: the careful answer
-                if os.path.lexists(os.path.join(child.path, ".git")):
-                    return True
-                below.append(Path(child.path))
-        level = below
-    return False

@@ -24,37 +24,29 @@ silence (`idle_fallback` seconds without output).
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
 import fcntl
 import itertools
-import locale
 import os
-import platform
 import struct
 import subprocess
 import termios
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from .command_output import OutputDecoder, OutputWindow
 from .host_programs import host_program
 from .processes import (
     CommandProcesses,
-    descendants,
-    proc_usable,
-    snapshot,
-    stat_fields,
     stop_processes,
 )
+from .stdin_probe import stdin_verdict
 
 OutcomeState = Literal["exited", "waiting_for_input", "timed_out", "killed"]
-Verdict = Literal["reading", "not_reading", "unknown"]
-
 QUIET_PERIOD = 0.25
 """Seconds of silence before a reader counts as waiting, so we never return mid-burst."""
 POLL_INTERVAL = 0.05
@@ -109,193 +101,6 @@ class Launcher(Protocol):
 @contextlib.contextmanager
 def _as_it_is(argv: list[str], env: dict[str, str]) -> Iterator[Launch]:
     yield Launch(argv, env)
-
-
-# ---------------------------------------------------------------- output
-
-
-class OutputWindow:
-    """A bounded record of output: the head and the tail kept, the middle counted and dropped.
-
-    The tail gets the larger share because that is where errors and results land.
-    """
-
-    def __init__(self, cap: int) -> None:
-        self._head_cap = max(cap // 3, 0)
-        self._tail_cap = max(cap - self._head_cap, 1)
-        self._head = ""
-        self._tail: deque[str] = deque()
-        self._tail_len = 0
-        self.dropped = 0
-
-    def append(self, text: str) -> None:
-        room = self._head_cap - len(self._head)
-        if room > 0:
-            self._head += text[:room]
-            text = text[room:]
-        if text:
-            self._tail.append(text)
-            self._tail_len += len(text)
-            self._trim_tail()
-
-    def _trim_tail(self) -> None:
-        while self._tail_len - len(self._tail[0]) >= self._tail_cap:
-            first = self._tail.popleft()
-            self._tail_len -= len(first)
-            self.dropped += len(first)
-        excess = self._tail_len - self._tail_cap
-        if excess > 0:
-            self._tail[0] = self._tail[0][excess:]
-            self._tail_len -= excess
-            self.dropped += excess
-
-    def take(self) -> tuple[str, int]:
-        """The text so far (with a marker where the middle was dropped) and the dropped count; resets."""
-        tail = "".join(self._tail)
-        dropped = self.dropped
-        if dropped:
-            text = f"{self._head}\n[... {dropped} characters omitted ...]\n{tail}"
-        else:
-            text = self._head + tail
-        self._head, self._tail, self._tail_len, self.dropped = "", deque(), 0, 0
-        return text, dropped
-
-
-class OutputDecoder:
-    """UTF-8 first, incrementally; a chunk that is not UTF-8 is read in the locale's encoding."""
-
-    def __init__(self) -> None:
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
-        self._fallback = locale.getpreferredencoding(False) or "latin-1"
-
-    def decode(self, data: bytes, final: bool = False) -> str:
-        pending, _ = self._utf8.getstate()
-        try:
-            return self._utf8.decode(data, final)
-        except UnicodeDecodeError:
-            self._utf8.reset()
-            return (pending + data).decode(self._fallback, errors="replace")
-
-
-# ---------------------------------------------------------------- /proc probing
-
-# Syscall numbers of read(2)/readv(2) and epoll_wait(2)/epoll_pwait(2)/epoll_pwait2(2).
-_SYSCALLS = {
-    "x86_64": ({0, 19}, {232, 281, 441}),
-    "aarch64": ({63, 65}, {22, 441}),
-    "riscv64": ({63, 65}, {22, 441}),
-}
-_ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
-# Kernel functions a task sleeps in while reading a pipe (or polling for it).
-_READ_WCHANS = {
-    "pipe_read", "anon_pipe_read", "pipe_wait", "pipe_wait_readable", "wait_woken",
-    "do_select", "core_sys_select", "do_sys_poll", "ep_poll", "do_epoll_wait",
-}  # fmt: skip
-_PROC = Path("/proc")
-
-
-def _syscall_table() -> tuple[set[int], set[int]] | None:
-    machine = platform.machine().lower()
-    return _SYSCALLS.get(_ARCH_ALIASES.get(machine, machine))
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return None
-
-
-def process_family(leader: int) -> set[int]:
-    """The leader, every process in its group and every descendant (a child may start its own group)."""
-    procs = snapshot()
-    return {leader} | descendants(procs, [p.pid for p in procs.values() if p.pgrp == leader] + [leader])
-
-
-def _fds_on_pipe(pid: int, pipe_link: str) -> set[int] | None:
-    """This process's descriptors that are our stdin pipe; None when its fd table is unreadable."""
-    fd_dir = _PROC / str(pid) / "fd"
-    try:
-        names = os.listdir(fd_dir)
-    except OSError:
-        return None
-    fds = set()
-    for name in names:
-        with contextlib.suppress(OSError):
-            if os.readlink(fd_dir / name) == pipe_link:
-                fds.add(int(name))
-    return fds
-
-
-def _epoll_watches_input(pid: int, epfd: int, fds: set[int]) -> bool:
-    """Whether the epoll set `epfd` waits for input (EPOLLIN) on one of `fds`."""
-    info = _read(_PROC / str(pid) / "fdinfo" / str(epfd)) or ""
-    for line in info.splitlines():
-        parts = line.split()
-        if len(parts) >= 4 and parts[0] == "tfd:" and parts[2] == "events:":
-            with contextlib.suppress(ValueError):
-                if int(parts[1]) in fds and int(parts[3], 16) & 0x1:
-                    return True
-    return False
-
-
-def _hex(text: str) -> int:
-    try:
-        return int(text, 16)
-    except ValueError:
-        return -1
-
-
-def _task_verdict(pid: int, task: Path, fds: set[int]) -> Verdict:
-    stat = _read(task / "stat")
-    fields = stat_fields(stat) if stat else []
-    if not fields:
-        return "not_reading"  # the task is gone
-    if fields[0] != "S":
-        return "not_reading"  # running, in disk wait, stopped or a zombie
-    table = _syscall_table()
-    syscall = (_read(task / "syscall") or "").split()
-    if syscall[:1] == ["running"]:
-        return "not_reading"
-    if table and len(syscall) >= 2 and syscall[0].lstrip("-").isdigit():
-        number, fd = int(syscall[0]), _hex(syscall[1])
-        reads, epolls = table
-        if number in reads:
-            return "reading" if fd in fds else "not_reading"
-        if number in epolls:
-            return "reading" if _epoll_watches_input(pid, fd, fds) else "not_reading"
-        return "not_reading"
-    wchan = (_read(task / "wchan") or "").strip()
-    if not wchan or wchan == "0":
-        return "unknown"
-    return "reading" if wchan in _READ_WCHANS and 0 in fds else "not_reading"
-
-
-def _process_verdict(pid: int, pipe_link: str) -> Verdict:
-    fds = _fds_on_pipe(pid, pipe_link)
-    if fds is None:
-        return "unknown"
-    if not fds:
-        return "not_reading"  # it does not hold our pipe, so it cannot be reading it
-    try:
-        tasks = list(os.scandir(_PROC / str(pid) / "task"))
-    except OSError:
-        return "not_reading"
-    verdicts = {_task_verdict(pid, Path(t.path), fds) for t in tasks}
-    if "reading" in verdicts:
-        return "reading"
-    return "unknown" if "unknown" in verdicts else "not_reading"
-
-
-def stdin_verdict(leader: int, pipe_inode: int) -> Verdict:
-    """Whether any process of the command is blocked reading the stdin pipe we gave it."""
-    if not proc_usable():
-        return "unknown"
-    link = f"pipe:[{pipe_inode}]"
-    verdicts = {_process_verdict(pid, link) for pid in process_family(leader)}
-    if "reading" in verdicts:
-        return "reading"
-    return "unknown" if "unknown" in verdicts else "not_reading"
 
 
 # ---------------------------------------------------------------- one session
@@ -388,6 +193,37 @@ class _Session:
             if transport is not None:
                 transport.close()
 
+    async def watch(self, deadline: float, idle_fallback: float) -> OutcomeState:
+        """Poll until the command exits, the deadline passes, or it sits waiting for input."""
+        waiting_since = time.monotonic()
+        while True:
+            if self.exited():
+                return "exited"
+            now = time.monotonic()
+            if now >= deadline:
+                return "timed_out"
+            quiet = now - max(self.last_output, waiting_since)
+            # A program blocked reading its input wrote its prompt before it blocked, but that
+            # prompt may still sit in the pipe (written while /proc was being read): only once
+            # the pipe is empty has the prompt been seen.
+            if (
+                quiet >= QUIET_PERIOD
+                and self._waits_for_input(quiet, idle_fallback)
+                and not self.unread()
+            ):
+                return "waiting_for_input"
+            self.activity.clear()
+            # EOF usually means the exit is a moment away: look again soon.
+            pause = 0.005 if self.eof.is_set() else POLL_INTERVAL
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.activity.wait(), min(pause, deadline - now))
+
+    def _waits_for_input(self, quiet: float, idle_fallback: float) -> bool:
+        verdict = stdin_verdict(self.proc.pid, self.pipe_inode)
+        if verdict == "unknown":
+            return quiet >= idle_fallback
+        return verdict == "reading"
+
 
 def _with_newline(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
@@ -406,7 +242,6 @@ def _environment(marker: dict[str, str]) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- the sessions
-
 
 
 class ShellSessions:
@@ -558,7 +393,7 @@ class ShellSessions:
         async with session.lock:
             session.on_output = self.on_output
             try:
-                state = await self._watch(session, started + timeout)
+                state = await session.watch(started + timeout, self.idle_fallback)
                 if state == "timed_out":
                     await self._stop(session)
                 return await self._conclude(session, state, started)
@@ -568,37 +403,6 @@ class ShellSessions:
                 raise
             finally:
                 session.on_output = None
-
-    async def _watch(self, session: _Session, deadline: float) -> OutcomeState:
-        """Poll until the command exits, the deadline passes, or it sits waiting for input."""
-        waiting_since = time.monotonic()
-        while True:
-            if session.exited():
-                return "exited"
-            now = time.monotonic()
-            if now >= deadline:
-                return "timed_out"
-            quiet = now - max(session.last_output, waiting_since)
-            # A program blocked reading its input wrote its prompt before it blocked, but that
-            # prompt may still sit in the pipe (written while /proc was being read): only once
-            # the pipe is empty has the prompt been seen.
-            if (
-                quiet >= QUIET_PERIOD
-                and self._waits_for_input(session, quiet)
-                and not session.unread()
-            ):
-                return "waiting_for_input"
-            session.activity.clear()
-            # EOF usually means the exit is a moment away: look again soon.
-            pause = 0.005 if session.eof.is_set() else POLL_INTERVAL
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(session.activity.wait(), min(pause, deadline - now))
-
-    def _waits_for_input(self, session: _Session, quiet: float) -> bool:
-        verdict = stdin_verdict(session.proc.pid, session.pipe_inode)
-        if verdict == "unknown":
-            return quiet >= self.idle_fallback
-        return verdict == "reading"
 
     async def _conclude(
         self, session: _Session, state: OutcomeState, started: float

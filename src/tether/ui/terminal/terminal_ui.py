@@ -344,7 +344,7 @@ def _anchored_line(anchor: str, lines: list[str]) -> int | None:
     """The line number an 'N:hh' anchor names, if it is in range and not stale."""
     import re
 
-    from tether.tools.files import line_hash
+    from tether.tools.file_text import line_hash
 
     match = re.match(r"\s*(\d+)\s*:\s*([0-9a-fA-F]{2})(?![0-9a-fA-F])", anchor)
     if match is None:

@@ -1,0 +1,66 @@
+"""A history as a model without native tools reads it, and the results it must not invent."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..core.messages import Message, Role, Text, ToolCall, ToolResult
+from ..core.toolspec import ToolTable
+from .render import render_call_as_text
+
+RESULT_MARKERS = ("[Tool Result for '", "[Tool Error for '")
+"""How results are written back. A model that writes one itself is inventing a result:
+the request stops there, and anything from there on is dropped."""
+
+
+def cut_invented_results(text: str) -> str:
+    """The reply up to the first line where the model starts writing a tool result itself."""
+    cut = min(
+        (
+            m.start()
+            for marker in RESULT_MARKERS
+            for m in re.finditer(rf"^[ \t]*{re.escape(marker)}", text, re.M)
+        ),
+        default=len(text),
+    )
+    return text[:cut]
+
+
+def _render_result(result: ToolResult) -> str:
+    label = "Tool Error" if result.is_error else "Tool Result"
+    return f"[{label} for '{result.name}']\n{result.content}"
+
+
+def _render_message(message: Message, table: ToolTable) -> tuple[Role, str]:
+    """The role and the single text a message becomes under the text protocol."""
+    pieces: list[str] = []
+    for part in message.parts:
+        if isinstance(part, Text):
+            pieces.append(part.text)
+        elif isinstance(part, ToolCall):
+            pieces.append(render_call_as_text(part, table))
+        elif isinstance(part, ToolResult):
+            pieces.append(_render_result(part))
+    has_results = any(isinstance(p, ToolResult) for p in message.parts)
+    role: Role = "user" if message.role == "tool" or has_results else message.role
+    joiner = "\n\n" if has_results else "\n"
+    return role, joiner.join(p for p in pieces if p)
+
+
+def render_history_as_text(messages: Sequence[Message], table: ToolTable) -> list[Message]:
+    """The same history with only Text parts, as a model without native tools reads it.
+
+    Calls become `<tool_call>` text, results become user messages, thinking is
+    dropped, and consecutive user messages are merged. The input is not changed.
+    """
+    rendered: list[Message] = []
+    for message in messages:
+        role, text = _render_message(message, table)
+        if not text:
+            continue
+        if role == "user" and rendered and rendered[-1].role == "user":
+            rendered[-1] = Message("user", [Text(rendered[-1].text + "\n\n" + text)])
+        else:
+            rendered.append(Message(role, [Text(text)]))
+    return rendered

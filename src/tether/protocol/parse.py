@@ -1,0 +1,339 @@
+"""parse_reply: the calls, visible answer, thinking and refusals in one model reply."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.messages import ToolCall, new_call_id
+from ..core.toolspec import ToolTable
+from .jsonrepair import (
+    _LITERAL_EVAL_LIMIT,
+    _decode,
+    _first_json_start,
+    _Invalid,
+    _json_extent,
+    _json_sequence,
+    _json_values,
+    _Truncated,
+)
+from .refusals import (
+    _bad_arguments_error,
+    _cut_off_error,
+    _invalid_json_error,
+    _malformed_xml_error,
+    _no_name_error,
+    _unknown_tool_error,
+)
+from .segments import _reclassify_stray_think, _Segment, _split_reply
+from .shapes import (
+    _FUNCTION_TAG,
+    _accepts_block,
+    _arguments,
+    _call_objects,
+    _clean_name,
+    _coerce,
+    _name_and_rest,
+    _prefix_name,
+    _properties,
+    _python_arguments,
+    _read_blocks,
+    _sniff_name,
+    _xml_params,
+    repair_block_values,
+)
+from .tags import FUNCTION_OPEN, _block_names
+
+_CALL_FENCE_LABELS = ("tool_call", "tool_code", "tool", "function_call")
+_LOOSE_FENCE_LABELS = ("json", "")
+_CALL_PREFIX_TOKENS = ("<|python_tag|>", "[TOOL_CALLS]")
+"""Special tokens some chat templates leak in front of a bare JSON call."""
+
+
+@dataclass
+class ParseResult:
+    calls: list[ToolCall]
+    """The calls to run, in the order the reply made them."""
+    text: str
+    """The visible answer: the reply without call blocks and `<think>` blocks, stripped."""
+    thinking: str
+    """The content of the reply's `<think>` blocks, joined."""
+    errors: list[str]
+    """One message per refused call, written to the model."""
+
+
+_FENCE = re.compile(
+    r"^[ \t]*```[ \t]*(?P<label>[A-Za-z_][\w\-]*)?[^\n`]*\n(?P<body>.*?)"
+    r"(?:(?P<close>^[ \t]*```[ \t]*$)|\Z)",
+    re.M | re.S,
+)
+_Found = list[ToolCall | str]
+"""Calls and refusal messages, in reply order."""
+
+
+class _ReplyParser:
+    """Reads one whole reply. `native` means only shapes naming a real tool count."""
+
+    def __init__(self, table: ToolTable, native: bool) -> None:
+        self.table, self.native = table, native
+        self.found: _Found = []
+        self.visible: list[str] = []
+        self.thinking: list[str] = []
+        self.tagged_calls = False
+
+    def parse(self, text: str) -> ParseResult:
+        segments = _reclassify_stray_think(_split_reply(text, _block_names(self.table)))
+        self.tagged_calls = any(s.kind == "call" for s in segments)
+        for segment in segments:
+            if segment.kind == "think":
+                self.thinking.append(segment.body)
+            elif segment.kind == "call":
+                self._tagged_call(segment)
+            elif segment.kind == "text":
+                self._answer_text(segment.body)
+        self._bare_object()
+        calls = [repair_block_values(f, self.table) for f in self.found if isinstance(f, ToolCall)]
+        errors = [f for f in self.found if isinstance(f, str)]
+        thinking = "\n\n".join(t.strip() for t in self.thinking if t.strip())
+        return ParseResult(calls, "".join(self.visible).strip(), thinking, errors)
+
+    def _refuse(self, name: str | None, message: str) -> _Found | None:
+        """A refusal, unless in native mode the text names no real tool (then it is text)."""
+        if self.native and (name is None or name not in self.table):
+            return None
+        return [message]
+
+    # -- <tool_call> and <function=...> blocks
+
+    def _tagged_call(self, segment: _Segment) -> None:
+        closed = bool(segment.close_tag)
+        body = segment.body
+        if segment.open_tag == FUNCTION_OPEN:
+            found = self._xml_call(FUNCTION_OPEN + body, closed)
+        elif body.lstrip().startswith(FUNCTION_OPEN):
+            found = self._xml_call(body.lstrip(), closed)
+        else:
+            found = self._json_call(body, closed)
+        if found is None:
+            self.visible.append(segment.raw)
+        else:
+            self.found.extend(found)
+
+    def _json_call(self, body: str, closed: bool) -> _Found | None:
+        start = _first_json_start(body)
+        if start < 0:
+            if not closed:
+                return self._refuse(_sniff_name(body), _cut_off_error(None))
+            return self._refuse(None, _invalid_json_error(body or "(empty)"))
+        values, end = _json_sequence(body, start)
+        rest = body[end:]
+        blocks, blocks_cut = _read_blocks(rest, closed)
+        at_eof = not closed and not rest.strip()
+        found: _Found = []
+        for k, src in enumerate(values):
+            last = k == len(values) - 1
+            outcome = self._object_calls(
+                src,
+                at_eof and last,
+                blocks if last else {},
+                blocks_cut and last,
+                _prefix_name(body[:start]),
+            )
+            found.extend(outcome or [])
+        return found or None
+
+    def _object_calls(
+        self, src: str, at_eof: bool, blocks: dict[str, str], blocks_cut: bool, prefix: str | None
+    ) -> _Found | None:
+        try:
+            value = _decode(src, at_eof)
+        except _Truncated:
+            return self._refuse(_sniff_name(src), _cut_off_error(_sniff_name(src)))
+        except _Invalid:
+            return self._refuse(_sniff_name(src), _invalid_json_error(src))
+        found: _Found = []
+        for obj in _call_objects(value):
+            outcome = self._object_call(obj, blocks, blocks_cut, prefix)
+            if outcome is not None:
+                found.append(outcome)
+        return found or None
+
+    def _object_call(
+        self, obj: Any, blocks: dict[str, str], blocks_cut: bool, prefix: str | None
+    ) -> ToolCall | str | None:
+        if not isinstance(obj, dict):
+            return None if self.native else _invalid_json_error(repr(obj))
+        name, rest = _name_and_rest(obj)
+        if name is None and prefix in self.table:
+            name = prefix
+        if name is None:
+            return None if self.native else _no_name_error(self.table)
+        tool = self.table.get(name)
+        if tool is None:
+            return None if self.native else _unknown_tool_error(name, self.table)
+        if blocks_cut:
+            return _cut_off_error(name)
+        resolved = _arguments(tool, rest)
+        if resolved is None:
+            return _bad_arguments_error(name)
+        args = resolved[0]
+        # A block needs no escaping, so where the JSON and a block disagree the block is right.
+        args.update({k: v for k, v in blocks.items() if _accepts_block(tool, k)})
+        return ToolCall(new_call_id(), tool.name, args)
+
+    def _xml_call(self, body: str, closed: bool) -> _Found | None:
+        m = _FUNCTION_TAG.match(body)
+        if m is None:
+            name = _sniff_name(body)
+            if not closed:
+                return self._refuse(name, _cut_off_error(name))
+            return self._refuse(name, _malformed_xml_error(body))
+        name = _clean_name(m.group(1))
+        tool = self.table.get(name)
+        if tool is None:
+            return None if self.native else [_unknown_tool_error(name, self.table)]
+        params, cut = _xml_params(body[m.end() :], closed)
+        if cut:
+            return [_cut_off_error(name)]
+        props = _properties(tool)
+        args = {k: _coerce(v, props.get(k, {})) for k, v in params.items()}
+        return [ToolCall(new_call_id(), tool.name, args)]
+
+    # -- answer text: fenced calls, then a reply that is only a JSON object
+
+    def _answer_text(self, text: str) -> None:
+        pos = 0
+        for m in _FENCE.finditer(text):
+            found = self._fenced_calls(m)
+            if found is None:
+                continue
+            self.visible.append(text[pos : m.start()])
+            self.found.extend(found)
+            pos = m.end()
+        self.visible.append(text[pos:])
+
+    def _fenced_calls(self, m: re.Match[str]) -> _Found | None:
+        label = (m.group("label") or "").lower()
+        body, at_eof = m.group("body"), m.group("close") is None
+        if label in _CALL_FENCE_LABELS:
+            found = self._loose_calls(body, at_eof, report_invalid=True)
+            if found is None and label == "tool_code":
+                found = _python_calls(body, self.table)
+            return found
+        if label in _LOOSE_FENCE_LABELS and not self.tagged_calls:
+            found = self._loose_calls(body, at_eof, report_invalid=False)
+            return found or (None if at_eof else self._untagged_call_with_blocks(body.strip()))
+        return None
+
+    def _bare_object(self) -> None:
+        if self.found or self.tagged_calls:
+            return
+        text = "".join(self.visible).strip()
+        for token in _CALL_PREFIX_TOKENS:
+            text = text[len(token) :].lstrip() if text.startswith(token) else text
+        if not text.startswith(("{", "[")):
+            return
+        found = self._loose_calls(text, at_eof=True, report_invalid=False)
+        found = found or self._untagged_call_with_blocks(text)
+        if found:
+            self.found.extend(found)
+            self.visible = []
+
+    def _untagged_call_with_blocks(self, text: str) -> _Found | None:
+        """`{"name": "write_file", ...}` then `<content>...</content>`: a whole call in the
+        text protocol's form, only without the <tool_call> tags (small models drop them).
+        Only when nothing but that tool's closed raw blocks follows the JSON."""
+        if self.native or not text.startswith("{"):
+            return None
+        end = _json_extent(text, 0)
+        name = _sniff_name(text[:end])
+        tool = self.table.get(name) if name else None
+        if tool is None:
+            return None
+        # A tool that only reads has no use for a block: one after it is an invented result.
+        names = (
+            r"[A-Za-z_][\w\-]*"
+            if tool.read_only
+            else "|".join(re.escape(n) for n in tool.block_params)
+        )
+        if not names or not re.fullmatch(rf"(?:\s*<({names})>.*?</\1>)+\s*", text[end:], re.S):
+            return None
+        return self._json_call(text[:end] if tool.read_only else text, closed=True)
+
+    def _loose_calls(self, src: str, at_eof: bool, report_invalid: bool) -> _Found | None:
+        """Calls from text that is only JSON; None unless every object is a call to a real tool."""
+        values = _json_values(src)
+        if values is None:
+            return None
+        found: _Found = []
+        for k, value_src in enumerate(values):
+            name = _sniff_name(value_src)
+            try:
+                value = _decode(value_src, at_eof and k == len(values) - 1)
+            except _Truncated:
+                return found + [_cut_off_error(name)] if name in self.table else None
+            except _Invalid:
+                return (
+                    found + [_invalid_json_error(value_src)]
+                    if report_invalid and name in self.table
+                    else None
+                )
+            for obj in _call_objects(value):
+                call = _loose_object(obj, self.table)
+                if call is None:
+                    return None
+                found.append(call)
+        return found or None
+
+
+def _loose_object(obj: Any, table: ToolTable) -> ToolCall | None:
+    """A call only if it names a real tool and every argument is one of its parameters."""
+    if not isinstance(obj, dict):
+        return None
+    name, rest = _name_and_rest(obj)
+    tool = table.get(name) if name else None
+    if tool is None:
+        return None
+    resolved = _arguments(tool, rest)
+    if resolved is None:
+        return None
+    args, beside = resolved
+    if beside and not set(args) <= set(_properties(tool)):
+        return None
+    return ToolCall(new_call_id(), tool.name, args)
+
+
+def _python_calls(src: str, table: ToolTable) -> _Found | None:
+    """`read_file(filepath="a.py")` in a tool_code fence, as some models write calls."""
+    if len(src) > _LITERAL_EVAL_LIMIT:
+        return None
+    try:
+        tree = ast.parse(src.strip())
+    except Exception:  # SyntaxError, ValueError, RecursionError on junk
+        return None
+    found: _Found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        tool = table.get(name) if isinstance(name, str) else None
+        if tool is None:
+            continue
+        args = _python_arguments(node, tool)
+        if args is None:
+            return None
+        found.append(ToolCall(new_call_id(), tool.name, args))
+    return found or None
+
+
+def parse_reply(text: str, table: ToolTable, *, native: bool = False) -> ParseResult:
+    """The calls, visible answer, thinking and refusals in one model reply.
+
+    `native=True`: the reply came from a request with native tools but carried
+    no native calls; text then counts as a call only in a recognised shape that
+    names a tool in the table.
+    """
+    return _ReplyParser(table, native).parse(text)

@@ -1,0 +1,57 @@
+"""The messages a refused call gets back: what was wrong, that nothing ran, what to send."""
+
+from __future__ import annotations
+
+from ..core.toolspec import ToolTable
+
+_SNIPPET_CHARS = 80
+
+
+def _cut_off_error(name: str | None) -> str:
+    what = f"Your {name} call" if name else "Your tool call"
+    return (
+        f"{what} was cut off before its arguments were complete; nothing was run. "
+        "Send the complete call again."
+    )
+
+
+def _tool_list(table: ToolTable) -> str:
+    names = table.names()
+    shown = ", ".join(names[:30])
+    return shown + (", ..." if len(names) > 30 else "") if names else "(none)"
+
+
+def _unknown_tool_error(name: str, table: ToolTable) -> str:
+    return (
+        f"There is no tool named {name!r}; nothing was run. Available tools: {_tool_list(table)}."
+    )
+
+
+def _no_name_error(table: ToolTable) -> str:
+    return (
+        'Your tool call has no "name"; nothing was run. Send {"name": ..., "arguments": {...}} '
+        f"with one of: {_tool_list(table)}."
+    )
+
+
+def _snippet(src: str) -> str:
+    flat = " ".join(src.split())
+    return flat if len(flat) <= _SNIPPET_CHARS else flat[:_SNIPPET_CHARS] + "..."
+
+
+def _invalid_json_error(src: str) -> str:
+    return (
+        f"Your tool call is not valid JSON (near: {_snippet(src)}); nothing was run. "
+        'Send one JSON object like {"name": "TOOL", "arguments": {...}} inside <tool_call>...</tool_call>.'
+    )
+
+
+def _malformed_xml_error(src: str) -> str:
+    return (
+        f"Your tool call is malformed (near: {_snippet(src)}); nothing was run. "
+        "Write <function=NAME> with <parameter=NAME>value</parameter> lines, or send JSON instead."
+    )
+
+
+def _bad_arguments_error(name: str) -> str:
+    return f'The "arguments" of your {name} call must be a JSON object; nothing was run. Send the call again.'

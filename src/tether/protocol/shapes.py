@@ -1,0 +1,286 @@
+"""The shapes a call comes in: names, argument envelopes, raw blocks, XML parameters."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from ..core.messages import ToolCall
+from ..core.toolspec import Tool, ToolTable
+from .jsonrepair import _decode, _Invalid, _Truncated
+from .tags import FUNCTION_CLOSE, PARAM_CLOSE, PARAM_OPEN
+
+_NAME_KEYS = ("name", "tool_name", "function_name", "tool", "function")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "params")
+_ENVELOPE_KEYS = ("tool_call", "function", "function_call", "tool_use", "call")
+_NAME_PREFIXES = ("functions.", "default_api.", "tools.")
+_SNIFF_NAME = re.compile(
+    r"""["']?(?:name|tool_name|function_name|tool|function)["']?\s*:\s*["']([\w.\-]+)"""
+    r"""|<function=([\w.\-]+)"""
+)
+_BLOCK_TAG = re.compile(r"<([A-Za-z_][\w\-]*)>")
+_FUNCTION_TAG = re.compile(r"<function=([^<>\n]*)>")
+_PARAM_TAG = re.compile(r"<parameter=([^<>\n]*)>")
+
+
+def _clean_name(name: str) -> str:
+    name = name.strip().strip("\"'`").strip()
+    for prefix in _NAME_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def _sniff_name(src: str) -> str | None:
+    """The tool name a broken call seems to give, for a useful refusal."""
+    m = _SNIFF_NAME.search(src)
+    if m is None:
+        return None
+    return _clean_name(m.group(1) or m.group(2))
+
+
+def _strip_raw_block(value: str) -> str:
+    """A raw block's text: the newline right after the opening tag is the tag's own; the
+    newline before the closing tag is the content's (a file written as
+    `<content>\nX\n</content>` ends with a newline, as text files should)."""
+    if value.startswith("\r\n"):
+        return value[2:]
+    return value[1:] if value.startswith("\n") else value
+
+
+def _strip_block(value: str) -> str:
+    """A parameter value's text: one leading and one trailing newline are the tags' own."""
+    crlf = value.startswith("\r\n")
+    if crlf:
+        value = value[2:]
+    elif value.startswith("\n"):
+        value = value[1:]
+    if crlf and value.endswith("\r\n"):
+        return value[:-2]
+    return value[:-1] if value.endswith("\n") else value
+
+
+def _ends_in_partial_tag(text: str) -> bool:
+    k = text.rfind("<")
+    return k >= 0 and ">" not in text[k:]
+
+
+def _read_blocks(rest: str, closed: bool) -> tuple[dict[str, str], bool]:
+    """The raw blocks after a call's JSON, and whether they were cut off.
+
+    A block left open inside a closed call runs to the end of the call; one left
+    open at the end of the reply may be missing its end, so it counts as cut off.
+    """
+    blocks: dict[str, str] = {}
+    pos = 0
+    while True:
+        m = _BLOCK_TAG.search(rest, pos)
+        if m is None:
+            return blocks, not closed and _ends_in_partial_tag(rest[pos:])
+        end = rest.find(f"</{m.group(1)}>", m.end())
+        if end < 0:
+            if not closed:
+                return blocks, True
+            blocks[m.group(1)] = _strip_raw_block(rest[m.end() :])
+            return blocks, False
+        blocks[m.group(1)] = _strip_raw_block(rest[m.end() : end])
+        pos = end + len(m.group(1)) + 3
+
+
+def _unclosed_block_value_start(body: str, pos: int) -> int | None:
+    while True:
+        m = _BLOCK_TAG.search(body, pos)
+        if m is None:
+            return None
+        end = body.find(f"</{m.group(1)}>", m.end())
+        if end < 0:
+            return m.end()
+        pos = end + len(m.group(1)) + 3
+
+
+def _unclosed_param_value_start(body: str) -> int | None:
+    pos = 0
+    while True:
+        m = _PARAM_TAG.search(body, pos)
+        if m is None:
+            return None
+        end = body.find(PARAM_CLOSE, m.end())
+        if end < 0:
+            return m.end()
+        pos = end + len(PARAM_CLOSE)
+
+
+def _schema_types(prop: dict[str, Any]) -> set[str]:
+    declared = prop.get("type")
+    types = set(declared) if isinstance(declared, list) else {declared} if declared else set()
+    for key in ("anyOf", "oneOf"):
+        for branch in prop.get(key, []) or []:
+            if isinstance(branch, dict):
+                types |= _schema_types(branch)
+    return types
+
+
+def _properties(tool: Tool) -> dict[str, dict[str, Any]]:
+    return tool.json_schema().get("properties", {})
+
+
+def _coerce(value: str, prop: dict[str, Any]) -> Any:
+    """An XML parameter's text as the type the schema asks for (text stays text)."""
+    types = _schema_types(prop) - {"null"}
+    if not types or "string" in types:
+        return value
+    s = value.strip()
+    if "integer" in types and re.fullmatch(r"[-+]?\d{1,30}", s):
+        return int(s)
+    if "boolean" in types and s.lower() in ("true", "false"):
+        return s.lower() == "true"
+    if "number" in types and re.fullmatch(r"[-+]?\d+(\.\d+)?([eE][-+]?\d+)?", s):
+        return float(s)
+    if types & {"array", "object"}:
+        try:
+            return json.loads(s)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _unwrap(obj: dict[str, Any]) -> dict[str, Any]:
+    """The call inside `{"tool_call": {...}}` or OpenAI's `{"function": {...}}`."""
+    for _ in range(3):
+        if any(isinstance(obj.get(k), str) for k in _NAME_KEYS):
+            return obj
+        inner = next((obj[k] for k in _ENVELOPE_KEYS if isinstance(obj.get(k), dict)), None)
+        if inner is None:
+            return obj
+        obj = inner
+    return obj
+
+
+def _name_and_rest(obj: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    obj = _unwrap(obj)
+    for key in _NAME_KEYS:
+        value = obj.get(key)
+        if isinstance(value, str):
+            return _clean_name(value), {k: v for k, v in obj.items() if k != key}
+    return None, obj
+
+
+def _argument_dict(value: Any) -> dict[str, Any] | None:
+    if isinstance(value, dict):
+        return dict(value)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, str):
+        try:
+            decoded = _decode(value, at_eof=False)
+        except (_Invalid, _Truncated):
+            return None
+        return dict(decoded) if isinstance(decoded, dict) else None
+    return None
+
+
+def _arguments(tool: Tool, rest: dict[str, Any]) -> tuple[dict[str, Any], bool] | None:
+    """The call's arguments, and whether they sat beside the name; None if unusable.
+
+    A key like `input` that is also one of the tool's own parameters is taken as
+    that parameter unless it holds an object.
+    """
+    props = _properties(tool)
+    for key in _ARGUMENT_KEYS:
+        if key not in rest or (key in props and not isinstance(rest[key], dict)):
+            continue
+        args = _argument_dict(rest[key])
+        return None if args is None else (args, False)
+    beside = {k: v for k, v in rest.items() if k in props or k not in ("id", "type")}
+    return beside, True
+
+
+def _without_block_tags(name: str, value: str) -> str:
+    """`"content": "<content>print(1)</content>"`: a raw block's tags written inside the
+    JSON string would be written to disk with the text; the tags go, the text stays."""
+    opening, closing = f"<{name}>", f"</{name}>"
+    body = value.strip()
+    if not body.startswith(opening):
+        return value
+    inner = body[len(opening) :]
+    if not inner.endswith(closing) or closing in inner[: -len(closing)]:
+        return value  # the tags do not wrap the whole value exactly once: leave it as written
+    return _strip_raw_block(inner[: -len(closing)])
+
+
+def repair_block_values(call: ToolCall, table: ToolTable) -> ToolCall:
+    """The call with raw-block tags taken out of its block parameters' JSON values."""
+    tool = table.get(call.name)
+    if tool is None:
+        return call
+    fixed = {
+        k: _without_block_tags(k, v) if k in tool.block_params and isinstance(v, str) else v
+        for k, v in call.arguments.items()
+    }
+    return call if fixed == call.arguments else ToolCall(call.id, call.name, fixed)
+
+
+def _accepts_block(tool: Tool, name: str) -> bool:
+    return name in tool.block_params or name in _properties(tool)
+
+
+def _call_objects(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list) and len(value) == 1:
+        return value["tool_calls"]
+    return [value]
+
+
+def _prefix_name(prefix: str) -> str | None:
+    """`read_file {"filepath": ...}`: a bare tool name written before the JSON."""
+    words = prefix.replace("`", " ").split()
+    return _clean_name(words[-1]).rstrip(":") if words else None
+
+
+def _python_arguments(node: ast.Call, tool: Tool) -> dict[str, Any] | None:
+    names = list(_properties(tool))
+    if len(node.args) > len(names) or any(k.arg is None for k in node.keywords):
+        return None
+    try:
+        args = {names[i]: ast.literal_eval(a) for i, a in enumerate(node.args)}
+        args.update({str(k.arg): ast.literal_eval(k.value) for k in node.keywords})
+    except Exception:  # a non-literal argument: not a call we can run
+        return None
+    return args
+
+
+def _xml_params(rest: str, closed: bool) -> tuple[dict[str, str], bool]:
+    """`<parameter=x>value</parameter>` pairs, and whether the last one was cut off.
+
+    In a closed call, a value left unclosed ends at the next parameter or at
+    `</function>`. Each search resumes where the last one failed or stopped, so
+    many unclosed values still cost one pass.
+    """
+    params: dict[str, str] = {}
+    pos = 0
+    closes_left = True
+    function_end = -1
+    while True:
+        m = _PARAM_TAG.search(rest, pos)
+        if m is None:
+            tail = rest[pos:]
+            return params, not closed and _ends_in_partial_tag(tail) and FUNCTION_CLOSE not in tail
+        name = _clean_name(m.group(1))
+        end = rest.find(PARAM_CLOSE, m.end()) if closes_left else -1
+        if end >= 0:
+            params[name] = _strip_block(rest[m.end() : end])
+            pos = end + len(PARAM_CLOSE)
+            continue
+        closes_left = False
+        if not closed:
+            return params, True
+        if function_end < m.end():
+            found = rest.find(FUNCTION_CLOSE, m.end())
+            function_end = found if found >= 0 else len(rest)
+        next_param = rest.find(PARAM_OPEN, m.end(), function_end)
+        end = next_param if next_param >= 0 else function_end
+        params[name] = _strip_block(rest[m.end() : end])
+        pos = end

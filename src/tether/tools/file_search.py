@@ -1,0 +1,272 @@
+"""search_in_file: a regular expression over one file or a folder (git's file list when
+there is one), matched in a worker process with a deadline, results capped."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tether.core.toolspec import ToolContext, ToolError, ToolOutput
+from tether.safety.git_guard import GitConfigError, run_hardened
+from tether.safety.paths import file_identity
+from tether.tools._paths import display_path, is_inside_root
+from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
+from tether.tools._regular import (
+    NotARegularFile,
+    TooLarge,
+    open_regular,
+    read_at_most,
+    refuse_special,
+)
+
+from .file_text import BINARY_SNIFF_BYTES, _not_found, _os_errors_as_tool_errors
+
+SEARCH_MATCH_CAP = 200
+SEARCH_TIME_LIMIT = 5.0
+SEARCH_CHAR_CAP = 15_000
+SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
+SEARCH_LINE_WIDTH = 200
+GIT_LIST_TIMEOUT = 10.0
+SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
+
+
+class SearchInFileParams(BaseModel):
+    pattern: str = Field(description="Python regular expression to search for.")
+    path: str = Field(".", description="File or directory to search.")
+
+
+# --- search_in_file -------------------------------------------------------------
+
+
+@dataclass
+class _SearchReport:
+    matches: list[str] = field(default_factory=list)
+    chars: int = 0
+    files_searched: int = 0
+    files_matched: int = 0
+    skipped_binary: int = 0
+    skipped_large: int = 0
+    skipped_outside: int = 0
+    skipped_secret: int = 0
+    skipped_special: int = 0
+    skipped_denied: int = 0
+    stopped: str = ""
+    too_slow: bool = False
+
+
+@_os_errors_as_tool_errors
+def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
+    regex = _compile_pattern(args.pattern)
+    target = ctx.resolve(args.path)
+    if not target.exists():
+        raise _not_found(target, ctx, what="Path")
+    refuse_special(target)
+    files = [target] if target.is_file() else _searchable_files(target)
+    scope = _search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
+    report = _SearchReport()
+    secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
+    deadline = time.monotonic() + SEARCH_TIME_LIMIT
+    with RegexWorker() as worker:  # the matching runs where the deadline can stop it
+        for path in files:
+            if time.monotonic() > deadline:
+                report.stopped = (
+                    f"[stopped after {SEARCH_TIME_LIMIT:g} s; narrow the path or the pattern "
+                    "to search the rest]"
+                )
+                break
+            if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
+                report.skipped_outside += 1
+                continue
+            if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
+                report.skipped_secret += 1
+                continue
+            if not ctx.may_read(path):  # a deny rule covers it: the call named only its folder
+                report.skipped_denied += 1
+                continue
+            _search_file(worker, regex, path, ctx.root, report, deadline)
+            if report.stopped:
+                break
+    if report.too_slow and not report.matches:
+        raise ToolError(report.stopped.strip("[]") + ".")
+    return _render_search(report, args.pattern, display_path(target, ctx.root))
+
+
+def _search_scope(target: Path, root: Path) -> Path:
+    """Where the files a search reads must really be: the project, or, for a path
+    outside it that the user approved by name, that path."""
+    named = os.path.normpath(os.path.abspath(target))
+    for base in {os.path.abspath(root), os.path.realpath(root)}:
+        if named == base or named.startswith(base.rstrip(os.sep) + os.sep):
+            return root
+    return target
+
+
+def _compile_pattern(pattern: str) -> re.Pattern[str]:
+    if not pattern:
+        raise ToolError("pattern is empty; give a regular expression to search for.")
+    try:
+        return re.compile(pattern)
+    except re.error as err:
+        raise ToolError(
+            f"Invalid regular expression {pattern!r}: {err}. Escape characters such as "
+            "( [ { . * + ? with a backslash to match them literally."
+        ) from err
+    except (OverflowError, RecursionError) as err:  # a{99999999999}, thousands of nested groups
+        raise ToolError(
+            f"The regular expression is too big to compile ({err}); use smaller repetition "
+            "counts and fewer nested groups."
+        ) from err
+
+
+def _searchable_files(directory: Path) -> list[Path] | Iterator[Path]:
+    listed = _git_listed_files(directory)
+    if not listed:  # not a repo, no git, or an ignored directory searched on purpose
+        return _walk_files(directory)
+    return [path for path in listed if not _under_skipped_dir(path, directory)]
+
+
+def _git_listed_files(directory: Path) -> list[Path] | None:
+    """Tracked and untracked-but-not-ignored files below `directory`, as git sees them."""
+    if shutil.which("git") is None:
+        return None
+    try:
+        # Hardened: no program the repository configures (fsmonitor, ...) runs.
+        done = run_hardened(
+            directory,
+            "ls-files",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "-z",
+            timeout=GIT_LIST_TIMEOUT,
+        )
+    except (GitConfigError, OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    names = sorted({name for name in os.fsdecode(done.stdout).split("\0") if name})
+    return [directory / name for name in names]
+
+
+def _under_skipped_dir(path: Path, directory: Path) -> bool:
+    try:
+        parts = path.relative_to(directory).parts[:-1]
+    except ValueError:
+        return False
+    return any(part in SKIP_DIRS for part in parts)
+
+
+def _walk_files(directory: Path) -> Iterator[Path]:
+    for current, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(name for name in dirnames if name not in SKIP_DIRS)
+        for name in sorted(filenames):
+            yield Path(current) / name
+
+
+def _search_file(
+    worker: RegexWorker,
+    regex: re.Pattern[str],
+    path: Path,
+    root: Path,
+    report: _SearchReport,
+    deadline: float,
+) -> None:
+    text = _searchable_text(path, report)
+    if text is None:
+        return
+    report.files_searched += 1
+    shown = display_path(path, root)
+    try:
+        hits = worker.matching_lines(regex.pattern, text, SEARCH_MATCH_CAP, deadline)
+    except PatternTooSlow:
+        report.too_slow = True
+        report.stopped = (
+            f"[the pattern {regex.pattern!r} was too slow: matching it in {shown} did not "
+            f"finish within the search's {SEARCH_TIME_LIMIT:g} s. Nested repetition such as "
+            "(a+)+ can take forever on some lines; simplify the pattern or narrow the path]"
+        )
+        return
+    except WorkerFailed as err:
+        raise ToolError(f"search_in_file could not run the search: {err}.") from err
+    lines = text.split("\n")
+    for number in hits:
+        _add_match(report, f"{shown}:{number}: {_trim(lines[number - 1])}")
+        if report.stopped:
+            break
+    report.files_matched += bool(hits)
+
+
+def _searchable_text(path: Path, report: _SearchReport) -> str | None:
+    """The file's text, or None (counted) for what search skips: large, binary, unreadable."""
+    try:
+        with open_regular(path) as handle:
+            if os.fstat(handle.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
+                raise TooLarge(path, SEARCH_MAX_FILE_BYTES)
+            data = read_at_most(handle, path, SEARCH_MAX_FILE_BYTES)
+    except TooLarge:
+        report.skipped_large += 1
+        return None
+    except NotARegularFile:  # a FIFO, device or socket in the tree: never opened blocking
+        report.skipped_special += 1
+        return None
+    except OSError:
+        return None
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        report.skipped_binary += 1
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _trim(line: str) -> str:
+    line = line.rstrip()
+    return line if len(line) <= SEARCH_LINE_WIDTH else line[:SEARCH_LINE_WIDTH] + "..."
+
+
+def _add_match(report: _SearchReport, rendered: str) -> None:
+    report.matches.append(rendered)
+    report.chars += len(rendered) + 1
+    if len(report.matches) >= SEARCH_MATCH_CAP or report.chars >= SEARCH_CHAR_CAP:
+        report.stopped = (
+            f"[stopped after {len(report.matches)} matches; narrow the pattern or the path "
+            "to see the rest]"
+        )
+
+
+def _render_search(report: _SearchReport, pattern: str, shown: str) -> ToolOutput:
+    lines = list(report.matches)
+    if not lines:
+        lines.append(
+            f"No matches for {pattern!r} in {shown} ({report.files_searched} files searched)."
+        )
+    if report.stopped:
+        lines.append(report.stopped)
+    skipped = _skipped_note(report)
+    if skipped:
+        lines.append(skipped)
+    summary = f"{len(report.matches)} matches in {report.files_matched} files"
+    return ToolOutput("\n".join(lines), summary=summary)
+
+
+def _skipped_note(report: _SearchReport) -> str:
+    parts: list[str] = []
+    if report.skipped_binary:
+        parts.append(f"{report.skipped_binary} binary")
+    if report.skipped_large:
+        parts.append(f"{report.skipped_large} over {SEARCH_MAX_FILE_BYTES // (1024 * 1024)} MB")
+    if report.skipped_outside:
+        parts.append(f"{report.skipped_outside} behind symlinks leading outside")
+    if report.skipped_secret:
+        parts.append(f"{report.skipped_secret} holding tether's saved keys")
+    if report.skipped_special:
+        parts.append(f"{report.skipped_special} FIFOs, devices or sockets")
+    if report.skipped_denied:
+        parts.append(f"{report.skipped_denied} a deny rule keeps from reading")
+    return f"(skipped files: {', '.join(parts)})" if parts else ""
