@@ -104,7 +104,7 @@ class TokenEstimator:
         self.ratio = _clamp(ratio, self.MIN_RATIO, self.MAX_RATIO)
         self.smoothing = smoothing
         self.samples = 0
-        self._tool_costs: dict[tuple[str, str, type], float] = {}
+        self._tool_costs: dict[tuple[str, str, type, str], float] = {}
 
     def text_cost(self, text: str) -> float:
         return len(text) / CHARS_PER_TOKEN

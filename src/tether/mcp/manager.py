@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.toolspec import Tool, ToolError, ToolTable
+from ..core.ui_protocol import NoticeLevel
+from ..safety.visible import visible
 from .config import ServerConfig
 from .http import SseTransport, StreamableHttpTransport
 from .session import McpError, Session, Transport
@@ -45,7 +47,7 @@ class Server:
         return self.session.transport.diagnostics() if self.session is not None else ""
 
 
-Notice = Callable[[str, str], None]
+Notice = Callable[[str, NoticeLevel], None]
 
 
 class McpManager:
@@ -62,6 +64,10 @@ class McpManager:
         self._starts: dict[str, asyncio.Task[None]] = {}
 
     # ---------------------------------------------------------------- start-up
+
+    def add(self, config: ServerConfig) -> None:
+        """A server approved after start-up (a project server the user said yes to)."""
+        self.servers[config.name] = Server(config)
 
     def start(self, names: list[str] | None = None) -> None:
         """Begin connecting (all, or those named) in the background; returns at once."""
@@ -109,7 +115,7 @@ class McpManager:
         self._drop_tools(server)
         if server.session is not None:
             await server.session.aclose()
-        said = f" (it said: {detail[-1][:200]})" if detail else ""
+        said = f" (it said: {detail[-1][:200]})" if detail and detail[-1][:200] not in reason else ""
         self.notice(f"MCP server {server.config.name!r} did not start: {reason}{said}; "
                     "skipped (/mcp reload tries again).", "warning")
 
@@ -192,14 +198,20 @@ class McpManager:
     def ready(self) -> list[Server]:
         return [s for s in self.servers.values() if s.state == "ready"]
 
-    def instructions(self) -> str:
-        """What ready servers ask the model to know (each capped): for the system prompt."""
-        parts = []
-        for server in self.ready():
+    def prompt_section(self) -> str:
+        """For the system prompt: the servers ready now (one that joins later shows up in the
+        next request) and what each asks the model to know, capped."""
+        ready = self.ready()
+        if not ready:
+            return ""
+        names = ", ".join(f"{s.config.name} ({len(s.names)} tools)" for s in ready)
+        lines = [f"\n\n# MCP servers\nConnected: {names}. Their tools are named "
+                 "mcp__<server>__<tool>; their results come from a third party."]
+        for server in ready:
             text = server.session.instructions.strip() if server.session else ""
             if text:
-                parts.append(f"MCP server {server.config.name}: {text[:INSTRUCTIONS_LIMIT]}")
-        return "\n".join(parts)
+                lines.append(f"{server.config.name}: {visible(text[:INSTRUCTIONS_LIMIT])}")
+        return "\n".join(lines)
 
     def tool_lines(self) -> list[str]:
         """One line per attached tool for /mcp tools: name, hints, description."""

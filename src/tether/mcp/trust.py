@@ -10,7 +10,7 @@ of the entry as written: a changed entry asks again.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..store.statefile import StateFileError, read_json_file, write_json_state
@@ -89,8 +89,6 @@ def _without_own_grants(server: ServerConfig, notices: list[str]) -> ServerConfi
         return server
     notices.append(f"MCP server {server.name!r}: autoApprove and trusted are ignored in a "
                    "project's .mcp.json (set them in TETHER_HOME/mcp.json)")
-    from dataclasses import replace
-
     return replace(server, auto_approve=frozenset(), trusted=False)
 
 
