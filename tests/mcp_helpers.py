@@ -15,6 +15,7 @@ FAKE = HERE / "mcp_fake_server.py"
 NPM_CACHE = Path(os.environ.get("TETHER_CI_NPM") or Path.home() / ".cache" / "tether-ci-npm")
 NPM_PACKAGES = ("@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem")
 LOCALHOST_ONLY = HERE / "mcp_localhost.cjs"
+SDK_SERVER = HERE / "mcp_sdk_server.py"
 
 
 def fake_entry(mode: str = "ok", **extra: object) -> dict:

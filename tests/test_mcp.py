@@ -16,6 +16,7 @@ import pytest
 from fakeserver import FakeServer, Reply
 from mcp_helpers import (
     LOCALHOST_ONLY,
+    SDK_SERVER,
     everything_entry,
     fake_entry,
     filesystem_entry,
@@ -27,7 +28,6 @@ from mcp_helpers import (
 from tether.core.messages import ToolCall
 from tether.core.profile import SMALL
 from tether.core.toolmenu import TOOL_SEARCH
-from tether.core.toolspec import ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.mcp.config import load_servers
 from tether.mcp.manager import McpManager
@@ -331,6 +331,20 @@ async def test_mcp_server_time_from_pypi(tmp_path: Path, started: list) -> None:
     assert not is_error and '"timezone": "UTC"' in text
 
 
+async def test_a_server_written_with_the_official_sdk(tmp_path: Path, started: list) -> None:
+    pytest.importorskip("mcp.server.mcpserver", reason="the test extra (mcp) is not installed")
+    entry = {"command": sys.executable, "args": [str(SDK_SERVER)], "trusted": True}
+    runtime = runtime_with(tmp_path, {"sdk": entry})  # nobody to ask: only unasked tools run
+    manager = await start(runtime, started)
+    assert "[read-only]" in runtime.table.get("mcp__sdk__add").description
+    text, is_error = await call(runtime, "mcp__sdk__add", a=2, b=3)
+    assert not is_error and json.loads(text) == {"sum": 5}, "read-only, of a trusted server: unasked"
+    assert "sdk: Add numbers with add." in runtime.system_prompt("native")
+    body, _ = await call(runtime, "read_mcp_resource", server="sdk", uri="memo://today")
+    assert body == "[resource memo://today (text/plain)]\nBuy milk."
+    assert await prompt_text(manager, "sdk", "review", {"topic": "the plan"}) == "Please review the plan."
+
+
 @pytest.fixture
 def everything_http() -> object:
     """server-everything in its streamable HTTP mode, on 127.0.0.1 and a free port."""
@@ -407,3 +421,30 @@ def test_an_untrusted_folders_mcp_json_starts_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert not marker.exists()
     assert "not trusted" in proc.stdout
+
+
+# ---------------------------------------------------------------- the chat
+
+
+def test_the_chat_asks_once_for_a_project_server_and_mcp_shows_it(tmp_path: Path) -> None:
+    from ptyapp import PtyApp, app_env, openai_args
+
+    from tether.safety.permissions import TrustStore
+
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    write_config(project / ".mcp.json", {"fake": fake_entry()})
+    TrustStore(home).trust(project)
+    with FakeServer() as server, PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
+        app.wait_for_text("declares the MCP server 'fake'")
+        app.line("y")
+        app.wait_for_text("is ready (5 tools)")
+        app.line("/mcp")
+        app.wait_for_text("fake · stdio · ready · 5 tools")
+        app.line("/mcp tools")
+        app.wait_for_text("mcp__fake__huge")
+        app.line("/mcp reload")
+        app.wait_for_text("Restarting the MCP servers")
+        app.wait_for_text("fake · stdio · ready · 5 tools")
+    servers = load_servers(project, home, (), {}).servers
+    assert ApprovalStore(home).is_approved(project, servers[0]), "kept for the next start"

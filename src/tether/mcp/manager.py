@@ -70,8 +70,11 @@ class McpManager:
         self.servers[config.name] = Server(config)
 
     def start(self, names: list[str] | None = None) -> None:
-        """Begin connecting (all, or those named) in the background; returns at once."""
-        for name in names if names is not None else list(self.servers):
+        """Begin connecting in the background (those named, else every server not started
+        yet: calling it again starts nothing twice); returns at once."""
+        if names is None:
+            names = [name for name in self.servers if name not in self._starts]
+        for name in names:
             server = self.servers[name]
             server.state, server.last_error = "starting", ""
             self._starts[name] = asyncio.ensure_future(self._start_one(server))

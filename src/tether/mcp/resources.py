@@ -13,20 +13,25 @@ LIST_RESOURCES = "list_mcp_resources"
 READ_RESOURCE = "read_mcp_resource"
 
 
+async def list_resources(manager: McpManager, only: str = "") -> str:
+    """One line per resource of every ready server (or of `only`)."""
+    names = [only] if only else [s.config.name for s in manager.ready()]
+    lines = []
+    for name in names:
+        server = manager.servers.get(name)
+        if server is None or not server.session or "resources" not in server.session.capabilities:
+            lines.append(f"{name}: (no resources)")
+            continue
+        for item in await _paged(manager, name, "resources/list", "resources"):
+            lines.append(f"{name}: {item.get('uri', '')} {item.get('name', '')}"
+                         + (f" ({item['mimeType']})" if item.get("mimeType") else "")
+                         + (f": {item['description']}" if item.get("description") else ""))
+    return visible("\n".join(lines)) if lines else "No MCP server with resources is ready."
+
+
 def resource_tools(manager: McpManager) -> list[Tool]:
-    async def list_resources(args: ListResourcesArgs, ctx: ToolContext) -> str:
-        names = [args.server] if args.server else [s.config.name for s in manager.ready()]
-        lines = []
-        for name in names:
-            server = manager.servers.get(name)
-            if server is None or not server.session or "resources" not in server.session.capabilities:
-                lines.append(f"{name}: (no resources)")
-                continue
-            for item in await _paged(manager, name, "resources/list", "resources"):
-                lines.append(f"{name}: {item.get('uri', '')} {item.get('name', '')}"
-                             + (f" ({item['mimeType']})" if item.get("mimeType") else "")
-                             + (f": {item['description']}" if item.get("description") else ""))
-        return visible("\n".join(lines)) if lines else "No MCP server with resources is ready."
+    async def list_handler(args: ListResourcesArgs, ctx: ToolContext) -> str:
+        return await list_resources(manager, args.server)
 
     async def read_resource(args: ResourceArgs, ctx: ToolContext) -> str:
         result = await manager.request(args.server, "resources/read", {"uri": args.uri})
@@ -37,7 +42,7 @@ def resource_tools(manager: McpManager) -> list[Tool]:
 
     return [
         Tool(LIST_RESOURCES, "List the resources (files, data) MCP servers offer: URI, name, "
-             "type.", ListResourcesArgs, list_resources, reads=True, main_arg="server"),
+             "type.", ListResourcesArgs, list_handler, reads=True, main_arg="server"),
         Tool(READ_RESOURCE, "Read one MCP resource by server name and URI.", ResourceArgs,
              read_resource, reads=True, main_arg="uri"),
     ]
