@@ -346,10 +346,12 @@ async def test_a_server_written_with_the_official_sdk(tmp_path: Path, started: l
 
 
 @pytest.fixture
-def everything_http() -> object:
-    """server-everything in its streamable HTTP mode, on 127.0.0.1 and a free port."""
+def everything_web(request: pytest.FixtureRequest) -> object:
+    """server-everything in an HTTP mode (`streamableHttp` or `sse`), on 127.0.0.1 and a
+    free port; yields its URL."""
+    mode, path = request.param
     command = npm_bin("mcp-server-everything")
-    process = subprocess.Popen(["node", "--require", str(LOCALHOST_ONLY), command, "streamableHttp"],
+    process = subprocess.Popen(["node", "--require", str(LOCALHOST_ONLY), command, mode],
                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         port = None
@@ -359,14 +361,15 @@ def everything_http() -> object:
                 port = match.group(1)
                 break
         assert port, "the server did not start"
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         process.terminate()
         process.wait(timeout=30)
 
 
-async def test_server_everything_over_streamable_http(tmp_path: Path, started: list, everything_http: str) -> None:
-    runtime = runtime_with(tmp_path, {"web": {"type": "http", "url": everything_http}}, auto=True)
+@pytest.mark.parametrize("everything_web", [("streamableHttp", "/mcp")], indirect=True)
+async def test_server_everything_over_streamable_http(tmp_path: Path, started: list, everything_web: str) -> None:
+    runtime = runtime_with(tmp_path, {"web": {"type": "http", "url": everything_web}}, auto=True)
     manager = await start(runtime, started)
     assert state_of(manager, "web") == {"name": "web", "transport": "http", "state": "ready",
                                         "tools": len(manager.servers["web"].tools), "error": ""}
@@ -375,6 +378,17 @@ async def test_server_everything_over_streamable_http(tmp_path: Path, started: l
     assert await call(runtime, "mcp__web__echo", message="over http") == ("Echo: over http", False)
     await manager.aclose()
     assert transport.client.is_closed
+
+
+@pytest.mark.parametrize("everything_web", [("sse", "/sse")], indirect=True)
+async def test_server_everything_over_the_legacy_sse_transport(
+    tmp_path: Path, started: list, everything_web: str
+) -> None:
+    runtime = runtime_with(tmp_path, {"old": {"type": "sse", "url": everything_web}}, auto=True)
+    manager = await start(runtime, started)
+    assert state_of(manager, "old")["state"] == "ready", manager.statuses()
+    assert manager.servers["old"].session.transport.endpoint.startswith(everything_web[:-4])
+    assert await call(runtime, "mcp__old__echo", message="over sse") == ("Echo: over sse", False)
 
 
 # ---------------------------------------------------------------- tether -p end to end

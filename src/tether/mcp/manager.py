@@ -19,7 +19,6 @@ from ..core.toolspec import Tool, ToolError, ToolTable
 from ..core.ui_protocol import NoticeLevel
 from ..safety.visible import visible
 from .config import ServerConfig
-from .http import SseTransport, StreamableHttpTransport
 from .session import McpError, Session, Transport
 from .stdio import StdioTransport, server_environment
 from .tools import bridged_tool, hints, tool_name
@@ -108,6 +107,8 @@ class McpManager:
         if config.transport == "stdio":
             env = server_environment(self.env, config.env)
             return StdioTransport(config.command, config.args, env, self.root)
+        from .http import SseTransport, StreamableHttpTransport  # httpx: only when needed
+
         if config.transport == "sse":
             return SseTransport(config.url, config.headers, config.timeout)
         return StreamableHttpTransport(config.url, config.headers, config.timeout)
