@@ -462,3 +462,28 @@ def test_the_chat_asks_once_for_a_project_server_and_mcp_shows_it(tmp_path: Path
         app.wait_for_text("fake · stdio · ready · 5 tools")
     servers = load_servers(project, home, (), {}).servers
     assert ApprovalStore(home).is_approved(project, servers[0]), "kept for the next start"
+
+
+async def test_mcp_prompt_sends_the_prompt_as_the_next_request(tmp_path: Path) -> None:
+    pytest.importorskip("mcp.server.mcpserver", reason="the test extra (mcp) is not installed")
+    from slash_context import FakeContext, fake_settings
+
+    config = write_config(tmp_path / "servers.json",
+                          {"sdk": {"command": sys.executable, "args": [str(SDK_SERVER)]}})
+    options = RunOptions(root=tmp_path, home=tmp_path / "home", mcp_config=[config])
+    runtime = build_runtime(fake_settings("http://127.0.0.1:9", mcp_startup_wait=120), options,
+                            SilentUI(), {"PATH": os.environ["PATH"]})
+    ctx = FakeContext(runtime)
+    try:
+        runtime.mcp.manager.start()
+        await runtime.mcp.manager.wait_ready(120)
+        await ctx.run("/mcp")
+        assert "sdk · stdio · ready · 1 tools" in ctx.messages()
+        await ctx.run("/mcp prompt")
+        assert "sdk review(topic): Ask for a review of a topic." in ctx.messages()
+        await ctx.run("/mcp prompt sdk review 'topic=the new parser'")
+        assert ctx.turns == ["Please review the new parser."]
+        await ctx.run("/mcp prompt sdk review topic")
+        assert "expected key=value" in ctx.messages("warning")[-1]
+    finally:
+        await runtime.aclose()
