@@ -443,7 +443,7 @@ def test_an_untrusted_folders_mcp_json_starts_nothing(tmp_path: Path) -> None:
 def test_the_chat_asks_once_for_a_project_server_and_mcp_shows_it(tmp_path: Path) -> None:
     from ptyapp import PtyApp, app_env, openai_args
 
-    from tether.safety.permissions import TrustStore
+    from tether.safety.trusted_folders import TrustStore
 
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
