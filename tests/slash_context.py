@@ -45,6 +45,8 @@ class FakeContext:
         self.answers = list(answers)
         self.asked: list[tuple[str, bool]] = []
         self.started = False
+        self.turns: list[str] = []
+        """Requests a command sent as if typed (/mcp prompt)."""
 
     def say(self, message: str, level: NoticeLevel = "info") -> None:
         self.said.append((message, level))
@@ -63,6 +65,9 @@ class FakeContext:
             self.protocol = await self.runtime.start()
         except Exception as exc:  # as the app does: the provider could not be asked
             self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
+
+    async def turn(self, line: str) -> None:
+        self.turns.append(line)
 
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         result = await work

@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
                    help="trust this folder's .permissions.json allow rules for this run")
+    p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
+                   help="MCP servers for this run, from a file in the .mcp.json format (repeatable)")
+    p.add_argument("--mcp-approve", action="append", default=[], metavar="NAME",
+                   help="start the project's MCP server NAME for this run without asking "
+                        "(the folder must be trusted; repeatable)")
     p.add_argument("--sandbox", choices=("auto", "read-only", "workspace-write", "off"),
                    help="run commands under bubblewrap: auto (workspace-write where it works), "
                         "read-only, workspace-write (project root writable) or off "
@@ -230,7 +235,9 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
     except ValueError as exc:
         return usage_error(str(exc))
     options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, deny=args.deny,
-                         trusted=args.trust)
+                         trusted=args.trust,
+                         mcp_config=[Path(f).expanduser().resolve() for f in args.mcp_config],
+                         mcp_approve=args.mcp_approve)
     return settings, options, warnings
 
 
@@ -350,7 +357,8 @@ async def run_one_shot(
         except asyncio.CancelledError:
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
-        ui.result({**result_object(result, started), "profile": runtime.profile.name})
+        ui.result({**result_object(result, started), "profile": runtime.profile.name,
+                   **mcp_info(runtime)})
         return exit_code(result.stop_reason)
     except Exception as exc:
         return unexpected_failure(ui, exc, conv, started)
@@ -385,7 +393,15 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "cwd": str(root),
         "tools": [t.name for t in runtime.loop.offered()],
         "max_steps": runtime.loop.settings.max_steps,
+        **mcp_info(runtime),
     }
+
+
+def mcp_info(runtime: Runtime) -> dict[str, Any]:
+    """The MCP servers and their state, for the json outputs (nothing when none is declared)."""
+    if runtime.mcp is None or not runtime.mcp.manager.servers:
+        return {}
+    return {"mcp_servers": runtime.mcp.manager.statuses()}
 
 
 def result_object(result: Any, started: float) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from .core.prompts import PromptExtras, system_prompt
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
+from .mcp.setup import McpSetup, attach_mcp, defers_mcp
+from .mcp.tools import is_mcp_tool
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
 from .safety.approval import ApprovalPolicy
@@ -56,6 +58,10 @@ class RunOptions:
     """How plan mode asks the user to approve a plan; None: nobody can."""
     sandbox: Sandbox | None = None
     """A ready sandbox to use instead of the one the `sandbox` setting describes."""
+    mcp_config: Sequence[Path] = ()
+    """--mcp-config files: MCP servers for this run."""
+    mcp_approve: Sequence[str] = ()
+    """--mcp-approve names: project MCP servers approved for this run."""
 
 
 @dataclass
@@ -80,6 +86,8 @@ class Runtime:
     originals: dict[str, Tool] = field(default_factory=dict)
     """Tools the profile replaced with a variant, to put back under another profile."""
     prompt_extras: PromptExtras = field(default_factory=PromptExtras)
+    mcp: McpSetup | None = None
+    window: int | None = None
 
     @property
     def root(self) -> Path:
@@ -164,12 +172,16 @@ class Runtime:
 
     async def start(self) -> ProtocolMode:
         """Find out whether the sandbox works (its notice, if any, comes now), and ask the
-        provider what the model can do: its profile, tool protocol and context window."""
+        provider what the model can do: its profile, tool protocol and context window.
+        MCP servers connect meanwhile; the end waits a little for those still starting."""
+        if self.mcp is not None:
+            self.mcp.manager.start()
         await self.probe_sandbox()
         self.apply_profile(await self.resolve_profile())
         mode = await self.resolve_protocol()
         model = self.loop.settings.model
         window = await context_window(self.provider, model, self.settings.context_window)
+        self.window = window
         old = self.loop.guard
         self.loop.guard = Compressor(
             self.provider, model, window, enabled=self.settings.compress,
@@ -177,6 +189,9 @@ class Runtime:
             # keep what was learnt about this provider's token counts
             estimator=old.estimator if isinstance(old, Compressor) else None,
         )
+        if self.mcp is not None:
+            await self.mcp.manager.wait_ready(self.settings.mcp_startup_wait)
+            self.set_menu()
         return mode
 
     async def probe_sandbox(self) -> None:
@@ -197,11 +212,7 @@ class Runtime:
         """Set the menu, the edit tool, the prompt and the loop's limits for `profile`."""
         self.profile = profile
         self._swap_edit_tool(profile.simple_edit)
-        self.table.remove(TOOL_SEARCH)
-        self.loop.menu = None
-        if profile.short_menu:
-            self.loop.menu = ToolMenu(self.table, CORE_TOOLS)
-            self.table.add(tool_search_tool(self.loop.menu))
+        self.set_menu()
         self.prompt_extras = PromptExtras(
             small=profile.name == "small",
             worked_example=profile.worked_example,
@@ -220,6 +231,22 @@ class Runtime:
         turn.nudges = profile.nudges
         turn.opening_note = profile.opening_note
 
+    def set_menu(self) -> None:
+        """The small profile's short menu, or (with many MCP tools attached) every tool but
+        the MCP ones, which wait behind tool_search; else the whole table. Run again when
+        MCP tools come or go: tool_search's description names the deferred tools."""
+        old = self.loop.menu
+        self.table.remove(TOOL_SEARCH)
+        self.loop.menu = None
+        if self.profile.short_menu:
+            self.loop.menu = ToolMenu(self.table, CORE_TOOLS)
+        elif defers_mcp(self.table, self.settings.mcp_defer_tools, self.window):
+            self.loop.menu = ToolMenu(self.table, defer=is_mcp_tool)
+        if self.loop.menu is not None:
+            if old is not None:
+                self.loop.menu.loaded = old.loaded  # the conversation's own set, mid-turn too
+            self.table.add(tool_search_tool(self.loop.menu))
+
     def _swap_edit_tool(self, simple: bool) -> None:
         """One edit mode: edit_file without anchors, read_file without the anchors' hashes."""
         for name, variant in (("edit_file", simple_edit_tool), ("read_file", plain_read_tool)):
@@ -234,7 +261,10 @@ class Runtime:
 
     def system_prompt(self, mode: ProtocolMode) -> str:
         offered = self.loop.menu.offered_table() if self.loop.menu is not None else self.table
-        return system_prompt(self.root, offered, mode, self.prompt_extras)
+        text = system_prompt(self.root, offered, mode, self.prompt_extras)
+        if self.mcp is not None:
+            text += self.mcp.manager.prompt_section()
+        return text
 
     async def resolve_protocol(self) -> ProtocolMode:
         """Native function calling when the model has it, else the text protocol
@@ -296,6 +326,13 @@ def build_runtime(
         warnings, closers, levers_off=env.get(LEVERS_ENV, ""),
     )
     loop.system_prompt = runtime.system_prompt
+    runtime.mcp = attach_mcp(
+        options.root, options.home, env, table, lambda message, level: ui.notice(message, level),
+        extra=options.mcp_config, approve=options.mcp_approve, trusted=options.trusted,
+        can_ask=ui.can_ask, on_change=runtime.set_menu,
+    )
+    warnings.extend(runtime.mcp.warnings)
+    closers.append(runtime.mcp.manager.aclose)
     return runtime
 
 

@@ -104,7 +104,7 @@ class TokenEstimator:
         self.ratio = _clamp(ratio, self.MIN_RATIO, self.MAX_RATIO)
         self.smoothing = smoothing
         self.samples = 0
-        self._tool_costs: dict[tuple[str, str, type], float] = {}
+        self._tool_costs: dict[tuple[str, str, type, str], float] = {}
 
     def text_cost(self, text: str) -> float:
         return len(text) / CHARS_PER_TOKEN
@@ -157,7 +157,8 @@ class TokenEstimator:
 
     def _tool_cost(self, tool: Tool) -> float:
         """A tool's schema as the provider sends it; computed once per tool."""
-        key = (tool.name, tool.description, tool.params)
+        key = (tool.name, tool.description, tool.params,
+               json.dumps(tool.schema, sort_keys=True) if tool.schema is not None else "")
         if key not in self._tool_costs:
             schema = {"name": tool.name, "description": tool.description,
                       "parameters": tool.json_schema()}

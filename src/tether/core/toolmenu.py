@@ -14,7 +14,7 @@ in the table and not in `core`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -32,19 +32,28 @@ class ToolSearchParams(BaseModel):
 
 
 class ToolMenu:
-    """Core tools plus those loaded so far; `core=None` offers the whole table."""
+    """Core tools plus those loaded so far; `core=None` offers the whole table except what
+    `defer` names (MCP tools, when many are attached)."""
 
-    def __init__(self, table: ToolTable, core: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, table: ToolTable, core: Sequence[str] | None = None,
+        defer: Callable[[str], bool] | None = None,
+    ) -> None:
         self.table = table
         self.core = None if core is None else frozenset(core)
+        self.defer = defer
         self.loaded: set[str] = set()
 
     @property
     def deferring(self) -> bool:
-        return self.core is not None
+        return self.core is not None or self.defer is not None
 
     def is_offered(self, name: str) -> bool:
-        return self.core is None or name in self.core or name in self.loaded or name == TOOL_SEARCH
+        if name in self.loaded or name == TOOL_SEARCH:
+            return True
+        if self.defer is not None and self.defer(name):
+            return False
+        return self.core is None or name in self.core
 
     def offered(self) -> list[Tool]:
         """The tools a request offers, in table order (tool_search only while some wait)."""

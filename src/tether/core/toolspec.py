@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -117,6 +117,9 @@ class Tool:
     needs_approval: bool | None = None
     """None: ask exactly when the tool has side effects. False: never ask (tools that talk to
     the user themselves, or touch only tether's own state). Deny rules apply either way."""
+    schema: dict[str, Any] | None = field(default=None, hash=False)
+    """A JSON schema given as it is (an MCP server's tool), used instead of the params
+    model's; `params` then only has to accept the arguments."""
 
     @property
     def read_only(self) -> bool:
@@ -124,7 +127,7 @@ class Tool:
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON schema of the parameters model (a fresh copy: callers may adapt it)."""
-        return copy.deepcopy(_schema_of(self.params))
+        return copy.deepcopy(self.schema if self.schema is not None else _schema_of(self.params))
 
     def path_values(self, arguments: dict[str, Any], *, written_only: bool = False) -> dict[str, str]:
         """The call's non-empty path arguments by name, in declaration order;

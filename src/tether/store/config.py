@@ -86,6 +86,14 @@ class Settings(BaseModel):
         description="Run the repository's post-commit hook after each AI commit; off because the "
         "hook is a program the repository chose.",
     )
+    mcp_startup_wait: float = Field(
+        5.0, ge=0, description="Seconds the first request waits for MCP servers still starting; "
+        "later ones join when ready.",
+    )
+    mcp_defer_tools: int = Field(
+        20, ge=0, description="Above this many MCP tools (or a tenth of the context window), "
+        "they wait behind tool_search.",
+    )
 
     @field_validator("ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod

@@ -33,6 +33,7 @@ from .asking import Asking, ask_line
 from .prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
 from .sessions import Sessions
 from .slash.handlers import COMMANDS
+from .slash.mcp_commands import ask_about_project_servers
 from .terminal_ui import TerminalUI, keys_not_echoed, shown
 from .theme import THEME
 from .trust import AlwaysAnswer, FolderTrust
@@ -95,6 +96,7 @@ class App:
             self.banner()
             threading.Thread(target=warm_up, daemon=True).start()
             await self.trust.ask(self.rebuild)
+            await ask_about_project_servers(self)
             await self.read_loop()
         finally:
             await self.runtime.aclose()

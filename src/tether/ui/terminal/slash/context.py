@@ -43,6 +43,10 @@ class CommandContext(Protocol):
         """Wait until the runtime's start (asking the provider) has finished."""
         ...
 
+    async def turn(self, line: str) -> None:
+        """Send `line` as the next request, as if typed (/mcp prompt)."""
+        ...
+
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         """Run long work (a /compact) so that Ctrl-C stops it; the session is saved after."""
         ...

@@ -352,3 +352,6 @@ async def _pick_model(ctx: CommandContext) -> str:
     except (KeyboardInterrupt, EOFError):
         return ""
     return picked(raw, names, shown_options=30)
+
+
+from . import mcp_commands  # noqa: E402,F401  (registers /mcp; it imports `command` from here)

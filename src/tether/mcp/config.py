@@ -1,0 +1,186 @@
+"""MCP server entries: read from `.mcp.json`, `TETHER_HOME/mcp.json` and `--mcp-config` files.
+
+The format is the one other tools use: `{"mcpServers": {"NAME": {...}}}` with a stdio
+entry (`command`, `args`, `env`) or an HTTP one (`type` "http" or "sse", `url`,
+`headers`), plus `disabled`, `timeout` and `autoApprove`. `${VAR}` and `${VAR:-default}`
+are expanded in command, args, env, url and headers; a variable that is not set disables
+the server with an error naming it, so the literal text is never sent anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..store.statefile import read_json_file
+
+PROJECT_FILE = ".mcp.json"
+USER_FILE = "mcp.json"
+Source = Literal["project", "user", "flag"]
+Transport = Literal["stdio", "http", "sse"]
+DEFAULT_START_TIMEOUT = 30.0
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One server entry, expanded; `problem` says why it cannot start ("" when it can)."""
+
+    name: str
+    source: Source
+    transport: Transport = "stdio"
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    disabled: bool = False
+    timeout: float = DEFAULT_START_TIMEOUT
+    auto_approve: frozenset[str] = frozenset()
+    trusted: bool = False
+    """Read-only tools (readOnlyHint) of this server run without asking."""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """The entry as written (before expansion): what an approval is keyed by."""
+    problem: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the entry as written: a changed entry needs a new approval."""
+        text = json.dumps(self.raw, sort_keys=True, ensure_ascii=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def describe(self) -> str:
+        """One line saying what starting it does (for an approval question)."""
+        if self.transport == "stdio":
+            return " ".join([self.command, *self.args])
+        return f"{self.transport} {self.url}"
+
+
+@dataclass
+class LoadedServers:
+    servers: list[ServerConfig] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    """Files that could not be read, entries that make no sense: one line each."""
+
+
+def load_servers(
+    root: Path, home: Path, extra: tuple[Path, ...], env: Mapping[str, str]
+) -> LoadedServers:
+    """Every server entry: personal ones, then the project's (a project entry wins over a
+    personal one of the same name), then `--mcp-config` files (which win over both)."""
+    loaded = LoadedServers()
+    by_name: dict[str, ServerConfig] = {}
+    layers: list[tuple[Path, Source]] = [(home / USER_FILE, "user"), (root / PROJECT_FILE, "project")]
+    layers += [(path, "flag") for path in extra]
+    for path, source in layers:
+        for config in read_servers_file(path, source, env, loaded.problems, must_exist=source == "flag"):
+            by_name[config.name] = config
+    loaded.servers = list(by_name.values())
+    return loaded
+
+
+def read_servers_file(
+    path: Path, source: Source, env: Mapping[str, str], problems: list[str], *, must_exist: bool
+) -> list[ServerConfig]:
+    file = read_json_file(path)
+    if file.problem:
+        problems.append(f"{file.problem}; its MCP servers are not used")
+        return []
+    if not file.exists:
+        if must_exist:
+            problems.append(f"--mcp-config: {path} does not exist")
+        return []
+    servers = file.data.get("mcpServers") if isinstance(file.data, dict) else None
+    if not isinstance(servers, dict):
+        problems.append(f"{path}: expected an object with \"mcpServers\"; its MCP servers are not used")
+        return []
+    return [parse_entry(str(name), entry, source, env, path) for name, entry in servers.items()]
+
+
+def parse_entry(
+    name: str, entry: Any, source: Source, env: Mapping[str, str], path: Path
+) -> ServerConfig:
+    """The entry as a ServerConfig; a bad one comes back with its `problem` set."""
+    where = f"MCP server {name!r} in {path}"
+    if not isinstance(entry, dict):
+        return ServerConfig(name, source, problem=f"{where}: the entry must be an object")
+    raw = dict(entry)
+    try:
+        fields = _entry_fields(entry, env)
+    except EntryError as exc:
+        return ServerConfig(name, source, raw=raw, problem=f"{where}: {exc}")
+    return ServerConfig(name, source, raw=raw, **fields)
+
+
+class EntryError(ValueError):
+    """An entry that cannot be used; the message says which field and why."""
+
+
+def _entry_fields(entry: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    kind = entry.get("type", "stdio" if "command" in entry else "http")
+    if kind == "streamable-http" or kind == "streamableHttp":
+        kind = "http"
+    if kind not in ("stdio", "http", "sse"):
+        raise EntryError(f"unknown type {kind!r} (stdio, http or sse)")
+    disabled = entry.get("disabled", False)
+    timeout = entry.get("timeout", DEFAULT_START_TIMEOUT)
+    if not isinstance(disabled, bool):
+        raise EntryError("\"disabled\" must be true or false")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise EntryError("\"timeout\" must be a positive number of seconds")
+    if timeout > 1000:  # other tools write milliseconds here
+        timeout = timeout / 1000
+    fields: dict[str, Any] = {
+        "transport": kind, "disabled": disabled, "timeout": float(timeout),
+        "auto_approve": frozenset(_strings(entry, "autoApprove")),
+        "trusted": entry.get("trusted") is True,
+    }
+    if kind == "stdio":
+        command = entry.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise EntryError("\"command\" must be a non-empty string")
+        fields["command"] = expand(command, env, "command")
+        fields["args"] = tuple(expand(a, env, "args") for a in _strings(entry, "args"))
+        fields["env"] = _expanded_map(entry, "env", env)
+    else:
+        url = entry.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://", "${")):
+            raise EntryError("\"url\" must be an http:// or https:// URL")
+        fields["url"] = expand(url, env, "url")
+        fields["headers"] = _expanded_map(entry, "headers", env)
+    return fields
+
+
+def _strings(entry: dict[str, Any], key: str) -> list[str]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise EntryError(f"\"{key}\" must be a list of strings")
+    return value
+
+
+def _expanded_map(entry: dict[str, Any], key: str, env: Mapping[str, str]) -> dict[str, str]:
+    value = entry.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise EntryError(f"\"{key}\" must be an object of strings")
+    return {str(k): expand(v, env, f"{key}.{k}") for k, v in value.items()}
+
+
+def expand(text: str, env: Mapping[str, str], where: str) -> str:
+    """`${VAR}` and `${VAR:-default}` replaced from `env`; an unset variable without a
+    default raises EntryError naming it (the server is then not started)."""
+
+    def value(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = env.get(name)
+        if found is not None and (found or default is None):
+            return found
+        if default is not None:
+            return default
+        raise EntryError(f"the variable {name} (in {where}) is not set; the server is disabled")
+
+    return VARIABLE.sub(value, text)
