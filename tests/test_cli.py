@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from fakeserver import FakeServer, Reply
 
+from tether.providers import PROVIDERS
+
 
 def run_cli(args: list[str], cwd: Path, home: Path, stdin: str | None = None, **env: str):
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OLLAMA", "TETHER"))}
@@ -426,3 +428,14 @@ def test_a_reader_that_goes_away_ends_the_run_cleanly(project: Path, home: Path)
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert code == 128 + signal.SIGPIPE, err
     assert not (project / "ran").exists(), "the run went on with nobody reading it"
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDERS))
+def test_base_url_reaches_every_registered_provider(name: str) -> None:
+    """--base-url and the provider read one table: a new provider cannot miss the flag."""
+    from tether.cli import with_base_url
+    from tether.providers import base_url_of
+    from tether.store.config import Settings
+
+    settings = with_base_url(Settings(provider=name), "http://127.0.0.1:9/custom/")
+    assert base_url_of(settings, name) == "http://127.0.0.1:9/custom"

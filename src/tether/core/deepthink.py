@@ -411,7 +411,7 @@ async def deepthink_turn(chain: Deepthink, conv: Conversation, request: str) -> 
     return TurnResult(
         text=outcome.text,
         stop_reason=outcome.stop_reason,
-        steps=sum(r.steps for r in results),
+        requests=sum(r.requests for r in results),
         usage=usage,
         evidence=list(conv.evidence),
         error=error,

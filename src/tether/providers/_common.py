@@ -15,6 +15,7 @@ from contextlib import aclosing
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..core.context import known_context_window
 from ..core.messages import Event, Message
 from ..core.toolspec import Tool
 from ._http import HttpTransport, StatusDescriber, StatusInfo
@@ -157,6 +158,10 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         )
 
     # -- models and closing
+
+    async def context_window(self, model: str) -> int | None:
+        """A hosted model's window from the table of known ones; None for any other."""
+        return known_context_window(model)
 
     def _model_list(self, data: Any, key: str) -> list[Any]:
         """The list under `key` in a model-list answer; ProviderError if there is none."""
