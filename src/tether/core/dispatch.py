@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from ..safety.safetext import bad_char_fields, cleaned_with_note
-from .messages import INVALID_JSON_KEY, Evidence, ToolCall, ToolResult
+from .messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
 from .textclip import keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui_protocol import UI
@@ -101,6 +101,7 @@ class Dispatcher:
             summary=output.summary or summarize(output.text),
             result=text,
             error=is_error,
+            command=output.command,
         )
         if not is_error and tool is not None:
             self._after(call, tool, output)
@@ -191,10 +192,13 @@ class Dispatcher:
                     in_daemon_thread(tool.handler, args, self.ctx), timeout
                 )
         except asyncio.TimeoutError:
+            # A command tool that never came back did run: its command timed out.
+            status = CommandStatus("timed_out", elapsed=timeout) if tool.runs_commands else None
             return ToolOutput(
                 f"{tool.name} timed out after {timeout:g}s. The work may still be going on "
                 "in the background; check its effects before retrying.",
                 summary="timed out",
+                command=status,
             ), True
         except ToolError as exc:
             return ToolOutput(str(exc) or "failed", summary=first_line(str(exc))), True

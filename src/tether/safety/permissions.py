@@ -59,6 +59,7 @@ from .shell_parse import (
 from .trusted_folders import TrustedFolder as TrustedFolder
 from .trusted_folders import TrustStore as TrustStore
 from .trusted_folders import too_broad_to_trust as too_broad_to_trust
+
 RuleKind = Literal["allow", "deny"]
 
 PROJECT_FILE = ".permissions.json"
