@@ -20,3 +20,23 @@ def fake_server() -> Iterator[FakeServer]:
 def home(tmp_path: Path) -> Path:
     """A TETHER_HOME of the test's own (not created: tether makes it when it needs it)."""
     return tmp_path / "home"
+
+
+@pytest.fixture(autouse=True)
+def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every git a test runs, tether's or the test's own, sees no user or system config and
+    no repository outside the test's folder, and commits as a fixed identity.
+
+    Autouse, so no test that reaches git (most of them, through the undo snapshots and the
+    project map) can forget it; one copy, so no two tests isolate differently.
+    """
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    # Set by a calling git (a hook, `git rebase -x`) these would point every test elsewhere.
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_COUNT",
+                "GIT_CONFIG_PARAMETERS", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+        monkeypatch.delenv(var, raising=False)
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Test User")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "user@example.com")

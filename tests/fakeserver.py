@@ -29,6 +29,10 @@ Routes (the wire format follows the path):
     GET  /v1beta/models         {"models": [{"name": "models/...", ...}]} plus one
                                 embedding-only model that a chat client should skip
 
+A chat request whose history pairs calls and results wrongly (a call without its result
+right after it, a result without its call) is refused with a 400 in the provider's format,
+as the real APIs refuse it (`*_history_problem` say why).
+
 Every request is recorded, body parsed as JSON, in `requests` as (path, body)
 with the path's query removed; `headers` and `queries` hold each request's
 headers and query string in the same order.
@@ -428,6 +432,96 @@ GEMINI_ERROR_STATUSES = {
 }
 
 
+# ---------------------------------------------------------------- history checks
+#
+# The real APIs refuse a request whose history pairs calls and results wrongly (OpenAI: "An
+# assistant message with 'tool_calls' must be followed by tool messages responding to each
+# 'tool_call_id'"; Anthropic: "tool_use ids were found without tool_result blocks immediately
+# after"; Gemini: "the number of function response parts is equal to the number of function
+# call parts"). So does this server, with a 400 in the provider's format. Ollama itself does not
+# check, but a tool model's chat template expects each call answered, so it is held to the same.
+
+
+def openai_history_problem(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    for i, message in enumerate(messages):
+        ids = [c["id"] for c in message.get("tool_calls") or []]
+        following = messages[i + 1 : i + 1 + len(ids)]
+        if ids and [m.get("tool_call_id") for m in following if m.get("role") == "tool"] != ids:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. Message {i} calls {ids}."
+            )
+        if message.get("role") == "tool":
+            earlier = [c["id"] for m in messages[:i] for c in m.get("tool_calls") or []]
+            if message.get("tool_call_id") not in earlier:
+                return f"Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (message {i})."
+    return ""
+
+
+def ollama_history_problem(body: dict[str, Any]) -> str:
+    messages = body.get("messages") or []
+    for i, message in enumerate(messages):
+        names = [c["function"]["name"] for c in message.get("tool_calls") or []]
+        following = messages[i + 1 : i + 1 + len(names)]
+        if names and [m.get("tool_name") for m in following if m.get("role") == "tool"] != names:
+            return f"message {i} calls {names} without a tool message answering each"
+        if message.get("role") == "tool" and (i == 0 or messages[i - 1]["role"] not in ("assistant", "tool")):
+            return f"message {i}: a tool message without the call it answers"
+    return ""
+
+
+def anthropic_history_problem(body: dict[str, Any]) -> str:
+    turns = body.get("messages") or []
+    if not turns or turns[0]["role"] != "user":
+        return "messages: the first message must use the user role"
+    for i, (earlier, later) in enumerate(zip(turns, turns[1:], strict=False)):
+        if earlier["role"] == later["role"]:
+            return f"messages.{i + 1}: roles must alternate between user and assistant"
+    for i, turn in enumerate(turns):
+        if not turn["content"]:
+            return f"messages.{i}: all messages must have non-empty content"
+        if any(b["type"] == "text" and not b["text"].strip() for b in turn["content"]):
+            return f"messages.{i}: text content blocks must contain non-whitespace text"
+        uses = [b["id"] for b in turn["content"] if b["type"] == "tool_use"]
+        answer = turns[i + 1]["content"] if i + 1 < len(turns) else []
+        leading = [b.get("tool_use_id") for b in answer[: len(uses)] if b["type"] == "tool_result"]
+        if turn["role"] == "assistant" and uses and leading != uses:
+            return (
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(uses)}"
+            )
+        called = {b["id"] for b in turns[i - 1]["content"] if b["type"] == "tool_use"} if i else set()
+        for block in turn["content"]:
+            if block["type"] == "tool_result" and block["tool_use_id"] not in called:
+                return f"messages.{i}: unexpected `tool_use_id` found in `tool_result` blocks"
+    return ""
+
+
+def gemini_history_problem(body: dict[str, Any]) -> str:
+    contents = body.get("contents") or []
+    if not contents or contents[0]["role"] != "user":
+        return "Please ensure that the conversation starts with a user turn."
+    for i, content in enumerate(contents):
+        if i and content["role"] == contents[i - 1]["role"]:
+            return "Please ensure that multiturn requests alternate between user and model."
+        if content["role"] not in ("user", "model") or not content["parts"]:
+            return f"contents[{i}]: a turn needs a role and at least one part"
+        if any(not part.get("text", "x").strip() for part in content["parts"]):
+            return f"contents[{i}]: a text part must not be empty"
+        calls = [p["functionCall"]["name"] for p in content["parts"] if "functionCall" in p]
+        following = contents[i + 1]["parts"] if i + 1 < len(contents) else []
+        responses = [p["functionResponse"]["name"] for p in following if "functionResponse" in p]
+        asked = [p for p in contents[i - 1]["parts"] if "functionCall" in p] if i else []
+        answered = [p for p in content["parts"] if "functionResponse" in p]
+        if (calls and responses != calls) or len(answered) not in (0, len(asked)):
+            return (
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn."
+            )
+    return ""
+
+
 # ---------------------------------------------------------------- handler
 
 
@@ -486,6 +580,10 @@ class _Handler(BaseHTTPRequestHandler):
     # -- Ollama
 
     def _ollama_chat(self, body: dict) -> None:
+        problem = ollama_history_problem(body)
+        if problem:
+            self._send_json(400, {"error": problem})
+            return
         reply = self.fake._next_reply()
         if reply is None:
             self._send_json(500, {"error": "fake server script exhausted: no reply queued"})
@@ -527,6 +625,10 @@ class _Handler(BaseHTTPRequestHandler):
     # -- OpenAI
 
     def _openai_chat(self, body: dict) -> None:
+        problem = openai_history_problem(body)
+        if problem:
+            self._send_openai_error(400, problem, None)
+            return
         reply = self.fake._next_reply()
         if reply is None:
             self._send_openai_error(500, "fake server script exhausted: no reply queued", None)
@@ -564,6 +666,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body.get("max_tokens"), int):
             self._send_anthropic_error(400, "max_tokens: Field required", None)
             return
+        problem = anthropic_history_problem(body)
+        if problem:
+            self._send_anthropic_error(400, problem, None)
+            return
         reply = self.fake._next_reply()
         if reply is None:
             self._send_anthropic_error(500, "fake server script exhausted: no reply queued", None)
@@ -587,6 +693,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _gemini_stream(self, body: dict, model: str, query: str) -> None:
         if "alt=sse" not in query.split("&"):
             self._send_gemini_error(400, "fake server speaks only alt=sse", None)
+            return
+        problem = gemini_history_problem(body)
+        if problem:
+            self._send_gemini_error(400, problem, None)
             return
         reply = self.fake._next_reply()
         if reply is None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import psutil
+from waiting import HANG, wait_until
 
 # Each leaves a `sleep 1000` running after the shell exits, not holding the output pipe, and
 # writes its pid to {pid}.
@@ -26,19 +26,18 @@ BACKGROUND_FORMS = {
         "os.execve('/bin/sleep',['sleep','1000'],{{}})\" >/dev/null 2>&1"
     ),
 }
-WAIT = 60
+WAIT = HANG
 """A bound that only a real hang exceeds."""
 
 
 def pid_written(path: Path) -> int:
     """The pid a background process wrote (a forked one may write it after its command ended)."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
+
+    def written() -> str:
         text = path.read_text() if path.exists() else ""
-        if text.endswith("\n"):
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError(f"no pid in {path}")
+        return text if text.endswith("\n") else ""
+
+    return int(wait_until(written, f"a pid in {path}", WAIT))
 
 
 def gone(pid: int) -> bool:
@@ -50,8 +49,6 @@ def gone(pid: int) -> bool:
 
 
 def until_gone(pid: int) -> bool:
-    """Whether `pid` ends within the bound (orphans of an exited tether are reaped elsewhere)."""
-    deadline = time.monotonic() + WAIT
-    while not gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return gone(pid)
+    """True once `pid` has ended (orphans of an exited tether are reaped elsewhere); fails
+    loudly if it never does."""
+    return wait_until(lambda: gone(pid), f"process {pid} to end", WAIT)

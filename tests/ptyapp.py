@@ -21,6 +21,11 @@ answered stays behind, so there is one more), `wait_for_cursor_on` a cursor
 below that row. A wait that could be satisfied by the previous turn's output
 would let the test type ahead of a busy app, which is timing, not behaviour.
 
+The screen keeps the whole session, and a redraw can put old text below that row
+(a warning printed above a prompt that is drawn again). `mark()` (every `line()` sets it)
+remembers how much the app had written; `wait_for_output` searches only what it wrote
+since, as plain text (escape sequences dropped), so nothing shown before can satisfy it.
+
 A wait that runs out raises AssertionError with the screen in the message, so
 a failing test shows what was on the terminal. The timeout only catches a
 hang: it is generous so a heavily loaded machine does not fail a test.
@@ -28,7 +33,9 @@ hang: it is generous so a heavily loaded machine does not fail a test.
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
 import signal
 import sys
 import time
@@ -44,6 +51,13 @@ PROMPT_MARK = "›"
 """The first character of the app's input line."""
 DEFAULT_TIMEOUT = 60.0
 """Seconds before a wait gives up: only a hang should reach it."""
+ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erasing
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: titles, hyperlinks
+    r"|\x1b[PX^_][^\x1b]*\x1b\\"  # DCS and the other string controls
+    r"|\x1b[ -/]*[0-~]"  # the two- and three-byte ones (charsets, keypad modes)
+)
+"""What the app writes that is not text: dropped from `output_since_mark`."""
 HISTORY_LINES = 5000
 """Lines kept after they scroll off the top, so text() sees the whole session."""
 
@@ -128,6 +142,10 @@ class PtyApp:
         self.ended = False
         self.exit_status: int | None = None
         self._sent = _Sent(row=-1, prompts=0)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._written = ""
+        """Everything the app wrote, decoded: what `mark()` and `wait_for_output` count in."""
+        self._mark = 0
 
     # ------------------------------------------------------------ lifetime
 
@@ -168,7 +186,12 @@ class PtyApp:
     def line(self, text: str) -> None:
         """Type a line and press Enter; the waits that follow look at what comes after it."""
         self._sent = _Sent(row=self._cursor_row(), prompts=self._prompts())
+        self.mark()
         self.child.send(text + "\r")
+
+    def mark(self) -> None:
+        """From here on, `wait_for_output` looks only at what the app writes next."""
+        self._mark = len(self._written)
 
     def ctrl_c(self) -> None:
         self.child.sendcontrol("c")
@@ -194,6 +217,7 @@ class PtyApp:
             self.ended = True
             return False
         self.stream.feed(data)
+        self._written += self._decoder.decode(data)
         return True
 
     def lines(self) -> list[str]:
@@ -207,6 +231,11 @@ class PtyApp:
     def screen_text(self) -> str:
         """Only what is on the screen now."""
         return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def output_since_mark(self) -> str:
+        """What the app wrote after the last mark, as plain text (cursor moves and colours
+        dropped, so a redrawn line may run into the next)."""
+        return ESCAPES.sub("", self._written[self._mark :]).replace("\r", "")
 
     def text_since_line(self) -> str:
         """The session from the row the last line was typed on (all of it before any line)."""
@@ -253,6 +282,13 @@ class PtyApp:
         """Wait until `needle` shows since the last line was sent (an earlier turn's does not count)."""
         return self.wait_for(
             lambda _: needle in self.text_since_line(), timeout, f"{needle!r} after the last line"
+        )
+
+    def wait_for_output(self, needle: str, timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the app writes `needle` after the last mark (`line()` sets one): text
+        it wrote before, wherever a redraw put it on the screen, never counts."""
+        return self.wait_for(
+            lambda _: needle in self.output_since_mark(), timeout, f"{needle!r} written after the mark"
         )
 
     def wait_for_prompt(self, timeout: float = DEFAULT_TIMEOUT) -> str:

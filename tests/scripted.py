@@ -51,6 +51,8 @@ class ScriptedProvider:
     default_model: str = "scripted-model"
     requests: list[Request] = field(default_factory=list)
     repeat_last: bool = False
+    window: int | None = None
+    """What `context_window` answers (None: the provider cannot tell)."""
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
@@ -77,6 +79,9 @@ class ScriptedProvider:
 
     async def supports_native_tools(self, model: str) -> bool:
         return self.native
+
+    async def context_window(self, model: str) -> int | None:
+        return self.window
 
     async def aclose(self) -> None:
         pass

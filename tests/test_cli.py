@@ -8,11 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply
+
+from tether.providers import PROVIDERS
 
 
 def run_cli(args: list[str], cwd: Path, home: Path, stdin: str | None = None, **env: str):
@@ -203,22 +204,34 @@ def test_version(project: Path, home: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("tether ")
 
 
+def read_until_text(proc: subprocess.Popen) -> list[str]:
+    """stream-json lines up to the first text delta; fails loudly if the stream ends first."""
+    lines = []
+    while not lines or not lines[-1].startswith('{"type": "text"'):
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"the stream ended before any text: {lines}\n{proc.stderr.read()}")
+        lines.append(line)
+    return lines
+
+
 def test_interrupt_exit_130(project: Path, home: Path) -> None:
     environment = {**os.environ, "TETHER_HOME": str(home), "OPENAI_API_KEY": "k"}
-    with FakeServer([Reply(text="slow " * 200, chunk_size=5, delay=0.05)]) as server:
+    # The answer takes far longer than any test waits (the server stops pacing at teardown),
+    # so SIGINT always lands while it is still streaming.
+    with FakeServer([Reply(text="slow " * 2000, chunk_size=5, delay=0.05)]) as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tether", "-p", "hi", "--output-format", "stream-json", *openai_args(server)],
             cwd=project, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        first = proc.stdout.readline()  # init: the request is under way
-        deadline = time.time() + 10
-        while not proc.stdout.readline().startswith('{"type": "text"') and time.time() < deadline:
-            pass
+        lines = read_until_text(proc)  # init, then the answer is under way
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-    assert json.loads(first)["type"] == "init"
+        out, err = proc.communicate(timeout=60)
+    assert json.loads(lines[0])["type"] == "init"
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    result = json.loads(out.splitlines()[-1])
+    assert result["stop_reason"] == "cancelled" and result["num_turns"] == 0  # none completed
 
 
 def test_a_dropped_stream_keeps_the_partial_answer(project: Path, home: Path) -> None:
@@ -426,3 +439,14 @@ def test_a_reader_that_goes_away_ends_the_run_cleanly(project: Path, home: Path)
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert code == 128 + signal.SIGPIPE, err
     assert not (project / "ran").exists(), "the run went on with nobody reading it"
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDERS))
+def test_base_url_reaches_every_registered_provider(name: str) -> None:
+    """--base-url and the provider read one table: a new provider cannot miss the flag."""
+    from tether.cli import with_base_url
+    from tether.providers import base_url_of
+    from tether.store.config import Settings
+
+    settings = with_base_url(Settings(provider=name), "http://127.0.0.1:9/custom/")
+    assert base_url_of(settings, name) == "http://127.0.0.1:9/custom"

@@ -12,7 +12,6 @@ from test_loop import build
 
 from tether.core.context import (
     DEFAULT_WINDOW,
-    OLLAMA_DEFAULT_NUM_CTX,
     SUMMARY_HEADER,
     SUMMARY_PROMPT,
     Compressor,
@@ -20,12 +19,12 @@ from tether.core.context import (
     context_window,
     known_context_window,
     latest_request_index,
-    ollama_context_window,
     transcript,
 )
 from tether.core.loop import Conversation
 from tether.core.messages import Done, Message, Text, ToolCall, ToolResult, Usage
 from tether.providers.base import ProviderError
+from tether.providers.ollama import SERVER_DEFAULT_NUM_CTX, ollama_context_window
 
 SYSTEM = "You are a helpful assistant."
 
@@ -170,28 +169,52 @@ def test_known_windows_by_name_prefix() -> None:
     assert known_context_window("qwen2.5-coder:7b") is None
 
 
-async def test_context_window_setting_then_provider_then_table() -> None:
-    plain = ScriptedProvider()
-    assert await context_window(plain, "gpt-4o", 32_000) == 32_000
-    assert await context_window(plain, "gpt-4o", None) == 128_000
-    assert await context_window(plain, "mystery-model", None) == DEFAULT_WINDOW
+async def test_context_window_setting_then_provider_then_default() -> None:
     probe = WindowProbe(16_384)
+    assert await context_window(probe, "llama3", 4000) == 4000
+    assert probe.asked == []  # the setting needs no question
     assert await context_window(probe, "llama3", None) == 16_384
     assert probe.asked == ["llama3"]
-    assert await context_window(probe, "llama3", 4000) == 4000
 
 
 async def test_context_window_falls_back_when_the_provider_cannot_tell() -> None:
-    assert await context_window(WindowProbe(None), "claude-3-opus", None) == 200_000
+    assert await context_window(WindowProbe(None), "claude-3-opus", None) == DEFAULT_WINDOW
     failing_probe = WindowProbe(ProviderError("server down", "connection"))
-    assert await context_window(failing_probe, "gpt-5", None) == 400_000
-    ollama = WindowProbe(None, name="ollama")
-    assert await context_window(ollama, "gpt-oss:20b", None) == OLLAMA_DEFAULT_NUM_CTX
+    assert await context_window(failing_probe, "gpt-5", None) == DEFAULT_WINDOW
+    assert await context_window(WindowProbe(True), "m", None) == DEFAULT_WINDOW
+    assert await context_window(WindowProbe(-5), "m", None) == DEFAULT_WINDOW
+
+
+async def test_each_provider_answers_for_its_own_models(fake_server) -> None:
+    """Hosted providers read the table without a request; Ollama never uses the table (a local
+    model may be called anything) and, unable to ask, says what its server would use."""
+    from fakeserver import closed_port
+
+    from tether.providers.anthropic import AnthropicProvider
+    from tether.providers.gemini import GeminiProvider
+    from tether.providers.ollama import OllamaProvider
+    from tether.providers.openai import OpenAIProvider
+
+    hosted = [
+        (AnthropicProvider(fake_server.url, api_key="k"), "claude-sonnet-4-5", 200_000),
+        (GeminiProvider(fake_server.url, api_key="k"), "gemini-2.5-pro", 1_048_576),
+        (OpenAIProvider(fake_server.url + "/v1"), "gpt-4o", 128_000),
+    ]
+    for provider, model, window in hosted:
+        assert await context_window(provider, model) == window
+        await provider.aclose()
+    assert fake_server.requests == []
+    unknown = AnthropicProvider(fake_server.url, api_key="k")
+    assert await context_window(unknown, "mystery-model") == DEFAULT_WINDOW
+    await unknown.aclose()
+    offline = OllamaProvider(f"http://127.0.0.1:{closed_port()}")
+    assert await context_window(offline, "gpt-4o") == SERVER_DEFAULT_NUM_CTX
+    await offline.aclose()
 
 
 def test_ollama_window_from_api_show() -> None:
     info = {"model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768}}
-    assert ollama_context_window(info) == OLLAMA_DEFAULT_NUM_CTX
+    assert ollama_context_window(info) == SERVER_DEFAULT_NUM_CTX
     with_num_ctx = {**info, "parameters": 'stop "<|im_end|>"\nnum_ctx 16384\ntemperature 0.7'}
     assert ollama_context_window(with_num_ctx) == 16_384
     too_big = {**info, "parameters": "num_ctx 65536"}
@@ -481,7 +504,7 @@ async def test_a_multi_step_turn_in_the_loop_stays_under_the_window(tmp_path: Pa
     loop.guard = guard
     conv = Conversation(messages=history(2, result_chars=200))
     result = await loop.run_turn(conv, "read the six files")
-    assert result.text == "all read" and result.steps == 7
+    assert result.text == "all read" and result.requests == 7
     assert abs(guard.estimator.ratio - 1.5) < 0.05
     assert reported and all(t <= window for t in reported[1:])  # the first sets the ratio
     untrimmed = 1.5 * sum(len(e.result) for e in result.evidence) / 4

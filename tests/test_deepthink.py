@@ -21,7 +21,7 @@ from tether.core.deepthink import (
 )
 from tether.core.dispatch import AllowAll, Dispatcher, GateVerdict
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
-from tether.core.messages import Evidence, ToolCall, new_call_id
+from tether.core.messages import CommandStatus, Evidence, ToolCall, new_call_id
 from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.providers.base import ProviderError
@@ -62,18 +62,6 @@ class Harness:
         """The last user message of the index-th model request."""
         users = [m for m in self.provider.requests[index].messages if m.role == "user"]
         return users[-1].text
-
-
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(var, raising=False)
-    for who in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{who}_NAME", "Test User")
-        monkeypatch.setenv(f"GIT_{who}_EMAIL", "user@example.com")
 
 
 @pytest.fixture
@@ -383,12 +371,15 @@ async def test_report_counts_only_commands_that_really_ran(
     assert h.ui.shown.rstrip().endswith("Commands run: 3, failed: 2.")
 
 
-def record(name: str, arguments: dict, result: str, *, error: bool = False, summary: str = "") -> Evidence:
-    return Evidence(ToolCall(new_call_id(), name, arguments), 0.0, 0.1, summary, result, error)
+def record(name: str, arguments: dict, result: str, *, error: bool = False, summary: str = "",
+           command: CommandStatus | None = None) -> Evidence:
+    return Evidence(ToolCall(new_call_id(), name, arguments), 0.0, 0.1, summary, result, error, command)
 
 
-def shell_result(outcome: CommandOutcome, timeout: float = 120, header: str = "") -> str:
-    return render(outcome, timeout, header).text
+def shell_record(name: str, arguments: dict, outcome: CommandOutcome, timeout: float = 120) -> Evidence:
+    """The record of a shell tool's call as the dispatcher keeps it: text, summary, status."""
+    output = render(outcome, timeout)
+    return record(name, arguments, output.text, summary=output.summary, command=output.command)
 
 
 def test_report_follows_a_command_through_its_input_session() -> None:
@@ -397,11 +388,11 @@ def test_report_follows_a_command_through_its_input_session() -> None:
     left = CommandOutcome("s2", "Sure? ", None, "waiting_for_input", 0.3, 0)
     killed = CommandOutcome(None, "", -15, "killed", 0.5, 0)
     records = [
-        record("run_cmd", {"command": "python greet.py"}, shell_result(waiting, header="$ python greet.py")),
-        record("send_input", {"session": "s1", "text": "Ann"}, shell_result(finished)),
-        record("run_cmd", {"command": "./install.sh"}, shell_result(left)),
-        record("run_cmd", {"command": "yes"}, shell_result(CommandOutcome("s3", "y", None, "waiting_for_input", 0.1, 0))),
-        record("end_process", {"session": "s3"}, shell_result(killed, 0)),
+        shell_record("run_cmd", {"command": "python greet.py"}, waiting),
+        shell_record("send_input", {"session": "s1", "text": "Ann"}, finished),
+        shell_record("run_cmd", {"command": "./install.sh"}, left),
+        shell_record("run_cmd", {"command": "yes"}, CommandOutcome("s3", "y", None, "waiting_for_input", 0.1, 0)),
+        shell_record("end_process", {"session": "s3"}, killed, 0),
         record("send_input", {"session": "s9", "text": "x"}, "Unknown session s9", error=True),
     ]
     assert verification_report(records).splitlines()[1:] == [
@@ -419,7 +410,7 @@ def test_report_reads_every_status_line_the_shell_tools_write() -> None:
         "slow": CommandOutcome(None, "partial", None, "timed_out", 5.0, 0),
         "ask": CommandOutcome("s4", "Continue? ", None, "waiting_for_input", 0.2, 0),
     }
-    records = [record("run_cmd", {"command": c}, shell_result(o, 5)) for c, o in outcomes.items()]
+    records = [shell_record("run_cmd", {"command": c}, o, 5) for c, o in outcomes.items()]
     assert verification_report(records).splitlines()[1:] == [
         "  ✓ ok → exit 0 (2.0s)",
         "  ✗ fail → exit 2 (0.1s)",
@@ -441,7 +432,8 @@ def test_report_skips_records_that_never_ran_and_says_when_nothing_ran() -> None
         "Checked by tether (from the tool records, not the model's words):\n"
         "No commands were run: nothing was verified by running it."
     )
-    stuck = record("run_cmd", {"command": "serve"}, "run_cmd timed out after 3600s.", error=True, summary="timed out")
+    stuck = record("run_cmd", {"command": "serve"}, "run_cmd timed out after 3600s.", error=True,
+                   summary="timed out", command=CommandStatus("timed_out", elapsed=3600.0))
     assert verification_report([stuck]).splitlines()[1:] == [
         "  ! serve → timed out",
         "Commands run: 1, failed: 1.",

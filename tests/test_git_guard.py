@@ -54,18 +54,6 @@ def new_repo(path: Path) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_COUNT"):
-        monkeypatch.delenv(var, raising=False)
-    for var in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{var}_NAME", "Test User")
-        monkeypatch.setenv(f"GIT_{var}_EMAIL", "user@example.com")
-
-
 class Evil:
     """A program that records that it ran, and the marker it leaves."""
 

@@ -13,11 +13,11 @@ from rich.console import Console
 from scripted import TextArgs, make_tool
 
 from tether.core.dispatch import NEEDS_APPROVAL, Dispatcher, GateVerdict
-from tether.core.messages import Evidence, ToolCall
+from tether.core.messages import CommandStatus, Evidence, ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.safety.safetext import SafeTextStream, clean_text, has_bad_chars
 from tether.safety.visible import visible
-from tether.ui.headless import HeadlessUI
+from tether.ui.headless import HeadlessUI, outcome_mark
 from tether.ui.terminal.terminal_ui import TerminalUI
 
 HINT = "Use --auto or --allow RULE to let such calls run."
@@ -172,3 +172,33 @@ def test_a_closed_stdout_is_reported_once_and_never_raises(fmt: str) -> None:
     ui.result({"type": "result", "is_error": False, "result": "the answer"})
     ui.result({"type": "result", "is_error": False, "result": "again"})
     assert closed == ["x"]
+
+
+# ---------------------------------------------------------------- command outcomes
+
+
+def test_the_outcome_mark_reads_the_command_status_not_the_summary() -> None:
+    call = ToolCall("c", "run_cmd", {"command": "make"})
+    failed = Evidence(call, 0, 0.1, "exit 0 · 0.1s", "", command=CommandStatus("exited", 2, 0.1))
+    slow = Evidence(call, 0, 0.1, "", "", command=CommandStatus("timed_out", None, 5.0))
+    waiting = Evidence(call, 0, 0.1, "", "", command=CommandStatus("waiting_for_input", session="s1"))
+    worded = Evidence(ToolCall("d", "read_file", {}), 0, 0.1, "exit 1 · 0.1s", "exit 1")
+    assert [outcome_mark(e) for e in (failed, slow, waiting, worded)] == ["!", "!", "✓", "✓"]
+    assert failed.as_dict()["command"] == {"state": "exited", "exit_code": 2, "elapsed_ms": 100.0}
+    assert "command" not in worded.as_dict()
+
+
+async def test_a_command_tool_that_never_returns_is_recorded_as_timed_out(tmp_path: Path) -> None:
+    import asyncio
+
+    async def hang(args: object, ctx: object) -> str:
+        await asyncio.Event().wait()
+        return ""
+
+    shell = make_tool("run_cmd", hang, TextArgs, reads=False, runs_commands=True, timeout=0.2)
+    reader = make_tool("read_file", hang, TextArgs, timeout=0.2)
+    dispatcher = Dispatcher(ToolTable([shell, reader]), ToolContext(root=tmp_path), HeadlessUI("json"))
+    _, ran = await dispatcher.dispatch(ToolCall("c1", "run_cmd", {"filepath": "a", "content": "x"}))
+    _, read = await dispatcher.dispatch(ToolCall("c2", "read_file", {"filepath": "a", "content": "x"}))
+    assert ran.error and ran.command == CommandStatus("timed_out", elapsed=0.2)
+    assert read.error and read.command is None

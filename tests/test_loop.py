@@ -64,7 +64,7 @@ async def test_plain_answer_streams_and_ends(tmp_path: Path) -> None:
     conv = Conversation()
     result = await loop.run_turn(conv, "hi")
     assert result.text == "Hello there, friend."
-    assert result.stop_reason == "end_turn" and result.steps == 1
+    assert result.stop_reason == "end_turn" and result.requests == 1
     assert ui.shown == "Hello there, friend."
     assert [m.role for m in conv.messages] == ["user", "assistant"]
     assert provider.requests[0].messages[0].role == "system"
@@ -389,6 +389,26 @@ async def test_after_hooks_see_changed_paths_and_failures_become_notices(tmp_pat
     await loop.run_turn(Conversation(), "go")
     assert seen == [(tmp_path / "a",)]
     assert any("ZeroDivisionError" in message for _, message in ui.notices)
+
+
+async def test_a_before_hook_that_raises_is_reported_and_the_call_still_runs(tmp_path: Path) -> None:
+    ran = []
+    writer = make_tool(
+        "write", lambda a, c: ran.append(a.filepath) or "written", TextArgs,
+        reads=False, writes_files=True,
+    )
+    provider = ScriptedProvider([call(("write", {"filepath": "a", "content": "x"})), say("done")])
+    loop, ui = build(provider, [writer], tmp_path)
+
+    def broken_snapshot(call: ToolCall, tool: object) -> None:
+        raise OSError("snapshot store is read-only")
+
+    loop.dispatcher.before_run.append(broken_snapshot)
+    result = await loop.run_turn(Conversation(), "go")
+    assert result.stop_reason == "end_turn" and result.text == "done"
+    assert ran == ["a"] and not result.evidence[0].error
+    warnings = [message for level, message in ui.notices if level == "warning"]
+    assert warnings == ["a hook before write ran failed: OSError: snapshot store is read-only"]
 
 
 async def test_repeated_call_ids_from_a_server_get_fresh_ones(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def rules(allow: Sequence[str] = (), deny: Sequence[str] = ()) -> RuleSet:
 
 
 def command_verdict(ruleset: RuleSet, command: str) -> str:
-    return ruleset.decide("run_cmd", command, runs_commands=True).verdict
+    return ruleset.decide("run_cmd", command, runs_commands=True).action
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -122,23 +122,23 @@ def test_wildcards_in_patterns() -> None:
     ruleset = rules(allow=["run_cmd(git log *)", "web_fetch(https://docs.example.com/*)"])
     assert command_verdict(ruleset, "git log -1 --oneline") == "allow"
     assert command_verdict(ruleset, "git log") == "ask"
-    assert ruleset.decide("web_fetch", "https://docs.example.com/a/b").verdict == "allow"
-    assert ruleset.decide("web_fetch", "https://docs.example.com.evil/x").verdict == "ask"
-    assert ruleset.decide("web_fetch", "https://evil/?u=https://docs.example.com/").verdict == "ask"
+    assert ruleset.decide("web_fetch", "https://docs.example.com/a/b").action == "allow"
+    assert ruleset.decide("web_fetch", "https://docs.example.com.evil/x").action == "ask"
+    assert ruleset.decide("web_fetch", "https://evil/?u=https://docs.example.com/").action == "ask"
 
 
 def test_question_mark_matches_one_character_and_brackets_are_literal() -> None:
     ruleset = rules(allow=["read_url(http://h/?)", "run_cmd(test [ -f x ])"])
-    assert ruleset.decide("read_url", "http://h/a").verdict == "allow"
-    assert ruleset.decide("read_url", "http://h/ab").verdict == "ask"
+    assert ruleset.decide("read_url", "http://h/a").action == "allow"
+    assert ruleset.decide("read_url", "http://h/ab").action == "ask"
     assert command_verdict(ruleset, "test [ -f x ]") == "allow"
     assert command_verdict(ruleset, "test f") == "ask"
 
 
 def test_rule_without_pattern_covers_every_call() -> None:
     ruleset = rules(allow=["read_url"], deny=["delete_file"])
-    assert ruleset.decide("read_url", "anything").verdict == "allow"
-    assert ruleset.decide("delete_file", "a.txt", is_path=True).verdict == "deny"
+    assert ruleset.decide("read_url", "anything").action == "allow"
+    assert ruleset.decide("delete_file", "a.txt", is_path=True).action == "deny"
 
 
 def test_deny_wins_over_allow() -> None:
@@ -146,16 +146,16 @@ def test_deny_wins_over_allow() -> None:
         allow=["run_cmd(rm *)", "delete_file"], deny=["run_cmd(rm -rf *)", "delete_file"]
     )
     decision = ruleset.decide("run_cmd", "rm -rf build", runs_commands=True)
-    assert decision.verdict == "deny"
+    assert decision.action == "deny"
     assert decision.rule == Rule.parse("run_cmd(rm -rf *)", "user")
     assert "run_cmd(rm -rf *)" in decision.reason
     assert command_verdict(ruleset, "rm build") == "allow"
-    assert ruleset.decide("delete_file", "x").verdict == "deny"
+    assert ruleset.decide("delete_file", "x").action == "deny"
 
 
 def test_unknown_calls_ask() -> None:
     decision = rules(allow=["run_cmd(git status)"]).decide("write_file", "a.txt", is_path=True)
-    assert decision.verdict == "ask"
+    assert decision.action == "ask"
     assert decision.rule is None
     assert "write_file(a.txt)" in decision.reason
 
@@ -166,13 +166,13 @@ def test_unknown_calls_ask() -> None:
 @pytest.mark.parametrize("path", ["src/a.py", "./src/a.py", "src//pkg/./b.py"])
 def test_relative_paths_are_normalized(path: str, tmp_path: Path) -> None:
     ruleset = rules(allow=["write_file(src/*)"])
-    assert ruleset.decide("write_file", path, is_path=True, root=tmp_path).verdict == "allow"
+    assert ruleset.decide("write_file", path, is_path=True, root=tmp_path).action == "allow"
 
 
 def test_absolute_path_inside_root_matches_relative_pattern(tmp_path: Path) -> None:
     ruleset = rules(allow=["write_file(src/*)"])
     absolute = str(tmp_path / "src" / "a.py")
-    assert ruleset.decide("write_file", absolute, is_path=True, root=tmp_path).verdict == "allow"
+    assert ruleset.decide("write_file", absolute, is_path=True, root=tmp_path).action == "allow"
 
 
 @pytest.mark.parametrize(
@@ -180,13 +180,13 @@ def test_absolute_path_inside_root_matches_relative_pattern(tmp_path: Path) -> N
 )
 def test_dotdot_cannot_leave_the_named_directory(path: str, tmp_path: Path) -> None:
     ruleset = rules(allow=["write_file(src/*)"])
-    assert ruleset.decide("write_file", path, is_path=True, root=tmp_path).verdict == "ask"
+    assert ruleset.decide("write_file", path, is_path=True, root=tmp_path).action == "ask"
 
 
 def test_absolute_path_outside_root_does_not_match_relative_pattern(tmp_path: Path) -> None:
     ruleset = rules(allow=["write_file(src/*)"])
     outside = str(tmp_path.parent / "src" / "a.py")
-    assert ruleset.decide("write_file", outside, is_path=True, root=tmp_path).verdict == "ask"
+    assert ruleset.decide("write_file", outside, is_path=True, root=tmp_path).action == "ask"
 
 
 def test_symlink_inside_allowed_directory_cannot_escape(tmp_path: Path) -> None:
@@ -195,9 +195,9 @@ def test_symlink_inside_allowed_directory_cannot_escape(tmp_path: Path) -> None:
     os.symlink(tmp_path / "secrets", tmp_path / "src" / "link")
     ruleset = rules(allow=["write_file(src/*)"])
     decision = ruleset.decide("write_file", "src/link/key.txt", is_path=True, root=tmp_path)
-    assert decision.verdict == "ask"
+    assert decision.action == "ask"
     assert (
-        ruleset.decide("write_file", "src/ok.txt", is_path=True, root=tmp_path).verdict == "allow"
+        ruleset.decide("write_file", "src/ok.txt", is_path=True, root=tmp_path).action == "allow"
     )
 
 
@@ -208,9 +208,9 @@ def test_symlink_before_dotdot_is_followed_as_the_kernel_does(tmp_path: Path) ->
     (tmp_path / "src" / "lnk").symlink_to("../other/deep")
     ruleset = rules(allow=["write_file(src/*)"])
     decision = ruleset.decide("write_file", "src/lnk/../pwn.txt", is_path=True, root=tmp_path)
-    assert decision.verdict == "ask"
+    assert decision.action == "ask"
     denied = rules(allow=["write_file"], deny=["write_file(other/*)"])
-    assert denied.decide("write_file", "src/lnk/../pwn.txt", is_path=True, root=tmp_path).verdict == "deny"
+    assert denied.decide("write_file", "src/lnk/../pwn.txt", is_path=True, root=tmp_path).action == "deny"
 
 
 def test_deny_sees_a_path_through_proc_self_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,7 +219,7 @@ def test_deny_sees_a_path_through_proc_self_cwd(tmp_path: Path, monkeypatch: pyt
     monkeypatch.chdir(root)
     ruleset = rules(allow=["write_file"], deny=["write_file(secret/*)"])
     path = "/proc/self/cwd/../proj/secret/k"  # lexically /proc/self/proj/secret/k
-    assert ruleset.decide("write_file", path, is_path=True, root=root).verdict == "deny"
+    assert ruleset.decide("write_file", path, is_path=True, root=root).action == "deny"
 
 
 def test_a_final_symlink_is_judged_followed_and_as_itself(tmp_path: Path) -> None:
@@ -227,20 +227,20 @@ def test_a_final_symlink_is_judged_followed_and_as_itself(tmp_path: Path) -> Non
     (tmp_path / "src" / "out").symlink_to(tmp_path.parent)
     ruleset = rules(allow=["delete_file(src/*)"])
     # unlink would remove only the link, yet what it points to lies outside src/: ask.
-    assert ruleset.decide("delete_file", "src/out", is_path=True, root=tmp_path).verdict == "ask"
+    assert ruleset.decide("delete_file", "src/out", is_path=True, root=tmp_path).action == "ask"
     denied = rules(allow=["delete_file"], deny=["delete_file(src/out)"])
-    assert denied.decide("delete_file", "src/out", is_path=True, root=tmp_path).verdict == "deny"
+    assert denied.decide("delete_file", "src/out", is_path=True, root=tmp_path).action == "deny"
 
 
 @pytest.mark.parametrize("path", [".env", "config/.env", "./config/../.env"])
 def test_deny_pattern_sees_every_spelling_of_a_path(path: str, tmp_path: Path) -> None:
     ruleset = rules(allow=["write_file"], deny=["write_file(*/.env)"])
-    assert ruleset.decide("write_file", path, is_path=True, root=tmp_path).verdict == "deny"
+    assert ruleset.decide("write_file", path, is_path=True, root=tmp_path).action == "deny"
 
 
 def test_deny_written_with_dot_slash_still_applies(tmp_path: Path) -> None:
     ruleset = rules(allow=["write_file"], deny=["write_file(./secrets/*)"])
-    assert ruleset.decide("write_file", "secrets/a", is_path=True, root=tmp_path).verdict == "deny"
+    assert ruleset.decide("write_file", "secrets/a", is_path=True, root=tmp_path).action == "deny"
 
 
 # --- shell tricks ------------------------------------------------------------------------
@@ -431,7 +431,7 @@ def test_the_bash_oracle_sees_a_second_command(tmp_path: Path) -> None:
 def test_every_part_allowed_allows_the_compound() -> None:
     ruleset = rules(allow=["run_cmd(git status)", "run_cmd(git log *)"])
     decision = ruleset.decide("run_cmd", "git status && git log -1", runs_commands=True)
-    assert decision.verdict == "allow"
+    assert decision.action == "allow"
     assert "git log *" in decision.reason
     assert command_verdict(ruleset, "git status && git log -1; rm x") == "ask"
 
@@ -473,7 +473,7 @@ def test_opaque_reason_is_explained() -> None:
     decision = rules(allow=["run_cmd(git status)"]).decide(
         "run_cmd", "git status > out.txt", runs_commands=True
     )
-    assert decision.verdict == "ask"
+    assert decision.action == "ask"
     assert "redirection" in decision.reason
 
 

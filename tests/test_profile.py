@@ -319,6 +319,12 @@ async def test_an_answer_without_looking_gets_look_first_once(tmp_path: Path) ->
     assert nudges_of(provider) == [LOOK_FIRST]
 
 
+async def test_a_nudged_retry_counts_as_a_request(tmp_path: Path) -> None:
+    provider, conv, result = await run_nudged(tmp_path, [say("It prints 1977."), say("It prints 1977.")])
+    assert result.requests == len(provider.requests) == 2
+    assert conv.requests == 2
+
+
 async def test_no_nudge_for_a_greeting_or_when_nudges_are_off(tmp_path: Path) -> None:
     provider, _, _ = await run_nudged(tmp_path, [say("Hello!")], request="hi there")
     assert len(provider.requests) == 1

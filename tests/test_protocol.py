@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from typing import Any
 
 import pytest
@@ -802,7 +801,8 @@ def test_stream_filter_drops_a_stray_think_close() -> None:
     assert run_filter(["I think.", "</th", "ink>Answer."]) == ("I think.Answer.", "")
 
 
-def test_stream_filter_is_linear() -> None:
+def test_stream_filter_handles_a_huge_reply() -> None:
+    """What it shows; how long it takes is bench/bench_parse.py's figure."""
     body = ("x = '<content>' \" \\ {}\n" * 50_000)[:1_000_000]
     reply = (
         "Start <tool_call>\n"
@@ -813,23 +813,20 @@ def test_stream_filter_is_linear() -> None:
         + "word " * 100_000
     )
     stream = StreamFilter(TABLE)
-    started = time.perf_counter()
     shown = []
     for pos in range(0, len(reply), 200):
         shown += stream.feed(reply[pos : pos + 200])
     shown += stream.flush()
-    assert time.perf_counter() - started < 5
     assert "".join(c for _, c in shown) == "Start  end " + "word " * 100_000
 
 
-def test_parse_reply_handles_a_large_file_body_quickly() -> None:
+def test_parse_reply_handles_a_large_file_body() -> None:
+    """What it parses; how long it takes is bench/bench_parse.py's figure."""
     body = 'line with "quotes" and } and \\ and <tags>\n' * 40_000
     reply = render_call_as_text(
         ToolCall("c", "write_file", {"filepath": "big.txt", "content": body}), TABLE
     )
-    started = time.perf_counter()
     result = parse_reply(reply, TABLE)
-    assert time.perf_counter() - started < 2
     assert result.calls[0].arguments["content"] == body
 
 

@@ -36,6 +36,7 @@ from tether.core.messages import (
 )
 from tether.core.toolspec import Tool
 from tether.providers import create_provider
+from tether.providers._http import answered_history
 from tether.providers.anthropic import (
     AnthropicProvider,
     AnthropicStreamDecoder,
@@ -383,12 +384,12 @@ def test_foreign_call_ids_are_made_safe_on_both_sides():
 
 def test_a_call_left_without_result_is_answered_and_a_stray_result_becomes_text():
     turns = encode_messages(
-        [
+        answered_history([
             Message.user("go"),
             Message("assistant", [ToolCall("c1", "read_file", {})]),
             Message.user("never mind"),
             Message("tool", [ToolResult("zz", "list_dir", "a\nb")]),
-        ]
+        ])
     )
     assert turns[2]["content"][0] == {
         "type": "tool_result",

@@ -38,6 +38,7 @@ from tether.core.messages import (
 )
 from tether.core.toolspec import Tool
 from tether.providers import create_provider
+from tether.providers._http import answered_history
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.gemini import (
     FOREIGN_SIGNATURE,
@@ -333,11 +334,11 @@ def test_roles_alternate_and_empty_text_is_never_sent():
 
 def test_a_call_left_without_result_is_answered():
     contents = encode_contents(
-        [
+        answered_history([
             Message.user("go"),
             Message("assistant", [ToolCall("c1", "read_file", {}), ToolCall("c2", "list_dir", {})]),
             Message("tool", [ToolResult("c2", "list_dir", "a")]),
-        ]
+        ])
     )
     responses = [p["functionResponse"] for p in contents[-1]["parts"]]
     assert [r["name"] for r in responses] == ["read_file", "list_dir"]

@@ -12,15 +12,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeserver import FakeServer, Reply
+from fakeserver import (
+    FakeServer,
+    Reply,
+    anthropic_history_problem,
+    gemini_history_problem,
+    ollama_history_problem,
+    openai_history_problem,
+)
 from pydantic import BaseModel
 
 from tether.core.dispatch import Dispatcher
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
-from tether.core.messages import Message, Text, Thinking, ToolCall, ToolResult
+from tether.core.messages import Message, Text, TextDelta, Thinking, ToolCall, ToolResult
 from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.providers import anthropic, gemini, ollama, openai
+from tether.providers._http import MISSING_RESULT, answered_history
 from tether.providers.base import RequestOptions
 
 MODEL = "m"
@@ -71,81 +79,20 @@ def recorded_session() -> list[Message]:
 
 
 def validate_anthropic(body: dict[str, Any]) -> None:
-    turns = body["messages"]
-    assert turns and turns[0]["role"] == "user"
-    for earlier, later in zip(turns, turns[1:], strict=False):
-        assert earlier["role"] != later["role"], "roles must alternate"
-    for i, turn in enumerate(turns):
-        assert turn["content"], "no empty turns"
-        for block in turn["content"]:
-            if block["type"] == "text":
-                assert block["text"].strip(), "no empty text blocks"
-        uses = [b["id"] for b in turn["content"] if b["type"] == "tool_use"]
-        if turn["role"] == "assistant" and uses:
-            answer = turns[i + 1]
-            assert answer["role"] == "user"
-            kinds = [b["type"] for b in answer["content"]]
-            results = [b["tool_use_id"] for b in answer["content"] if b["type"] == "tool_result"]
-            assert results == uses, "each tool_use answered in the next message, in order"
-            assert kinds[: len(results)] == ["tool_result"] * len(results), "results come first"
-        if turn["role"] == "user":
-            previous = turns[i - 1]["content"] if i else []
-            called = {b["id"] for b in previous if b["type"] == "tool_use"}
-            for block in turn["content"]:
-                if block["type"] == "tool_result":
-                    assert block["tool_use_id"] in called, "no result without its call"
+    assert not anthropic_history_problem(body)
     assert isinstance(body["max_tokens"], int)
 
 
 def validate_gemini(body: dict[str, Any]) -> None:
-    contents = body["contents"]
-    assert contents and contents[0]["role"] == "user"
-    for earlier, later in zip(contents, contents[1:], strict=False):
-        assert earlier["role"] != later["role"], "roles must alternate"
-    for i, content in enumerate(contents):
-        assert content["role"] in ("user", "model") and content["parts"]
-        for part in content["parts"]:
-            assert part.get("text", "x").strip(), "no empty text parts"
-        calls = [p["functionCall"]["name"] for p in content["parts"] if "functionCall" in p]
-        responses = (
-            [
-                p["functionResponse"]["name"]
-                for p in contents[i + 1]["parts"]
-                if "functionResponse" in p
-            ]
-            if calls
-            else []
-        )
-        assert responses == calls, "one functionResponse per functionCall, in order"
-        if content["role"] == "user" and i:
-            answered = [p for p in content["parts"] if "functionResponse" in p]
-            asked = [p for p in contents[i - 1]["parts"] if "functionCall" in p]
-            assert len(answered) in (0, len(asked))
+    assert not gemini_history_problem(body)
 
 
 def validate_openai(body: dict[str, Any]) -> None:
-    messages = body["messages"]
-    for i, message in enumerate(messages):
-        ids = [c["id"] for c in message.get("tool_calls") or []]
-        if ids:
-            following = messages[i + 1 : i + 1 + len(ids)]
-            assert [m["role"] for m in following] == ["tool"] * len(ids)
-            assert [m["tool_call_id"] for m in following] == ids, "every call id answered"
-        if message["role"] == "tool":
-            earlier = [c["id"] for m in messages[:i] for c in m.get("tool_calls") or []]
-            assert message["tool_call_id"] in earlier
+    assert not openai_history_problem(body)
 
 
 def validate_ollama(body: dict[str, Any]) -> None:
-    messages = body["messages"]
-    for i, message in enumerate(messages):
-        calls = message.get("tool_calls") or []
-        if calls:
-            following = messages[i + 1 : i + 1 + len(calls)]
-            assert [m["role"] for m in following] == ["tool"] * len(calls)
-            assert [m["tool_name"] for m in following] == [c["function"]["name"] for c in calls]
-        if message["role"] == "tool":
-            assert messages[i - 1]["role"] in ("assistant", "tool")
+    assert not ollama_history_problem(body)
 
 
 @dataclass(frozen=True)
@@ -217,16 +164,59 @@ def test_the_error_result_stays_an_error_in_every_rendering():
     assert openai_body["messages"][3]["content"].startswith("Error: ")
 
 
-@pytest.mark.parametrize("wire", WIRES, ids=IDS)
-def test_a_trimmed_or_foreign_history_is_repaired_into_a_valid_request(wire: Wire):
-    if wire.name in ("ollama", "openai"):
-        pytest.skip("chat-completions formats are encoded as recorded")
-    history = [
+def broken_history() -> list[Message]:
+    return [
         Message("tool", [ToolResult("call_gone", "read_file", "orphaned")]),  # its call was trimmed
         Message("assistant", [Thinking("hmm"), ToolCall("call_x", "read_file", {"filepath": "x"})]),
         Message.user("Stop, answer now."),  # the call never got its result
     ]
-    wire.validate(wire.encode(history, None, RequestOptions(MODEL)))
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=IDS)
+def test_a_trimmed_or_foreign_history_is_repaired_into_a_valid_request(wire: Wire):
+    with pytest.raises(AssertionError):  # as recorded, every API would refuse it
+        wire.validate(wire.encode(broken_history(), None, RequestOptions(MODEL)))
+    wire.validate(wire.encode(answered_history(broken_history()), None, RequestOptions(MODEL)))
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=IDS)
+async def test_every_provider_repairs_the_history_it_sends(wire: Wire):
+    """Not only the encoders of alternating turns: each provider's stream repairs first."""
+    with FakeServer([Reply(text="Answered.")]) as server:
+        provider = wire.make(server.url)
+        events = [e async for e in provider.stream(broken_history(), None, RequestOptions(MODEL))]
+        await provider.aclose()
+        (body,) = server.bodies(wire.path)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Answered."
+    wire.validate(body)
+    assert MISSING_RESULT in json.dumps(body) and "orphaned" in json.dumps(body)
+
+
+def cancelled_session() -> list[Message]:
+    """A session saved while a call was still running (an older tether, a killed process):
+    the call is stored, its result never was."""
+    messages = [
+        Message.user("Run the tests."),
+        Message("assistant", [ToolCall("call_run", "read_file", {"filepath": "a.txt"})]),
+    ]
+    saved = json.dumps([m.to_dict() for m in messages])
+    return [Message.from_dict(d) for d in json.loads(saved)]
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=IDS)
+async def test_a_cancelled_calls_history_is_accepted_by_every_provider(wire: Wire, tmp_path):
+    """Regression: the OpenAI and Ollama encoders sent a dangling call as it was, and a real
+    OpenAI-compatible API refuses the next request (so does the fake server, in each format)."""
+    with FakeServer([Reply(text="Picking up again.")]) as server:
+        provider = wire.make(server.url)
+        loop, _ = build_loop(provider, tmp_path)
+        conv = Conversation(messages=cancelled_session())
+        result = await loop.run_turn(conv, "Go on.")
+        await provider.aclose()
+        (body,) = server.bodies(wire.path)
+    assert result.stop_reason == "end_turn" and result.text == "Picking up again.", result.error
+    wire.validate(body)
+    assert MISSING_RESULT in json.dumps(body)
 
 
 # ---------------------------------------------------------------- through the loop

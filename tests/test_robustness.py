@@ -99,7 +99,7 @@ def test_history_that_cannot_be_written_warns_once_and_the_app_goes_on(
             app.wait_for_text("Fine.")
             app.wait_for_prompt()
         app.line("/usage")
-        app.wait_for_text("input ")
+        app.wait_for_output("input ")
         app.wait_for_prompt()
         text = leave(app)
     assert text.count("cannot be used") == 1
@@ -244,7 +244,7 @@ def test_a_slash_command_hitting_an_unusable_file_says_so_and_the_app_goes_on(
         app.wait_for_text("not remembered")
         app.wait_for_prompt()
         app.line("/usage")
-        app.wait_for_text("input ")
+        app.wait_for_output("input ")
         app.wait_for_prompt()
         text = leave(app)
     assert "Connected: openai · other-model" in text

@@ -193,19 +193,6 @@ async def test_unexpected_failure_while_reading_is_a_connection_error(fake_serve
 # ---------------------------------------------------------------- programs from .git/config
 
 
-@pytest.fixture
-def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user or system git config leaks in; a fixed identity for the test's own commits."""
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global-gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_COUNT"):
-        monkeypatch.delenv(var, raising=False)
-    for var in ("AUTHOR", "COMMITTER"):
-        monkeypatch.setenv(f"GIT_{var}_NAME", "Test User")
-        monkeypatch.setenv(f"GIT_{var}_EMAIL", "user@example.com")
-
-
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from leftovers import BACKGROUND_FORMS, gone, pid_written
+from waiting import until, wait_until
 
 from tether.safety import shell_session, stdin_probe
 from tether.safety.shell_session import (
@@ -111,9 +112,8 @@ async def test_prompt_still_in_the_pipe_when_proc_says_reading_is_returned(
     real = shell_session.stdin_verdict
 
     def slow_scan(leader: int, inode: int) -> str:
-        deadline = time.monotonic() + 30
-        while real(leader, inode) != "reading" and time.monotonic() < deadline:
-            time.sleep(0.01)  # the event loop cannot read the prompt meanwhile
+        # Blocking on purpose: the event loop cannot read the prompt meanwhile.
+        wait_until(lambda: real(leader, inode) == "reading", "the command to block reading")
         return real(leader, inode)
 
     monkeypatch.setattr(shell_session, "stdin_verdict", slow_scan)
@@ -208,8 +208,9 @@ async def test_child_in_its_own_session_is_killed_too(sessions: ShellSessions) -
 
 
 async def test_background_child_does_not_hold_the_command(sessions: ShellSessions) -> None:
-    outcome = await sessions.run("sleep 30 & echo $!; echo started", timeout=10)
-    assert outcome.state == "exited" and outcome.elapsed < 2
+    # Held by its child, the command would run into its timeout (the child sleeps longer).
+    outcome = await sessions.run("sleep 1000 & echo $!; echo started", timeout=60)
+    assert outcome.state == "exited"
     (pid,) = pids_in(outcome.output)
     assert not gone(pid)
     await sessions.close_all()
@@ -327,10 +328,7 @@ async def test_orphans_are_adopted_and_reaped(tmp_path: Path, sessions: ShellSes
     assert psutil.Process(pid).ppid() == os.getpid()
     with open(fifo, "w"):  # opening and closing the FIFO lets the orphan's read end
         pass
-    deadline = time.monotonic() + 30
-    while psutil.pid_exists(pid) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert not psutil.pid_exists(pid), "the orphan was left a zombie"
+    await until(lambda: not psutil.pid_exists(pid), f"the orphan {pid} to be reaped, not left a zombie")
 
 
 @linux_only

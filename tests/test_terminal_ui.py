@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from tether.core.messages import Evidence, ToolCall
+from tether.core.messages import CommandStatus, Evidence, ToolCall
 from tether.ui.terminal.terminal_ui import LIVE_LINES, TerminalUI
 
 
@@ -36,7 +36,8 @@ def test_short_output_is_shown_once_and_a_failed_command_is_marked() -> None:
     call = ToolCall("c", "run_cmd", {"command": "false"})
     ui.tool_start(call)
     ui.command_output("no newline at the end")
-    ui.tool_end(Evidence(call, 0, 0.1, "exit 1 · 0.1s", "no newline at the end\n[exit code 1]"))
+    ui.tool_end(Evidence(call, 0, 0.1, "exit 1 · 0.1s", "no newline at the end\n[exit code 1]",
+                         command=CommandStatus("exited", 1, 0.1)))
     text = buf.getvalue()
     assert text.count("no newline at the end") == 1
     assert "! exit 1" in text

@@ -28,14 +28,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
-BASE_URL_SETTING = {
-    "ollama": "ollama_host",
-    "openai": "openai_base_url",
-    "anthropic": "anthropic_base_url",
-    "gemini": "gemini_base_url",
-}
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tether",
@@ -301,7 +293,9 @@ def with_base_url(settings: Settings, base_url: str | None) -> Settings:
     """--base-url sets the URL of whichever provider is chosen."""
     if not base_url:
         return settings
-    key = BASE_URL_SETTING.get(settings.provider)
+    from .providers import BASE_URL_SETTINGS
+
+    key = BASE_URL_SETTINGS.get(settings.provider)
     if key is None:
         raise ValueError(f"--base-url is not supported for provider {settings.provider!r}")
     return settings.model_copy(update={key: base_url.rstrip("/")})
@@ -410,7 +404,7 @@ def result_object(result: Any, started: float) -> dict[str, Any]:
         "is_error": result.stop_reason == "error",
         "result": result.error if result.stop_reason == "error" else result.text,
         "stop_reason": result.stop_reason,
-        "num_turns": result.steps,
+        "num_turns": result.requests,
         "duration_ms": round((time.monotonic() - started) * 1000),
         "usage": result.usage.as_dict(),
         "tool_calls": [e.as_dict() for e in result.evidence],
@@ -431,7 +425,7 @@ def failed_result(conv: Any, started: float, message: str, stop_reason: str = "e
         "is_error": True,
         "result": message,
         "stop_reason": stop_reason,
-        "num_turns": sum(1 for m in conv.messages if m.role == "assistant"),
+        "num_turns": conv.requests,
         "duration_ms": round((time.monotonic() - started) * 1000),
         "usage": conv.usage.as_dict(),
         "tool_calls": [e.as_dict() for e in conv.evidence],

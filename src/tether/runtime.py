@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .core.context import Compressor, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .core.loop import ProtocolMode, TurnLoop, TurnSettings
+from .core.loop import ContextGuard, ProtocolMode, TurnLoop, TurnSettings
 from .core.messages import ToolCall
 from .core.profile import (
     CORE_TOOLS,
@@ -119,13 +119,12 @@ class Runtime:
     def context_window(self) -> int:
         """The loop's context window in tokens; 0 when no guard knows one."""
         guard = self.loop.guard
-        return guard.window if isinstance(guard, Compressor) else 0
+        return guard.window if guard is not None else 0
 
-    def compactor(self) -> Compressor | None:
+    def compactor(self) -> ContextGuard | None:
         """The guard that can condense the history on request (also with automatic
         compression off); None before the start has installed one."""
-        guard = self.loop.guard
-        return guard if isinstance(guard, Compressor) else None
+        return self.loop.guard
 
     def add_session_rule(self, kind: RuleKind, text: str) -> Rule:
         """An allow or deny rule for this session only; RuleError for a rule that cannot be parsed."""

@@ -5,7 +5,8 @@ Three pieces:
 - `TokenEstimator`: a cheap count (about four characters a token) that
   calibrates itself against the counts the provider reports.
 - `context_window`: how many tokens a model can take, from an explicit
-  setting, the provider itself, or a table of known hosted models.
+  setting or the provider itself (`known_context_window` is the table of
+  known hosted models the providers consult).
 - `Compressor`: the loop's `ContextGuard`. Before a request would overflow it
   first trims old tool results, then condenses the history before the current
   turn into one summary (or, if the summary request fails, drops the oldest
@@ -18,8 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .messages import (
@@ -44,15 +44,6 @@ PART_OVERHEAD = 3
 
 DEFAULT_WINDOW = 8192
 """A conservative window for models nobody told us about."""
-OLLAMA_DEFAULT_NUM_CTX = 4096
-"""What an Ollama server uses when neither the request nor the model sets num_ctx.
-
-The chat body sent by this package sets no `options.num_ctx`, so the server's
-default applies: 2048 on old servers, 4096 on current ones with less than
-24 GiB of VRAM, more on larger GPUs or with OLLAMA_CONTEXT_LENGTH. 4096 is the
-common case; a user with more sets the window explicitly.
-"""
-
 KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
     ("claude-", 200_000),
     ("gpt-4o", 128_000),
@@ -183,80 +174,20 @@ def known_context_window(model: str) -> int | None:
     return max(matches)[1] if matches else None
 
 
-def ollama_context_window(
-    show: Mapping[str, Any], default_num_ctx: int = OLLAMA_DEFAULT_NUM_CTX
-) -> int:
-    """The window an Ollama server will use, from its `/api/show` answer.
+async def context_window(provider: Provider, model: str, settings_override: int | None = None) -> int:
+    """How many tokens `model` can take: the setting, else what the provider says, else 8192.
 
-    The model's own `num_ctx` parameter wins over the server default; neither
-    can exceed what the model was trained for (`model_info["*.context_length"]`).
-    Assumes the chat request does not set `options.num_ctx`.
-    """
-    used = _num_ctx_parameter(show.get("parameters")) or default_num_ctx
-    trained = _trained_context_length(show.get("model_info"))
-    return min(used, trained) if trained else used
-
-
-def _num_ctx_parameter(parameters: Any) -> int | None:
-    """`parameters` is Modelfile text: one `name value` pair a line."""
-    if isinstance(parameters, Mapping):
-        return _positive_int(parameters.get("num_ctx"))
-    if not isinstance(parameters, str):
-        return None
-    for line in parameters.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[0] == "num_ctx":
-            return _positive_int(fields[1])
-    return None
-
-
-def _trained_context_length(model_info: Any) -> int | None:
-    if not isinstance(model_info, Mapping):
-        return None
-    for key, value in model_info.items():
-        if isinstance(key, str) and key.endswith(".context_length"):
-            return _positive_int(value)
-    return None
-
-
-def _positive_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        return None
-    return number if number > 0 else None
-
-
-async def context_window(provider: Any, model: str, settings_override: int | None = None) -> int:
-    """How many tokens `model` can take: the setting, else the provider, else the table.
-
-    A known hosted model is taken from the table without asking. Otherwise a
-    provider may offer `async def context_window(model) -> int | None` (Ollama asks
-    its server, an OpenAI-compatible server may state it in its model list); when it
-    cannot tell, Ollama gets its default num_ctx and others 8192.
+    Each provider knows its own answer (`Provider.context_window`): a hosted model's from
+    the table of known windows, a local server's by asking it (Ollama's `/api/show`, an
+    OpenAI-compatible server's model list). A provider that cannot tell says None.
     """
     if settings_override is not None and settings_override > 0:
         return settings_override
-    ollama = getattr(provider, "name", "") == "ollama"
-    known = None if ollama else known_context_window(model)
-    if known:  # a hosted model: no need to ask the server (a round trip on every start)
-        return known
-    asked = await _ask_provider(provider, model)
-    if asked:
-        return asked
-    return OLLAMA_DEFAULT_NUM_CTX if ollama else DEFAULT_WINDOW
-
-
-async def _ask_provider(provider: Any, model: str) -> int | None:
-    probe = getattr(provider, "context_window", None)
-    if not callable(probe):
-        return None
     try:
-        return _positive_int(await probe(model))
+        asked = await provider.context_window(model)
     except ProviderError:
-        return None
+        asked = None
+    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else DEFAULT_WINDOW
 
 
 # ---------------------------------------------------------------- the guard

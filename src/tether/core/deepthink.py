@@ -13,16 +13,14 @@ last thing the user reads is what really ran and how it ended.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..store.git_ops import DIFF_UNAVAILABLE, GitOps
 from ..tools.plan import PlanGate
-from ..tools.shell import ENDED_STATUS, EXIT_STATUS, TIMED_OUT_STATUS, WAITING_STATUS
 from .dispatch import CallPolicy, GateVerdict, first_line, window_text
 from .loop import Conversation, TurnLoop, TurnResult
-from .messages import Evidence, ToolCall, Usage
+from .messages import CommandState, Evidence, ToolCall, Usage
 from .toolspec import Tool, ToolTable
 from .ui_protocol import UI
 
@@ -76,14 +74,6 @@ NO_COMMANDS_LINE = "No commands were run: nothing was verified by running it."
 RUN_TOOL = "run_cmd"
 FOLLOW_UP_TOOLS = ("send_input", "end_process")
 """Tools that continue a command `run_cmd` left waiting for input (see tools/shell.py)."""
-
-# The status lines `tether.tools.shell.status_line` ends every result with.
-# An exit line may end with a note on background processes: " · 1 background process ...".
-_EXIT_RE = re.compile("^" + re.escape(EXIT_STATUS) + r"(-?\d+) · ([\d.]+)s(?: · [^\]]*)?\]$")
-_TIMED_OUT_RE = re.compile("^" + re.escape(TIMED_OUT_STATUS) + r"([\d.]+)s\b")
-_WAITING_RE = re.compile("^" + re.escape(WAITING_STATUS) + r"(\S+) ·")
-_ENDED_RE = re.compile("^" + re.escape(ENDED_STATUS) + r"([\d.]+)s\]$")
-
 
 # ---------------------------------------------------------------- results
 
@@ -305,7 +295,7 @@ class RanCommand:
     """How one command really ended, as its tool records say."""
 
     command: str
-    state: str  # exited | timed_out | waiting | ended
+    state: CommandState
     exit_code: int | None = None
     elapsed: float | None = None
     session: str | None = None
@@ -322,7 +312,7 @@ class RanCommand:
             return f"  {mark} {shown} → exit {self.exit_code}{took}"
         if self.state == "timed_out":
             return f"  ! {shown} → timed out"
-        if self.state == "waiting":
+        if self.state == "waiting_for_input":
             return f"  ! {shown} → left waiting for input (session {self.session})"
         return f"  ! {shown} → stopped before it finished (process killed){took}"
 
@@ -355,7 +345,7 @@ def commands_run(evidence: Sequence[Evidence]) -> list[RanCommand]:
                 _continue(command, record)
         else:
             continue
-        if command is not None and command.state == "waiting" and command.session:
+        if command is not None and command.state == "waiting_for_input" and command.session:
             waiting[command.session] = command
     return ran
 
@@ -370,34 +360,17 @@ def _ran(record: Evidence) -> RanCommand | None:
 
 
 def _continue(outcome: RanCommand, record: Evidence) -> bool:
-    """Update `outcome` from one record's status line; False when the record has none."""
-    if record.error:
-        # The dispatcher's own timeout: the command did run, it just never came back.
-        if record.summary == "timed out":
-            outcome.state, outcome.session = "timed_out", None
-            return True
+    """Update `outcome` from one record's command status; False when the record has none
+    (the call was refused, invalid, or the command could not start)."""
+    status = record.command
+    if status is None:
         return False
-    status = _last_line(record.result)
-    if match := _EXIT_RE.match(status):
-        outcome.state, outcome.exit_code = "exited", int(match.group(1))
-        outcome.elapsed = (outcome.elapsed or 0.0) + float(match.group(2))
-    elif _TIMED_OUT_RE.match(status):
-        outcome.state = "timed_out"
-    elif match := _WAITING_RE.match(status):
-        outcome.state, outcome.session = "waiting", match.group(1)
-    elif match := _ENDED_RE.match(status):
-        outcome.state = "ended"
-        outcome.elapsed = (outcome.elapsed or 0.0) + float(match.group(1))
-    else:
-        return False
+    outcome.state, outcome.session = status.state, status.session
+    if status.state == "exited":
+        outcome.exit_code = status.exit_code
+    if status.state in ("exited", "killed"):
+        outcome.elapsed = (outcome.elapsed or 0.0) + status.elapsed
     return True
-
-
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 async def deepthink_turn(chain: Deepthink, conv: Conversation, request: str) -> TurnResult:
@@ -411,7 +384,7 @@ async def deepthink_turn(chain: Deepthink, conv: Conversation, request: str) -> 
     return TurnResult(
         text=outcome.text,
         stop_reason=outcome.stop_reason,
-        steps=sum(r.steps for r in results),
+        requests=sum(r.requests for r in results),
         usage=usage,
         evidence=list(conv.evidence),
         error=error,

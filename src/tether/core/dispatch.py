@@ -21,15 +21,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from ..safety.safetext import bad_char_fields, cleaned_with_note
-from .messages import INVALID_JSON_KEY, Evidence, ToolCall, ToolResult
+from .messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
 from .textclip import keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui_protocol import UI
+from .verdict import GateVerdict
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
@@ -51,12 +52,6 @@ def window_text(text: str, cap: int) -> str:
 # ---------------------------------------------------------------- gates
 
 
-@dataclass(frozen=True)
-class GateVerdict:
-    action: Literal["allow", "deny", "ask"]
-    reason: str = ""
-
-
 class CallPolicy(Protocol):
     """Decides, before a call runs, whether it may run, must be refused, or needs asking."""
 
@@ -69,6 +64,8 @@ class AllowAll:
 
 
 BeforeHook = Callable[[ToolCall, Tool], None]
+"""Runs right before a call that passed the gates (the undo snapshot); one that raises is
+reported as a warning and the call still runs."""
 AfterHook = Callable[[ToolCall, Tool, ToolOutput], "str | None"]
 """Runs after a successful call; returns a notice for the user, or None."""
 
@@ -104,6 +101,7 @@ class Dispatcher:
             summary=output.summary or summarize(output.text),
             result=text,
             error=is_error,
+            command=output.command,
         )
         if not is_error and tool is not None:
             self._after(call, tool, output)
@@ -120,8 +118,7 @@ class Dispatcher:
         refusal = await self._gate(call, tool)
         if refusal:
             return ToolOutput(refusal, summary="blocked"), True
-        for hook in self.before_run:
-            hook(call, tool)
+        self._before(call, tool)
         return await self._run(tool, args)
 
     def _validate(self, call: ToolCall, tool: Tool) -> tuple[Any, str]:
@@ -195,10 +192,13 @@ class Dispatcher:
                     in_daemon_thread(tool.handler, args, self.ctx), timeout
                 )
         except asyncio.TimeoutError:
+            # A command tool that never came back did run: its command timed out.
+            status = CommandStatus("timed_out", elapsed=timeout) if tool.runs_commands else None
             return ToolOutput(
                 f"{tool.name} timed out after {timeout:g}s. The work may still be going on "
                 "in the background; check its effects before retrying.",
                 summary="timed out",
+                command=status,
             ), True
         except ToolError as exc:
             return ToolOutput(str(exc) or "failed", summary=first_line(str(exc))), True
@@ -213,14 +213,25 @@ class Dispatcher:
             return tool.result_cap
         return self.default_cap
 
+    def _before(self, call: ToolCall, tool: Tool) -> None:
+        for hook in self.before_run:
+            try:
+                hook(call, tool)
+            except Exception as exc:  # a failed snapshot is told, the call still runs
+                self._hook_failed(f"before {call.name} ran", exc)
+
     def _after(self, call: ToolCall, tool: Tool, output: ToolOutput) -> None:
         for hook in self.after_success:
             try:
                 notice = hook(call, tool, output)
             except Exception as exc:  # an observer must never fail the call
-                notice = f"{type(exc).__name__}: {exc}"
-            if notice:
-                self.ui.notice(notice, "warning")
+                self._hook_failed(f"after {call.name} ran", exc)
+            else:
+                if notice:
+                    self.ui.notice(notice, "warning")
+
+    def _hook_failed(self, when: str, exc: Exception) -> None:
+        self.ui.notice(f"a hook {when} failed: {type(exc).__name__}: {exc}", "warning")
 
 
 # ---------------------------------------------------------------- helpers

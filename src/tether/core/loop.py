@@ -75,6 +75,8 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    requests: int = 0
+    """Model requests completed, over the whole conversation (as `usage` counts tokens)."""
     context_tokens: int = 0
     """Input tokens of the latest request: how full the context window is."""
     loaded_tools: set[str] = field(default_factory=set)
@@ -85,7 +87,9 @@ class Conversation:
 class TurnResult:
     text: str
     stop_reason: str  # end_turn | max_steps | error | max_tokens | cancelled
-    steps: int
+    requests: int
+    """Model requests of the turn whose answer arrived whole: each tool round, each nudged
+    retry, the tool-free one at the step cap; not one that failed or was cancelled."""
     usage: Usage
     evidence: list[Evidence]
     error: str | None = None
@@ -125,6 +129,9 @@ class TurnSettings:
 class ContextGuard(Protocol):
     """Keeps each request inside the model's context window (see context.py)."""
 
+    window: int
+    """The tokens a request may hold, the reply included."""
+
     async def fit(
         self, messages: list[Message], turn_start: int, system: str, tools: Sequence[Tool] | None
     ) -> int:
@@ -136,6 +143,11 @@ class ContextGuard(Protocol):
         self, request: Sequence[Message], tools: Sequence[Tool] | None, usage: Usage
     ) -> None:
         """Calibrate the token estimate against the count the provider reported."""
+        ...
+
+    async def compact(self, messages: list[Message], turn_start: int | None = None) -> int:
+        """Condense the history before the latest request now (/compact), in place;
+        return the new index of that request."""
         ...
 
 
@@ -177,6 +189,7 @@ class TurnLoop:
         except asyncio.CancelledError:
             self.keep_partial(turn)
             turn.conv.usage = turn.conv.usage + turn.usage
+            turn.conv.requests += turn.requests
             raise
 
     # ------------------------------------------------------------ steps
@@ -206,6 +219,7 @@ class TurnLoop:
                                 "stream") from exc
         self._show(shown.flush())
         turn.pending = None
+        turn.requests += 1
         turn.usage = turn.usage + reply.usage
         turn.conv.context_tokens = reply.usage.input_tokens or turn.conv.context_tokens
         if self.guard is not None and reply.usage.input_tokens:
@@ -240,7 +254,6 @@ class TurnLoop:
 
     async def dispatch_all(self, turn: _Turn, reply: Reply, parsed: ParseResult) -> None:
         """Run the calls of one reply; results come back in call order."""
-        turn.steps += 1
         turn.conv.messages.append(self._assistant_message(parsed, reply))
         results: dict[str, ToolResult] = {}
         try:
@@ -274,12 +287,12 @@ class TurnLoop:
         parts.append(Text(text))
         turn.conv.messages.append(Message("assistant", parts))
         stop_reason = stop or ("max_tokens" if reply.stop_reason == "max_tokens" else "end_turn")
-        return turn.result(text, stop_reason, turn.steps + 1)
+        return turn.result(text, stop_reason)
 
     def fail(self, turn: _Turn, exc: ProviderError) -> TurnResult:
         visible = self.keep_partial(turn)
         self.ui.notice(str(exc), "error")
-        return turn.result(visible, "error", turn.steps, error=str(exc))
+        return turn.result(visible, "error", error=str(exc))
 
     def keep_partial(self, turn: _Turn) -> str:
         """Keep the text that arrived before a stream broke or was cancelled."""
@@ -376,16 +389,18 @@ class _Turn:
     conv: Conversation
     start: int = 0
     """Index of this turn's user message in conv.messages."""
-    steps: int = 0
+    requests: int = 0
+    """Model requests of this turn that completed."""
     usage: Usage = field(default_factory=Usage)
     pending: Reply | None = None
     read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
 
-    def result(self, text: str, stop: str, steps: int, error: str | None = None) -> TurnResult:
+    def result(self, text: str, stop: str, error: str | None = None) -> TurnResult:
         self.conv.usage = self.conv.usage + self.usage
-        return TurnResult(text, stop, steps, self.usage, list(self.conv.evidence), error)
+        self.conv.requests += self.requests
+        return TurnResult(text, stop, self.requests, self.usage, list(self.conv.evidence), error)
 
 
 def call_key(call: ToolCall) -> str:

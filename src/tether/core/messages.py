@@ -158,6 +158,38 @@ Event = TextDelta | ThinkingDelta | ToolCallEvent | Done
 # ---------------------------------------------------------------- evidence
 
 
+CommandState = Literal["exited", "waiting_for_input", "timed_out", "killed"]
+
+
+@dataclass(frozen=True)
+class CommandStatus:
+    """How a command stood when a shell tool returned: the typed form of its status line.
+
+    Set by run_cmd, send_input and end_process (and by the dispatcher when a command tool
+    never came back); whoever reports on commands reads these fields, never the text.
+    """
+
+    state: CommandState
+    exit_code: int | None = None
+    """The exit status (negative: the signal that ended it); None while it runs or waits."""
+    elapsed: float = 0.0
+    """Seconds this call waited on the command."""
+    session: str | None = None
+    """The session to answer while `waiting_for_input`."""
+
+    @property
+    def failed(self) -> bool:
+        """It ran and what it ran failed: a non-zero exit or a timeout."""
+        return self.state == "timed_out" or (self.state == "exited" and self.exit_code != 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"state": self.state, "exit_code": self.exit_code,
+                                 "elapsed_ms": round(self.elapsed * 1000, 1)}
+        if self.session is not None:
+            shown["session"] = self.session
+        return shown
+
+
 @dataclass
 class Evidence:
     """What one tool call did: kept for the turn, shown with the answer, stored with the session."""
@@ -168,12 +200,17 @@ class Evidence:
     summary: str
     result: str
     error: bool = False
+    command: CommandStatus | None = None
+    """How the command stood afterwards, for the shell tools; None for every other call."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        shown = {
             "name": self.call.name,
             "arguments": self.call.arguments,
             "is_error": self.error,
             "elapsed_ms": round(self.elapsed * 1000, 1),
             "summary": self.summary,
         }
+        if self.command is not None:
+            shown["command"] = self.command.as_dict()
+        return shown

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel
 
 from ..safety.paths import resolve_user_path
+from .messages import CommandStatus
 
 if TYPE_CHECKING:
     from ..store.keys import SecretFiles
@@ -39,6 +40,8 @@ class ToolOutput:
     text: str
     summary: str = ""
     changed_paths: tuple[Path, ...] = ()
+    command: CommandStatus | None = None
+    """How the command a shell tool ran stood when it returned (its exit code, state, time)."""
 
 
 @dataclass

@@ -14,7 +14,7 @@ from .messages import Evidence, ToolCall
 
 @dataclass(frozen=True)
 class Decision:
-    """The answer to an approval request."""
+    """The user's answer to an approval request (asked when a policy's GateVerdict says "ask")."""
 
     allowed: bool
     feedback: str = ""

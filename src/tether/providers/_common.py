@@ -2,7 +2,7 @@
 reading a streamed answer line by line, the model-list check, and closing.
 
 A provider class says only what is its own: where a chat request goes and what it
-sends (`_chat_request`), how its answer is read (`_decoder`), what a clean end of
+sends (`_chat_request`, handed a history whose every call is answered), how its answer is read (`_decoder`), what a clean end of
 the stream means before the decoder saw the end of the answer (`_stream_ended`),
 and, where its service says it differently, how an error status reads.
 """
@@ -15,9 +15,10 @@ from contextlib import aclosing
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
+from ..core.context import known_context_window
 from ..core.messages import Event, Message
 from ..core.toolspec import Tool
-from ._http import HttpTransport, StatusDescriber, StatusInfo
+from ._http import HttpTransport, StatusDescriber, StatusInfo, answered_history
 from .base import ProviderError, RequestOptions
 from .retry import RetryPolicy
 
@@ -98,7 +99,8 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
     async def _stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> AsyncGenerator[Event, None]:
-        path, body = self._chat_request(messages, tools, options)
+        # Every API wants each call answered in the next message: one repair for all of them.
+        path, body = self._chat_request(answered_history(messages), tools, options)
         decoder = self._decoder()
         lines = self._http.stream_lines(path, body, self._chat_status_error(options.model))
         async with aclosing(lines):
@@ -157,6 +159,10 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         )
 
     # -- models and closing
+
+    async def context_window(self, model: str) -> int | None:
+        """A hosted model's window from the table of known ones; None for any other."""
+        return known_context_window(model)
 
     def _model_list(self, data: Any, key: str) -> list[Any]:
         """The list under `key` in a model-list answer; ProviderError if there is none."""

@@ -123,10 +123,11 @@ def alternating_turns(
     (kept under the key `items`); tool messages become user turns; consecutive
     turns of one role are merged with tool results first (`is_result`), and a
     conversation that would open with the model gets a user turn holding
-    `opener` first. Messages that encode to nothing are left out.
+    `opener` first. Messages that encode to nothing are left out. The history is taken
+    as already answered (`answered_history`, which every provider's stream applies).
     """
     turns: list[dict[str, Any]] = []
-    for message in answered_history([m for m in messages if m.role != "system"]):
+    for message in (m for m in messages if m.role != "system"):
         role = model_role if message.role == "assistant" else "user"
         encoded = encode(message)
         if not encoded:

@@ -62,4 +62,10 @@ class Provider(Protocol):
 
     async def supports_native_tools(self, model: str) -> bool: ...
 
+    async def context_window(self, model: str) -> int | None:
+        """How many tokens `model` takes, as this provider knows it (a table of hosted
+        models, or the server's own answer); None when it cannot tell. May raise
+        ProviderError, which counts as None."""
+        ...
+
     async def aclose(self) -> None: ...

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.context import ollama_context_window
 from ..core.messages import (
     Done,
     Event,
@@ -33,6 +32,63 @@ from ._http import (
 from .base import ProviderError, RequestOptions
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
+SERVER_DEFAULT_NUM_CTX = 4096
+"""What an Ollama server uses when neither the request nor the model sets num_ctx.
+
+When tether could not ask the server (so it sends no `options.num_ctx`), the server's
+default applies: 2048 on old servers, 4096 on current ones with less than
+24 GiB of VRAM, more on larger GPUs or with OLLAMA_CONTEXT_LENGTH. 4096 is the
+common case; a user with more sets the window explicitly.
+"""
+
+
+# ---------------------------------------------------------------- the context window
+
+
+def ollama_context_window(
+    show: Mapping[str, Any], default_num_ctx: int = SERVER_DEFAULT_NUM_CTX
+) -> int:
+    """The window an Ollama server will use, from its `/api/show` answer.
+
+    The model's own `num_ctx` parameter wins over the server default; neither
+    can exceed what the model was trained for (`model_info["*.context_length"]`).
+    Assumes the chat request does not set `options.num_ctx`.
+    """
+    used = _num_ctx_parameter(show.get("parameters")) or default_num_ctx
+    trained = _trained_context_length(show.get("model_info"))
+    return min(used, trained) if trained else used
+
+
+def _num_ctx_parameter(parameters: Any) -> int | None:
+    """`parameters` is Modelfile text: one `name value` pair a line."""
+    if isinstance(parameters, Mapping):
+        return _positive_int(parameters.get("num_ctx"))
+    if not isinstance(parameters, str):
+        return None
+    for line in parameters.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "num_ctx":
+            return _positive_int(fields[1])
+    return None
+
+
+def _trained_context_length(model_info: Any) -> int | None:
+    if not isinstance(model_info, Mapping):
+        return None
+    for key, value in model_info.items():
+        if isinstance(key, str) and key.endswith(".context_length"):
+            return _positive_int(value)
+    return None
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
 
 
 # ---------------------------------------------------------------- encoding
@@ -222,13 +278,14 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
         The server's own default is small (a few thousand tokens) and it silently
         cuts a longer prompt, losing the system prompt and the tool menu. So unless
         a window is configured, tether asks for the model's Modelfile `num_ctx`, or
-        DEFAULT_NUM_CTX, never more than the model was trained for.
+        DEFAULT_NUM_CTX, never more than the model was trained for. Model names never
+        go through the table of hosted windows: a local model may be called anything.
         """
         if self._num_ctx:
             return self._num_ctx
         data = await self._show(model)
-        if not data:
-            return None
+        if not data:  # nothing asked for: the server's own default applies
+            return SERVER_DEFAULT_NUM_CTX
         self._chosen_ctx[model] = ollama_context_window(data, DEFAULT_NUM_CTX)
         return self._chosen_ctx[model]
 

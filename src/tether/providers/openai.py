@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.context import known_context_window
 from ..core.messages import (
     Done,
     Event,
@@ -293,8 +294,12 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
         return model_ids(self._model_list(data, "data"))
 
     async def context_window(self, model: str) -> int | None:
-        """The window a server states in its model list, when it states one: vLLM's
-        `max_model_len`, OpenRouter's `context_length`. None: look it up elsewhere."""
+        """A known hosted model's window without a round trip; otherwise the window the
+        server states in its model list (vLLM's `max_model_len`, OpenRouter's
+        `context_length`); None when it states none."""
+        known = known_context_window(model)
+        if known:
+            return known
         try:
             data = await self._http.get_json("/models", timeout=CAPABILITY_TIMEOUT)
         except ProviderError:

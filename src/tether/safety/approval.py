@@ -46,7 +46,7 @@ from ..core.toolspec import Tool, ToolTable
 from ..store.keys import CREDENTIALS_FILE, SecretFiles
 from .git_guard import writes_git_files
 from .paths import is_within, resolve_path, resolved_forms
-from .permissions import PROJECT_FILE, Decision, Rule, RuleSet, ToolKinds
+from .permissions import PROJECT_FILE, Rule, RuleSet, RuleVerdict, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command
 
@@ -81,9 +81,9 @@ class ApprovalPolicy:
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
         decisions = [self._decide(tool, checked, kinds) for checked in checked_values(call, tool)]
-        denied = next((d for d in decisions if d.verdict == "deny"), None)
+        denied = next((d for d in decisions if d.action == "deny"), None)
         if denied is not None:
-            return GateVerdict("deny", denied.reason)
+            return denied
         guarded = (
             self.secrets_verdict(call, tool)
             or self.sandbox_verdict(tool)
@@ -104,7 +104,7 @@ class ApprovalPolicy:
             return GateVerdict("ask", f"path outside the project: {', '.join(outside)}")
         if unverifiable:
             return GateVerdict("ask", unverifiable)
-        if all(d.verdict == "allow" for d in decisions):
+        if all(d.action == "allow" for d in decisions):
             return GateVerdict("allow")
         if tool.read_only or tool.needs_approval is False:
             return GateVerdict("allow")
@@ -207,7 +207,7 @@ class ApprovalPolicy:
         decision = self.rules.decide(
             SEARCH_TOOL, str(path), is_path=True, root=self.root, kinds=("read",), tools=kinds
         )
-        return decision.verdict != "deny"
+        return decision.action != "deny"
 
     def escalation_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
         """Ask before a command runs outside a working sandbox, unless escalation is on and
@@ -243,14 +243,14 @@ class ApprovalPolicy:
         decision = naming.decide(
             tool.name, command, runs_commands=True, root=self.root, tools=self.tool_kinds(tool)
         )
-        return decision.verdict == "allow"
+        return decision.action == "allow"
 
     def tool_kinds(self, tool: Tool) -> ToolKinds:
         """What every tool of the table does (read, write, run), the called one included."""
         kinds = self.tools.access() if self.tools is not None else {}
         return {**kinds, tool.name: tool.access}
 
-    def _decide(self, tool: Tool, checked: Checked, kinds: ToolKinds) -> Decision:
+    def _decide(self, tool: Tool, checked: Checked, kinds: ToolKinds) -> RuleVerdict:
         return self.rules.decide(
             tool.name, checked.value, runs_commands=tool.runs_commands and not checked.is_path,
             is_path=checked.is_path, root=self.root, kinds=checked.kinds, tools=kinds,

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.verdict import GateVerdict
 from ..store.statefile import LoadedFile, read_json_file, write_json_state
 from .rule_match import (
     WILDCARDS,
@@ -59,7 +60,6 @@ from .trusted_folders import TrustedFolder as TrustedFolder
 from .trusted_folders import TrustStore as TrustStore
 from .trusted_folders import too_broad_to_trust as too_broad_to_trust
 
-Verdict = Literal["allow", "deny", "ask"]
 RuleKind = Literal["allow", "deny"]
 
 PROJECT_FILE = ".permissions.json"
@@ -188,11 +188,11 @@ def _balanced(pattern: str) -> bool:
     return depth == 0
 
 
-@dataclass
-class Decision:
-    verdict: Verdict
-    rule: Rule | None
-    reason: str
+@dataclass(frozen=True)
+class RuleVerdict(GateVerdict):
+    """A verdict on one value, with the rule that decided it (None: no rule did)."""
+
+    rule: Rule | None = None
 
 
 def _label(rule: Rule) -> str:
@@ -250,7 +250,7 @@ class RuleSet:
         root: Path | None = None,
         kinds: Sequence[str] | None = None,
         tools: ToolKinds | None = None,
-    ) -> Decision:
+    ) -> RuleVerdict:
         """The verdict for one value of a call. `kinds` is what the call does with it
         (`Tool.path_accesses`; "run" for a command, the default when `runs_commands`);
         `tools` (the table's `access()`) lets a deny rule naming one tool cover the others."""
@@ -276,7 +276,7 @@ class RuleSet:
 
     def _deny_if_any(
         self, tool_name: str, values: Sequence[str], *, paths: bool = False
-    ) -> Decision | None:
+    ) -> RuleVerdict | None:
         for rule in self._tool_rules(self.deny, tool_name):
             covers = _path_matcher(rule.pattern) if paths else rule.matches_value
             hit = next((v for v in values if covers(v)), None)
@@ -284,7 +284,7 @@ class RuleSet:
                 return _denied_by(rule, hit)
         return None
 
-    def _deny_command(self, tool_name: str, split: ShellSplit, whole: str) -> Decision | None:
+    def _deny_command(self, tool_name: str, split: ShellSplit, whole: str) -> RuleVerdict | None:
         """A deny rule matches the command as written, any spelling of any part, and any
         part from a later word on that begins with the rule's command name."""
         forms = [whole, *(form for part in split.parts for form in deny_forms(part))]
@@ -299,26 +299,26 @@ class RuleSet:
                 return _denied_by(rule, hit)
         return None
 
-    def _decide_plain(self, tool_name: str, value: str) -> Decision:
+    def _decide_plain(self, tool_name: str, value: str) -> RuleVerdict:
         denied = self._deny_if_any(tool_name, [value])
         if denied:
             return denied
         for rule in self._tool_rules(self.allow, tool_name):
             if rule.matches_value(value):
-                return Decision("allow", rule, f"allowed by rule {_label(rule)}")
+                return RuleVerdict("allow", f"allowed by rule {_label(rule)}", rule)
         return _no_rule(tool_name, value)
 
-    def _decide_path(self, tool_name: str, value: str, root: Path | None) -> Decision:
+    def _decide_path(self, tool_name: str, value: str, root: Path | None) -> RuleVerdict:
         views = _path_views(value, root)
         denied = self._deny_if_any(tool_name, views.every, paths=True)
         if denied:
             return denied
         for rule in self._tool_rules(self.allow, tool_name):
             if _path_rule_allows(rule.pattern, views):
-                return Decision("allow", rule, f"allowed by rule {_label(rule)}")
+                return RuleVerdict("allow", f"allowed by rule {_label(rule)}", rule)
         return _no_rule(tool_name, value)
 
-    def _decide_command(self, tool_name: str, command: str) -> Decision:
+    def _decide_command(self, tool_name: str, command: str) -> RuleVerdict:
         split = split_command(command)
         whole = normalize_whitespace(command)
         denied = self._deny_command(tool_name, split, whole)
@@ -327,10 +327,10 @@ class RuleSet:
         rules = self._tool_rules(self.allow, tool_name)
         for rule in rules:
             if rule.pattern is None or _names_exact_shape(rule, whole):
-                return Decision("allow", rule, f"allowed by rule {_label(rule)}")
+                return RuleVerdict("allow", f"allowed by rule {_label(rule)}", rule)
         if split.opaque:
             why = ", ".join(split.reasons)
-            return Decision("ask", None, f"the command cannot be checked part by part ({why})")
+            return RuleVerdict("ask", f"the command cannot be checked part by part ({why})")
         return _allow_every_part(rules, split.parts, split.reasons, tool_name, whole)
 
 
@@ -341,9 +341,9 @@ def _covering(rule: Rule, kind: RuleKind, tools: ToolKinds | None) -> str:
     return f"  covers: {', '.join(names)}" if names else "  covers: no tool of this session"
 
 
-def _denied_by(rule: Rule, hit: str) -> Decision:
+def _denied_by(rule: Rule, hit: str) -> RuleVerdict:
     what = f" ({_short(hit)})" if rule.pattern is not None else ""
-    return Decision("deny", rule, f"denied by rule {_label(rule)}{what}")
+    return RuleVerdict("deny", f"denied by rule {_label(rule)}{what}", rule)
 
 
 def _deny_covers_command(rule: Rule, command: str) -> bool:
@@ -388,9 +388,9 @@ def _names_exact_shape(rule: Rule, whole: str) -> bool:
 
 def _allow_every_part(
     rules: list[Rule], parts: list[str], reasons: list[str], tool_name: str, whole: str
-) -> Decision:
+) -> RuleVerdict:
     if not parts:
-        return Decision("ask", None, "the command is empty")
+        return RuleVerdict("ask", "the command is empty")
     covering: list[Rule] = []
     for part in parts:
         forms = allow_forms(part)
@@ -399,17 +399,17 @@ def _allow_every_part(
             if len(parts) == 1 and not reasons:
                 return _no_rule(tool_name, whole)
             why = ", ".join(reasons) or "several commands"
-            return Decision(
-                "ask", None, f"compound command ({why}): no allow rule covers {_short(part)}"
+            return RuleVerdict(
+                "ask", f"compound command ({why}): no allow rule covers {_short(part)}"
             )
         covering.append(rule)
     names = ", ".join(dict.fromkeys(_label(r) for r in covering))
-    return Decision("allow", covering[0], f"allowed by rule {names}")
+    return RuleVerdict("allow", f"allowed by rule {names}", covering[0])
 
 
-def _no_rule(tool_name: str, value: str) -> Decision:
+def _no_rule(tool_name: str, value: str) -> RuleVerdict:
     shown = f"{tool_name}({_short(value, quote=False)})" if value else tool_name
-    return Decision("ask", None, f"no allow rule covers {shown}")
+    return RuleVerdict("ask", f"no allow rule covers {shown}")
 
 
 # --- files -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, model_validator
 
+from tether.core.messages import CommandStatus
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.safety.shell_session import CommandOutcome, SessionError, ShellSessions
 
@@ -33,7 +34,7 @@ DISPATCH_TIMEOUT = 3600.0
 RESULT_MARGIN = 2_000
 """Room for the command line and status line on top of the captured output."""
 
-# How each status line begins; /deepthink's report reads the records by them.
+# How each status line begins (for the model; reports read `ToolOutput.command` instead).
 EXIT_STATUS = "[exit code "
 TIMED_OUT_STATUS = "[timed out after "
 WAITING_STATUS = "[waiting for input · session "
@@ -137,16 +138,21 @@ def summary_of(outcome: CommandOutcome) -> str:
     return f"exit {outcome.exit_code} · {_seconds(outcome.elapsed)}"
 
 
+def command_status(outcome: CommandOutcome) -> CommandStatus:
+    """The typed outcome the reports read (the status line says the same to the model)."""
+    return CommandStatus(outcome.state, outcome.exit_code, outcome.elapsed, outcome.session_id)
+
+
 def render(outcome: CommandOutcome, timeout: float, header: str = "", note: str = "") -> ToolOutput:
-    """The result text: an optional header line, the output, a note, then the status line
-    (always last: /deepthink's report reads it there)."""
+    """The result: an optional header line, the output, a note, then the status line, with
+    the outcome itself in `command`."""
     lines = [header] if header else []
     if outcome.output:
         lines.append(outcome.output.rstrip("\n"))
     if note:
         lines.append(note)
     lines.append(status_line(outcome, timeout))
-    return ToolOutput("\n".join(lines), summary=summary_of(outcome))
+    return ToolOutput("\n".join(lines), summary=summary_of(outcome), command=command_status(outcome))
 
 
 def confines(sandbox: Sandbox | None) -> bool:

@@ -29,8 +29,7 @@ def outcome_mark(evidence: Evidence) -> str:
     """✓ worked, ✗ the call failed, ! it ran but what it ran failed (a non-zero exit, a timeout)."""
     if evidence.error:
         return "✗"
-    summary = evidence.summary
-    if summary == "timed out" or (summary.startswith("exit ") and not summary.startswith("exit 0 ")):
+    if evidence.command is not None and evidence.command.failed:
         return "!"
     return "✓"
 

@@ -232,7 +232,7 @@ class App:
         rate = f" · {out / streaming:.0f} tok/s" if out and streaming > 0.05 else ""
         stop = "" if result.stop_reason == "end_turn" else f" · stopped: {result.stop_reason}"
         self.console.print(Text(
-            f"{result.steps} request(s) · {len(result.evidence)} tool call(s) · "
+            f"{result.requests} request(s) · {len(result.evidence)} tool call(s) · "
             f"{result.usage.input_tokens}→{out} tokens{rate} · {elapsed:.1f}s{stop}", style="status"))
 
     # ------------------------------------------------------------ talking to the user

@@ -1,0 +1,21 @@
+"""What a policy says about a call, or about one value a call names: run it, refuse it, or
+ask the user first.
+
+One type for every gate on the path of a call: the permission rules' ruling on a value
+(`permissions.RuleSet.decide`, which also says which rule decided), the approval policy's
+ruling on the whole call, the plan gate and /deepthink's read-only stages. The user's own
+answer to an "ask" is another thing, `ui_protocol.Decision`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Action = Literal["allow", "deny", "ask"]
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    action: Action
+    reason: str = ""
