@@ -163,10 +163,14 @@ class TurnLoop:
     guard: ContextGuard | None = None
     menu: ToolMenu | None = None
     """Which tools a request offers; None offers the whole table."""
+    on_turn: Callable[[], None] | None = None
+    """Told when a turn starts (sub-agents' per-turn budget starts again)."""
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.messages.append(Message.user(user_text))
         conv.evidence = []
+        if self.on_turn is not None:
+            self.on_turn()
         watch = TurnWatch(user_text) if self.settings.nudges or self.settings.opening_note else None
         turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
