@@ -130,6 +130,7 @@ async def test_only_the_report_crosses_back(tmp_path: Path) -> None:
     conv = Conversation()
     result = await runtime.loop.run_turn(conv, "where is the session file written?")
     assert result.text == "The agent found it."
+    assert result.usage.input_tokens == 40 and conv.usage.input_tokens == 40  # 2 parent + 2 agent requests
     last = all_text(parent_requests(provider)[-1].messages)
     assert "REPORT: written in a.py line 1 only." in last
     assert "SECRET-BODY" not in last
@@ -315,3 +316,21 @@ async def test_a_defined_agent_gets_its_instructions_tools_and_steps(tmp_path: P
     assert {t.name for t in request.tools} == {"read_file", "search_in_file"}
     assert "FINDER-INSTRUCTIONS" in request.messages[0].text
     assert runtime.subagents.runs[0].name == "finder"
+
+
+async def test_the_turn_token_cap_rejects_later_agents(tmp_path: Path) -> None:
+    ui = RecordingUI()
+    jobs = [{"task": "first"}, {"task": "second"}]
+    parent = [call(("spawn_agents", {"agents": jobs})), say("fine")]
+    sub = [say("FIRST REPORT")]
+    runtime, _, provider = make_runtime(tmp_path, ui, routed(parent, sub), subagent_turn_tokens=15,
+                                        subagent_concurrency=1)
+    await runtime.loop.run_turn(Conversation(), "go")
+    assert [r.state for r in runtime.subagents.runs] == ["completed", "rejected"]
+    assert "token budget for agents is spent" in runtime.subagents.runs[1].reason
+    assert len(sub_requests(provider)) == 1
+    # the next request starts a new budget
+    parent += [call(("spawn_agent", {"task": "third"})), say("fine")]
+    sub.append(say("THIRD REPORT"))
+    await runtime.loop.run_turn(Conversation(), "again")
+    assert runtime.subagents.runs[-1].state == "completed"

@@ -264,6 +264,7 @@ class SubagentRunner:
         run.elapsed = time.time() - run.started
         run.report = cap_report(run.report, self.budget.report_cap)
         self.usage = self.usage + conv.usage
+        self.parent.count_usage(conv.usage)  # the session's usage and the json result
         run.transcript = self._save(run, conv)
         self.parent.ui.notice(run.headline(), "info" if run.state == "completed" else "warning")
 
