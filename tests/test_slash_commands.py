@@ -12,6 +12,7 @@ from fakeserver import FakeServer, Reply
 from slash_context import FakeContext, make_context
 
 from tether.core.messages import Message, Text
+from tether.core.subagents import AgentSpec
 from tether.runtime import Runtime
 from tether.safety.permissions import PROJECT_FILE, USER_FILE
 from tether.store.keys import ConnectionStore, KeyStore
@@ -155,6 +156,18 @@ async def test_usage_counts_the_sessions_tokens(ctx: FakeContext, server: FakeSe
     await ctx.runtime.loop.run_turn(ctx.sessions.conv, "hello")
     await ctx.run("/usage")
     assert ctx.messages() == ["input 1,200 · output 34 · cached 0 tokens"]
+
+
+async def test_agents_lists_the_sessions_sub_agents(ctx: FakeContext, server: FakeServer) -> None:
+    await ctx.run("/agents")
+    assert "No sub-agents ran" in ctx.messages()[0]
+    server.add(Reply(text="THE REPORT", usage=(300, 20)))
+    await ctx.ready()
+    run = await ctx.runtime.subagents.run_one(AgentSpec("survey the \x1b[2Jtests"))
+    await ctx.run("/agents")
+    assert f"agent general [{run.id}] completed: 1 steps, 320 tokens" in ctx.printed
+    assert "task: survey the \\x1b[2Jtests" in ctx.printed  # model text shown escaped
+    assert ctx.messages()[-1] == "1 agents · input 300 · output 20 tokens"
 
 
 async def test_evidence_shows_the_last_requests_calls(

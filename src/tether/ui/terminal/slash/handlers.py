@@ -354,4 +354,5 @@ async def _pick_model(ctx: CommandContext) -> str:
     return picked(raw, names, shown_options=30)
 
 
-from . import mcp_commands  # noqa: E402,F401  (registers /mcp; it imports `command` from here)
+# the other command modules register theirs; they import `command` from here
+from . import agent_commands, mcp_commands  # noqa: E402,F401
