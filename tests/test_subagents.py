@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from tether.providers.base import ProviderError
 from tether.runtime import RunOptions, build_runtime, subagent_concurrency
 from tether.store.agent_defs import load_definitions, parse_definition
 from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
 
 SUB_MARK = "## You are a sub-agent"
 
@@ -334,3 +336,20 @@ async def test_the_turn_token_cap_rejects_later_agents(tmp_path: Path) -> None:
     sub.append(say("THIRD REPORT"))
     await runtime.loop.run_turn(Conversation(), "again")
     assert runtime.subagents.runs[-1].state == "completed"
+
+
+async def test_stream_json_carries_agent_events_with_the_parent_call_id(tmp_path: Path) -> None:
+    out = io.StringIO()
+    ui = HeadlessUI("stream-json", out=out, err=io.StringIO())
+    parent = [call(("spawn_agent", {"task": "look"})), say("fine")]
+    sub = [call(("list_dir", {"dirpath": "."})), say("AGENT SAYS THIS")]
+    runtime, _, _ = make_runtime(tmp_path, ui, routed(parent, sub))  # type: ignore[arg-type]
+    await runtime.loop.run_turn(Conversation(), "go")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    spawn = next(e for e in lines if e["type"] == "tool_start" and e["name"] == "spawn_agent")
+    agent = [e for e in lines if e["type"].startswith("agent_")]
+    assert [e["type"] for e in agent] == ["agent_tool_start", "agent_tool_end", "agent_end"]
+    assert {e["parent_call"] for e in agent} == {spawn["id"]}
+    assert agent[0]["name"] == "list_dir" and agent[-1]["state"] == "completed"
+    # the parent's own events never carry the agent's words
+    assert not any(e["type"] == "text" and "AGENT SAYS" in e["text"] for e in lines)

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
@@ -26,7 +26,7 @@ from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings
 from .messages import Event, Evidence, Message, ToolCall, Usage
 from .textclip import keep_ends
 from .toolspec import ToolTable
-from .ui_protocol import UI, Decision, NoticeLevel
+from .ui_protocol import UI, AgentEvents, Decision, NoticeLevel
 
 AgentState = Literal["completed", "failed", "cancelled", "rejected"]
 
@@ -85,6 +85,8 @@ class AgentRun:
     started: float = field(default_factory=time.time)
     elapsed: float = 0.0
     transcript: Path | None = None
+    latest_tool: str = ""
+    calls: int = 0
 
     def headline(self) -> str:
         tokens = self.usage.input_tokens + self.usage.output_tokens
@@ -128,13 +130,13 @@ class BudgetedProvider:
 
 
 class AgentUI:
-    """A sub-agent's UI: nothing goes into the parent's reply stream; tool lines and notices
-    become the parent's notices with the agent's name, approvals say which agent asks."""
+    """A sub-agent's UI: nothing goes into the parent's reply stream. Its tool calls, notices
+    and end reach the parent UI as agent events (stream-json) or as notices with the agent's
+    name; approval questions say which agent asks."""
 
-    def __init__(self, parent: UI, run: AgentRun, on_tool: Callable[[AgentRun, str], None]) -> None:
+    def __init__(self, parent: UI, run: AgentRun) -> None:
         self.parent = parent
         self.run = run
-        self.on_tool = on_tool
 
     @property
     def can_ask(self) -> bool:
@@ -147,18 +149,39 @@ class AgentUI:
         pass
 
     def tool_start(self, call: ToolCall) -> None:
-        self.on_tool(self.run, call.name)
+        self.run.latest_tool = call.name
+        self.run.calls += 1
+        self.tell("tool_start", {"id": call.id, "name": call.name, "arguments": call.arguments},
+                  f"{call.name} (call {self.run.calls})")
 
     def tool_end(self, evidence: Evidence) -> None:
-        if evidence.error:
-            self.notice(f"{evidence.call.name}: {evidence.summary}", "warning")
+        failed = f"{evidence.call.name}: {evidence.summary}" if evidence.error else ""
+        self.tell("tool_end", {"id": evidence.call.id, **evidence.as_dict()}, failed, "warning")
 
     async def approve(self, call: ToolCall, reason: str) -> Decision:
         asks = f"sub-agent {self.run.name} [{self.run.id}] asks"
         return await self.parent.approve(call, f"{asks}: {reason}" if reason else asks)
 
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
-        self.parent.notice(f"[agent {self.run.name}] {message}", level)
+        self.tell("notice", {"level": level, "message": message}, message, level)
+
+    def ended(self) -> None:
+        run = self.run
+        data = {"state": run.state, "reason": run.reason, "steps": run.steps,
+                "usage": run.usage.as_dict(), "elapsed": round(run.elapsed, 3),
+                "transcript": str(run.transcript) if run.transcript else None}
+        self.tell("end", data, run.headline(), "info" if run.state == "completed" else "warning",
+                  named=False)
+
+    def tell(self, kind: str, data: dict[str, Any], notice: str, level: NoticeLevel = "info",
+             *, named: bool = True) -> None:
+        """An agent event for a UI that has them, else a notice (none when `notice` is empty)."""
+        if isinstance(self.parent, AgentEvents):
+            run = self.run
+            self.parent.agent_event({"type": f"agent_{kind}", "agent": run.id, "agent_name": run.name,
+                                     "parent_call": run.parent_call, **data})
+        elif notice:
+            self.parent.notice(f"[agent {self.run.name}] {notice}" if named else notice, level)
 
 
 @dataclass
@@ -205,7 +228,8 @@ class SubagentRunner:
         run = AgentRun(new_agent_id(), spec.agent or "general", spec.task, parent_call)
         self.runs.append(run)
         conv = Conversation()
-        loop = self._loop_for(run, spec, definition)
+        ui = AgentUI(self.parent.ui, run)
+        loop = self._loop_for(ui, spec, definition)
         try:
             await self._drive(loop, conv, run, spec, definition)
         except asyncio.CancelledError:
@@ -213,6 +237,7 @@ class SubagentRunner:
             raise
         finally:
             self._finish(run, conv)
+            ui.ended()
         return run
 
     async def _drive(
@@ -235,10 +260,9 @@ class SubagentRunner:
             if result.stop_reason == "max_steps":
                 run.reason = f"step cap of {loop.settings.max_steps} reached; reported what it had"
 
-    def _loop_for(self, run: AgentRun, spec: AgentSpec, definition: AgentDefinition | None) -> TurnLoop:
+    def _loop_for(self, ui: AgentUI, spec: AgentSpec, definition: AgentDefinition | None) -> TurnLoop:
         parent = self.parent
         table = agent_table(parent.table, definition.tools if definition else None)
-        ui = AgentUI(parent.ui, run, self._saw_tool)
         dispatcher = dataclasses.replace(parent.dispatcher, table=table, ui=ui)
         model = spec.model or (definition.model if definition else "") or parent.settings.model
         steps = (definition.max_steps if definition and definition.max_steps else 0) or self.budget.max_steps
@@ -255,9 +279,6 @@ class SubagentRunner:
             mode=parent.mode, guard=self.make_guard(model),
         )
 
-    def _saw_tool(self, run: AgentRun, name: str) -> None:
-        self.parent.ui.notice(f"[agent {run.name}] {name}")
-
     def _finish(self, run: AgentRun, conv: Conversation) -> None:
         run.steps = conv.requests
         run.usage = conv.usage
@@ -266,7 +287,6 @@ class SubagentRunner:
         self.usage = self.usage + conv.usage
         self.parent.count_usage(conv.usage)  # the session's usage and the json result
         run.transcript = self._save(run, conv)
-        self.parent.ui.notice(run.headline(), "info" if run.state == "completed" else "warning")
 
     def _save(self, run: AgentRun, conv: Conversation) -> Path | None:
         path = self.home / "subagents" / f"{run.id}.json"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ..core.dispatch import CURRENT_CALL
 from ..core.subagents import AgentRun, AgentSpec, SubagentRunner
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
@@ -33,6 +34,12 @@ class SpawnAgentsArgs(BaseModel):
     agents: list[AgentJob] = Field(description="The jobs, each run by its own agent.", min_length=1)
 
 
+def parent_call_id() -> str:
+    """The id of the spawn call being run (the dispatcher's CURRENT_CALL)."""
+    call = CURRENT_CALL.get()
+    return call.id if call is not None else ""
+
+
 def described_run(run: AgentRun) -> str:
     saved = f" Transcript: subagent {run.id}." if run.transcript else ""
     body = run.report.strip() or "(no report)"
@@ -44,13 +51,14 @@ def spawn_tools(runner: SubagentRunner) -> list[Tool]:
 
     async def spawn_one(args: SpawnAgentArgs, ctx: ToolContext) -> ToolOutput:
         spec = AgentSpec(args.task, args.context, args.agent, args.model)
-        run = await runner.run_one(spec)
+        run = await runner.run_one(spec, parent_call_id())
         if run.state != "completed":
             raise ToolError(described_run(run))
         return ToolOutput(described_run(run), summary=run.headline())
 
     async def spawn_many(args: SpawnAgentsArgs, ctx: ToolContext) -> ToolOutput:
-        runs = await runner.run_many([AgentSpec(j.task, j.context, j.agent) for j in args.agents])
+        specs = [AgentSpec(j.task, j.context, j.agent) for j in args.agents]
+        runs = await runner.run_many(specs, parent_call_id())
         text = "\n\n".join(f"## {i}. {described_run(run)}" for i, run in enumerate(runs, 1))
         states = ", ".join(run.state for run in runs)
         return ToolOutput(text, summary=f"{len(runs)} agents: {states}")
