@@ -353,3 +353,15 @@ async def test_stream_json_carries_agent_events_with_the_parent_call_id(tmp_path
     assert agent[0]["name"] == "list_dir" and agent[-1]["state"] == "completed"
     # the parent's own events never carry the agent's words
     assert not any(e["type"] == "text" and "AGENT SAYS" in e["text"] for e in lines)
+
+
+async def test_text_mode_shows_agent_calls_as_progress_lines(tmp_path: Path) -> None:
+    err = io.StringIO()
+    ui = HeadlessUI("text", out=io.StringIO(), err=err)
+    parent = [call(("spawn_agent", {"task": "look"})), say("fine")]
+    sub = [call(("list_dir", {"dirpath": "."})), say("done")]
+    runtime, _, _ = make_runtime(tmp_path, ui, routed(parent, sub))  # type: ignore[arg-type]
+    await runtime.loop.run_turn(Conversation(), "go")
+    progress = err.getvalue()
+    assert "[agent general] → list_dir" in progress
+    assert "[agent general] completed after 2 steps" in progress

@@ -25,7 +25,7 @@ from ..store.atomic import atomic_write_json
 from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings
 from .messages import Event, Evidence, Message, ToolCall, Usage
 from .textclip import keep_ends
-from .toolspec import ToolTable
+from .toolspec import Tool, ToolTable
 from .ui_protocol import UI, AgentEvents, Decision, NoticeLevel
 
 AgentState = Literal["completed", "failed", "cancelled", "rejected"]
@@ -113,10 +113,11 @@ class BudgetedProvider:
     def __init__(self, inner: Provider, budgets: Sequence[TokenBudget]) -> None:
         self.inner = inner
         self.budgets = budgets
+        self.name = inner.name
         self.default_model = inner.default_model
 
     async def stream(
-        self, messages: Sequence[Message], tools: Sequence | None, options: RequestOptions
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> AsyncIterator[Event]:
         for budget in self.budgets:
             if budget.exhausted:
@@ -127,6 +128,18 @@ class BudgetedProvider:
                 for budget in self.budgets:
                     budget.spent += usage.input_tokens + usage.output_tokens
             yield event
+
+    async def list_models(self) -> list[str]:
+        return await self.inner.list_models()
+
+    async def supports_native_tools(self, model: str) -> bool:
+        return await self.inner.supports_native_tools(model)
+
+    async def context_window(self, model: str) -> int | None:
+        return await self.inner.context_window(model)
+
+    async def aclose(self) -> None:
+        """The parent owns the connection: an agent's end does not close it."""
 
 
 class AgentUI:
@@ -273,7 +286,7 @@ class SubagentRunner:
         budgets = [TokenBudget(self.budget.max_tokens), self._turn]
         instructions = definition.instructions if definition else ""
         return TurnLoop(
-            provider=BudgetedProvider(parent.provider, budgets),  # type: ignore[arg-type]
+            provider=BudgetedProvider(parent.provider, budgets),
             table=table, dispatcher=dispatcher, ui=ui, settings=settings,
             system_prompt=lambda mode: agent_prompt(self.system_prompt(table, mode), instructions),
             mode=parent.mode, guard=self.make_guard(model),
