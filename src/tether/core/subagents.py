@@ -88,6 +88,13 @@ class AgentRun:
     latest_tool: str = ""
     calls: int = 0
 
+    def as_dict(self) -> dict[str, Any]:
+        """What the json result and the agent_end event say of it (not the report)."""
+        return {"id": self.id, "name": self.name, "parent_call": self.parent_call,
+                "state": self.state, "reason": self.reason, "steps": self.steps,
+                "usage": self.usage.as_dict(), "elapsed": round(self.elapsed, 3),
+                "transcript": str(self.transcript) if self.transcript else None}
+
     def headline(self) -> str:
         tokens = self.usage.input_tokens + self.usage.output_tokens
         why = f" ({self.reason})" if self.reason else ""
@@ -180,9 +187,7 @@ class AgentUI:
 
     def ended(self) -> None:
         run = self.run
-        data = {"state": run.state, "reason": run.reason, "steps": run.steps,
-                "usage": run.usage.as_dict(), "elapsed": round(run.elapsed, 3),
-                "transcript": str(run.transcript) if run.transcript else None}
+        data = {k: v for k, v in run.as_dict().items() if k not in ("id", "name", "parent_call")}
         self.tell("end", data, run.headline(), "info" if run.state == "completed" else "warning",
                   named=False)
 
