@@ -170,6 +170,23 @@ async def test_agents_lists_the_sessions_sub_agents(ctx: FakeContext, server: Fa
     assert ctx.messages()[-1] == "1 agents · input 300 · output 20 tokens"
 
 
+async def test_evidence_includes_the_calls_of_the_agents_it_started(
+    ctx: FakeContext, server: FakeServer, project: Path
+) -> None:
+    (project / "inside.txt").write_text("AGENT READ THIS\n")
+    ctx.runtime.add_session_rule("allow", "spawn_agent")
+    server.add(Reply(tool_calls=[("spawn_agent", {"task": "read inside.txt"})]),
+               Reply(tool_calls=[("read_file", {"filepath": "inside.txt"})]),
+               Reply(text="it says AGENT READ THIS"), Reply(text="done"))
+    await ctx.ready()
+    await ctx.runtime.loop.run_turn(ctx.sessions.conv, "delegate")
+    await ctx.run("/evidence")
+    run = ctx.runtime.subagents.runs[0]
+    assert "1. ✓ spawn_agent" in ctx.printed
+    assert f"agent general [{run.id}] completed" in ctx.printed
+    assert "    1. ✓ read_file" in ctx.printed and "AGENT READ THIS" in ctx.printed
+
+
 async def test_evidence_shows_the_last_requests_calls(
     ctx: FakeContext, server: FakeServer, project: Path
 ) -> None:

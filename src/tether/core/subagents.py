@@ -87,6 +87,8 @@ class AgentRun:
     transcript: Path | None = None
     latest_tool: str = ""
     calls: int = 0
+    evidence: list[Evidence] = field(default_factory=list)
+    """Its tool calls (for /evidence)."""
 
     def as_dict(self) -> dict[str, Any]:
         """What the json result and the agent_end event say of it (not the report)."""
@@ -299,6 +301,7 @@ class SubagentRunner:
 
     def _finish(self, run: AgentRun, conv: Conversation) -> None:
         run.steps = conv.requests
+        run.evidence = list(conv.evidence)
         run.usage = conv.usage
         run.elapsed = time.time() - run.started
         run.report = cap_report(run.report, self.budget.report_cap)

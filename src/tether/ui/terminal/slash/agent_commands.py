@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..terminal_ui import shown
 from .context import CommandContext
-from .handlers import command
+from .handlers import command, print_evidence
 
 
 @command("agents", "/agents", "this session's sub-agents: state, steps, tokens, time, transcript")
@@ -22,3 +22,12 @@ async def agents(ctx: CommandContext, arg: str) -> None:
     total = runner.usage
     ctx.say(f"{len(runner.runs)} agents · input {total.input_tokens:,} · output "
             f"{total.output_tokens:,} tokens")
+
+
+def show_agent_calls(ctx: CommandContext, parent_calls: set[str]) -> None:
+    """After /evidence's own list: the calls of each agent one of those calls started."""
+    runner = ctx.runtime.subagents
+    for run in runner.runs if runner is not None else []:
+        if run.parent_call in parent_calls and run.evidence:
+            ctx.console.print(shown(f"  {run.headline()}", "bold"))
+            print_evidence(ctx, run.evidence, indent="    ")
