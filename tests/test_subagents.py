@@ -365,3 +365,24 @@ async def test_text_mode_shows_agent_calls_as_progress_lines(tmp_path: Path) -> 
     progress = err.getvalue()
     assert "[agent general] → list_dir" in progress
     assert "[agent general] completed after 2 steps" in progress
+
+
+async def test_no_more_agents_run_at_once_than_the_setting_allows(tmp_path: Path) -> None:
+    ui = RecordingUI()
+    jobs = [{"task": "one"}, {"task": "two"}, {"task": "three"}]
+    parent = [call(("spawn_agents", {"agents": jobs})), say("fine")]
+    sub = [call(("wait_here", {"label": "a"})), call(("wait_here", {"label": "b"})), say("R1"), say("R2"),
+           call(("wait_here", {"label": "c"})), say("R3")]
+    runtime, _, provider = make_runtime(tmp_path, ui, routed(parent, sub), subagent_concurrency=2)
+    started: list[str] = []
+    release = asyncio.Event()
+    runtime.table.add(hanging_tool(started, release))
+    turn = asyncio.create_task(runtime.loop.run_turn(Conversation(), "go"))
+    await until(lambda: len(started) == 2, "two agents inside their tool call")
+    assert [r.task for r in runtime.subagents.runs] == ["one", "two"]  # the third waits its turn
+    release.set()
+    await turn
+    assert [(r.task, r.state) for r in runtime.subagents.runs[:2]] == [("one", "completed"), ("two", "completed")]
+    assert runtime.subagents.runs[2].state == "completed" and sorted(started) == ["a", "b", "c"]
+    text = all_text(parent_requests(provider)[-1].messages)
+    assert text.index("## 1. agent general") < text.index("## 2. ") < text.index("## 3. ")
