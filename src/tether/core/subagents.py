@@ -251,7 +251,7 @@ class SubagentRunner:
         ui = AgentUI(self.parent.ui, run)
         loop = self._loop_for(ui, spec, definition)
         try:
-            await self._drive(loop, conv, run, spec, definition)
+            await self._drive(loop, conv, run, spec)
         except asyncio.CancelledError:
             run.state, run.reason = "cancelled", "stopped by the user"
             raise
@@ -260,10 +260,7 @@ class SubagentRunner:
             ui.ended()
         return run
 
-    async def _drive(
-        self, loop: TurnLoop, conv: Conversation, run: AgentRun, spec: AgentSpec,
-        definition: AgentDefinition | None,
-    ) -> None:
+    async def _drive(self, loop: TurnLoop, conv: Conversation, run: AgentRun, spec: AgentSpec) -> None:
         seconds = self.budget.max_seconds
         work = loop.run_turn(conv, task_message(spec))
         try:
