@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from rich.console import Console
 from scripted import ScriptedProvider, call, say
 from waiting import until
 
@@ -23,6 +24,7 @@ from tether.runtime import RunOptions, build_runtime, subagent_concurrency
 from tether.store.agent_defs import load_definitions, parse_definition
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
+from tether.ui.terminal.terminal_ui import TerminalUI
 
 SUB_MARK = "## You are a sub-agent"
 
@@ -386,3 +388,26 @@ async def test_no_more_agents_run_at_once_than_the_setting_allows(tmp_path: Path
     assert runtime.subagents.runs[2].state == "completed" and sorted(started) == ["a", "b", "c"]
     text = all_text(parent_requests(provider)[-1].messages)
     assert text.index("## 1. agent general") < text.index("## 2. ") < text.index("## 3. ")
+
+
+async def test_the_chat_shows_a_live_line_per_agent_and_a_summary(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    console = Console(file=buf, width=150, force_terminal=True, color_system=None)
+    ui = TerminalUI(console, ask_line=None)  # type: ignore[arg-type]
+    release = asyncio.Event()
+    started: list[str] = []
+    parent = [call(("spawn_agent", {"task": "survey the \x1b[2Jmodules"})), say("fine")]
+    sub = [call(("wait_here", {"label": "a"})), say("REPORT")]
+    runtime, _, _ = make_runtime(tmp_path, RecordingUI(), routed(parent, sub))
+    runtime.loop.ui = ui
+    runtime.table.add(hanging_tool(started, release))
+    turn = asyncio.create_task(runtime.loop.run_turn(Conversation(), "go"))
+    await until(lambda: started, "the agent inside its tool call")
+    run = runtime.subagents.runs[0]
+    assert ui._agents[run.id].startswith(f"agent general [{run.id}]: survey the \x1b[2Jmodules · call 1")
+    release.set()
+    await turn
+    assert ui._agents == {} and ui._spinner is None
+    shown_text = buf.getvalue()
+    assert f"agent general [{run.id}] completed: 2 steps" in shown_text
+    assert "\x1b[2J" not in shown_text  # the model's task is shown escaped

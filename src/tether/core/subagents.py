@@ -173,8 +173,9 @@ class AgentUI:
     def tool_start(self, call: ToolCall) -> None:
         self.run.latest_tool = call.name
         self.run.calls += 1
-        self.tell("tool_start", {"id": call.id, "name": call.name, "arguments": call.arguments},
-                  f"{call.name} (call {self.run.calls})")
+        data = {"id": call.id, "name": call.name, "arguments": call.arguments,
+                "task": self.run.task, "calls": self.run.calls}
+        self.tell("tool_start", data, f"{call.name} (call {self.run.calls})")
 
     def tool_end(self, evidence: Evidence) -> None:
         failed = f"{evidence.call.name}: {evidence.summary}" if evidence.error else ""
