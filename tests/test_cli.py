@@ -75,6 +75,31 @@ def test_json_format_is_one_result_object(project: Path, home: Path) -> None:
     assert "42" in tool_messages[-1]["content"]
 
 
+def test_a_delegated_search_grows_the_parent_context_by_the_report_only(project: Path, home: Path) -> None:
+    script = [
+        Reply(tool_calls=[("spawn_agent", {"task": "find where the answer is written"})]),
+        Reply(tool_calls=[("list_dir", {"path": "."})]),  # the sub-agent's requests
+        Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]),
+        Reply(text="REPORT: answer.txt line 1 holds it."),
+        Reply(text="It is in answer.txt."),
+    ]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "Where is the answer?", "--output-format", "json", "--allow", "spawn_agent",
+                        *openai_args(server)], project, home)
+        requests = server.bodies("/v1/chat/completions")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert len(requests) == 5
+    (agent,) = result["subagents"]
+    assert agent["state"] == "completed" and agent["steps"] == 3
+    # 10 input tokens a request: the agent's 3 count in the request's usage beside the parent's 2
+    assert agent["usage"]["input_tokens"] == 30 and result["usage"]["input_tokens"] == 50
+    last = json.dumps(requests[-1]["messages"])
+    assert "REPORT: answer.txt line 1 holds it." in last
+    assert "The answer is 42." not in last and "The answer is 42." in json.dumps(requests[3]["messages"])
+    assert Path(agent["transcript"]).is_file()
+
+
 def test_stream_json_emits_events_then_the_result(project: Path, home: Path) -> None:
     with FakeServer(two_tool_script()) as server:
         proc = run_cli(["-p", "What is the answer?", "--output-format", "stream-json", *openai_args(server)],

@@ -12,6 +12,7 @@ from fakeserver import FakeServer, Reply
 from slash_context import FakeContext, make_context
 
 from tether.core.messages import Message, Text
+from tether.core.subagents import AgentSpec
 from tether.runtime import Runtime
 from tether.safety.permissions import PROJECT_FILE, USER_FILE
 from tether.store.keys import ConnectionStore, KeyStore
@@ -155,6 +156,35 @@ async def test_usage_counts_the_sessions_tokens(ctx: FakeContext, server: FakeSe
     await ctx.runtime.loop.run_turn(ctx.sessions.conv, "hello")
     await ctx.run("/usage")
     assert ctx.messages() == ["input 1,200 · output 34 · cached 0 tokens"]
+
+
+async def test_agents_lists_the_sessions_sub_agents(ctx: FakeContext, server: FakeServer) -> None:
+    await ctx.run("/agents")
+    assert "No sub-agents ran" in ctx.messages()[0]
+    server.add(Reply(text="THE REPORT", usage=(300, 20)))
+    await ctx.ready()
+    run = await ctx.runtime.subagents.run_one(AgentSpec("survey the \x1b[2Jtests"))
+    await ctx.run("/agents")
+    assert f"agent general [{run.id}] completed: 1 steps, 320 tokens" in ctx.printed
+    assert "task: survey the \\x1b[2Jtests" in ctx.printed  # model text shown escaped
+    assert ctx.messages()[-1] == "1 agents · input 300 · output 20 tokens"
+
+
+async def test_evidence_includes_the_calls_of_the_agents_it_started(
+    ctx: FakeContext, server: FakeServer, project: Path
+) -> None:
+    (project / "inside.txt").write_text("AGENT READ THIS\n")
+    ctx.runtime.add_session_rule("allow", "spawn_agent")
+    server.add(Reply(tool_calls=[("spawn_agent", {"task": "read inside.txt"})]),
+               Reply(tool_calls=[("read_file", {"filepath": "inside.txt"})]),
+               Reply(text="it says AGENT READ THIS"), Reply(text="done"))
+    await ctx.ready()
+    await ctx.runtime.loop.run_turn(ctx.sessions.conv, "delegate")
+    await ctx.run("/evidence")
+    run = ctx.runtime.subagents.runs[0]
+    assert "1. ✓ spawn_agent" in ctx.printed
+    assert f"agent general [{run.id}] completed" in ctx.printed
+    assert "    1. ✓ read_file" in ctx.printed and "AGENT READ THIS" in ctx.printed
 
 
 async def test_evidence_shows_the_last_requests_calls(

@@ -352,7 +352,7 @@ async def run_one_shot(
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
         ui.result({**result_object(result, started), "profile": runtime.profile.name,
-                   **mcp_info(runtime)})
+                   **mcp_info(runtime), **agents_info(runtime)})
         return exit_code(result.stop_reason)
     except Exception as exc:
         return unexpected_failure(ui, exc, conv, started)
@@ -389,6 +389,12 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "max_steps": runtime.loop.settings.max_steps,
         **mcp_info(runtime),
     }
+
+
+def agents_info(runtime: Runtime) -> dict[str, Any]:
+    """The sub-agents the request ran, for the json result (nothing when none ran)."""
+    runner = runtime.subagents
+    return {"subagents": [run.as_dict() for run in runner.runs]} if runner and runner.runs else {}
 
 
 def mcp_info(runtime: Runtime) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .core.context import Compressor, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
@@ -21,6 +22,7 @@ from .core.profile import (
 )
 from .core.projectmap import project_map
 from .core.prompts import PromptExtras, system_prompt
+from .core.subagents import AgentBudget, SubagentRunner
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
@@ -31,6 +33,7 @@ from .providers.base import Provider
 from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
+from .store.agent_defs import load_definitions
 from .store.config import Settings
 from .store.git_ops import GitOps
 from .store.keys import SecretFiles
@@ -38,6 +41,7 @@ from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
+from .tools.spawn import spawn_tools
 
 
 @dataclass
@@ -88,6 +92,7 @@ class Runtime:
     prompt_extras: PromptExtras = field(default_factory=PromptExtras)
     mcp: McpSetup | None = None
     window: int | None = None
+    subagents: SubagentRunner | None = None
 
     @property
     def root(self) -> Path:
@@ -332,7 +337,41 @@ def build_runtime(
     )
     warnings.extend(runtime.mcp.warnings)
     closers.append(runtime.mcp.manager.aclose)
+    runtime.subagents = attach_subagents(runtime)
     return runtime
+
+
+def attach_subagents(runtime: Runtime) -> SubagentRunner:
+    """spawn_agent and spawn_agents in the table, on a runner built from the main loop."""
+    settings, options = runtime.settings, runtime.options
+    definitions, warnings = load_definitions(options.root, options.home, options.trusted)
+    runtime.warnings.extend(warnings)
+    budget = AgentBudget(
+        max_steps=settings.subagent_max_steps, max_tokens=settings.subagent_max_tokens,
+        max_seconds=settings.subagent_max_seconds, report_cap=settings.subagent_report_cap,
+        turn_tokens=settings.subagent_turn_tokens,
+    )
+    runner = SubagentRunner(
+        runtime.loop, options.home,
+        system_prompt=lambda table, mode: system_prompt(options.root, table, mode, runtime.prompt_extras),
+        budget=budget, concurrency=subagent_concurrency(settings), definitions=definitions,
+        make_guard=lambda model: Compressor(
+            runtime.provider, model, runtime.window or 0, enabled=settings.compress
+        ) if runtime.window else None,
+    )
+    runtime.loop.on_turn = runner.new_turn
+    for tool in spawn_tools(runner):
+        runtime.table.add(tool)
+    return runner
+
+
+def subagent_concurrency(settings: Settings) -> int:
+    """The setting; else 2, or 1 for a local server (it serves one request at a time)."""
+    if settings.subagent_concurrency:
+        return settings.subagent_concurrency
+    host = urlsplit(base_url_of(settings, settings.provider) or "").hostname or ""
+    local = settings.provider == "ollama" or host in ("127.0.0.1", "localhost", "::1")
+    return 1 if local else 2
 
 
 def sandbox_for(settings: Settings, options: RunOptions, ui: UI) -> Sandbox:

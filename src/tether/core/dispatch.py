@@ -32,6 +32,12 @@ from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutp
 from .ui_protocol import UI
 from .verdict import GateVerdict
 
+CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
+    "tether_current_call", default=None
+)
+"""The call whose handler is running (an async handler's task sees its own): a sub-agent
+names the spawn call that started it."""
+
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
 
@@ -90,7 +96,11 @@ class Dispatcher:
         started = time.time()
         self.ui.tool_start(call)
         tool = self.table.get(call.name)
-        output, is_error = await self._checked_run(call, tool)
+        token = CURRENT_CALL.set(call)
+        try:
+            output, is_error = await self._checked_run(call, tool)
+        finally:
+            CURRENT_CALL.reset(token)
         # Results enter the history here: text UTF-8 cannot encode (a file name that
         # is not UTF-8) is escaped once, with a note, so the model knows what it sees.
         text = window_text(cleaned_with_note(output.text), self._cap_for(call.name, tool))

@@ -163,12 +163,17 @@ class TurnLoop:
     guard: ContextGuard | None = None
     menu: ToolMenu | None = None
     """Which tools a request offers; None offers the whole table."""
+    on_turn: Callable[[], None] | None = None
+    """Told when a turn starts (sub-agents' per-turn budget starts again)."""
+    _turn: _Turn | None = field(default=None, init=False, repr=False)
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.messages.append(Message.user(user_text))
         conv.evidence = []
+        if self.on_turn is not None:
+            self.on_turn()
         watch = TurnWatch(user_text) if self.settings.nudges or self.settings.opening_note else None
-        turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
+        turn = self._turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
@@ -191,6 +196,11 @@ class TurnLoop:
             turn.conv.usage = turn.conv.usage + turn.usage
             turn.conv.requests += turn.requests
             raise
+
+    def count_usage(self, usage: Usage) -> None:
+        """Tokens spent for the running turn elsewhere (a sub-agent's): counted in its usage."""
+        if self._turn is not None:
+            self._turn.usage = self._turn.usage + usage
 
     # ------------------------------------------------------------ steps
 

@@ -7,7 +7,7 @@ Three implementations share one loop: the terminal app, the headless writer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .messages import Evidence, ToolCall
 
@@ -37,6 +37,14 @@ class UI(Protocol):
     def can_ask(self) -> bool:
         """False when nobody is there to answer an approval or a question."""
         ...
+
+
+@runtime_checkable
+class AgentEvents(Protocol):
+    """A UI that shows a sub-agent's events as its own kind (stream-json lines carrying the
+    parent call's id); a UI without it gets them as notices naming the agent."""
+
+    def agent_event(self, event: dict[str, Any]) -> None: ...
 
 
 class SilentUI:

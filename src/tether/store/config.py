@@ -95,6 +95,25 @@ class Settings(BaseModel):
         "they wait behind tool_search.",
     )
 
+    subagent_max_steps: int = Field(
+        12, ge=1, le=1000, description="Tool round trips of a sub-agent before it is asked for its report."
+    )
+    subagent_concurrency: int = Field(
+        0, ge=0, le=16, description="Sub-agents spawn_agents runs at once; 0: 2, or 1 for a local server."
+    )
+    subagent_max_tokens: int = Field(
+        0, ge=0, description="Tokens one sub-agent may spend (input and output); 0: no cap."
+    )
+    subagent_max_seconds: float = Field(
+        600.0, ge=0, description="Seconds one sub-agent may run; 0: no cap."
+    )
+    subagent_turn_tokens: int = Field(
+        0, ge=0, description="Tokens all sub-agents of one request may spend together; 0: no cap."
+    )
+    subagent_report_cap: int = Field(
+        4000, ge=200, description="Characters of a sub-agent's report that come back (head and tail)."
+    )
+
     @field_validator("ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod
     def _usable_base_url(cls, value: str) -> str:

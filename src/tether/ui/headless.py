@@ -87,6 +87,20 @@ class HeadlessUI:
             prefix = {"error": "error: ", "warning": "warning: "}.get(level, "")
             self.progress(prefix + message)
 
+    def agent_event(self, event: dict[str, Any]) -> None:
+        """A sub-agent's event: its own stream-json line (with the parent call's id); in text
+        mode its tool calls and its end as progress lines naming the agent."""
+        if self.format == "stream-json":
+            self.emit(event)
+        elif self.format == "text":
+            name = event.get("agent_name", "agent")
+            if event["type"] == "agent_tool_start":
+                self.progress(f"  [agent {name}] → {event['name']} {describe_arguments(event['arguments'])}")
+            elif event["type"] == "agent_end":
+                self.progress(f"  [agent {name}] {event['state']} after {event['steps']} steps")
+            elif event["type"] == "agent_notice":
+                self.progress(f"  [agent {name}] {event['message']}")
+
     # ------------------------------------------------------------ writing
 
     def emit(self, obj: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.status import Status
@@ -61,6 +61,8 @@ class TerminalUI:
     _live_line_ended: bool = field(default=True, init=False)
     streaming_seconds: float = field(default=0.0, init=False)
     """Time spent receiving reply text in this turn, for tokens per second."""
+    _agents: dict[str, str] = field(default_factory=dict, init=False)
+    """Running sub-agents by id: the live line each one has."""
 
     # ------------------------------------------------------------ turn framing
 
@@ -234,6 +236,38 @@ class TerminalUI:
             self.console.print(shown("      " + ln))
         if len(lines) > limit:
             self.console.print(Text(f"      [... {len(lines) - limit} more lines ...]", style="status"))
+
+    def agent_event(self, event: dict[str, Any]) -> None:
+        """Sub-agents: one live line per running agent (its task, its calls, its latest tool)
+        under the spinner, and one summary line in the scrollback when it ends."""
+        kind, name = event["type"], f"agent {event['agent_name']} [{event['agent']}]"
+        if kind == "agent_tool_start":
+            task = event.get("task", "")
+            task = task if len(task) <= 60 else task[:59] + "…"
+            self._agents[event["agent"]] = f"{name}: {task} · call {event['calls']} · {event['name']}"
+            if not self.console.is_terminal:  # no live region: a line per call instead
+                self.console.print(shown("  " + self._agents[event["agent"]], "status"))
+        elif kind == "agent_notice":
+            self.notice(f"[{name}] {event['message']}", event["level"])
+        elif kind == "agent_end":
+            self._agents.pop(event["agent"], None)
+            self._stop_spinner()
+            tokens = event["usage"]["input_tokens"] + event["usage"]["output_tokens"]
+            why = f" ({event['reason']})" if event["reason"] else ""
+            self.console.print(shown(f"  {name} {event['state']}{why}: {event['steps']} steps, "
+                                     f"{tokens} tokens, {event['elapsed']:.1f}s", "status"))
+        if kind != "agent_tool_end":
+            self._show_agents()
+
+    def _show_agents(self) -> None:
+        if not self._agents or not self.console.is_terminal:
+            return
+        lines = shown("\n".join(self._agents.values()), "status")
+        if self._spinner is None:
+            self._spinner = self.console.status(lines, spinner="dots")
+            self._spinner.start()
+        else:
+            self._spinner.update(lines)
 
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
         self.settle()

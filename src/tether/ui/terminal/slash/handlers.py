@@ -7,6 +7,7 @@ import time
 
 from rich.text import Text
 
+from tether.core.messages import Evidence
 from tether.safety.permissions import RuleError
 from tether.store.session import SessionCorrupt
 from tether.ui.headless import outcome_mark
@@ -94,16 +95,21 @@ async def evidence(ctx: CommandContext, arg: str) -> None:
     if not found:
         ctx.say("No tool calls in the last request.")
         return
+    print_evidence(ctx, found)
+    agent_commands.show_agent_calls(ctx, {e.call.id for e in found})
+
+
+def print_evidence(ctx: CommandContext, found: list[Evidence], indent: str = "") -> None:
     for i, e in enumerate(found, 1):
         mark = outcome_mark(e)
-        ctx.console.print(shown(f"{i}. {mark} {e.call.name}", "bold"),
+        ctx.console.print(shown(f"{indent}{i}. {mark} {e.call.name}", "bold"),
                           shown(f" {e.elapsed * 1000:.0f} ms · {e.summary}", "status"))
-        ctx.console.print(shown("   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
+        ctx.console.print(shown(f"{indent}   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
         lines = e.result.splitlines()
         for line in lines[:8]:
-            ctx.console.print(shown("   │ " + line[:200], "status"))
+            ctx.console.print(shown(f"{indent}   │ " + line[:200], "status"))
         if len(lines) > 8:
-            ctx.console.print(Text(f"   │ [... {len(lines) - 8} more lines ...]", style="status"))
+            ctx.console.print(Text(f"{indent}   │ [... {len(lines) - 8} more lines ...]", style="status"))
 
 
 @command("sessions", "/sessions", "the saved sessions of this folder")
@@ -354,4 +360,5 @@ async def _pick_model(ctx: CommandContext) -> str:
     return picked(raw, names, shown_options=30)
 
 
-from . import mcp_commands  # noqa: E402,F401  (registers /mcp; it imports `command` from here)
+# the other command modules register theirs; they import `command` from here
+from . import agent_commands, mcp_commands  # noqa: E402,F401

@@ -1,0 +1,369 @@
+"""Sub-agents: a self-contained job in a fresh conversation; only its report comes back.
+
+A sub-agent is a `Conversation` of its own on a `TurnLoop` of its own, built from the parent
+loop's parts: the same provider, the same dispatcher (so the same permission rules, approval
+policy and undo hooks) over a table without the tools that would reach the user or recurse.
+Its UI is an `AgentUI`, which reports through the parent UI's notices with the agent's name
+and asks approval questions that say which agent asks. Budgets (steps, tokens, wall time)
+stop it; its full transcript is saved under TETHER_HOME/subagents/<id>.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..providers.base import Provider, ProviderError, RequestOptions
+from ..store.agent_defs import AgentDefinition
+from ..store.atomic import atomic_write_json
+from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings
+from .messages import Event, Evidence, Message, ToolCall, Usage
+from .textclip import keep_ends
+from .toolspec import Tool, ToolTable
+from .ui_protocol import UI, AgentEvents, Decision, NoticeLevel
+
+AgentState = Literal["completed", "failed", "cancelled", "rejected"]
+
+NOT_FOR_AGENTS = frozenset({
+    "get_user_input",  # nobody answers a sub-agent: it works from its task
+    "submit_plan_for_approval",
+    "submit_plan",
+    "spawn_agent",  # no recursion
+    "spawn_agents",
+    "tool_search",  # bound to the parent's menu; a sub-agent is offered its whole table
+})
+
+AGENT_PROMPT = """
+
+## You are a sub-agent
+Another assistant gave you one self-contained job. Nobody will answer questions: work
+from the task and the context below, with the tools. When done, answer with your report:
+what you found or did, concretely (paths, line numbers, commands and their outcomes), and
+what is left undone. The report is all the other assistant will see of your work.
+"""
+
+
+@dataclass(frozen=True)
+class AgentBudget:
+    """What one agent may spend; 0 means no cap for tokens and seconds."""
+
+    max_steps: int = 12
+    max_tokens: int = 0
+    max_seconds: float = 0.0
+    report_cap: int = 4000
+    turn_tokens: int = 0
+    """Tokens all agents of one parent turn may spend together (0: no cap)."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    task: str
+    context: str = ""
+    agent: str = ""
+    model: str = ""
+
+
+@dataclass
+class AgentRun:
+    """One sub-agent of this session: what /agents lists and the result reports."""
+
+    id: str
+    name: str
+    task: str
+    parent_call: str = ""
+    state: AgentState | Literal["running"] = "running"
+    report: str = ""
+    reason: str = ""
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    started: float = field(default_factory=time.time)
+    elapsed: float = 0.0
+    transcript: Path | None = None
+    latest_tool: str = ""
+    calls: int = 0
+    evidence: list[Evidence] = field(default_factory=list)
+    """Its tool calls (for /evidence)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """What the json result and the agent_end event say of it (not the report)."""
+        return {"id": self.id, "name": self.name, "parent_call": self.parent_call,
+                "state": self.state, "reason": self.reason, "steps": self.steps,
+                "usage": self.usage.as_dict(), "elapsed": round(self.elapsed, 3),
+                "transcript": str(self.transcript) if self.transcript else None}
+
+    def headline(self) -> str:
+        tokens = self.usage.input_tokens + self.usage.output_tokens
+        why = f" ({self.reason})" if self.reason else ""
+        return (f"agent {self.name} [{self.id}] {self.state}{why}: {self.steps} steps, "
+                f"{tokens} tokens, {self.elapsed:.1f}s")
+
+
+class TokenBudget:
+    """Tokens spent against a cap, shared by whoever holds it (0: no cap)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.spent = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.cap > 0 and self.spent >= self.cap
+
+
+class BudgetedProvider:
+    """The parent's provider, refusing a request once an agent's token budget is spent."""
+
+    def __init__(self, inner: Provider, budgets: Sequence[TokenBudget]) -> None:
+        self.inner = inner
+        self.budgets = budgets
+        self.name = inner.name
+        self.default_model = inner.default_model
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    ) -> AsyncIterator[Event]:
+        for budget in self.budgets:
+            if budget.exhausted:
+                raise ProviderError(f"token budget spent ({budget.spent} of {budget.cap})", "api")
+        async for event in self.inner.stream(messages, tools, options):
+            usage = getattr(event, "usage", None)
+            if isinstance(usage, Usage):
+                for budget in self.budgets:
+                    budget.spent += usage.input_tokens + usage.output_tokens
+            yield event
+
+    async def list_models(self) -> list[str]:
+        return await self.inner.list_models()
+
+    async def supports_native_tools(self, model: str) -> bool:
+        return await self.inner.supports_native_tools(model)
+
+    async def context_window(self, model: str) -> int | None:
+        return await self.inner.context_window(model)
+
+    async def aclose(self) -> None:
+        """The parent owns the connection: an agent's end does not close it."""
+
+
+class AgentUI:
+    """A sub-agent's UI: nothing goes into the parent's reply stream. Its tool calls, notices
+    and end reach the parent UI as agent events (stream-json) or as notices with the agent's
+    name; approval questions say which agent asks."""
+
+    def __init__(self, parent: UI, run: AgentRun) -> None:
+        self.parent = parent
+        self.run = run
+
+    @property
+    def can_ask(self) -> bool:
+        return self.parent.can_ask
+
+    def text(self, delta: str) -> None:
+        pass  # the report comes back as the tool result
+
+    def thinking(self, delta: str) -> None:
+        pass
+
+    def tool_start(self, call: ToolCall) -> None:
+        self.run.latest_tool = call.name
+        self.run.calls += 1
+        data = {"id": call.id, "name": call.name, "arguments": call.arguments,
+                "task": self.run.task, "calls": self.run.calls}
+        self.tell("tool_start", data, f"{call.name} (call {self.run.calls})")
+
+    def tool_end(self, evidence: Evidence) -> None:
+        failed = f"{evidence.call.name}: {evidence.summary}" if evidence.error else ""
+        self.tell("tool_end", {"id": evidence.call.id, **evidence.as_dict()}, failed, "warning")
+
+    async def approve(self, call: ToolCall, reason: str) -> Decision:
+        asks = f"sub-agent {self.run.name} [{self.run.id}] asks"
+        return await self.parent.approve(call, f"{asks}: {reason}" if reason else asks)
+
+    def notice(self, message: str, level: NoticeLevel = "info") -> None:
+        self.tell("notice", {"level": level, "message": message}, message, level)
+
+    def ended(self) -> None:
+        run = self.run
+        data = {k: v for k, v in run.as_dict().items() if k not in ("id", "name", "parent_call")}
+        self.tell("end", data, run.headline(), "info" if run.state == "completed" else "warning",
+                  named=False)
+
+    def tell(self, kind: str, data: dict[str, Any], notice: str, level: NoticeLevel = "info",
+             *, named: bool = True) -> None:
+        """An agent event for a UI that has them, else a notice (none when `notice` is empty)."""
+        if isinstance(self.parent, AgentEvents):
+            run = self.run
+            self.parent.agent_event({"type": f"agent_{kind}", "agent": run.id, "agent_name": run.name,
+                                     "parent_call": run.parent_call, **data})
+        elif notice:
+            self.parent.notice(f"[agent {self.run.name}] {notice}" if named else notice, level)
+
+
+@dataclass
+class SubagentRunner:
+    """Starts sub-agents from the parent loop's parts and remembers them for the session."""
+
+    parent: TurnLoop
+    home: Path
+    system_prompt: Callable[[ToolTable, str], str]
+    """(table, mode) -> the base system prompt for an agent's tools."""
+    budget: AgentBudget = field(default_factory=AgentBudget)
+    concurrency: int = 2
+    definitions: dict[str, AgentDefinition] = field(default_factory=dict)
+    make_guard: Callable[[str], ContextGuard | None] = lambda model: None
+    runs: list[AgentRun] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    """Every agent's usage, for the session's count."""
+    max_batch: int = 8
+    _turn: TokenBudget = field(default_factory=lambda: TokenBudget(0))
+
+    def new_turn(self) -> None:
+        """A parent turn starts: the per-turn token total starts again."""
+        self._turn = TokenBudget(self.budget.turn_tokens)
+
+    async def run_many(self, specs: Sequence[AgentSpec], parent_call: str = "") -> list[AgentRun]:
+        """Every spec's run, in the order given; at most `concurrency` at once."""
+        gate = asyncio.Semaphore(max(1, self.concurrency))
+
+        async def one(index: int, spec: AgentSpec) -> AgentRun:
+            if index >= self.max_batch:
+                return self._rejected(spec, parent_call, f"at most {self.max_batch} agents per call")
+            async with gate:
+                return await self.run_one(spec, parent_call)
+
+        return list(await asyncio.gather(*(one(i, s) for i, s in enumerate(specs))))
+
+    async def run_one(self, spec: AgentSpec, parent_call: str = "") -> AgentRun:
+        definition = self.definitions.get(spec.agent) if spec.agent else None
+        if spec.agent and definition is None:
+            known = ", ".join(sorted(self.definitions)) or "none are defined"
+            return self._rejected(spec, parent_call, f"no agent named {spec.agent!r} ({known})")
+        if self._turn.exhausted:
+            return self._rejected(spec, parent_call, "this turn's token budget for agents is spent")
+        run = AgentRun(new_agent_id(), spec.agent or "general", spec.task, parent_call)
+        self.runs.append(run)
+        conv = Conversation()
+        ui = AgentUI(self.parent.ui, run)
+        loop = self._loop_for(ui, spec, definition)
+        try:
+            await self._drive(loop, conv, run, spec)
+        except asyncio.CancelledError:
+            run.state, run.reason = "cancelled", "stopped by the user"
+            raise
+        finally:
+            self._finish(run, conv)
+            ui.ended()
+        return run
+
+    async def _drive(self, loop: TurnLoop, conv: Conversation, run: AgentRun, spec: AgentSpec) -> None:
+        seconds = self.budget.max_seconds
+        work = loop.run_turn(conv, task_message(spec))
+        try:
+            result = await (asyncio.wait_for(work, seconds) if seconds > 0 else work)
+        except asyncio.TimeoutError:
+            run.state, run.reason = "failed", f"wall-time cap of {seconds:g}s reached"
+            run.report = last_text(conv)
+            return
+        run.report = result.text
+        if result.stop_reason == "error":
+            run.state, run.reason = "failed", result.error or "the model request failed"
+        else:
+            run.state = "completed"
+            if result.stop_reason == "max_steps":
+                run.reason = f"step cap of {loop.settings.max_steps} reached; reported what it had"
+
+    def _loop_for(self, ui: AgentUI, spec: AgentSpec, definition: AgentDefinition | None) -> TurnLoop:
+        parent = self.parent
+        table = agent_table(parent.table, definition.tools if definition else None)
+        dispatcher = dataclasses.replace(parent.dispatcher, table=table, ui=ui)
+        model = spec.model or (definition.model if definition else "") or parent.settings.model
+        steps = (definition.max_steps if definition and definition.max_steps else 0) or self.budget.max_steps
+        settings = TurnSettings(
+            model=model, max_steps=steps, soft_pressure_after=max(1, steps - 2),
+            temperature=parent.settings.temperature,
+        )
+        budgets = [TokenBudget(self.budget.max_tokens), self._turn]
+        instructions = definition.instructions if definition else ""
+        return TurnLoop(
+            provider=BudgetedProvider(parent.provider, budgets),
+            table=table, dispatcher=dispatcher, ui=ui, settings=settings,
+            system_prompt=lambda mode: agent_prompt(self.system_prompt(table, mode), instructions),
+            mode=parent.mode, guard=self.make_guard(model),
+        )
+
+    def _finish(self, run: AgentRun, conv: Conversation) -> None:
+        run.steps = conv.requests
+        run.evidence = list(conv.evidence)
+        run.usage = conv.usage
+        run.elapsed = time.time() - run.started
+        run.report = cap_report(run.report, self.budget.report_cap)
+        self.usage = self.usage + conv.usage
+        self.parent.count_usage(conv.usage)  # the session's usage and the json result
+        run.transcript = self._save(run, conv)
+
+    def _save(self, run: AgentRun, conv: Conversation) -> Path | None:
+        path = self.home / "subagents" / f"{run.id}.json"
+        record = {
+            "id": run.id, "name": run.name, "task": run.task, "state": run.state,
+            "reason": run.reason, "parent_call": run.parent_call, "steps": run.steps,
+            "usage": run.usage.as_dict(), "report": run.report,
+            "messages": [m.to_dict() for m in conv.messages],
+        }
+        try:
+            atomic_write_json(path, record, secret=True)
+        except OSError as exc:
+            self.parent.ui.notice(f"could not save agent {run.id}'s transcript: {exc}", "warning")
+            return None
+        return path
+
+    def _rejected(self, spec: AgentSpec, parent_call: str, reason: str) -> AgentRun:
+        run = AgentRun(new_agent_id(), spec.agent or "general", spec.task, parent_call,
+                       state="rejected", reason=reason)
+        self.runs.append(run)
+        return run
+
+
+def agent_table(parent: ToolTable, only: Sequence[str] | None) -> ToolTable:
+    """The parent's tools without those a sub-agent must not have; `only` narrows further."""
+    wanted = set(only) if only else None
+    return ToolTable(
+        t for t in parent if t.name not in NOT_FOR_AGENTS and (wanted is None or t.name in wanted)
+    )
+
+
+def agent_prompt(base: str, instructions: str) -> str:
+    text = base + AGENT_PROMPT
+    if instructions:
+        text += "\n## Your instructions\n" + instructions.strip() + "\n"
+    return text
+
+
+def task_message(spec: AgentSpec) -> str:
+    if not spec.context.strip():
+        return spec.task
+    return f"{spec.task}\n\nContext from the assistant that started you:\n{spec.context}"
+
+
+def last_text(conv: Conversation) -> str:
+    """The latest assistant text, for an agent stopped before it reported."""
+    for message in reversed(conv.messages):
+        if message.role == "assistant" and message.text.strip():
+            return message.text
+    return ""
+
+
+def cap_report(report: str, cap: int) -> str:
+    if cap <= 0 or len(report) <= cap:
+        return report
+    head = cap * 2 // 3
+    return keep_ends(report, head, cap - head)
+
+
+def new_agent_id() -> str:
+    return "a" + secrets.token_hex(4)

@@ -1,0 +1,85 @@
+"""spawn_agent and spawn_agents: hand a self-contained job to a sub-agent, get its report back.
+
+They have side effects (a sub-agent may run anything the rules let it), so starting one asks
+for approval as run_cmd does, unless an allow rule names the tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from ..core.dispatch import CURRENT_CALL
+from ..core.subagents import AgentRun, AgentSpec, SubagentRunner
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+
+SPAWN_AGENT = "spawn_agent"
+SPAWN_AGENTS = "spawn_agents"
+AGENT_TIMEOUT = 24 * 3600.0
+"""The dispatcher's timeout for these tools: each agent's own wall-time cap is what stops it."""
+
+
+class AgentJob(BaseModel):
+    task: str = Field(description="The self-contained job and what its report must say.")
+    context: str = Field("", description="What it needs from this conversation: it sees nothing else.")
+    agent: str = Field("", description="An agent definition's name; empty: a general agent.")
+
+
+class SpawnAgentArgs(AgentJob):
+    model: str = Field("", description="Another model for this agent; empty: the current one.")
+
+
+class SpawnAgentsArgs(BaseModel):
+    agents: list[AgentJob] = Field(description="The jobs, each run by its own agent.", min_length=1)
+
+
+def parent_call_id() -> str:
+    """The id of the spawn call being run (the dispatcher's CURRENT_CALL)."""
+    call = CURRENT_CALL.get()
+    return call.id if call is not None else ""
+
+
+def described_run(run: AgentRun) -> str:
+    saved = f" Transcript: subagent {run.id}." if run.transcript else ""
+    body = run.report.strip() or "(no report)"
+    return f"{run.headline()}.{saved}\nReport:\n{body}"
+
+
+def spawn_tools(runner: SubagentRunner) -> list[Tool]:
+    """The two tools, their descriptions naming the agent definitions there are."""
+
+    async def spawn_one(args: SpawnAgentArgs, ctx: ToolContext) -> ToolOutput:
+        spec = AgentSpec(args.task, args.context, args.agent, args.model)
+        run = await runner.run_one(spec, parent_call_id())
+        if run.state != "completed":
+            raise ToolError(described_run(run))
+        return ToolOutput(described_run(run), summary=run.headline())
+
+    async def spawn_many(args: SpawnAgentsArgs, ctx: ToolContext) -> ToolOutput:
+        specs = [AgentSpec(j.task, j.context, j.agent) for j in args.agents]
+        runs = await runner.run_many(specs, parent_call_id())
+        text = "\n\n".join(f"## {i}. {described_run(run)}" for i, run in enumerate(runs, 1))
+        states = ", ".join(run.state for run in runs)
+        return ToolOutput(text, summary=f"{len(runs)} agents: {states}")
+
+    offered = definitions_text(runner)
+    return [
+        Tool(SPAWN_AGENT, (
+            "Hand a self-contained job (a wide search, a survey of many files) to a sub-agent "
+            "with a fresh context and the same tools and permissions; only its report comes "
+            "back. Give it everything it needs in task and context." + offered
+        ), SpawnAgentArgs, spawn_one, main_arg="task", timeout=AGENT_TIMEOUT),
+        Tool(SPAWN_AGENTS, (
+            "Run several independent sub-agent jobs at once; returns each agent's state "
+            "(completed, failed, cancelled, rejected) and report, in the order given." + offered
+        ), SpawnAgentsArgs, spawn_many, timeout=AGENT_TIMEOUT),
+    ]
+
+
+def definitions_text(runner: SubagentRunner) -> str:
+    names: Sequence[str] = sorted(runner.definitions)
+    if not names:
+        return ""
+    lines = [f"{n}: {runner.definitions[n].description}" for n in names]
+    return " Agents (the agent argument): " + "; ".join(lines) + "."
