@@ -91,3 +91,18 @@ async def test_instructions_reach_every_request_and_survive_compaction(tmp_path:
         assert f"## {root / 'AGENTS.md'}\nAlways answer in French." in request.messages[0].text
     assert any("a summary" in m.text for m in provider.requests[-1].messages)
     await runtime.aclose()
+
+
+async def test_a_sub_agent_gets_the_project_instructions_too(tmp_path: Path) -> None:
+    from scripted import call
+    from test_subagents import RecordingUI, make_runtime, routed, sub_requests
+
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "AGENTS.md").write_text("Never touch vendor/.\n")
+    parent = [call(("spawn_agent", {"task": "look around"})), say("done")]
+    runtime, root, provider = make_runtime(tmp_path, RecordingUI(), routed(parent, [say("REPORT")]),
+                                           trusted=True)
+    await runtime.loop.run_turn(Conversation(), "go")
+    [request] = sub_requests(provider)
+    assert "Never touch vendor/." in request.messages[0].text
+    await runtime.aclose()

@@ -381,7 +381,9 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
     )
     runner = SubagentRunner(
         runtime.loop, options.home,
-        system_prompt=lambda table, mode: system_prompt(options.root, table, mode, runtime.prompt_extras),
+        system_prompt=lambda table, mode: system_prompt(  # the project's instructions hold there too
+            options.root, table, mode, runtime.prompt_extras, runtime.instructions.prompt_section()
+        ),
         budget=budget, concurrency=subagent_concurrency(settings), definitions=definitions,
         make_guard=lambda model: Compressor(
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
