@@ -463,3 +463,82 @@ async def test_a_restart_whose_start_fails_keeps_the_old_runtime_working(
     server.add(Reply(text="still here"))
     result = await old.loop.run_turn(ctx.sessions.conv, "hello?")
     assert result.text == "still here"  # its provider was not closed
+
+
+# ---------------------------------------------------------------- /skills and /skill
+
+
+def skill_project(project: Path) -> None:
+    skill = project / "skills" / "greet"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Say hello.\n---\nBe kind.\n")
+    (skill / "scripts" / "hello.py").write_text(
+        "import argparse\nargparse.ArgumentParser(description='hi').parse_args()\nprint('hi')\n")
+
+
+async def test_skills_lists_where_each_was_found_and_skill_loads_one(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    skill_project(project)
+    ctx = make_context(server.url, project, home, trusted=True)
+    await ctx.run("/skills")
+    assert "greet (project skills, not loaded)" in ctx.printed and "Say hello." in ctx.printed
+    await ctx.run("/skill greet")
+    assert ctx.messages() == ["Skill greet loaded."]
+    first, ack = ctx.sessions.conv.messages
+    assert first.role == "user" and "Be kind." in first.text and ack.role == "assistant"
+    assert "greet__hello" in ctx.runtime.table
+    assert "greet__hello" in ctx.sessions.conv.loaded_tools  # offered by a short menu too
+    await ctx.run("/skills")
+    assert "greet (project skills, loaded)" in ctx.printed
+
+
+async def test_skill_with_a_bad_name_or_none_says_what_to_type(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    skill_project(project)
+    untrusted = make_context(server.url, project, home)
+    await untrusted.run("/skills")
+    assert untrusted.messages()[0].startswith("No skills found.")
+    ctx = make_context(server.url, project, home, trusted=True)
+    await ctx.run("/skill")
+    await ctx.run("/skill nope")
+    assert ctx.messages("warning") == ["Use /skill NAME (/skills lists them).",
+                                       "No skill named 'nope'. Skills: greet."]
+    assert ctx.sessions.conv.messages == []
+
+
+async def test_context_shows_the_prompt_instructions_skills_tools_and_history(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    skill_project(project)
+    (project / "AGENTS.md").write_text("Use tabs.\n" * 40)
+    ctx = make_context(server.url, project, home, trusted=True)
+    with_exchange(ctx)
+    await ctx.run("/context")
+    lines = ctx.printed.splitlines()
+    assert lines[0].split()[:2] == ["system", "prompt"]
+    assert any(f"instructions {project / 'AGENTS.md'}" in line and "100 tokens" in line
+               for line in lines)
+    assert any("skill index (1 skills)" in line for line in lines)
+    assert any("history (2 messages)" in line for line in lines)
+    assert lines[-1].split()[0] == "total" and "tokens" in lines[-1]
+
+
+async def test_a_resumed_session_that_loaded_a_skill_has_its_script_tools_again(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    from tether.core.messages import ToolCall, ToolResult
+
+    skill_project(project)
+    ctx = make_context(server.url, project, home, trusted=True)
+    record = ctx.sessions.record
+    record.messages = [
+        Message.user("greet"),
+        Message("assistant", [ToolCall("c1", "use_skill", {"name": "greet"})]),
+        Message("tool", [ToolResult("c1", "use_skill", "Skill greet loaded.")]),
+        Message("assistant", [Text("loaded")]),
+    ]
+    assert "greet__hello" not in ctx.runtime.table
+    ctx.sessions.switch_to(record)
+    assert "greet__hello" in ctx.runtime.table and "greet__hello" in ctx.sessions.conv.loaded_tools

@@ -352,6 +352,7 @@ async def run_one_shot(
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
         ui.result({**result_object(result, started), "profile": runtime.profile.name,
+                   "skills_loaded": runtime.skills.loaded if runtime.skills else [],
                    **mcp_info(runtime), **agents_info(runtime)})
         return exit_code(result.stop_reason)
     except Exception as exc:
@@ -387,6 +388,8 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "cwd": str(root),
         "tools": [t.name for t in runtime.loop.offered()],
         "max_steps": runtime.loop.settings.max_steps,
+        "instructions": [str(p) for p in runtime.instructions.paths],
+        "skills": runtime.skills.catalog.names() if runtime.skills else [],
         **mcp_info(runtime),
     }
 

@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 from .core.context import Compressor, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .core.loop import ContextGuard, ProtocolMode, TurnLoop, TurnSettings
+from .core.instructions import ProjectInstructions, load_instructions
+from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
 from .core.messages import ToolCall
 from .core.profile import (
     CORE_TOOLS,
@@ -33,6 +34,9 @@ from .providers.base import Provider
 from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
+from .skills.book import USE_SKILL, SkillBook
+from .skills.catalog import discover_skills, prompt_index
+from .skills.scripts import is_script_tool
 from .store.agent_defs import load_definitions
 from .store.config import Settings
 from .store.git_ops import GitOps
@@ -93,6 +97,8 @@ class Runtime:
     mcp: McpSetup | None = None
     window: int | None = None
     subagents: SubagentRunner | None = None
+    instructions: ProjectInstructions = field(default_factory=ProjectInstructions)
+    skills: SkillBook | None = None
 
     @property
     def root(self) -> Path:
@@ -160,6 +166,8 @@ class Runtime:
         new.set_auto(self.auto)
         if self.plan_gate.active:
             new.set_plan_mode("on")
+        if self.skills is not None and new.skills is not None:
+            new.skills.reload(self.skills.loaded)  # the history still tells the model to use them
         return new
 
     async def restarted(self, settings: Settings | None = None) -> tuple[Runtime, ProtocolMode]:
@@ -265,7 +273,10 @@ class Runtime:
 
     def system_prompt(self, mode: ProtocolMode) -> str:
         offered = self.loop.menu.offered_table() if self.loop.menu is not None else self.table
-        text = system_prompt(self.root, offered, mode, self.prompt_extras)
+        steady = self.instructions.prompt_section()
+        if self.skills is not None:
+            steady += prompt_index(self.skills.catalog.skills)
+        text = system_prompt(self.root, offered, mode, self.prompt_extras, steady)
         if self.mcp is not None:
             text += self.mcp.manager.prompt_section()
         return text
@@ -281,6 +292,22 @@ class Runtime:
             wanted = "native" if native else "text"
         self.loop.mode = wanted
         return wanted
+
+    def load_skill(self, name: str) -> str:
+        """/skill NAME: the skill's text, its scripts made tools; ToolError when there is none."""
+        if self.skills is None:
+            raise ToolError("No skills were found (/skills says where they are looked for).")
+        return self.skills.load(name)
+
+    def resume_skills(self, conv: Conversation) -> None:
+        """A saved conversation that loaded skills gets their script tools again."""
+        if self.skills is None:
+            return
+        names = [call.arguments.get("name") for m in conv.messages for call in m.tool_calls
+                 if call.name == USE_SKILL]
+        self.skills.reload([n for n in names if isinstance(n, str)])
+        for name in self.skills.loaded:
+            conv.loaded_tools.update(self.skills.tools_of.get(name, []))
 
     def set_plan_mode(self, argument: str) -> str:
         """`/planmode on|off`: the plan tool is on the menu only while plan mode is on; a plan
@@ -336,6 +363,7 @@ def build_runtime(
         can_ask=ui.can_ask, on_change=runtime.set_menu,
     )
     warnings.extend(runtime.mcp.warnings)
+    attach_context_files(runtime, sandbox)
     closers.append(runtime.mcp.manager.aclose)
     runtime.subagents = attach_subagents(runtime)
     return runtime
@@ -353,7 +381,9 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
     )
     runner = SubagentRunner(
         runtime.loop, options.home,
-        system_prompt=lambda table, mode: system_prompt(options.root, table, mode, runtime.prompt_extras),
+        system_prompt=lambda table, mode: system_prompt(  # the project's instructions hold there too
+            options.root, table, mode, runtime.prompt_extras, runtime.instructions.prompt_section()
+        ),
         budget=budget, concurrency=subagent_concurrency(settings), definitions=definitions,
         make_guard=lambda model: Compressor(
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
@@ -372,6 +402,37 @@ def subagent_concurrency(settings: Settings) -> int:
     host = urlsplit(base_url_of(settings, settings.provider) or "").hostname or ""
     local = settings.provider == "ollama" or host in ("127.0.0.1", "localhost", "::1")
     return 1 if local else 2
+
+
+def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> None:
+    """The project instructions and the skills (project ones only in a trusted folder)."""
+    options, settings = runtime.options, runtime.settings
+    runtime.instructions = load_instructions(
+        options.root, options.home, trusted=options.trusted,
+        fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
+    )
+    catalog = discover_skills(options.root, options.home, trusted=options.trusted)
+    runtime.warnings.extend(runtime.instructions.problems + catalog.problems)
+    if not catalog.skills:
+        return
+    shell = runtime.table.get("run_cmd")
+    runtime.skills = SkillBook(catalog, options.root, shell.handler if shell else None,
+                               lambda tools: add_skill_tools(runtime, tools), launcher=sandbox)
+    runtime.table.add(runtime.skills.tool())
+
+
+def add_skill_tools(runtime: Runtime, tools: list[Tool]) -> list[Tool]:
+    """A loaded skill's script tools: in the table and offered from the next request on.
+    A name another tool holds stays that tool's; the ones added are returned."""
+    added = []
+    for tool in tools:
+        if not is_script_tool(runtime.table.get(tool.name)):
+            continue
+        runtime.table.replace(tool)
+        added.append(tool)
+        if runtime.loop.menu is not None:
+            runtime.loop.menu.loaded.add(tool.name)
+    return added
 
 
 def sandbox_for(settings: Settings, options: RunOptions, ui: UI) -> Sandbox:

@@ -28,6 +28,7 @@ SMALL_MODEL_MAX_BILLIONS = 8.5
 CORE_TOOLS = (
     "read_file", "write_file", "edit_file", "run_cmd", "list_dir", "search_in_file", "send_input",
     "submit_plan",  # only in the table while plan mode is on, and then it must be offered
+    "use_skill",  # only in the table when skills were found, and the prompt lists them
 )
 
 LEVERS_ENV = "TETHER_PROFILE_OFF"

@@ -41,7 +41,11 @@ class PromptExtras:
     project_map: str = ""
 
 
-def system_prompt(root: Path, table: ToolTable, mode: str, extras: PromptExtras | None = None) -> str:
+def system_prompt(
+    root: Path, table: ToolTable, mode: str, extras: PromptExtras | None = None, steady: str = ""
+) -> str:
+    """`steady` (project instructions, the skill index) is fixed for a run and goes before the
+    tool menu, which changes when tools come or go: the prefix the server caches stays longer."""
     extras = extras or PromptExtras()
     if extras.small:
         text = SMALL_BASE
@@ -51,6 +55,7 @@ def system_prompt(root: Path, table: ToolTable, mode: str, extras: PromptExtras 
             system=platform.system() or "unknown OS",
             date=datetime.date.today().isoformat(),
         )
+    text += steady
     if mode == "text" and len(table):
         text += "\n\n" + render_tool_prompt(table, one_call=extras.small)
         if extras.worked_example:

@@ -41,7 +41,13 @@ class ConfigPath:
     """What a placeholder file holds while the real one does not exist."""
 
 
-PROJECT_CONFIG: tuple[ConfigPath, ...] = (ConfigPath(PROJECT_FILE, "file", b"{}\n"),)
+PROJECT_CONFIG: tuple[ConfigPath, ...] = (
+    ConfigPath(PROJECT_FILE, "file", b"{}\n"),
+    # skill folders bring instructions and tools (skills/catalog.py's PROJECT_FOLDERS; an
+    # empty placeholder folder is invisible to git status)
+    *(ConfigPath(folder, "dir") for folder in ("skills", ".tether/skills", ".agents/skills",
+                                                ".claude/skills")),
+)
 """Every path in a project that tether reads as its own configuration. A feature that reads
 another one from the project (a server list, skills, agent definitions) adds it here, so
 the sandbox keeps commands from planting it."""

@@ -113,6 +113,14 @@ class Settings(BaseModel):
     subagent_report_cap: int = Field(
         4000, ge=200, description="Characters of a sub-agent's report that come back (head and tail)."
     )
+    instruction_fallbacks: tuple[str, ...] = Field(
+        ("CLAUDE.md",), description="File names read as a folder's project instructions when it "
+        "has no AGENTS.md.",
+    )
+    instructions_max_bytes: int = Field(
+        32768, ge=0, description="Bytes of project instructions (AGENTS.md files) sent with "
+        "every request; the rest is cut with a note.",
+    )
 
     @field_validator("ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod

@@ -36,6 +36,7 @@ class Sessions:
         self.say = say
         self.record = record
         self.conv = record.to_conversation()
+        runtime().resume_skills(self.conv)
 
     @classmethod
     def opened(cls, store: SessionStore, root: Path, runtime: Callable[[], Runtime], say: Say,
@@ -66,6 +67,7 @@ class Sessions:
     def switch_to(self, record: SessionRecord) -> None:
         self.record = record
         self.conv = record.to_conversation()
+        self.runtime().resume_skills(self.conv)
 
     def find(self, title_or_id: str) -> SessionRecord:
         """A saved session of this folder; LookupError or SessionCorrupt when there is none."""

@@ -360,5 +360,6 @@ async def _pick_model(ctx: CommandContext) -> str:
     return picked(raw, names, shown_options=30)
 
 
-# the other command modules register theirs; they import `command` from here
-from . import agent_commands, mcp_commands  # noqa: E402,F401
+# the other command modules register theirs (/agents, /context, /mcp, /skills, /skill); they
+# import `command` from here
+from . import agent_commands, context_report, mcp_commands, skill_commands  # noqa: E402,F401

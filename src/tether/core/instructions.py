@@ -1,0 +1,107 @@
+"""Project instructions: the AGENTS.md files that reach every request through the system prompt.
+
+The personal file (TETHER_HOME/AGENTS.md) comes first, then one file per folder from the git
+root down to the working directory, so the nearest folder's words come last and win. A
+folder's AGENTS.override.md replaces its AGENTS.md; a folder with neither falls back to the
+first fallback name found there (CLAUDE.md by default). Project files are read only in a
+trusted folder: a hostile repository must not speak to the model with the user's voice.
+The text lives in the system prompt, outside the history, so compaction never touches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTRUCTIONS_FILE = "AGENTS.md"
+OVERRIDE_FILE = "AGENTS.override.md"
+DEFAULT_FALLBACKS = ("CLAUDE.md",)
+DEFAULT_MAX_BYTES = 32 * 1024
+
+
+@dataclass(frozen=True)
+class InstructionFile:
+    path: Path
+    text: str
+
+
+@dataclass
+class ProjectInstructions:
+    files: list[InstructionFile] = field(default_factory=list)
+    cut: str = ""
+    """The visible note when the cap cut the text, else ""."""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [f.path for f in self.files]
+
+    def text(self) -> str:
+        """Every file's text under its path, root first; the cut note last."""
+        parts = [f"## {f.path}\n{f.text.rstrip()}" for f in self.files]
+        if self.cut:
+            parts.append(self.cut)
+        return "\n\n".join(parts)
+
+    def prompt_section(self) -> str:
+        if not self.files:
+            return ""
+        return ("\n\n# Project instructions (from the user's files; the later file wins)\n"
+                + self.text())
+
+
+def git_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` holding a .git (a directory or a file)."""
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def folders_down_to(cwd: Path) -> list[Path]:
+    """The folders from the git root (or `cwd` itself outside a repository) down to `cwd`."""
+    top = git_root(cwd) or cwd
+    chain = []
+    for folder in (cwd, *cwd.parents):
+        chain.append(folder)
+        if folder == top:
+            break
+    return list(reversed(chain))
+
+
+def file_of_folder(folder: Path, fallbacks: Sequence[str]) -> Path | None:
+    """The one instructions file a folder contributes, if any."""
+    for name in (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_instructions(
+    cwd: Path, home: Path, *, trusted: bool, fallbacks: Sequence[str] = DEFAULT_FALLBACKS,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> ProjectInstructions:
+    found = ProjectInstructions()
+    paths = [p for p in (file_of_folder(home, ()),) if p is not None]
+    if trusted:
+        project = (file_of_folder(f, fallbacks) for f in folders_down_to(cwd))
+        paths += [p for p in project if p is not None and p not in paths]
+    budget = max_bytes
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            found.problems.append(f"{path}: cannot be read ({exc.strerror or exc})")
+            continue
+        if len(data) > budget:
+            shown = data[:budget].decode("utf-8", errors="ignore")
+            found.cut = (f"[instructions cut at {max_bytes} bytes: {len(data) - budget} bytes "
+                         f"of {path} and any later file not shown]")
+            if shown:
+                found.files.append(InstructionFile(path, shown))
+            break
+        budget -= len(data)
+        found.files.append(InstructionFile(path, data.decode("utf-8", errors="replace")))
+    return found

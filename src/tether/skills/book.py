@@ -1,0 +1,107 @@
+"""The skills of one run: what was found, what is loaded, and the use_skill tool."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..core.toolspec import Tool, ToolContext, ToolError
+from ..safety.shell_session import Launcher
+from .catalog import Skill, SkillCatalog
+from .scripts import RunCommand, is_script, script_tool
+
+USE_SKILL = "use_skill"
+
+OnLoad = Callable[[list[Tool]], list[Tool]]
+"""Puts a skill's tools in the table; returns those it took (a name may be another tool's)."""
+
+
+class UseSkillParams(BaseModel):
+    name: str = Field(description="The skill's name, as the Skills list in the prompt gives it.")
+
+
+@dataclass
+class SkillBook:
+    catalog: SkillCatalog
+    root: Path
+    run_command: RunCommand | None = None
+    """run_cmd's handler: the one way a script runs."""
+    on_load: OnLoad = lambda tools: tools
+    launcher: Launcher | None = None
+    """The sandbox a script's --help runs in."""
+    loaded: list[str] = field(default_factory=list)
+    tools_of: dict[str, list[str]] = field(default_factory=dict)
+    """The script tool names each loaded skill brought."""
+
+    def load(self, name: str) -> str:
+        """The text use_skill returns; its scripts become tools. ToolError for an unknown name."""
+        skill = self.catalog.get(name.strip())
+        if skill is None:
+            known = ", ".join(self.catalog.names()) or "none"
+            raise ToolError(f"No skill named {name!r}. Skills: {known}.")
+        try:
+            body = skill.body()
+        except (OSError, ValueError) as exc:  # changed since it was found
+            raise ToolError(f"Skill {skill.name} cannot be read now ({skill.file}): {exc}") from None
+        tools, problems = self.script_tools(skill)
+        added = self.on_load(tools)
+        taken = {t.name for t in added}
+        problems += [f"{t.name}: the name belongs to another tool" for t in tools
+                     if t.name not in taken]
+        tools = added
+        self.tools_of[skill.name] = [t.name for t in added]
+        if skill.name not in self.loaded:
+            self.loaded.append(skill.name)
+        return loaded_text(skill, body, tools, problems)
+
+    def reload(self, names: list[str]) -> None:
+        """Load again the skills another runtime had loaded (those still found)."""
+        for name in names:
+            if self.catalog.get(name) is not None:
+                with contextlib.suppress(ToolError):
+                    self.load(name)
+
+    def script_tools(self, skill: Skill) -> tuple[list[Tool], list[str]]:
+        if skill.folder is None or self.run_command is None:
+            return [], []
+        tools, problems = [], []
+        for script in sorted((skill.folder / "scripts").glob("*")):
+            if not is_script(script):
+                continue
+            try:
+                tools.append(script_tool(skill.name, script, self.root, self.run_command,
+                                         self.launcher))
+            except ToolError as exc:
+                problems.append(str(exc))
+        return tools, problems
+
+    def tool(self) -> Tool:
+        def use_skill(args: UseSkillParams, ctx: ToolContext) -> str:
+            return self.load(args.name)
+
+        return Tool(
+            name=USE_SKILL,
+            description="Load a skill from the Skills list: returns its instructions and its "
+            "bundled files (read them with read_file); its scripts become tools.",
+            params=UseSkillParams, handler=use_skill, reads=True, main_arg="name",
+        )
+
+
+def loaded_text(skill: Skill, body: str, tools: list[Tool], problems: list[str]) -> str:
+    lines = [f"Skill {skill.name} loaded ({skill.file}).", "", body]
+    files, more = skill.bundled_files()
+    if files:
+        lines += ["", f"Bundled files (in {skill.folder}):", *[f"- {p}" for p in files]]
+    if more:
+        lines.append(f"... and {more} more files")
+    if tools:
+        lines += ["", "Tools now available: " + ", ".join(t.name for t in tools)]
+    if skill.meta.allowed_tools:
+        lines += ["", "The skill suggests these tools (advice only; approvals still apply): "
+                  + " ".join(skill.meta.allowed_tools)]
+    lines += [f"Not a tool: {p}" for p in problems]
+    return "\n".join(lines)
