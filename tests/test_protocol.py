@@ -522,9 +522,8 @@ def test_a_call_object_in_a_fence_labelled_as_code_is_the_call(label: str) -> No
     # Small models label the fence by the task's language ("fix the tests" -> ```python).
     reply = f'Run the tests:\n```{label}\n{{"name": "run_cmd", "arguments": {{"command": "pytest"}}}}\n```'
     assert calls_of(parse_reply(reply, TABLE)) == [("run_cmd", {"command": "pytest"})]
-    # a dict in code that names no tool, or has arguments the tool does not take, is code
-    for body in ('{"name": "myapp", "version": 1}', '{"name": "run_cmd", "arguments": {"cmd": 1}, "x": 2}'):
-        assert parse_reply(f"```{label}\n{body}\n```", TABLE).calls == []
+    # a dict in code that names no tool is code
+    assert parse_reply(f'```{label}\n{{"name": "myapp", "version": 1}}\n```', TABLE).calls == []
 
 
 def test_json_fence_does_not_count_beside_a_tool_call_tag() -> None:
