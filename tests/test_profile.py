@@ -646,3 +646,27 @@ async def test_terse_history_drops_an_answer_a_nudge_rejects_but_keeps_a_fix_to_
         tmp_path, [call(("read_file", {"filepath": "a.py"})), say(fix), say("Done.")], "set x to 2 in a.py",
     )
     assert fix in [m.text for m in provider.requests[-1].messages if m.role == "assistant"]
+
+
+async def test_an_answer_to_a_question_that_quotes_the_code_is_not_nudged_to_apply(tmp_path: Path) -> None:
+    answer = "As MAX_UPLOAD_RETRIES says:\n```python\nretries = MAX_UPLOAD_RETRIES\n```"
+    provider, _, result = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "policy.py"})), say(answer)],
+        request="How many times does the uploader retry a failed upload before it gives up?",
+    )
+    assert nudges_of(provider) == [] and result.text == answer
+
+
+@pytest.mark.parametrize("request_text, question", [
+    ("How many times does the uploader retry?", True),
+    ("which port does the ledger listen on by default?", True),
+    ("Where is the code that decides whether a coupon expired? Give me the file.", True),
+    ("Can you fix the parser so the tests pass?", False),
+    ("make hello.py greet Ann", False),
+    ("count the TODO lines and write the number to todo.txt", False),
+])
+def test_questions_are_told_from_requests_for_a_change(request_text: str, question: bool) -> None:
+    from tether.core.nudges import _is_question
+
+    assert _is_question(request_text) is question

@@ -98,6 +98,25 @@ def _current_text(path: Path) -> str:
     return UNREAD_SHOWN.format(text=data.decode("utf-8", errors="replace").rstrip("\n"))
 
 
+_QUESTION_START = re.compile(
+    r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
+    r"describe|show|list|find|count)\b", re.I
+)
+_CHANGE_WORDS = re.compile(
+    r"\b(fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|"
+    r"implement|refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn)\b",
+    re.I,
+)
+
+
+def _is_question(request: str) -> bool:
+    """A request that asks about the project and asks for no change ("how many times does
+    it retry?", "which file decides ...?"); "can you fix the parser?" is not one."""
+    text = request.strip()
+    asks = text.endswith("?") or bool(_QUESTION_START.match(text))
+    return asks and not _CHANGE_WORDS.search(text)
+
+
 @dataclass
 class TurnWatch:
     """What one turn has done so far, and which nudges it has had."""
@@ -196,6 +215,11 @@ class TurnWatch:
         return None
 
     def _shows_instead_of_doing(self, text: str) -> bool:
+        """The reply shows or describes a change the request asked for. A question asks for
+        none: an answer that quotes the code in a fence is an answer (nudging it made the
+        model "apply" its answer to the file it quoted)."""
+        if _is_question(self.request):
+            return False
         return bool(
             _FENCED_CODE.search(text)
             or _NUMBERED_STEPS.search(text + "\n")
