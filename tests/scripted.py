@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,7 +56,7 @@ class ScriptedProvider:
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         request = Request(list(messages), list(tools) if tools is not None else None, options)
         self.requests.append(request)
         reply = self._next()

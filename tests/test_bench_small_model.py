@@ -69,6 +69,19 @@ def test_a_run_drives_tether_in_a_fresh_repository_each_time_and_records_it(tmp_
     assert "count the lines that contain TODO" in json.dumps(sent)
 
 
+def test_levers_off_reach_tether_and_the_results(tmp_path: Path) -> None:
+    with FakeServer([Reply(text="There are 9.", usage=(90, 4))]) as server:
+        done = run_bench("--provider", "openai", "--base-url", server.url + "/v1",
+                         "--model", "fake-coder:7b", "--profile", "small", "--tasks", "count_todos",
+                         "--no-warmup", "--levers-off", "terse,stop", "--output-format", "stream-json",
+                         "--label", "off", "--results-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "off.json").read_text())["levers_off"] == "terse,stop"
+    events = (tmp_path / "off" / "count_todos.r1.out.jsonl").read_text().splitlines()
+    levers = json.loads(events[0])["levers"]
+    assert "terse" not in levers and "stop" not in levers and "nudges" in levers
+
+
 @pytest.mark.parametrize("sigint_ignored", [False, True])
 def test_a_run_that_times_out_is_interrupted_and_keeps_what_tether_reported(
     tmp_path: Path, sigint_ignored: bool,

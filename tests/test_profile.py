@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply
+from pydantic import BaseModel
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 from test_cli import run_cli
 
@@ -241,7 +242,7 @@ async def test_small_profile_settings_respect_what_the_user_set(tmp_path: Path, 
     runtime, _ = small_runtime(tmp_path, home)
     runtime.apply_profile(SMALL)
     turn = runtime.loop.settings
-    assert (turn.temperature, turn.max_steps, turn.nudges) == (0.2, SMALL.max_steps, True)
+    assert (turn.temperature, turn.max_steps, turn.nudges) == (SMALL.temperature, SMALL.max_steps, True)
     runtime, _ = small_runtime(tmp_path, home, temperature=0.7, max_steps=30)
     runtime.apply_profile(SMALL)
     assert (runtime.loop.settings.temperature, runtime.loop.settings.max_steps) == (0.7, 30)
@@ -373,10 +374,55 @@ async def test_an_applied_change_needs_no_nudge(tmp_path: Path) -> None:
     tools = [make_tool("read_file", _read), make_tool("write_file", write, TextArgs, reads=False, writes_files=True)]
     provider, _, result = await run_nudged(
         tmp_path,
-        [call(("write_file", {"filepath": "a.py", "content": "x = 2\n"})), say("Done:\n```python\nx = 2\n```")],
-        request="set x to 2 in a.py", tools=tools,
+        [call(("write_file", {"filepath": "a.toml", "content": "x = 2\n"})), say("Done:\n```toml\nx = 2\n```")],
+        request="set x to 2 in a.toml", tools=tools,
     )
     assert len(provider.requests) == 2 and result.text.startswith("Done")
+
+
+class CommandArgs(BaseModel):
+    command: str
+
+
+def write_and_run_tools() -> list:
+    def write(args, ctx):  # noqa: ANN001
+        return "written"
+
+    def run(args, ctx):  # noqa: ANN001
+        return "hello\n[exit code 0 · 0.0s]"
+
+    return [
+        make_tool("write_file", write, TextArgs, reads=False, writes_files=True),
+        make_tool("run_cmd", run, CommandArgs, reads=False, runs_commands=True),
+    ]
+
+
+async def test_an_answer_after_changing_code_it_never_ran_is_nudged_once(tmp_path: Path) -> None:
+    from tether.core.nudges import UNCHECKED
+
+    write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [write, say("Done."), say("Done, really.")], request="make hello.py print hello",
+        tools=write_and_run_tools(),
+    )
+    assert nudges_of(provider) == [UNCHECKED.format(path="hello.py")]
+    assert result.text == "Done, really." and [e.call.name for e in result.evidence] == ["write_file"]
+
+
+async def test_code_that_was_run_after_its_last_change_needs_no_check(tmp_path: Path) -> None:
+    run = call(("run_cmd", {"command": "python hello.py"}))
+    write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [write, run, say("Done: it prints hello.")], request="make hello.py print hello",
+        tools=write_and_run_tools(),
+    )
+    assert nudges_of(provider) == []
+    # run, then change it again: that change is unchecked
+    provider, _, _ = await run_nudged(
+        tmp_path, [run, write, say("Done."), say("Done.")], request="make hello.py print hello",
+        tools=write_and_run_tools(),
+    )
+    assert len(nudges_of(provider)) == 1 and "hello.py" in nudges_of(provider)[0]
 
 
 async def test_a_repeated_failing_call_gets_a_note_once(tmp_path: Path) -> None:
@@ -411,7 +457,7 @@ def test_json_and_stream_json_say_which_profile(tmp_path: Path, home: Path) -> N
     assert init["type"] == "init" and init["profile"] == "small" and init["protocol"] == "text"
     assert TOOL_SEARCH in init["tools"] and "git_diff" not in init["tools"]
     assert result["profile"] == "small" and result["result"] == "It says 42."
-    assert first_body["temperature"] == 0.2 and "tools" not in first_body
+    assert first_body["temperature"] == SMALL.temperature == 0.0 and "tools" not in first_body
     assert "# Project files (path size)\na.txt 18B" in first_body["messages"][0]["content"]
     with FakeServer([Reply(text="hi")]) as server:
         args[-5:-1] = ["--base-url", server.url + "/v1", "--model", "fake"]
@@ -509,8 +555,38 @@ async def test_a_blind_overwrite_of_an_existing_file_waits_once(tmp_path: Path) 
         tmp_path, [call(blind), call(blind), say("Done.")], request="set the timeout to 45", tools=tools,
     )
     first, second = result.evidence
-    assert first.error and first.result == UNREAD_OVERWRITE.format(path="app.json")
+    # The refusal shows what the file holds, so the next call can be the right write.
+    shown = 'It holds now:\n{"timeout": 10, "retries": 3}\n'
+    assert first.error and first.result == UNREAD_OVERWRITE.format(path="app.json", shown=shown)
     assert not second.error and written == ['{"timeout": 45}\n']  # the model chose to send it again
+
+
+async def test_a_blind_overwrite_refusal_shows_no_file_a_deny_rule_or_size_keeps_back(
+    tmp_path: Path,
+) -> None:
+    from tether.core.nudges import SHOW_UNREAD_CHARS, TurnWatch
+
+    secret, big = tmp_path / "secret.env", tmp_path / "big.txt"
+    secret.write_text("TOKEN=abc\n")
+    big.write_text("x" * (SHOW_UNREAD_CHARS + 1))
+    watch = TurnWatch("write things")
+    refusal = watch.overwrite_refusal(secret, "secret.env", readable=False)
+    assert refusal is not None and "TOKEN" not in refusal and "Read it with read_file first" in refusal
+    refusal = watch.overwrite_refusal(big, "big.txt", readable=True)
+    assert refusal is not None and "xxx" not in refusal and "Read it with read_file first" in refusal
+    assert watch.overwrite_refusal(big, "big.txt", readable=True) is None  # once per path
+
+
+async def test_the_loop_shows_no_file_in_the_refusal_when_a_deny_rule_covers_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app.env").write_text("TOKEN=abc\n")
+    tools = [make_tool("read_file", _read), make_tool("write_file", lambda a, c: "written", TextArgs, reads=False, writes_files=True)]
+    provider = ScriptedProvider([call(("write_file", {"filepath": "app.env", "content": "X=1\n"})), say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop.dispatcher.ctx.may_read = lambda path: path.name != "app.env"
+    result = await loop.run_turn(Conversation(), "set X to 1 in app.env")
+    assert result.evidence[0].error and "TOKEN" not in result.evidence[0].result
 
 
 async def test_a_write_after_reading_or_of_a_new_file_runs_at_once(tmp_path: Path) -> None:
@@ -526,3 +602,71 @@ async def test_a_write_after_reading_or_of_a_new_file_runs_at_once(tmp_path: Pat
         say("Done."),
     ], request="rewrite app.json and add new.py", tools=tools)
     assert [e.error for e in result.evidence] == [False, False, False]
+
+
+# ---------------------------------------------------------------- terse history
+
+
+async def run_terse(tmp_path: Path, replies: list, request: str, terse: bool = True):  # noqa: ANN001
+    provider = ScriptedProvider(replies)
+    loop, _ = menu_loop(provider, tmp_path, nudges=True)
+    loop.settings.terse_history = terse
+    conv = Conversation()
+    await loop.run_turn(conv, request)
+    return provider, conv
+
+
+def assistant_texts(provider: ScriptedProvider) -> list[str]:
+    return [m.text for m in provider.requests[-1].messages if m.role == "assistant"]
+
+
+async def test_terse_history_keeps_a_replys_call_without_its_prose(tmp_path: Path) -> None:
+    plan = "First I will count the error messages, then answer."
+    replies = [call(("read_file", {"filepath": "a.py"}), text=plan), say("It prints hello.")]
+    provider, conv = await run_terse(tmp_path, replies, "what does a.py print?")
+    assert assistant_texts(provider) == [""]  # the call alone went back to the model
+    calls = [p for m in conv.messages for p in m.parts if isinstance(p, ToolCall)]
+    assert [c.name for c in calls] == ["read_file"]
+    provider, _ = await run_terse(tmp_path, [call(("read_file", {"filepath": "a.py"}), text=plan),
+                                             say("It prints hello.")], "what does a.py print?", terse=False)
+    assert assistant_texts(provider) == [plan]
+
+
+async def test_terse_history_drops_an_answer_a_nudge_rejects_but_keeps_a_fix_to_apply(
+    tmp_path: Path,
+) -> None:
+    provider, conv = await run_terse(
+        tmp_path, [say("It prints 1977."), call(("read_file", {"filepath": "a.py"})), say("It prints 1.")],
+        "what does a.py print?",
+    )
+    assert LOOK_FIRST in [m.text for m in conv.messages if m.role == "user"]
+    assert "1977" not in " ".join(m.text for m in provider.requests[1].messages)
+    fix = "Change it like this:\n```python\nx = 2\n```"
+    provider, _ = await run_terse(
+        tmp_path, [call(("read_file", {"filepath": "a.py"})), say(fix), say("Done.")], "set x to 2 in a.py",
+    )
+    assert fix in [m.text for m in provider.requests[-1].messages if m.role == "assistant"]
+
+
+async def test_an_answer_to_a_question_that_quotes_the_code_is_not_nudged_to_apply(tmp_path: Path) -> None:
+    answer = "As MAX_UPLOAD_RETRIES says:\n```python\nretries = MAX_UPLOAD_RETRIES\n```"
+    provider, _, result = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "policy.py"})), say(answer)],
+        request="How many times does the uploader retry a failed upload before it gives up?",
+    )
+    assert nudges_of(provider) == [] and result.text == answer
+
+
+@pytest.mark.parametrize("request_text, question", [
+    ("How many times does the uploader retry?", True),
+    ("which port does the ledger listen on by default?", True),
+    ("Where is the code that decides whether a coupon expired? Give me the file.", True),
+    ("Can you fix the parser so the tests pass?", False),
+    ("make hello.py greet Ann", False),
+    ("count the TODO lines and write the number to todo.txt", False),
+])
+def test_questions_are_told_from_requests_for_a_change(request_text: str, question: bool) -> None:
+    from tether.core.nudges import _is_question
+
+    assert _is_question(request_text) is question

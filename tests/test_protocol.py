@@ -517,6 +517,15 @@ def test_answers_are_not_calls(reply: str) -> None:
     assert result.text == reply.strip()
 
 
+@pytest.mark.parametrize("label", ["python", "bash", "text"])
+def test_a_call_object_in_a_fence_labelled_as_code_is_the_call(label: str) -> None:
+    # Small models label the fence by the task's language ("fix the tests" -> ```python).
+    reply = f'Run the tests:\n```{label}\n{{"name": "run_cmd", "arguments": {{"command": "pytest"}}}}\n```'
+    assert calls_of(parse_reply(reply, TABLE)) == [("run_cmd", {"command": "pytest"})]
+    # a dict in code that names no tool is code
+    assert parse_reply(f'```{label}\n{{"name": "myapp", "version": 1}}\n```', TABLE).calls == []
+
+
 def test_json_fence_does_not_count_beside_a_tool_call_tag() -> None:
     reply = (
         f"<tool_call>\n{R}\n</tool_call>\nExample of the format:\n```json\n"

@@ -471,6 +471,7 @@ def test_search_walk_skips_default_dirs_and_binary(
     assert out.splitlines() == [
         "notes.txt:3: NEEDLE again",
         "src/main.py:2: NEEDLE = 1",
+        "(2 matching lines in 2 files)",
         "(skipped files: 1 binary)",
     ]
 
@@ -500,8 +501,37 @@ def test_search_respects_gitignore_in_real_repo(
 def test_search_single_file_and_no_match(ctx: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("alpha\nbeta\n  gamma  \n")
     assert search(ctx, r"^\s+gam", "f.txt") == "f.txt:3:   gamma"
-    out = search(ctx, "delta", "f.txt")
-    assert out == "No matches for 'delta' in f.txt (1 files searched)."
+    out = search(ctx, "delta", "f.txt").splitlines()
+    # A miss in one short file shows the file: what was asked for may be there by another name.
+    assert out[0] == "No matches for 'delta' in f.txt (1 files searched)."
+    assert out[1] == "The file is short; here it is whole (f.txt):"
+    assert out[2:] == ["1| alpha", "2| beta", "3|   gamma  "]
+
+
+def test_search_miss_in_a_long_file_or_a_directory_shows_no_file(
+    ctx: ToolContext, tmp_path: Path, monkeypatch, no_outer_repo
+) -> None:
+    monkeypatch.setattr(file_search, "SEARCH_SHOW_FILE_LINES", 3)
+    (tmp_path / "long.txt").write_text("a\nb\nc\nd\n")
+    (tmp_path / "short.txt").write_text("a\n")
+    assert search(ctx, "zzz", "long.txt") == "No matches for 'zzz' in long.txt (1 files searched)."
+    assert search(ctx, "zzz").startswith("No matches for 'zzz' in . (2 files searched).")
+    assert "here it is" not in search(ctx, "zzz")
+
+
+def test_search_is_case_blind_for_a_lower_case_pattern(
+    ctx: ToolContext, tmp_path: Path, no_outer_repo
+) -> None:
+    (tmp_path / "policy.py").write_text("MAX_UPLOAD_RETRIES = 11\nretry_later = 1\n")
+    # All lower case: any case matches (ripgrep's smart case), so "retr" finds the constant.
+    assert search(ctx, "retr", "policy.py").splitlines() == [
+        "policy.py:1: MAX_UPLOAD_RETRIES = 11",
+        "policy.py:2: retry_later = 1",
+        "(2 matching lines in 1 files)",  # a count the model can quote instead of counting
+    ]
+    # A capital letter means the case was meant; an escape such as \\S is not a capital.
+    assert search(ctx, "RETR", "policy.py") == "policy.py:1: MAX_UPLOAD_RETRIES = 11"
+    assert search(ctx, r"retr\S", "policy.py").splitlines()[0] == "policy.py:1: MAX_UPLOAD_RETRIES = 11"
 
 
 def test_search_invalid_regex(ctx: ToolContext) -> None:

@@ -66,6 +66,15 @@ async def test_run_cmd_shows_command_output_and_exit(tools) -> None:
     assert result.summary.startswith("exit 0")
 
 
+async def test_a_command_that_printed_nothing_says_so(tools) -> None:
+    # An empty result reads as success to a small model: a script that defines a function
+    # and never calls it prints nothing, and the result says that outright.
+    table, ctx = tools
+    lines = (await call(table["run_cmd"], ctx, command="true")).text.splitlines()
+    assert lines[0] == "$ true" and lines[1] == "(no output)"
+    assert lines[-1].startswith("[exit code 0 · ")
+
+
 async def test_nonzero_exit_is_a_result_not_an_error(tools) -> None:
     table, ctx = tools
     result = await call(table["run_cmd"], ctx, command="echo broken >&2; exit 1")

@@ -234,6 +234,8 @@ class Target:
     max_steps: int | None = None
     extra: list[str] = field(default_factory=list)
     output_format: str = "json"
+    levers_off: str = ""
+    """Small-profile levers to switch off (tether's TETHER_PROFILE_OFF), to measure each one."""
 
     def command(self, request: str) -> list[str]:
         cmd = [sys.executable, "-m", "tether", "-p", request, "--auto",
@@ -257,6 +259,8 @@ class Target:
         # The model's commands find this interpreter (and pytest) as `python`.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.setdefault("OPENAI_API_KEY", "none")
+        if self.levers_off:
+            env["TETHER_PROFILE_OFF"] = self.levers_off
         return env
 
 
@@ -464,6 +468,7 @@ def benchmark(tasks: list[Task], target: Target, repeats: int, label: str, keep:
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "provider": target.provider, "base_url": target.base_url, "model": target.model,
         "protocol": target.protocol, "profile": target.profile, "max_steps": target.max_steps,
+        "levers_off": target.levers_off,
         "output_format": target.output_format, "timeout_s": sorted({t.timeout for t in tasks}),
         "tether_src": str(target.tether_src), "tether_revision": tether_revision(target.tether_src),
         "repeat": repeats, "tasks": [t.name for t in tasks],
@@ -578,6 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-format", choices=("json", "stream-json"), default="json",
                    help="tether's output: json (the result object) or stream-json (every step as "
                         "it happens, then the same result object; a timed-out run keeps its steps)")
+    p.add_argument("--levers-off", default="", metavar="A,B",
+                   help="small-profile levers to switch off (TETHER_PROFILE_OFF), e.g. terse,stop")
     p.add_argument("--tether-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for tether (repeatable)")
     return p
@@ -603,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--tether-src: {src} has no tether package", file=sys.stderr)
         return 2
     target = Target(args.provider, args.base_url, args.model, src, args.protocol, args.profile,
-                    args.max_steps, list(args.tether_arg), args.output_format)
+                    args.max_steps, list(args.tether_arg), args.output_format, args.levers_off)
     return benchmark(tasks, target, max(1, args.repeat), args.label or default_label(target),
                      args.keep, args.results_dir, args.warmup)
 

@@ -242,6 +242,9 @@ class Runtime:
             turn.soft_pressure_after = profile.soft_pressure_after or turn.soft_pressure_after
         turn.nudges = profile.nudges
         turn.opening_note = profile.opening_note
+        turn.stop_at_call = profile.stop_at_call
+        turn.max_reply_tokens = profile.max_reply_tokens
+        turn.terse_history = profile.terse_history
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but

@@ -12,6 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -24,7 +25,9 @@ from ..protocol import (
     render_history_as_text,
     repair_block_values,
 )
+from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
+from ..tools._paths import is_inside_root
 from .dispatch import Dispatcher
 from .messages import (
     Done,
@@ -44,7 +47,7 @@ from .messages import (
 )
 from .nudges import TurnWatch
 from .toolmenu import ToolMenu
-from .toolspec import Tool, ToolTable
+from .toolspec import Tool, ToolError, ToolTable
 from .ui_protocol import UI
 
 ProtocolMode = Literal["native", "text"]
@@ -124,6 +127,12 @@ class TurnSettings:
     """Nudge once per turn when a reply ends it too early (see nudges.py)."""
     opening_note: bool = False
     """Send a reminder to act with the tools beside the request, in the turn's first request."""
+    stop_at_call: bool = False
+    """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
+    max_reply_tokens: int | None = None
+    terse_history: bool = False
+    """Keep only the calls of a reply that made some, and drop a reply a nudge calls wrong:
+    a small model's own plans and wrong answers, read back, steer it more than the results."""
 
 
 class ContextGuard(Protocol):
@@ -215,13 +224,22 @@ class TurnLoop:
             turn.start = await self.guard.fit(turn.conv.messages, turn.start, system, offered)
         request = self._request_messages(turn.conv.messages, note)
         stop = RESULT_MARKERS if self.mode == "text" else ()
-        options = RequestOptions(self.settings.model, self.settings.temperature, stop=stop)
+        options = RequestOptions(
+            self.settings.model, self.settings.temperature, self.settings.max_reply_tokens, stop=stop
+        )
         reply = Reply()
         turn.pending = reply
         shown = StreamFilter()
+        watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
+        stream = self.provider.stream(request, offered, options)
         try:
-            async for event in self.provider.stream(request, offered, options):
-                self._take(event, reply, shown)
+            async with aclosing(stream):
+                async for event in stream:
+                    if watch is not None and isinstance(event, TextDelta) and watch.feed(event.text):
+                        # The rest would be invented (see callstop.py): keep the reply to its call.
+                        self._take(TextDelta(event.text[: watch.cut - len(reply.text)]), reply, shown)
+                        break
+                    self._take(event, reply, shown)
         except (ProviderError, asyncio.CancelledError):
             raise
         except Exception as exc:  # a transport surprise is a failed request, not a crash
@@ -285,8 +303,11 @@ class TurnLoop:
             turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
 
     def send_nudge(self, turn: _Turn, reply: Reply, parsed: ParseResult, nudge: str) -> None:
-        """Keep the reply, then ask again with the nudge (which never makes a call itself)."""
-        turn.conv.messages.append(self._assistant_message(parsed, reply))
+        """Keep the reply (unless the history is terse and the nudge says it was wrong), then
+        ask again with the nudge, which never makes a call itself."""
+        watch = turn.watch
+        if not (self.settings.terse_history and watch is not None and not watch.keeps_reply()):
+            turn.conv.messages.append(self._assistant_message(parsed, reply))
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
@@ -351,20 +372,22 @@ class TurnLoop:
         filepath = call.arguments.get("filepath")
         if call.name not in ("read_file", "write_file") or not isinstance(filepath, str):
             return None
+        ctx = self.dispatcher.ctx
         try:
-            path = self.dispatcher.ctx.resolve(filepath).resolve()
-        except (OSError, RuntimeError, ValueError):
+            path = ctx.resolve(filepath).resolve()
+        except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
             return None
         if call.name == "read_file":
             watch.saw_read(path)
             return None
-        return watch.overwrite_refusal(path, filepath)
+        readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
+        return watch.overwrite_refusal(path, filepath, readable)
 
     def _assistant_message(self, parsed: ParseResult, reply: Reply) -> Message:
         parts: list = []
         if self.settings.keep_thinking and parsed.thinking:
             parts.append(Thinking(parsed.thinking))
-        if parsed.text:
+        if parsed.text and not (parsed.calls and self.settings.terse_history):
             parts.append(Text(parsed.text))
         elif not parsed.calls:  # a refused call: keep what the model sent so the error makes sense
             parts.append(Text(reply.text or "(empty reply)"))

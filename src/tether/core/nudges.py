@@ -40,10 +40,23 @@ UNSEEN_NUMBER = (
     "(search for where it is set, read that file), then answer."
 )
 UNREAD_OVERWRITE = (
-    "{path} already exists and you have not read it, so it was not overwritten. Read it with "
-    "read_file first, then change the part that needs changing with edit_file. (Send the same "
-    "write_file again only if you really mean to replace the whole file.)"
+    "{path} already exists and you had not read it, so it was not overwritten. {shown}"
+    "Change only the part that needs changing: edit_file, or write_file again with the whole "
+    "new content. (Send the same write_file again only if you really mean to replace it all.)"
 )
+UNREAD_SHOWN = "It holds now:\n{text}\n"
+UNREAD_TOO_LONG = "Read it with read_file first. "
+SHOW_UNREAD_CHARS = 3_000
+"""A file this short is shown in the refusal, so the next call can be the right write."""
+UNCHECKED = (
+    "You changed {path} but have not run anything since. Check your work first: run it, or "
+    "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
+)
+CODE_SUFFIXES = frozenset({
+    ".py", ".js", ".mjs", ".ts", ".sh", ".bash", ".rb", ".go", ".rs", ".java", ".kt", ".c",
+    ".h", ".cc", ".cpp", ".cs", ".php", ".pl", ".lua", ".swift", ".r", ".jl",
+})
+"""Files whose change is worth running before the answer (a config value needs no run)."""
 REPEATED_FAILURE = (
     "\n(Note: this is the same call that already failed. Repeating it will not help: "
     "change the arguments or do something else.)"
@@ -59,6 +72,7 @@ _ACTION_WORDS = re.compile(
 )
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
+_REPLY_KEPT = frozenset({"apply"})
 SEEN_TEXT_CAP = 400_000
 _SHORT_CHAT = 3
 """A request of fewer words than this (a greeting, "thanks") needs no looking."""
@@ -70,6 +84,37 @@ def failed(evidence: Evidence) -> bool:
     return evidence.error or summary == "timed out" or (
         summary.startswith("exit ") and not summary.startswith("exit 0")
     )
+
+
+def _current_text(path: Path) -> str:
+    """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(SHOW_UNREAD_CHARS + 1)
+    except OSError:
+        return UNREAD_TOO_LONG
+    if len(data) > SHOW_UNREAD_CHARS or b"\0" in data:
+        return UNREAD_TOO_LONG
+    return UNREAD_SHOWN.format(text=data.decode("utf-8", errors="replace").rstrip("\n"))
+
+
+_QUESTION_START = re.compile(
+    r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
+    r"describe|show|list|find|count)\b", re.I
+)
+_CHANGE_WORDS = re.compile(
+    r"\b(fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|"
+    r"implement|refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn)\b",
+    re.I,
+)
+
+
+def _is_question(request: str) -> bool:
+    """A request that asks about the project and asks for no change ("how many times does
+    it retry?", "which file decides ...?"); "can you fix the parser?" is not one."""
+    text = request.strip()
+    asks = text.endswith("?") or bool(_QUESTION_START.match(text))
+    return asks and not _CHANGE_WORDS.search(text)
 
 
 @dataclass
@@ -90,6 +135,10 @@ class TurnWatch:
     seen_chars: int = 0
     read_paths: set[Path] = field(default_factory=set)
     warned_paths: set[Path] = field(default_factory=set)
+    unchecked: str | None = None
+    """The code file changed last since the last command that ran (None: checked or none)."""
+    last_kind: str = ""
+    """The kind of the last nudge sent ("look", "empty", "failure", "apply", "check", "unseen")."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -100,20 +149,29 @@ class TurnWatch:
         if failed(evidence):
             self.last_failure = first_line(evidence.result, 160) or evidence.summary
             self.failures[key] = self.last_failure
-        else:
-            self.last_failure = None
-            self.acted = self.acted or changes_things
+            return
+        self.last_failure = None
+        self.acted = self.acted or changes_things
+        tool = evidence.call.name
+        if tool == "run_cmd":
+            self.unchecked = None
+        elif tool in ("write_file", "edit_file"):
+            path = evidence.call.arguments.get("filepath")
+            if isinstance(path, str) and Path(path).suffix.lower() in CODE_SUFFIXES:
+                self.unchecked = path
 
     def saw_read(self, path: Path) -> None:
         self.read_paths.add(path)
 
-    def overwrite_refusal(self, path: Path, shown: str) -> str | None:
+    def overwrite_refusal(self, path: Path, shown: str, readable: bool) -> str | None:
         """Why a whole-file write of an existing file not read this turn waits (once per path):
-        small models rewrite a file from a guess and lose what they never saw."""
+        small models rewrite a file from a guess and lose what they never saw. `readable`: the
+        file may be shown in the refusal (inside the project, no deny rule, not a key file)."""
         if path in self.read_paths or path in self.warned_paths or not path.is_file():
             return None
         self.warned_paths.add(path)
-        return UNREAD_OVERWRITE.format(path=shown)
+        current = _current_text(path) if readable else UNREAD_TOO_LONG
+        return UNREAD_OVERWRITE.format(path=shown, shown=current)
 
     def repeat_note(self, key: str, evidence: Evidence) -> str:
         """The note for a result when this exact call had already failed (once per turn)."""
@@ -136,6 +194,8 @@ class TurnWatch:
             return AFTER_FAILURE.format(error=self.last_failure)
         if not self.acted and self._shows_instead_of_doing(text) and self._once("apply"):
             return NOT_APPLIED
+        if self.unchecked is not None and self._once("check"):
+            return UNCHECKED.format(path=self.unchecked)
         unseen = self._unseen_number(text)
         if unseen is not None and self._once("unseen"):
             return UNSEEN_NUMBER.format(number=unseen)
@@ -155,14 +215,26 @@ class TurnWatch:
         return None
 
     def _shows_instead_of_doing(self, text: str) -> bool:
+        """The reply shows or describes a change the request asked for. A question asks for
+        none: an answer that quotes the code in a fence is an answer (nudging it made the
+        model "apply" its answer to the file it quoted)."""
+        if _is_question(self.request):
+            return False
         return bool(
             _FENCED_CODE.search(text)
             or _NUMBERED_STEPS.search(text + "\n")
             or _ACTION_WORDS.search(self.request)
         )
 
+    def keeps_reply(self) -> bool:
+        """Whether the reply the last nudge answers is worth keeping in the history. A wrong
+        answer kept there anchors a small model, which repeats it; a fix shown in prose is
+        kept, so the model can apply what it wrote."""
+        return self.last_kind in _REPLY_KEPT
+
     def _once(self, kind: str) -> bool:
         if kind in self.sent:
             return False
         self.sent.add(kind)
+        self.last_kind = kind
         return True

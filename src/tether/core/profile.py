@@ -52,6 +52,12 @@ class Profile:
     """The harness nudges at most once per turn for each known failure (see nudges.py)."""
     opening_note: bool = False
     """A reminder to act with the tools beside the request, in each turn's first request."""
+    stop_at_call: bool = False
+    """Text protocol: end a reply once it holds one whole call (the rest is invented)."""
+    max_reply_tokens: int | None = None
+    """A cap on each reply: a small model that loops on its own text stops there."""
+    terse_history: bool = False
+    """The history keeps a reply's calls, not its prose, and not an answer a nudge rejects."""
     temperature: float | None = None
     """Sent when the user has set no temperature."""
     max_steps: int | None = None
@@ -60,7 +66,13 @@ class Profile:
 
     def levers(self) -> list[str]:
         """The names of the levers that are on (for the json output and the benchmark)."""
-        return [name for name in LEVER_NAMES if _is_on(getattr(self, LEVER_FIELDS[name]))]
+        return [name for name in LEVER_NAMES if self._is_on(name)]
+
+    def _is_on(self, lever: str) -> bool:
+        """A lever is on unless its field holds the value that switches it off (a temperature
+        of 0 is on: it is a setting, where None is none)."""
+        field_name = LEVER_FIELDS[lever]
+        return getattr(self, field_name) != LEVER_OFF[lever][field_name]
 
     def without(self, names: Iterable[str]) -> Profile:
         """This profile with the named levers switched off; unknown names raise ValueError."""
@@ -77,10 +89,6 @@ class Profile:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-def _is_on(value: object) -> bool:
-    return value is not None and value is not False and value != 0
-
-
 LEVER_FIELDS = {
     "menu": "short_menu",
     "edit": "simple_edit",
@@ -89,6 +97,9 @@ LEVER_FIELDS = {
     "map": "project_map",
     "nudges": "nudges",
     "note": "opening_note",
+    "stop": "stop_at_call",
+    "reply": "max_reply_tokens",
+    "terse": "terse_history",
     "sampling": "temperature",
     "steps": "max_steps",
 }
@@ -101,6 +112,9 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "map": {"project_map": 0},
     "nudges": {"nudges": False},
     "note": {"opening_note": False},
+    "stop": {"stop_at_call": False},
+    "reply": {"max_reply_tokens": None},
+    "terse": {"terse_history": False},
     "sampling": {"temperature": None},
     "steps": {"max_steps": None, "soft_pressure_after": None},
 }
@@ -115,7 +129,10 @@ SMALL = Profile(
     project_map=700,
     nudges=True,
     opening_note=True,
-    temperature=0.2,
+    stop_at_call=True,
+    max_reply_tokens=1500,
+    terse_history=True,
+    temperature=0.0,
     max_steps=14,
     soft_pressure_after=10,
 )

@@ -222,7 +222,10 @@ class _ReplyParser:
             if found is None and label == "tool_code":
                 found = _python_calls(body, self.table)
             return found
-        if label in _LOOSE_FENCE_LABELS and not self.tagged_calls:
+        # A fence labelled as code (```python) that holds only a call object is still the call:
+        # small models label the fence by the language of the task, not of what is in it.
+        loose = label in _LOOSE_FENCE_LABELS or body.lstrip().startswith("{")
+        if loose and not self.tagged_calls:
             found = self._loose_calls(body, at_eof, report_invalid=False)
             return found or (None if at_eof else self._untagged_call_with_blocks(body.strip()))
         return None

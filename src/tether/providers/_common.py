@@ -10,7 +10,7 @@ and, where its service says it differently, how an error status reads.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
@@ -92,7 +92,7 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
 
     def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         # In-stream errors carry the server's words, which can echo the key.
         return self._http.redacting(self._stream(messages, tools, options))
 

@@ -293,7 +293,7 @@ class HttpTransport:
             return error
         return ProviderError(text, error.kind, error.status, error.retry_after)
 
-    async def redacting(self, events: AsyncGenerator[Event, None]) -> AsyncIterator[Event]:
+    async def redacting(self, events: AsyncGenerator[Event, None]) -> AsyncGenerator[Event, None]:
         """`events` passed through; a ProviderError they raise loses any echo of the key.
 
         Servers put their own text into errors sent inside a stream, and some

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,7 +49,7 @@ class Provider(Protocol):
         messages: Sequence[Message],
         tools: Sequence[Tool] | None,
         options: RequestOptions,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Yield TextDelta/ThinkingDelta/ToolCallEvent and exactly one final Done.
 
         `messages[0]` may be a system message. `tools=None` means no native tools

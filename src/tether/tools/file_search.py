@@ -27,19 +27,29 @@ from tether.tools._regular import (
     refuse_special,
 )
 
-from .file_text import BINARY_SNIFF_BYTES, _not_found, _os_errors_as_tool_errors
+from .file_text import (
+    BINARY_SNIFF_BYTES,
+    _bare,
+    _load_text,
+    _not_found,
+    _os_errors_as_tool_errors,
+    _split_keepends,
+)
 
 SEARCH_MATCH_CAP = 200
 SEARCH_TIME_LIMIT = 5.0
 SEARCH_CHAR_CAP = 15_000
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 SEARCH_LINE_WIDTH = 200
+SEARCH_SHOW_FILE_LINES = 80
 GIT_LIST_TIMEOUT = 10.0
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
 
 class SearchInFileParams(BaseModel):
-    pattern: str = Field(description="Python regular expression to search for.")
+    pattern: str = Field(
+        description="Python regular expression to search for (all lower case: any case matches)."
+    )
     path: str = Field(".", description="File or directory to search.")
 
 
@@ -48,6 +58,8 @@ class SearchInFileParams(BaseModel):
 
 @dataclass
 class _SearchReport:
+    pattern: str = ""
+    """The pattern as the model wrote it (what messages quote)."""
     matches: list[str] = field(default_factory=list)
     chars: int = 0
     files_searched: int = 0
@@ -64,14 +76,15 @@ class _SearchReport:
 
 @_os_errors_as_tool_errors
 def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
-    regex = _compile_pattern(args.pattern)
+    _compile_pattern(args.pattern)  # its errors name the pattern as the model wrote it
+    regex = _compile_pattern(_smart_case(args.pattern))
     target = ctx.resolve(args.path)
     if not target.exists():
         raise _not_found(target, ctx, what="Path")
     refuse_special(target)
     files = [target] if target.is_file() else _searchable_files(target)
     scope = _search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
-    report = _SearchReport()
+    report = _SearchReport(pattern=args.pattern)
     secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
     deadline = time.monotonic() + SEARCH_TIME_LIMIT
     with RegexWorker() as worker:  # the matching runs where the deadline can stop it
@@ -96,7 +109,35 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
                 break
     if report.too_slow and not report.matches:
         raise ToolError(report.stopped.strip("[]") + ".")
-    return _render_search(report, args.pattern, display_path(target, ctx.root))
+    output = _render_search(report, args.pattern, display_path(target, ctx.root))
+    if not report.matches and target.is_file() and report.files_searched == 1:
+        return _with_short_file(output, target, ctx)  # searched, so it passed every read check
+    return output
+
+
+def _smart_case(pattern: str) -> str:
+    """A pattern with no capital letter matches any case, as ripgrep's --smart-case does:
+    "retry" finds MAX_UPLOAD_RETRIES. Escapes such as \\S or \\W are not capitals. The
+    flag goes inline because the pattern travels to the regex worker as text."""
+    if not pattern or any(ch.isupper() for ch in re.sub(r"\\.", "", pattern)):
+        return pattern
+    return "(?i)" + pattern
+
+
+def _with_short_file(output: ToolOutput, target: Path, ctx: ToolContext) -> ToolOutput:
+    """A search that missed in one short file shows the file: the answer is often there under
+    another word, and a small model otherwise concludes "there is none"."""
+    try:
+        loaded = _load_text(target, ctx)
+    except (ToolError, OSError):
+        return output
+    lines = [_bare(line) for line in _split_keepends(loaded.text)]
+    if not lines or len(lines) > SEARCH_SHOW_FILE_LINES:
+        return output
+    page = [f"{number}| {line}" for number, line in enumerate(lines, 1)]  # no anchors: a glance
+    shown = display_path(target, ctx.root)
+    text = f"{output.text}\nThe file is short; here it is whole ({shown}):\n" + "\n".join(page)
+    return ToolOutput(text, summary=output.summary)
 
 
 def _search_scope(target: Path, root: Path) -> Path:
@@ -189,7 +230,7 @@ def _search_file(
     except PatternTooSlow:
         report.too_slow = True
         report.stopped = (
-            f"[the pattern {regex.pattern!r} was too slow: matching it in {shown} did not "
+            f"[the pattern {report.pattern!r} was too slow: matching it in {shown} did not "
             f"finish within the search's {SEARCH_TIME_LIMIT:g} s. Nested repetition such as "
             "(a+)+ can take forever on some lines; simplify the pattern or narrow the path]"
         )
@@ -242,6 +283,8 @@ def _add_match(report: _SearchReport, rendered: str) -> None:
 
 def _render_search(report: _SearchReport, pattern: str, shown: str) -> ToolOutput:
     lines = list(report.matches)
+    if len(report.matches) > 1 and not report.stopped:
+        lines.append(f"({len(report.matches)} matching lines in {report.files_matched} files)")
     if not lines:
         lines.append(
             f"No matches for {pattern!r} in {shown} ({report.files_searched} files searched)."

@@ -36,6 +36,7 @@ RESULT_MARGIN = 2_000
 
 # How each status line begins (for the model; reports read `ToolOutput.command` instead).
 EXIT_STATUS = "[exit code "
+NO_OUTPUT = "(no output)"
 TIMED_OUT_STATUS = "[timed out after "
 WAITING_STATUS = "[waiting for input · session "
 ENDED_STATUS = "[ended · process group killed · "
@@ -149,6 +150,8 @@ def render(outcome: CommandOutcome, timeout: float, header: str = "", note: str 
     lines = [header] if header else []
     if outcome.output:
         lines.append(outcome.output.rstrip("\n"))
+    elif outcome.state == "exited":
+        lines.append(NO_OUTPUT)  # said outright: a small model reads an empty result as success
     if note:
         lines.append(note)
     lines.append(status_line(outcome, timeout))
