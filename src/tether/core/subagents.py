@@ -14,7 +14,8 @@ import asyncio
 import dataclasses
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +24,7 @@ from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
 from ..store.atomic import atomic_write_json
 from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings
-from .messages import Event, Evidence, Message, ToolCall, Usage
+from .messages import Done, Event, Evidence, Message, ToolCall, Usage
 from .textclip import keep_ends
 from .toolspec import Tool, ToolTable
 from .ui_protocol import UI, AgentEvents, Decision, NoticeLevel
@@ -127,16 +128,17 @@ class BudgetedProvider:
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         for budget in self.budgets:
             if budget.exhausted:
                 raise ProviderError(f"token budget spent ({budget.spent} of {budget.cap})", "api")
-        async for event in self.inner.stream(messages, tools, options):
-            usage = getattr(event, "usage", None)
-            if isinstance(usage, Usage):
-                for budget in self.budgets:
-                    budget.spent += usage.input_tokens + usage.output_tokens
-            yield event
+        inner = self.inner.stream(messages, tools, options)
+        async with aclosing(inner):  # a reply stopped early closes the parent's stream too
+            async for event in inner:
+                if isinstance(event, Done):
+                    for budget in self.budgets:
+                        budget.spent += event.usage.input_tokens + event.usage.output_tokens
+                yield event
 
     async def list_models(self) -> list[str]:
         return await self.inner.list_models()
