@@ -86,9 +86,11 @@ def test_levers_off_reach_tether_and_the_results(tmp_path: Path) -> None:
 def test_a_run_that_times_out_is_interrupted_and_keeps_what_tether_reported(
     tmp_path: Path, sigint_ignored: bool,
 ) -> None:
-    with FakeServer([Reply(text="thinking...", delay=120)]) as server:
+    # The timeout must outlast tether's start on a loaded machine (its Ctrl-C handler writes
+    # the result only once it is running); the server never answers within it.
+    with FakeServer([Reply(text="thinking...", delay=300)]) as server:
         done = run_bench("--provider", "openai", "--base-url", server.url + "/v1",
-                         "--model", "fake-coder:7b", "--tasks", "ask_retry_limit", "--timeout", "3", "--no-warmup",
+                         "--model", "fake-coder:7b", "--tasks", "ask_retry_limit", "--timeout", "20", "--no-warmup",
                          "--output-format", "stream-json", "--label", "slow",
                          "--results-dir", str(tmp_path), sigint_ignored=sigint_ignored)
     assert done.returncode == 0, done.stdout + done.stderr

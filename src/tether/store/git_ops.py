@@ -319,7 +319,10 @@ class GitOps:
         real_index = real_index if real_index.is_absolute() else repo.toplevel / real_index
         with repo.temp_index() as index:
             if real_index.exists():
-                shutil.copyfile(real_index, index)
+                # copy2 keeps the mtime: git trusts an entry as clean only when it is older
+                # than its index file, so a fresh mtime would hide a same-size change made
+                # within the same second as the last commit (racy git).
+                shutil.copy2(real_index, index)
             # New files count as changes too, so stage everything into a private copy.
             repo.stage_changes(index)
             return _decode(repo.run(*diff, "--cached", base, "--", index=index).stdout)
