@@ -193,8 +193,9 @@ async def test_a_deny_run_rule_stops_a_script_tool_under_auto(tmp_path: Path) ->
 
 @pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
 @pytest.mark.skipif(
-    Path(sys.executable).resolve().is_relative_to("/tmp"),
-    reason="the interpreter lives under /tmp, which the sandbox replaces with its own empty /tmp",
+    Path(sys.prefix).is_relative_to("/tmp") or Path(sys.executable).is_relative_to("/tmp"),
+    reason="the interpreter's environment lives under /tmp, which the sandbox replaces with "
+    "its own empty /tmp",
 )
 async def test_a_script_tool_and_its_help_run_inside_the_sandbox(tmp_path: Path) -> None:
     outside = Path("/var/tmp") / f"tether-skill-{tmp_path.name}"
