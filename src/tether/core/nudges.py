@@ -64,12 +64,12 @@ REPEATED_FAILURE = (
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
 _NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
-_ACTION_WORDS = re.compile(
-    r"\b(fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|"
-    r"implement|refactor|move|save|append|insert|modify|bump|convert|run|execute|play|"
-    r"register|raise|lower|scale|turn)\b",
-    re.I,
+_CHANGE_VERBS = (
+    "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
+    "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
 )
+_CHANGE_WORDS = re.compile(rf"\b({_CHANGE_VERBS})\b", re.I)
+_ACTION_WORDS = re.compile(rf"\b({_CHANGE_VERBS}|run|execute|play|register)\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
 _REPLY_KEPT = frozenset({"apply"})
@@ -101,11 +101,6 @@ def _current_text(path: Path) -> str:
 _QUESTION_START = re.compile(
     r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
     r"describe|show|list|find|count)\b", re.I
-)
-_CHANGE_WORDS = re.compile(
-    r"\b(fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|"
-    r"implement|refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn)\b",
-    re.I,
 )
 
 

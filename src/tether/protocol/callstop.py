@@ -78,10 +78,10 @@ class CallStop:
         for offset, ch in enumerate(delta):
             self._step(ch, start + offset + 1)
         scan = self._scan
+        if self._call_end is None and (scan.depth or scan.quote or not scan.last_close):
+            return False  # nothing whole yet: no need to look at the text at all
         text = "".join(self._chunks)
         if self._call_end is None:
-            if scan.depth or scan.quote or not scan.last_close:
-                return False
             blocks = self._whole_call_blocks(text)
             if blocks is None:
                 return False

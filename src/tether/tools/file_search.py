@@ -30,7 +30,6 @@ from tether.tools._regular import (
 from .file_text import (
     BINARY_SNIFF_BYTES,
     _bare,
-    _load_text,
     _not_found,
     _os_errors_as_tool_errors,
     _split_keepends,
@@ -60,6 +59,8 @@ class SearchInFileParams(BaseModel):
 class _SearchReport:
     pattern: str = ""
     """The pattern as the model wrote it (what messages quote)."""
+    last_text: str = ""
+    """The text of the last file searched (a miss in one short file shows it)."""
     matches: list[str] = field(default_factory=list)
     chars: int = 0
     files_searched: int = 0
@@ -111,7 +112,7 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
         raise ToolError(report.stopped.strip("[]") + ".")
     output = _render_search(report, args.pattern, display_path(target, ctx.root))
     if not report.matches and target.is_file() and report.files_searched == 1:
-        return _with_short_file(output, target, ctx)  # searched, so it passed every read check
+        return _with_short_file(output, report.last_text, display_path(target, ctx.root))
     return output
 
 
@@ -124,20 +125,16 @@ def _smart_case(pattern: str) -> str:
     return "(?i)" + pattern
 
 
-def _with_short_file(output: ToolOutput, target: Path, ctx: ToolContext) -> ToolOutput:
+def _with_short_file(output: ToolOutput, text: str, shown: str) -> ToolOutput:
     """A search that missed in one short file shows the file: the answer is often there under
-    another word, and a small model otherwise concludes "there is none"."""
-    try:
-        loaded = _load_text(target, ctx)
-    except (ToolError, OSError):
-        return output
-    lines = [_bare(line) for line in _split_keepends(loaded.text)]
+    another word, and a small model otherwise concludes "there is none". The text is what the
+    search itself read, so it passed every read check (links out, keys, deny rules)."""
+    lines = [_bare(line) for line in _split_keepends(text)]
     if not lines or len(lines) > SEARCH_SHOW_FILE_LINES:
         return output
     page = [f"{number}| {line}" for number, line in enumerate(lines, 1)]  # no anchors: a glance
-    shown = display_path(target, ctx.root)
-    text = f"{output.text}\nThe file is short; here it is whole ({shown}):\n" + "\n".join(page)
-    return ToolOutput(text, summary=output.summary)
+    body = f"{output.text}\nThe file is short; here it is whole ({shown}):\n" + "\n".join(page)
+    return ToolOutput(body, summary=output.summary)
 
 
 def _search_scope(target: Path, root: Path) -> Path:
@@ -224,6 +221,7 @@ def _search_file(
     if text is None:
         return
     report.files_searched += 1
+    report.last_text = text
     shown = display_path(path, root)
     try:
         hits = worker.matching_lines(regex.pattern, text, SEARCH_MATCH_CAP, deadline)
