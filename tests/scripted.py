@@ -100,4 +100,5 @@ def make_tool(
     name: str, handler: Callable, params: type[BaseModel] = PathArgs, **flags: Any
 ) -> Tool:
     flags.setdefault("reads", True)
-    return Tool(name, f"The {name} tool.", params, handler, main_arg="filepath", **flags)
+    flags.setdefault("main_arg", "filepath")
+    return Tool(name, f"The {name} tool.", params, handler, **flags)

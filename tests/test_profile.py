@@ -393,7 +393,7 @@ def write_and_run_tools() -> list:
 
     return [
         make_tool("write_file", write, TextArgs, reads=False, writes_files=True),
-        make_tool("run_cmd", run, CommandArgs, reads=False, runs_commands=True),
+        make_tool("run_cmd", run, CommandArgs, reads=False, runs_commands=True, main_arg="command"),
     ]
 
 

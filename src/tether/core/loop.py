@@ -22,6 +22,7 @@ from ..protocol import (
     StreamFilter,
     cut_invented_results,
     parse_reply,
+    render_call_as_text,
     render_history_as_text,
     repair_block_values,
 )
@@ -45,7 +46,7 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import TurnWatch
+from .nudges import REPEATED_CALL, TurnWatch
 from .toolmenu import ToolMenu
 from .toolspec import Tool, ToolError, ToolTable
 from .ui_protocol import UI
@@ -181,7 +182,7 @@ class TurnLoop:
         conv.evidence = []
         if self.on_turn is not None:
             self.on_turn()
-        watch = TurnWatch(user_text) if self.settings.nudges or self.settings.opening_note else None
+        watch = self._watch(user_text)
         turn = self._turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
@@ -350,7 +351,8 @@ class TurnLoop:
             self.ui.tool_end(evidence)
         elif reusable and key in turn.read_cache:
             result, evidence = turn.read_cache[key]
-            result = ToolResult(call.id, call.name, result.content, result.is_error)
+            content = REPEATED_CALL if self._nudging(turn) else result.content
+            result = ToolResult(call.id, call.name, content, result.is_error)
             evidence = Evidence(call, evidence.started, 0.0, "reused earlier result", result.content)
             self.ui.tool_start(call)
             self.ui.tool_end(evidence)
@@ -367,8 +369,26 @@ class TurnLoop:
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
+    def _watch(self, request: str) -> TurnWatch | None:
+        """What the turn's nudges watch, when the profile nudges or adds an opening note."""
+        if not (self.settings.nudges or self.settings.opening_note):
+            return None
+        tools = {tool.name: tool.main_arg for tool in self.table}
+        return TurnWatch(request, tools=tools, show_call=self._call_as_written)
+
+    def _call_as_written(self, name: str, arguments: dict[str, str]) -> str:
+        """A call as this protocol writes it (the text protocol's tags, or native JSON)."""
+        call = ToolCall("example", name, dict(arguments))
+        if self.mode == "text":
+            return render_call_as_text(call, self.table)
+        return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+    def _nudging(self, turn: _Turn) -> bool:
+        return turn.watch is not None and self.settings.nudges
+
     def _unread_overwrite(self, watch: TurnWatch, call: ToolCall) -> str | None:
-        """read_file marks a path as seen; write_file over an unseen existing file waits once."""
+        """read_file marks a path as seen; write_file over an unseen existing file waits once,
+        and so does one that would delete most of a file it has read."""
         filepath = call.arguments.get("filepath")
         if call.name not in ("read_file", "write_file") or not isinstance(filepath, str):
             return None
@@ -381,7 +401,11 @@ class TurnLoop:
             watch.saw_read(path)
             return None
         readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
-        return watch.overwrite_refusal(path, filepath, readable)
+        unread = watch.overwrite_refusal(path, filepath, readable)
+        content = call.arguments.get("content")
+        if unread is not None or not readable or not isinstance(content, str):
+            return unread
+        return watch.shrink_refusal(path, filepath, content)
 
     def _assistant_message(self, parsed: ParseResult, reply: Reply) -> Message:
         parts: list = []

@@ -10,6 +10,7 @@ sent at most once per turn, and a nudge never makes a call: the model decides.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,11 @@ NOT_APPLIED = (
     "reply with the next tool call only (write_file creates or replaces a file, edit_file "
     "changes part of one, run_cmd runs a command). If the task asked for no change, repeat "
     "your final answer."
+)
+NOT_RUN = (
+    "The task is not done: you have only described it. Run it yourself now: reply with a "
+    "run_cmd call only. A program that asks questions keeps running; answer it with "
+    "send_input, one answer at a time, and read what it prints."
 )
 AFTER_FAILURE = (
     "Your last tool call failed ({error}). Do not stop here: fix the call or try another "
@@ -57,6 +63,25 @@ CODE_SUFFIXES = frozenset({
     ".h", ".cc", ".cpp", ".cs", ".php", ".pl", ".lua", ".swift", ".r", ".jl",
 })
 """Files whose change is worth running before the answer (a config value needs no run)."""
+NAMED_NOT_CALLED = (
+    "Your reply names {tool} but makes no call, so nothing ran: a tool runs only when your "
+    "reply is the call itself.{question} {form}If the task is done, give the final answer in "
+    "plain words instead."
+)
+NAMED_FORM = "To call it, reply with only:\n{call}\n"
+FIND_IT_YOURSELF = " Do not tell the user how to find the answer: find it yourself, then answer."
+REPEATED_CALL = (
+    "(You already made this exact call in this turn, and its result above has not changed. "
+    "Do not send it again: use what it showed. Make a different call, or give the final answer.)"
+)
+SHRINKING_WRITE = (
+    "Not written: write_file replaces the whole file, and this content would delete {lost} of "
+    "the {total} lines {path} has now. {shown}To add to the file, send write_file again with the "
+    "whole new file (the lines it has now and your new ones), or change one part with edit_file. "
+    "(Send the same write_file again only if you really mean to delete those lines.)"
+)
+SHRINK_CHECK_BYTES = 64 * 1024
+"""Files up to this size are compared line by line before a whole-file write replaces them."""
 REPEATED_FAILURE = (
     "\n(Note: this is the same call that already failed. Repeating it will not help: "
     "change the arguments or do something else.)"
@@ -69,7 +94,11 @@ _CHANGE_VERBS = (
     "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
 )
 _CHANGE_WORDS = re.compile(rf"\b({_CHANGE_VERBS})\b", re.I)
-_ACTION_WORDS = re.compile(rf"\b({_CHANGE_VERBS}|run|execute|play|register)\b", re.I)
+_RUN_VERBS = "run|execute|play|register|start|launch"
+_RUN_WORDS = re.compile(rf"\b({_RUN_VERBS})\b", re.I)
+"""A request to run something ("run report.py and tell me the total?") is not a question
+about the code: its answer comes from running it."""
+_ACTION_WORDS = re.compile(rf"\b({_CHANGE_VERBS}|{_RUN_VERBS})\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
 _REPLY_KEPT = frozenset({"apply"})
@@ -86,16 +115,44 @@ def failed(evidence: Evidence) -> bool:
     )
 
 
-def _current_text(path: Path) -> str:
-    """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
+def _file_text(path: Path, limit: int) -> str | None:
+    """The text of a file of at most `limit` bytes; None when longer, binary or unreadable."""
     try:
         with path.open("rb") as handle:
-            data = handle.read(SHOW_UNREAD_CHARS + 1)
+            data = handle.read(limit + 1)
     except OSError:
-        return UNREAD_TOO_LONG
-    if len(data) > SHOW_UNREAD_CHARS or b"\0" in data:
-        return UNREAD_TOO_LONG
-    return UNREAD_SHOWN.format(text=data.decode("utf-8", errors="replace").rstrip("\n"))
+        return None
+    if len(data) > limit or b"\0" in data:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _current_text(path: Path) -> str:
+    """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
+    text = _file_text(path, SHOW_UNREAD_CHARS)
+    return UNREAD_TOO_LONG if text is None else UNREAD_SHOWN.format(text=text.rstrip("\n"))
+
+
+def lines_lost(old: str, new: str) -> tuple[int, int]:
+    """(how many of `old`'s non-blank lines `new` no longer has, how many it had); indentation
+    and order do not count, so a rewrite that keeps the code is not a loss."""
+    kept = {line.strip() for line in new.splitlines()}
+    old_lines = [line.strip() for line in old.splitlines() if line.strip()]
+    return sum(line not in kept for line in old_lines), len(old_lines)
+
+
+def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | None] | None:
+    """A tool the reply names as if calling it (`run_cmd("pytest")`, `run_cmd "pytest"`, "use
+    the `read_file` tool") with the value it gives the tool's main argument, if any. A tool
+    merely mentioned ("I ran it with run_cmd") is not a call."""
+    for name, main_arg in tools.items():
+        word = re.escape(name)
+        given = re.search(rf"(?<![\w.]){word}`?\s*(?:\(\s*(?:\w+\s*=\s*)?|\s)[\"'`]([^\"'`\n]+)", text)
+        if given is not None:
+            return name, given.group(1) if main_arg else None
+        if re.search(rf"(?<![\w.]){word}\s*\(|\b(?:use|call|run)\s+(?:the\s+)?`?{word}\b", text, re.I):
+            return name, None
+    return None
 
 
 _QUESTION_START = re.compile(
@@ -109,7 +166,7 @@ def _is_question(request: str) -> bool:
     it retry?", "which file decides ...?"); "can you fix the parser?" is not one."""
     text = request.strip()
     asks = text.endswith("?") or bool(_QUESTION_START.match(text))
-    return asks and not _CHANGE_WORDS.search(text)
+    return asks and not _CHANGE_WORDS.search(text) and not _RUN_WORDS.search(text)
 
 
 @dataclass
@@ -134,6 +191,11 @@ class TurnWatch:
     """The code file changed last since the last command that ran (None: checked or none)."""
     last_kind: str = ""
     """The kind of the last nudge sent ("look", "empty", "failure", "apply", "check", "unseen")."""
+    tools: dict[str, str | None] = field(default_factory=dict)
+    """The tools on offer and each one's main argument, to tell a call written as prose."""
+    show_call: Callable[[str, dict[str, str]], str] | None = None
+    """Renders a call as the protocol in use writes it (for the named-not-called nudge)."""
+    shrink_warned: set[Path] = field(default_factory=set)
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -168,6 +230,20 @@ class TurnWatch:
         current = _current_text(path) if readable else UNREAD_TOO_LONG
         return UNREAD_OVERWRITE.format(path=shown, shown=current)
 
+    def shrink_refusal(self, path: Path, shown: str, content: str) -> str | None:
+        """Why a whole-file write that would delete most of a file waits (once per path): a
+        small model asked to add a function writes only the new one, and the rest is gone."""
+        if path in self.shrink_warned or not path.is_file():
+            return None
+        old = _file_text(path, SHRINK_CHECK_BYTES)
+        if old is None:
+            return None
+        lost, total = lines_lost(old, content)
+        if total < 3 or lost * 2 <= total:
+            return None
+        self.shrink_warned.add(path)
+        return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=_current_text(path))
+
     def repeat_note(self, key: str, evidence: Evidence) -> str:
         """The note for a result when this exact call had already failed (once per turn)."""
         if key in self.failures and failed(evidence) and self._once("repeat"):
@@ -187,14 +263,25 @@ class TurnWatch:
             return LOOK_FIRST
         if self.last_failure is not None and self._once("failure"):
             return AFTER_FAILURE.format(error=self.last_failure)
+        named = _named_call(text, self.tools)
+        if named is not None and self._once("named"):
+            return self._named_not_called(*named)
         if not self.acted and self._shows_instead_of_doing(text) and self._once("apply"):
-            return NOT_APPLIED
+            return NOT_RUN if self._asks_to_run() else NOT_APPLIED
         if self.unchecked is not None and self._once("check"):
             return UNCHECKED.format(path=self.unchecked)
         unseen = self._unseen_number(text)
         if unseen is not None and self._once("unseen"):
             return UNSEEN_NUMBER.format(number=unseen)
         return None
+
+    def _named_not_called(self, tool: str, value: str | None) -> str:
+        main_arg = self.tools.get(tool)
+        form = ""
+        if value is not None and main_arg and self.show_call is not None:
+            form = NAMED_FORM.format(call=self.show_call(tool, {main_arg: value}))
+        question = FIND_IT_YOURSELF if _is_question(self.request) else ""
+        return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
     def _unseen_number(self, text: str) -> str | None:
         """A number the answer states that neither the request nor any result of this turn
@@ -220,6 +307,10 @@ class TurnWatch:
             or _NUMBERED_STEPS.search(text + "\n")
             or _ACTION_WORDS.search(self.request)
         )
+
+    def _asks_to_run(self) -> bool:
+        """The request asks to run something and asks for no change to the files."""
+        return bool(_RUN_WORDS.search(self.request)) and not _CHANGE_WORDS.search(self.request)
 
     def keeps_reply(self) -> bool:
         """Whether the reply the last nudge answers is worth keeping in the history. A wrong

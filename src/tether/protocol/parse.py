@@ -238,8 +238,9 @@ class _ReplyParser:
             text = text[len(token) :].lstrip() if text.startswith(token) else text
         if not text.startswith(("{", "[")):
             return
-        found = self._loose_calls(text, at_eof=True, report_invalid=False)
-        found = found or self._untagged_call_with_blocks(text)
+        found = self._untagged_call_with_blocks(text) or self._loose_calls(
+            text, at_eof=True, report_invalid=not self.native  # a whole reply that is a broken call
+        )
         if found:
             self.found.extend(found)
             self.visible = []

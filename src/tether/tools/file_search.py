@@ -41,6 +41,9 @@ SEARCH_CHAR_CAP = 15_000
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 SEARCH_LINE_WIDTH = 200
 SEARCH_SHOW_FILE_LINES = 80
+ELSEWHERE_LINES = 5
+"""Matches in other files shown after a search of one file."""
+ELSEWHERE_TIME_LIMIT = 1.0
 GIT_LIST_TIMEOUT = 10.0
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
@@ -86,34 +89,88 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     files = [target] if target.is_file() else _searchable_files(target)
     scope = _search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
     report = _SearchReport(pattern=args.pattern)
-    secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
-    deadline = time.monotonic() + SEARCH_TIME_LIMIT
     with RegexWorker() as worker:  # the matching runs where the deadline can stop it
-        for path in files:
-            if time.monotonic() > deadline:
-                report.stopped = (
-                    f"[stopped after {SEARCH_TIME_LIMIT:g} s; narrow the path or the pattern "
-                    "to search the rest]"
-                )
-                break
-            if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
-                report.skipped_outside += 1
-                continue
-            if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
-                report.skipped_secret += 1
-                continue
-            if not ctx.may_read(path):  # a deny rule covers it: the call named only its folder
-                report.skipped_denied += 1
-                continue
-            _search_file(worker, regex, path, ctx.root, report, deadline)
-            if report.stopped:
-                break
+        _search_files(worker, regex, files, scope, ctx, report, SEARCH_TIME_LIMIT)
+        elsewhere = _elsewhere(worker, regex, target, ctx) if target.is_file() else None
     if report.too_slow and not report.matches:
         raise ToolError(report.stopped.strip("[]") + ".")
-    output = _render_search(report, args.pattern, display_path(target, ctx.root))
+    shown = display_path(target, ctx.root)
+    output = _render_search(report, args.pattern, shown)
     if not report.matches and target.is_file() and report.files_searched == 1:
-        return _with_short_file(output, report.last_text, display_path(target, ctx.root))
-    return output
+        output = _with_short_file(output, report.last_text, shown)
+    return _with_elsewhere(output, elsewhere) if elsewhere else output
+
+
+def _search_files(
+    worker: RegexWorker,
+    regex: re.Pattern[str],
+    files: list[Path] | Iterator[Path],
+    scope: Path,
+    ctx: ToolContext,
+    report: _SearchReport,
+    time_limit: float,
+) -> None:
+    """Search each file the call may read (inside `scope`, no deny rule, not the saved keys),
+    until the matches fill the report or `time_limit` seconds have passed."""
+    secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
+    deadline = time.monotonic() + time_limit
+    for path in files:
+        if time.monotonic() > deadline:
+            report.stopped = (
+                f"[stopped after {time_limit:g} s; narrow the path or the pattern "
+                "to search the rest]"
+            )
+            return
+        if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
+            report.skipped_outside += 1
+            continue
+        if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
+            report.skipped_secret += 1
+            continue
+        if not ctx.may_read(path):  # a deny rule covers it: the call named only its folder
+            report.skipped_denied += 1
+            continue
+        _search_file(worker, regex, path, ctx.root, report, deadline)
+        if report.stopped:
+            return
+
+
+def _elsewhere(
+    worker: RegexWorker, regex: re.Pattern[str], target: Path, ctx: ToolContext
+) -> _SearchReport | None:
+    """The same search over the rest of the project, after a search of one file: a small model
+    searches the file it guessed, and the answer is often one import away (a setting read
+    from a defaults module). None when no other file matches."""
+    try:
+        chosen = target.resolve()
+    except OSError:
+        return None
+    others = (
+        path for path in _searchable_files(ctx.root)
+        if not _same_path(path, chosen)
+    )
+    report = _SearchReport()
+    _search_files(worker, regex, others, ctx.root, ctx, report, ELSEWHERE_TIME_LIMIT)
+    return report if report.matches and not report.too_slow else None
+
+
+def _same_path(path: Path, chosen: Path) -> bool:
+    try:
+        return path.resolve() == chosen
+    except OSError:
+        return False
+
+
+def _with_elsewhere(output: ToolOutput, report: _SearchReport) -> ToolOutput:
+    shown = report.matches[:ELSEWHERE_LINES]
+    more = f", {len(report.matches)} lines in {report.files_matched} files" if len(
+        report.matches
+    ) > len(shown) else ""
+    body = (
+        f"{output.text}\nOther files in the project match too (search path \".\" to see them "
+        f"all{more}):\n" + "\n".join(shown)
+    )
+    return ToolOutput(body, summary=output.summary)
 
 
 def _smart_case(pattern: str) -> str:

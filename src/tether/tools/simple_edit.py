@@ -30,14 +30,82 @@ SHOW_FILE_CHARS = 3_000
 """A file this short is shown whole when old_content missed: the model copies from it."""
 
 
-def _current_text(path: Path) -> str:
+def _current_text(path: Path, limit: int | None = SHOW_FILE_CHARS) -> str:
+    """The file's text ("" when unreadable or over `limit` characters)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
-    if len(text) > SHOW_FILE_CHARS:
-        return ""
-    return f"\nThe whole file now reads (copy old_content from it exactly):\n{text}"
+    return "" if limit is not None and len(text) > limit else text
+
+
+def _shown_whole(text: str) -> str:
+    return f"\nThe whole file now reads (copy old_content from it exactly):\n{text}" if text else ""
+
+
+_INFORMATIVE = re.compile(r"[^\W_]")
+REPAIRED_NOTE = (
+    "old_content was not found as written, but its one changed line, {old!r}, is on line "
+    "{line} and nowhere else (the lines around it held nothing to match), so that line was "
+    "changed:\n"
+)
+
+
+def _one_line_change(full: Tool, params: EditFileParams, ctx: ToolContext, text: str) -> Any:
+    """The edit, when old_content missed only in lines that say nothing: a small model wraps
+    the line it changes in made-up braces or brackets (`{\n "timeout_s": 30\n}`). If exactly
+    one line differs between old and new, every other line is bare punctuation, and the
+    changed old line occurs once in the file, that one occurrence is changed. Anything more
+    (context with words in it, which may name another place) stays an error."""
+    change = _single_changed_line(params.old_content or "", params.new_content)
+    if change is None or not text:
+        return None
+    old_line, new_line = change
+    if text.count(old_line) != 1:
+        return None
+    start = text.index(old_line)
+    if _cuts_a_word(text, start, start + len(old_line)):
+        return None  # "x": 3 inside "x": 30 is another value
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    whole = text[line_start : line_end if line_end != -1 else len(text)]
+    fixed = EditFileParams(
+        filepath=params.filepath,
+        old_content=whole,
+        new_content=whole.replace(old_line, new_line, 1),
+        start_anchor=None,
+        end_anchor=None,
+    )
+    try:
+        output: ToolOutput = full.handler(fixed, ctx)  # type: ignore[assignment]
+    except ToolError:
+        return None
+    note = REPAIRED_NOTE.format(old=old_line, line=text.count("\n", 0, start) + 1)
+    return replace(output, text=note + output.text)
+
+
+def _cuts_a_word(text: str, start: int, end: int) -> bool:
+    """The match text[start:end] begins or ends in the middle of a word or number."""
+
+    def in_word(index: int) -> bool:
+        return 0 <= index < len(text) and bool(_INFORMATIVE.match(text[index]))
+
+    return (in_word(start - 1) and in_word(start)) or (in_word(end) and in_word(end - 1))
+
+
+def _single_changed_line(old: str, new: str) -> tuple[str, str] | None:
+    """(old line, new line), stripped, when they are the only lines that differ and the
+    lines they share carry no letters or digits; None otherwise."""
+    old_lines = [line.strip() for line in old.splitlines() if line.strip()]
+    new_lines = [line.strip() for line in new.splitlines() if line.strip()]
+    if len(old_lines) != len(new_lines):
+        return None
+    changed = [(a, b) for a, b in zip(old_lines, new_lines, strict=True) if a != b]
+    shared = [a for a, b in zip(old_lines, new_lines, strict=True) if a == b]
+    if len(changed) != 1 or any(_INFORMATIVE.search(line) for line in shared):
+        return None
+    old_line, new_line = changed[0]
+    return (old_line, new_line) if _INFORMATIVE.search(old_line) else None
 
 
 _READ_PREFIX = re.compile(r"^\d+(?::[0-9a-f]{2})?\| ?", re.M)
@@ -107,9 +175,13 @@ def simple_edit_tool(full: Tool) -> Tool:
             output: ToolOutput = full.handler(params, ctx)  # type: ignore[assignment]
         except ToolError as exc:
             message = _ANCHOR_ADVICE.sub("", str(exc))
-            if message.startswith("old_content was not found"):
-                message += _current_text(ctx.resolve(args.filepath))
-            raise ToolError(message) from None
+            if not message.startswith("old_content was not found"):
+                raise ToolError(message) from None
+            path = ctx.resolve(args.filepath)
+            repaired = _one_line_change(full, params, ctx, _current_text(path, limit=None))
+            if repaired is not None:
+                return repaired
+            raise ToolError(message + _shown_whole(_current_text(path))) from None
         return output
 
     return replace(

@@ -1,0 +1,206 @@
+"""The small profile against habits seen on a real 1.5B model: a call repeated after it
+succeeded, a tool named in prose instead of called, a whole-file write that keeps only the
+new part, a changed line wrapped in made-up braces, and a search of the wrong file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scripted import ScriptedProvider, TextArgs, call, make_tool, say
+from test_profile import menu_loop, nudges_of, run_nudged, small_runtime, write_and_run_tools
+
+from tether.core.loop import Conversation
+from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL, lines_lost
+from tether.core.profile import SMALL
+from tether.core.toolspec import ToolContext, ToolError
+from tether.tools.file_search import SearchInFileParams, search_in_file
+
+# ---------------------------------------------------------------- the same call again
+
+
+async def test_a_repeated_successful_read_gets_a_short_note_not_the_result_again(tmp_path: Path) -> None:
+    reads = 0
+
+    def read(args, ctx):  # noqa: ANN001
+        nonlocal reads
+        reads += 1
+        return "TODO one\nTODO two"
+
+    same = ("read_file", {"filepath": "a.py"})
+    provider, conv, result = await run_nudged(
+        tmp_path, [call(same), call(same), call(same), say("There are 2 TODO lines.")],
+        tools=[make_tool("read_file", read)],
+    )
+    contents = [r.content for m in conv.messages if m.role == "tool" for r in m.tool_results]
+    assert contents == ["TODO one\nTODO two", REPEATED_CALL, REPEATED_CALL]
+    assert reads == 1 and result.text == "There are 2 TODO lines."
+
+
+# ---------------------------------------------------------------- a tool named, not called
+
+
+async def test_a_tool_named_in_prose_gets_the_call_form_once_and_nothing_runs(tmp_path: Path) -> None:
+    write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
+    prose = 'To check it, you can run:\n```sh\nrun_cmd "python hello.py"\n```'
+    provider, _, result = await run_nudged(
+        tmp_path, [write, say(prose), say(prose), say("Done.")], request="make hello.py print hello",
+        tools=write_and_run_tools(),
+    )
+    first = nudges_of(provider)[0]
+    assert "names run_cmd but makes no call" in first
+    assert '{"name": "run_cmd", "arguments": {"command": "python hello.py"}}' in first
+    assert [e.call.name for e in result.evidence] == ["write_file"]  # the harness ran nothing itself
+    assert sum("names run_cmd" in n for n in nudges_of(provider)) == 1
+
+
+async def test_a_plan_for_the_user_instead_of_an_answer_is_told_to_find_it(tmp_path: Path) -> None:
+    plan = "1. Use the `read_file` tool to read a.py.\n2. Look for the print call."
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "a.py"})), say(plan), say("It prints hi.")],
+    )
+    assert len(nudges_of(provider)) == 1
+    assert "names read_file" in nudges_of(provider)[0] and FIND_IT_YOURSELF in nudges_of(provider)[0]
+
+
+@pytest.mark.parametrize("answer", [
+    "I ran it with run_cmd and it printed hello.",
+    "Done: I used read_file and write_file; hello.py prints hello.",
+])
+async def test_a_tool_merely_mentioned_in_the_answer_is_not_nudged(tmp_path: Path, answer: str) -> None:
+    run = call(("run_cmd", {"command": "python hello.py"}))
+    write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [write, run, say(answer)], request="make hello.py print hello", tools=write_and_run_tools(),
+    )
+    assert nudges_of(provider) == []
+
+
+# ---------------------------------------------------------------- a write that keeps only the new part
+
+
+def file_tools(root: Path) -> list:
+    def read(args, ctx):  # noqa: ANN001
+        return (root / args.filepath).read_text()
+
+    def write(args, ctx):  # noqa: ANN001
+        (root / args.filepath).write_text(args.content)
+        return "written"
+
+    return [make_tool("read_file", read), make_tool("write_file", write, TextArgs, reads=False, writes_files=True)]
+
+
+OLD_MODULE = "def title_case(s):\n    return s.title()\n\n\ndef truncate(s, n):\n    return s[:n]\n"
+
+
+async def test_a_write_that_would_delete_most_of_a_read_file_waits_once(tmp_path: Path) -> None:
+    (tmp_path / "strings.py").write_text(OLD_MODULE)
+    partial = call(("write_file", {"filepath": "strings.py", "content": "def slugify(s):\n    return s\n"}))
+    provider = ScriptedProvider([call(("read_file", {"filepath": "strings.py"})), partial, partial, say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    conv = Conversation()
+    result = await loop.run_turn(conv, "add a slugify function to strings.py")
+    refused, written = result.evidence[1], result.evidence[2]
+    assert refused.error and "would delete 4 of the 4 lines" in refused.result
+    assert "def truncate(s, n):" in refused.result  # what it holds now, to copy from
+    assert not written.error  # sent again on purpose: written
+    assert (tmp_path / "strings.py").read_text() == "def slugify(s):\n    return s\n"
+
+
+async def test_a_write_that_keeps_the_old_lines_goes_through(tmp_path: Path) -> None:
+    (tmp_path / "strings.py").write_text(OLD_MODULE)
+    whole = OLD_MODULE + "\n\ndef slugify(s):\n    return s\n"
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "strings.py"})),
+        call(("write_file", {"filepath": "strings.py", "content": whole})),
+        say("Done."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    result = await loop.run_turn(Conversation(), "add a slugify function to strings.py")
+    assert not result.evidence[1].error and (tmp_path / "strings.py").read_text() == whole
+
+
+def test_lines_lost_ignores_indentation_order_and_blank_lines() -> None:
+    assert lines_lost("a = 1\n\n  b = 2\nc = 3\n", "c = 3\nb = 2\n    a = 1\n") == (0, 3)
+    assert lines_lost("a = 1\nb = 2\nc = 3\n", "a = 1\n") == (2, 3)
+
+
+# ---------------------------------------------------------------- one changed line in made-up braces
+
+
+def small_edit(tmp_path: Path, home: Path, name: str, text: str):  # noqa: ANN201
+    runtime, root = small_runtime(tmp_path, home)
+    runtime.apply_profile(SMALL)
+    (root / name).write_text(text)
+    edit = runtime.table.get("edit_file")
+
+    def run(old: str, new: str):  # noqa: ANN202
+        args = edit.params.model_validate({"filepath": name, "old_content": old, "new_content": new})
+        return edit.handler(args, ToolContext(root=root))
+
+    return run, root / name
+
+
+CONFIG = '{\n  "http": {\n    "timeout_s": 30,\n    "retries": 2\n  },\n  "db": {"timeout_s": 5}\n}\n'
+
+
+async def test_a_changed_line_wrapped_in_made_up_braces_is_applied_where_it_is(tmp_path: Path, home: Path) -> None:
+    edit, path = small_edit(tmp_path, home, "app.json", CONFIG)
+    output = edit('{\n    "timeout_s": 30\n}', '{\n    "timeout_s": 45\n}')
+    assert path.read_text() == CONFIG.replace('"timeout_s": 30,', '"timeout_s": 45,')
+    assert "its one changed line" in output.text and "line 3" in output.text and "+1 -1" in output.text
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("spec:\n  replicas: 2\n", "spec:\n  replicas: 5\n"),  # context with words may name another place
+    ('{\n"timeout_s": 3\n}', '{\n"timeout_s": 4\n}'),  # 3 is only the start of 30
+    ('[\n"timeout_s"\n]', '[\n"timeout"\n]'),  # occurs twice
+    ('{\n"retries": 2,\n"extra": 1\n}', '{\n"retries": 3,\n"extra": 2\n}'),  # two lines change
+])
+async def test_other_misses_stay_errors_and_change_nothing(tmp_path: Path, home: Path, old: str, new: str) -> None:
+    edit, path = small_edit(tmp_path, home, "app.json", CONFIG.replace('"retries": 2', '"replicas: 2"'))
+    before = path.read_text()
+    with pytest.raises(ToolError, match="old_content was not found"):
+        edit(old, new)
+    assert path.read_text() == before
+
+
+# ---------------------------------------------------------------- a search of the wrong file
+
+
+def test_a_search_of_one_file_names_matches_in_the_other_files(tmp_path: Path) -> None:
+    (tmp_path / "ledger").mkdir()
+    (tmp_path / "ledger" / "settings.py").write_text("port = int(env.get('LEDGER_PORT', defaults.PORT))\n")
+    (tmp_path / "ledger" / "defaults.py").write_text("PORT = 7341\nHOST = 'x'\n")
+    (tmp_path / "secret.py").write_text("PORT = 1111\n")
+    ctx = ToolContext(root=tmp_path, may_read=lambda path: path.name != "secret.py")
+    output = search_in_file(SearchInFileParams(pattern="port", path="ledger/settings.py"), ctx)
+    head, _, elsewhere = output.text.partition("Other files in the project match too")
+    assert head.startswith("ledger/settings.py:1:")
+    assert "ledger/defaults.py:1: PORT = 7341" in elsewhere
+    assert "settings.py" not in elsewhere and "1111" not in output.text  # itself, and a denied file
+    assert output.summary == "1 matches in 1 files"
+
+
+def test_a_folder_search_or_no_other_match_adds_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("PORT = 1\n")
+    (tmp_path / "b.py").write_text("HOST = 2\n")
+    ctx = ToolContext(root=tmp_path)
+    assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="a.py"), ctx).text
+    (tmp_path / "c.py").write_text("PORT = 3\n")
+    assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="."), ctx).text
+
+
+# ---------------------------------------------------------------- run it, do not describe it
+
+
+async def test_a_request_to_run_something_is_not_a_question_and_is_told_to_run_it(tmp_path: Path) -> None:
+    from tether.core.nudges import NOT_RUN
+
+    steps = "1. Open a terminal.\n2. Run:\n```sh\npython signup.py\n```\n3. Answer the prompts."
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "signup.py"})), say(steps), say("I cannot run it.")],
+        request="Run signup.py and register Ada on the blue team. What ticket number did it give?",
+    )
+    assert nudges_of(provider) == [NOT_RUN]
+    assert [e.call.name for e in result.evidence] == ["read_file"]
