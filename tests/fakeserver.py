@@ -105,6 +105,9 @@ class Reply:
     """Override the reported stop reason (e.g. "length"); None reports the natural one."""
     interleave_tool_calls: bool = False
     """OpenAI only: alternate the fragments of parallel calls instead of sending them in turn."""
+    gate: threading.Event | None = None
+    """Hold the reply until this is set (or the server stops): the client waits for the
+    model for exactly as long as a test wants, without any sleep."""
     raw_frames: list[bytes] | None = None
     """Stream exactly these bytes, one chunk each, instead of rendering the fields above
     (for wire shapes the renderer does not produce: garbage, a missing `[DONE]`, ...)."""
@@ -742,6 +745,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, content_type: str, frames: list[bytes], reply: Reply) -> None:
+        while reply.gate is not None and not reply.gate.wait(0.05):
+            if self.fake._stopping.is_set():
+                return
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")

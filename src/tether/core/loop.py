@@ -48,7 +48,7 @@ from .messages import (
 from .nudges import TurnWatch
 from .toolmenu import ToolMenu
 from .toolspec import Tool, ToolError, ToolTable
-from .ui_protocol import UI
+from .ui_protocol import UI, RequestEvents
 
 ProtocolMode = Literal["native", "text"]
 
@@ -231,6 +231,8 @@ class TurnLoop:
         turn.pending = reply
         shown = StreamFilter()
         watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
+        if isinstance(self.ui, RequestEvents):
+            self.ui.request_started()
         stream = self.provider.stream(request, offered, options)
         try:
             async with aclosing(stream):
