@@ -130,9 +130,10 @@ class Activity:
 
 
 def last_line(text: str, limit: int = 160) -> str:
-    """The newest non-blank line of some output, cut to `limit` characters."""
-    for line in reversed(text.replace("\r\n", "\n").split("\n")):
-        line = line.strip()
+    """The newest non-blank line of some output, cut to `limit` characters; of a line a
+    progress bar redraws with carriage returns, its newest state."""
+    for line in reversed(text.split("\n")):
+        line = next((part.strip() for part in reversed(line.split("\r")) if part.strip()), "")
         if line:
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
