@@ -64,6 +64,15 @@ CUT_OFF_CALL = (
 )
 
 
+def tell_unrun_calls(ui: UI, parsed: ParseResult) -> None:
+    """The tool-free request at the step cap came back as a call only: it does not run (tools
+    are off), and without a word the turn would end in silence."""
+    if parsed.calls and not parsed.text.strip():
+        names = ", ".join(sorted({call.name for call in parsed.calls}))
+        ui.notice(f"At the step cap the model asked for {names} instead of answering; "
+                  "tools were off, so nothing ran.", "warning")
+
+
 def pressure_note(step: int, cap: int) -> str:
     return (
         f"(Note: {step} of {cap} tool round trips used. Finish soon: answer now "
@@ -197,7 +206,9 @@ class TurnLoop:
                     continue
                 await self.dispatch_all(turn, reply, parsed)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
-            return self.finish(turn, reply, self.capped_answer(reply), "max_steps")
+            parsed = self.parse(reply)
+            tell_unrun_calls(self.ui, parsed)
+            return self.finish(turn, reply, parsed.text, "max_steps")
         except ProviderError as exc:
             return self.fail(turn, exc)
         except asyncio.CancelledError:
@@ -312,16 +323,6 @@ class TurnLoop:
             turn.conv.messages.append(self._assistant_message(parsed, reply))
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
-
-    def capped_answer(self, reply: Reply) -> str:
-        """The answer of the tool-free request at the step cap; a reply that is only a call
-        (tools were off, so it does not run) is told, or the turn would end in silence."""
-        parsed = self.parse(reply)
-        if parsed.calls and not parsed.text.strip():
-            names = ", ".join(sorted({call.name for call in parsed.calls}))
-            self.ui.notice(f"At the step cap the model asked for {names} instead of answering; "
-                           "tools were off, so nothing ran.", "warning")
-        return parsed.text
 
     def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None) -> TurnResult:
         parts: list[Part] = []
