@@ -14,8 +14,8 @@ from typing import Any
 
 from ..safety.visible import visible
 
-NO_ANSWER_AT_CAP = ("(no answer: the step cap was reached and the model's last reply held "
-                    "no text, only a tool call, which was not run)")
+NO_ANSWER_AT_CAP = ("(no answer: the step cap was reached before the model wrote one; tools "
+                    "were off for its last reply, so a call in it did not run)")
 
 
 class TextAnswer:
