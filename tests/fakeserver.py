@@ -105,6 +105,11 @@ class Reply:
     """Override the reported stop reason (e.g. "length"); None reports the natural one."""
     interleave_tool_calls: bool = False
     """OpenAI only: alternate the fragments of parallel calls instead of sending them in turn."""
+    gate: threading.Event | None = None
+    """Hold the reply until this is set (or the server stops): the client waits for the
+    model for exactly as long as a test wants, without any sleep."""
+    gate_after: int = 0
+    """Frames sent before the gate holds the rest (0: the response has not begun)."""
     raw_frames: list[bytes] | None = None
     """Stream exactly these bytes, one chunk each, instead of rendering the fields above
     (for wire shapes the renderer does not produce: garbage, a missing `[DONE]`, ...)."""
@@ -742,11 +747,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, content_type: str, frames: list[bytes], reply: Reply) -> None:
+        if reply.gate_after == 0 and not self._passed_gate(reply):
+            return
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for frame in _frames_until_drop(frames, reply.drop_after):
+        for index, frame in enumerate(_frames_until_drop(frames, reply.drop_after)):
+            if index == reply.gate_after > 0 and not self._passed_gate(reply):
+                return
             self.fake._pause(reply.delay)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
             self.wfile.flush()
@@ -755,6 +764,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _passed_gate(self, reply: Reply) -> bool:
+        """Wait for the reply's gate; False when the server stopped first."""
+        while reply.gate is not None and not reply.gate.wait(0.05):
+            if self.fake._stopping.is_set():
+                return False
+        return True
 
     def _drop_connection(self) -> None:
         # No terminating chunk: the client sees the body end mid-stream.

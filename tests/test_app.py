@@ -212,7 +212,7 @@ def test_approval_yes_writes_the_file(server: FakeServer, project: Path, home: P
         app.line("write a note")
         app.wait_for_cursor_on("Allow?")
         assert (project / "notes" / "a.md").exists() is False, "it wrote before asking"
-        app.line("y")
+        app.send("y")
         app.wait_for_text("Wrote it.")
         app.wait_for_prompt()
     assert (project / "notes" / "a.md").read_text() == "hello\n"
@@ -225,7 +225,7 @@ def test_approval_no_with_a_reason_tells_the_model_why(
     with start_app(server, project, home) as app:
         app.line("write a note")
         app.wait_for_cursor_on("Allow?")
-        app.line("n")
+        app.send("n")
         app.wait_for_cursor_on("Why not?")
         app.line("put notes in the docs folder")
         app.wait_for_text("Understood.")
@@ -263,7 +263,7 @@ def test_approval_always_saves_a_rule_and_stops_asking(
     with start_app(server, project, home) as app:
         app.line("write a note")
         app.wait_for_cursor_on("Allow?")
-        app.line("a")
+        app.send("a")
         app.wait_for_text("Wrote it.")
         app.wait_for_prompt()
         assert (project / "notes" / "a.md").read_text() == "hello\n"
@@ -288,7 +288,7 @@ def test_always_in_the_home_folder_trusts_nothing_and_says_where_the_rule_went(
         app.wait_for_prompt()
         app.line("write a note")
         app.wait_for_cursor_on("Allow?")
-        app.line("a")
+        app.send("a")
         app.wait_for_text("Wrote it.")
         app.wait_for_prompt()
         text = app.text()
@@ -358,7 +358,7 @@ def test_a_killed_app_leaves_session_and_memory_files_whole(
     with start_app(server, project, home) as app:
         app.line("remember that I like vim")
         app.wait_for_cursor_on("Allow?")
-        app.line("y")
+        app.send("y")
         assert "✓ saved editor" in app.wait_for_text("Noted.")
         app.wait_for_prompt()
         app.line("now write a long answer")

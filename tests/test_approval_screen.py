@@ -52,7 +52,7 @@ def test_a_command_cannot_redraw_its_approval_line(
         assert key == "command:"
         assert value.strip() == "touch PWNED #\\x1b[2K\\x1b[1G    command: ls -la"
         assert not (project / "PWNED").exists()
-        app.line("y")
+        app.send("y")
         app.wait_for_text("Ran it.")
         app.wait_for_prompt()
         # The tool line drawn as the command starts shows the same text.
@@ -71,7 +71,7 @@ def test_every_line_of_a_long_command_is_shown(server: FakeServer, project: Path
             assert any(line.strip().endswith(f"echo step{i}") for line in shown), i
         assert any(line.strip() == "touch LAST" for line in shown)
         assert not any("more lines" in line for line in shown)
-        app.line("n")
+        app.send("n")
         app.wait_for_cursor_on("Why not?")
         app.line("")
         app.wait_for_prompt()
@@ -95,7 +95,7 @@ def test_bidi_zero_width_and_overwriting_characters_are_drawn_as_escapes(
         wrapped = "".join(shown[1 : next(i for i, ln in enumerate(shown) if "Allow?" in ln)])
         for i, escape in enumerate(HIDDEN.values()):
             assert f"safe{escape}rm{i}" in wrapped, wrapped
-        app.line("n")
+        app.send("n")
         app.wait_for_cursor_on("Why not?")
         app.line("")
         app.wait_for_prompt()

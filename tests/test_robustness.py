@@ -223,7 +223,7 @@ def test_always_allowed_rule_is_kept_when_the_trust_cannot_be_saved(
     with started(server, project, home) as app:
         app.line("write a note")
         app.wait_for_cursor_on("Allow?")
-        app.line("a")
+        app.send("a")
         app.wait_for_text("Wrote it.")
         app.wait_for_prompt()
         text = leave(app)

@@ -404,10 +404,12 @@ async def test_the_chat_shows_a_live_line_per_agent_and_a_summary(tmp_path: Path
     turn = asyncio.create_task(runtime.loop.run_turn(Conversation(), "go"))
     await until(lambda: started, "the agent inside its tool call")
     run = runtime.subagents.runs[0]
-    assert ui._agents[run.id].startswith(f"agent general [{run.id}]: survey the \x1b[2Jmodules · call 1")
+    line = next(ln for ln in ui.activity.lines() if f"agent general [{run.id}]" in ln)
+    assert f"agent general [{run.id}]: survey the \x1b[2Jmodules · " in line
+    assert line.endswith("call 1 · wait_here")
     release.set()
     await turn
-    assert ui._agents == {} and ui._spinner is None
+    assert not any("agent general" in ln for ln in ui.activity.lines())
     shown_text = buf.getvalue()
     assert f"agent general [{run.id}] completed: 2 steps" in shown_text
     assert "\x1b[2J" not in shown_text  # the model's task is shown escaped

@@ -8,7 +8,7 @@ import pytest
 
 from tether.core.messages import ToolCall
 from tether.tools.file_text import line_hash
-from tether.ui.terminal.terminal_ui import change_preview
+from tether.ui.terminal.preview import change_preview
 
 LINES = [f"line {n}" for n in range(1, 31)]
 

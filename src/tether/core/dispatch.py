@@ -80,6 +80,13 @@ AfterHook = Callable[[ToolCall, Tool, ToolOutput], "str | None"]
 
 
 @dataclass
+class _Asked:
+    """How long a call waited for the user's approval (and for another question to end)."""
+
+    seconds: float = 0.0
+
+
+@dataclass
 class Dispatcher:
     table: ToolTable
     ctx: ToolContext
@@ -97,8 +104,9 @@ class Dispatcher:
         self.ui.tool_start(call)
         tool = self.table.get(call.name)
         token = CURRENT_CALL.set(call)
+        asked = _Asked()
         try:
-            output, is_error = await self._checked_run(call, tool)
+            output, is_error = await self._checked_run(call, tool, asked)
         finally:
             CURRENT_CALL.reset(token)
         # Results enter the history here: text UTF-8 cannot encode (a file name that
@@ -107,7 +115,7 @@ class Dispatcher:
         evidence = Evidence(
             call=call,
             started=started,
-            elapsed=time.time() - started,
+            elapsed=max(0.0, time.time() - started - asked.seconds),  # the call's time, not the user's
             summary=output.summary or summarize(output.text),
             result=text,
             error=is_error,
@@ -118,14 +126,16 @@ class Dispatcher:
         self.ui.tool_end(evidence)
         return ToolResult(call.id, call.name, text, is_error), evidence
 
-    async def _checked_run(self, call: ToolCall, tool: Tool | None) -> tuple[ToolOutput, bool]:
+    async def _checked_run(
+        self, call: ToolCall, tool: Tool | None, asked: _Asked
+    ) -> tuple[ToolOutput, bool]:
         if tool is None:
             names = ", ".join(self.table.names())
             return ToolOutput(f"Unknown tool '{call.name}'. Available tools: {names}."), True
         args, problem = self._validate(call, tool)
         if problem:
             return ToolOutput(problem, summary="invalid arguments"), True
-        refusal = await self._gate(call, tool)
+        refusal = await self._gate(call, tool, asked)
         if refusal:
             return ToolOutput(refusal, summary="blocked"), True
         self._before(call, tool)
@@ -150,7 +160,7 @@ class Dispatcher:
         except ValidationError as exc:
             return None, describe_validation_error(tool, exc)
 
-    async def _gate(self, call: ToolCall, tool: Tool) -> str:
+    async def _gate(self, call: ToolCall, tool: Tool, asked: _Asked) -> str:
         try:
             verdict = self.policy.check(call, tool)
         except Exception as exc:  # e.g. a NUL byte in a path: refuse rather than crash the turn
@@ -171,8 +181,10 @@ class Dispatcher:
                 "and nobody is available to approve it in this mode. Do not retry it; "
                 "finish without it and tell the user what was blocked and why."
             )
+        waiting = time.time()
         async with self._approval_lock:
             decision = await self.ui.approve(call, verdict.reason)
+        asked.seconds = time.time() - waiting
         if decision.allowed:
             return self._still_allowed(call, tool)
         why = f" Their reason: {decision.feedback.rstrip('.')}." if decision.feedback else ""

@@ -49,7 +49,7 @@ from .messages import (
 from .nudges import REPEATED_CALL, TurnWatch
 from .toolmenu import ToolMenu
 from .toolspec import Tool, ToolError, ToolTable
-from .ui_protocol import UI
+from .ui_protocol import UI, RequestEvents
 
 ProtocolMode = Literal["native", "text"]
 
@@ -63,6 +63,15 @@ CUT_OFF_CALL = (
     "Your reply reached the output token limit, so your last {name} call may be incomplete. "
     "It was not run. Send it again, shorter if you can (e.g. split a large file into parts)."
 )
+
+
+def tell_unrun_calls(ui: UI, parsed: ParseResult) -> None:
+    """The tool-free request at the step cap came back as a call only: it does not run (tools
+    are off), and without a word the turn would end in silence."""
+    if parsed.calls and not parsed.text.strip():
+        names = ", ".join(sorted({call.name for call in parsed.calls}))
+        ui.notice(f"At the step cap the model asked for {names} instead of answering; "
+                  "tools were off, so nothing ran.", "warning")
 
 
 def pressure_note(step: int, cap: int) -> str:
@@ -198,7 +207,9 @@ class TurnLoop:
                     continue
                 await self.dispatch_all(turn, reply, parsed)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
-            return self.finish(turn, reply, self.parse(reply).text, "max_steps")
+            parsed = self.parse(reply)
+            tell_unrun_calls(self.ui, parsed)
+            return self.finish(turn, reply, parsed.text, "max_steps")
         except ProviderError as exc:
             return self.fail(turn, exc)
         except asyncio.CancelledError:
@@ -232,6 +243,8 @@ class TurnLoop:
         turn.pending = reply
         shown = StreamFilter()
         watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
+        if isinstance(self.ui, RequestEvents):
+            self.ui.request_started()
         stream = self.provider.stream(request, offered, options)
         try:
             async with aclosing(stream):

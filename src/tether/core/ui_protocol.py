@@ -47,6 +47,14 @@ class AgentEvents(Protocol):
     def agent_event(self, event: dict[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class RequestEvents(Protocol):
+    """A UI that shows what is under way (the chat's activity line): told as each model
+    request starts, so the wait for the model can be shown and timed."""
+
+    def request_started(self) -> None: ...
+
+
 class SilentUI:
     """Says nothing and asks nobody; approvals are refused."""
 

@@ -18,6 +18,7 @@ from ..core.messages import Evidence, ToolCall
 from ..core.ui_protocol import Decision, NoticeLevel
 from ..safety.safetext import clean_data, discard_output, write_safely, writes_utf8
 from ..safety.visible import visible
+from .text_answer import TextAnswer
 
 FORMATS = ("text", "json", "stream-json")
 LINE_BREAKS_ESCAPED = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
@@ -50,12 +51,17 @@ class HeadlessUI:
         should end, as a program killed by SIGPIPE would."""
         self.closed: set[int] = set()
         """ids of the streams whose reader went away; nothing more is written to them."""
+        self.answer = TextAnswer(lambda text: self._write(self.out, text), self._stderr_line,
+                                 streams=is_terminal(self.out)) if output_format == "text" else None
+        """text mode's stdout: the answer (streamed on a terminal) and how the run ended."""
 
     # ------------------------------------------------------------ UI protocol
 
     def text(self, delta: str) -> None:
         if self.format == "stream-json":
             self.emit({"type": "text", "text": delta})
+        elif self.answer is not None:
+            self.answer.text(delta)
 
     def thinking(self, delta: str) -> None:
         if self.format == "stream-json":
@@ -64,14 +70,17 @@ class HeadlessUI:
     def tool_start(self, call: ToolCall) -> None:
         if self.format == "stream-json":
             self.emit({"type": "tool_start", "id": call.id, "name": call.name, "arguments": call.arguments})
-        elif self.format == "text":
+        elif self.answer is not None:
+            self.answer.tool_started()
             self.progress(f"→ {call.name} {describe_arguments(call.arguments)}")
 
     def tool_end(self, evidence: Evidence) -> None:
         if self.format == "stream-json":
             self.emit({"type": "tool_end", "id": evidence.call.id, **evidence.as_dict()})
         elif self.format == "text":
-            self.progress(f"  {outcome_mark(evidence)} {evidence.summary} ({evidence.elapsed:.1f}s)")
+            # a command's summary carries its own time: one duration on the line
+            took = "" if evidence.command is not None else f" ({evidence.elapsed:.1f}s)"
+            self.progress(f"  {outcome_mark(evidence)} {evidence.summary}{took}")
             if evidence.summary == "blocked":  # say why, so the user knows what would allow it
                 hint = "" if self.auto or NEEDS_APPROVAL not in evidence.result else (
                     " Use --auto or --allow RULE to let such calls run.")
@@ -110,6 +119,11 @@ class HeadlessUI:
         self._write(self.out, line.translate(LINE_BREAKS_ESCAPED) + "\n")
 
     def progress(self, line: str) -> None:
+        if self.answer is not None:
+            self.answer.before_progress()
+        self._stderr_line(line)
+
+    def _stderr_line(self, line: str) -> None:
         self._write(self.err, visible(line) + "\n")  # tool lines carry the model's text
 
     def _write(self, stream: TextIO, text: str) -> None:
@@ -126,15 +140,22 @@ class HeadlessUI:
     def init(self, info: dict[str, Any]) -> None:
         if self.format == "stream-json":
             self.emit({"type": "init", **info})
+        elif self.answer is not None:
+            self.answer.max_steps = info.get("max_steps")
 
     def result(self, obj: dict[str, Any]) -> None:
         """Write the final result in the chosen format (an error's partial answer too)."""
-        if self.format == "text":
-            answer = obj.get("partial_result", "") if obj["is_error"] else obj["result"]
-            if answer:  # printed to a terminal as often as not: its escapes are drawn, not obeyed
-                self._write(self.out, visible(answer.rstrip("\n")) + "\n")
+        if self.answer is not None:
+            self.answer.finish(obj)
         else:
             self.emit(obj)
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):  # a closed or odd stream
+        return False
 
 
 def describe_arguments(arguments: dict[str, Any], limit: int = 80) -> str:

@@ -72,8 +72,9 @@ class App:
         """Build the runtime and the prompt; raises ValueError for a usage problem."""
         self.trust = FolderTrust(self.options, self.say)
         self.ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
-                             on_always=AlwaysAnswer(self.trust, lambda: self.runtime, self.say))
-        asking = Asking(self.console, self.ui.settle)
+                             on_always=AlwaysAnswer(self.trust, lambda: self.runtime, self.say),
+                             status=self.status_line)
+        asking = Asking(self.console, self.ui.pause)
         self.options.asker = asking.questions
         self.options.approve_plan = asking.approve_plan
         self.options.on_output = self.ui.command_output
@@ -261,6 +262,11 @@ class App:
         self.ui.show_thinking = value
 
     def toolbar(self) -> FormattedText:
+        return FormattedText([("class:bottom-toolbar", self.status_line())])
+
+    def status_line(self) -> str:
+        """Provider, model, tools, profile, context and modes: under the input line, and
+        under the activity line while a turn runs."""
         runtime = self.runtime
         modes = [name for name, on in (
             ("auto", runtime.auto), ("think", self.ui.show_thinking),
@@ -270,7 +276,7 @@ class App:
                  f"{runtime.profile.name} profile", self.context_used()]
         if modes:
             parts.append("modes: " + ", ".join(modes))
-        return FormattedText([("class:bottom-toolbar", "  │  ".join(parts))])
+        return "  │  ".join(parts)
 
     def context_used(self) -> str:
         used = self.sessions.conv.context_tokens

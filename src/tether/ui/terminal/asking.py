@@ -26,7 +26,7 @@ async def ask_line(message: str, default: str = "", secret: bool = False) -> str
 
 class Asking:
     """What the tools and plan mode ask the user, shown above a line prompt. `settle` ends
-    whatever the UI is drawing (the spinner, a live region) before the question shows."""
+    whatever the UI is drawing (the live region) before the question shows."""
 
     def __init__(self, console: Console, settle: Callable[[], None]) -> None:
         self.console = console

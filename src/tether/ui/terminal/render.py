@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol
 
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment, Segments
@@ -51,6 +52,23 @@ def _fence_code(lines: list[str]) -> tuple[str, list[str]]:
     return lexer, body
 
 
+class LiveHost(Protocol):
+    """A live region that draws the open block among other things (the chat's activity
+    line and status line, see activity.py) instead of the stream owning a `Live`."""
+
+    enabled: bool
+    """Whether it draws at all (a terminal)."""
+
+    @property
+    def lines_below(self) -> int:
+        """Rows it draws under the open block."""
+        ...
+
+    def show(self, view: RenderableType) -> None: ...
+    def hide(self) -> None: ...
+    def refresh(self) -> None: ...
+
+
 class _OpenBlockView:
     """The live region's content: the tail of the open block, as it is right now.
 
@@ -58,13 +76,15 @@ class _OpenBlockView:
     so it always shows the current state without being told about changes.
     """
 
-    def __init__(self, draw: Callable[[], list[Segment]]) -> None:
+    def __init__(self, draw: Callable[[], list[Segment]], below: Callable[[], int] = lambda: 0) -> None:
         self._draw = draw
+        self._below = below
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         segments = self._draw()
         lines = list(Segment.split_lines(segments))
-        height = max(1, console.height - 1)  # the newest lines matter; older ones scroll off
+        # the newest lines matter; older ones scroll off (and the host's lines need room)
+        height = max(1, console.height - 1 - self._below())
         for line in lines[-height:]:
             yield from line
             yield Segment.line()
@@ -76,7 +96,8 @@ class MarkdownStream:
     On a terminal the open block is shown in a transient live region, redrawn at
     most once per `min_interval` seconds. Elsewhere (a pipe, a file) finished
     blocks are printed as they complete and the rest at `finish`. After `finish`
-    the stream is ready for the next reply.
+    the stream is ready for the next reply. With a `host`, the open block is drawn in the
+    host's region instead of a `Live` of its own.
     """
 
     def __init__(
@@ -85,13 +106,17 @@ class MarkdownStream:
         *,
         min_interval: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        host: LiveHost | None = None,
     ) -> None:
         self.console = console
+        self.host = host
+        self._hosted = False
         self.min_interval = max(0.0, min_interval)
         self.repaints = 0
         """How many times the live region has been drawn."""
         self._clock = clock
-        self._live_enabled = console.is_terminal and not console.is_dumb_terminal
+        self._live_enabled = (host.enabled if host is not None
+                              else console.is_terminal and not console.is_dumb_terminal)
         self._live: Live | None = None
         self._reset()
 
@@ -241,7 +266,9 @@ class MarkdownStream:
             self._repaint(now)
 
     def _repaint(self, now: float) -> None:
-        if self._live is None:
+        if self.host is not None:
+            self._repaint_hosted(self.host)
+        elif self._live is None:
             if not self._splitter.open_text.strip():
                 return
             self._live = Live(
@@ -253,11 +280,23 @@ class MarkdownStream:
                 redirect_stderr=False,
             )
             self._live.start()
-        self._live.refresh()
+        if self._live is not None:
+            self._live.refresh()
         self._last_repaint = now
         self._dirty = False
 
+    def _repaint_hosted(self, host: LiveHost) -> None:
+        if not self._hosted:
+            if not self._splitter.open_text.strip():
+                return
+            host.show(_OpenBlockView(self._draw_open_block, lambda: host.lines_below))
+            self._hosted = True
+        host.refresh()
+
     def _stop_live(self) -> None:
+        if self._hosted and self.host is not None:
+            self.host.hide()
+            self._hosted = False
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -17,5 +17,6 @@ THEME = Theme(
         "diff.del": "red",
         "status": "dim",
         "escape": "reverse",
+        "statusbar": "reverse",
     }
 )

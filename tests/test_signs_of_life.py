@@ -1,0 +1,149 @@
+"""Signs of life in the chat, in a real pseudo-terminal: one live activity line during every
+wait (the model, a tool, a command's newest output line), the status line kept under it, and
+nothing of either left in the scrollback once the turn is over."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeServer, Reply
+from test_app import start_app
+
+from tether.ui.terminal.activity import Activity, last_line
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+STATUS = "openai · fake"
+"""How the status line (the prompt's toolbar) begins."""
+
+
+def activity_rows(screen: str, what: str) -> list[str]:
+    return [line for line in screen.splitlines() if what in line]
+
+
+def test_the_wait_for_the_model_is_a_moving_clock_above_the_status_line(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    gate = threading.Event()
+    server.add(Reply(text="Here it is.", gate=gate), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("hello")
+        # The clock moves while the server holds the reply: 1.x seconds shows only after
+        # it has drawn 0.x, so the line is redrawn in place, not written once.
+        app.wait_for(lambda _: re.search(r"waiting for the model · [1-9]\.\ds", app.screen_text()),
+                     what="the clock past one second")
+        screen = app.screen_text().splitlines()
+        waiting = next(i for i, line in enumerate(screen) if "waiting for the model" in line)
+        assert screen[waiting + 1].strip().startswith(STATUS), screen  # the status line stays
+        gate.set()
+        app.wait_for_text("Here it is.")
+        app.wait_for_prompt()
+        after = app.text_since_line()
+    # Erased in place: the scrollback holds the answer and the footer, no activity line.
+    assert "waiting for the model" not in after
+    assert after.splitlines()[1] == "Here it is."
+
+
+def test_a_streaming_reply_shows_its_rate_and_the_region_leaves_no_trace(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    words = [f"word{i}" for i in range(120)]
+    server.add(Reply(text=" ".join(words), chunk_size=6, delay=0.03), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("talk")
+        app.wait_for(lambda _: re.search(r"receiving the reply · \d+\.\ds · ~\d+ tok/s",
+                                         app.screen_text()), what="the rate while it streams")
+        app.wait_for_text("tool call(s)")
+        app.wait_for_prompt()
+        after = app.text_since_line()
+    assert "receiving the reply" not in after and not re.search(r"~\d+ tok/s", after)
+    # The reply is in the scrollback once, every word in order.
+    reply = after.split("› talk", 1)[1].split("1 request(s)")[0]
+    assert reply.split() == words
+
+
+def test_a_running_command_shows_its_name_clock_and_newest_line(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    fifo = project / "go"
+    os.mkfifo(fifo)
+    # The output's words are not in the command, whose text is on the screen too.
+    command = "echo first-$((40+2)); printf 'half a line, %s' newest; cat go > /dev/null; echo"
+    server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="It ran."),
+               Reply(text="Fancy Title"))
+    with start_app(server, project, home, "--auto", "--sandbox", "off") as app:
+        app.line("run it")
+        app.wait_for(lambda _: activity_rows(app.screen_text(), "half a line, newest"),
+                     what="the command's newest line on the activity line")
+        row = activity_rows(app.screen_text(), "half a line, newest")[0]
+        assert re.search(r"run_cmd · \d+\.\ds · half a line, newest$", row.strip()), row
+        with fifo.open("w"):
+            pass  # the command goes on
+        app.wait_for_text("It ran.")
+        app.wait_for_prompt()
+        after = app.text_since_line()
+    assert "run_cmd · " not in after  # the activity line is gone
+    lines = after.splitlines()
+    # The output in the scrollback once, the part line completed, and one duration.
+    assert sum("first-42" in line for line in lines) == 1
+    assert sum("half a line, newest" in line for line in lines) == 1
+    outcome = next(line for line in lines if "✓ exit 0" in line)
+    assert len(re.findall(r"\d+\.\ds", outcome)) == 1, outcome
+
+
+def test_model_and_command_text_on_the_activity_line_is_escaped() -> None:
+    now = [100.0]
+    activity = Activity(clock=lambda: now[0])
+    activity.begin("c1", "run_cmd")
+    activity.detail("c1", last_line("one\nprogress 10%\rprogress 90%\x1b[2J\n"))
+    now[0] += 2.5
+    (line,) = activity.lines()
+    assert line.endswith("run_cmd · 2.5s · progress 90%\x1b[2J")
+    # What reaches the terminal is drawn by `shown`, as everything from the model is.
+    from rich.console import Console
+
+    from tether.ui.terminal.activity import one_row
+
+    console = Console(width=200, force_terminal=True, color_system=None)
+    with console.capture() as captured:
+        console.print(one_row(line, "status"))
+    assert "\\x1b[2J" in captured.get() and "\x1b[2J" not in captured.get()
+
+
+def test_off_a_terminal_the_region_draws_nothing(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from tether.core.messages import CommandStatus, Evidence, ToolCall
+    from tether.ui.terminal.terminal_ui import TerminalUI
+
+    buf = io.StringIO()
+    ui = TerminalUI(Console(file=buf, width=100), ask_line=None)  # type: ignore[arg-type]
+    ui.waiting()
+    call = ToolCall("c", "run_cmd", {"command": "make"})
+    ui.tool_start(call)
+    ui.command_output("building\n")
+    ui.tool_end(Evidence(call, 0, 0.1, "exit 0 · 0.1s", "building\n[exit code 0]",
+                         command=CommandStatus("exited", 0, 0.1)))
+    ui.text("All built.")
+    ui.settle()
+    assert not ui.region.drawing
+    assert [line.rstrip() for line in buf.getvalue().splitlines()] == ["→ run_cmd make", "building", "  ✓ exit 0 · 0.1s", "All built."]
