@@ -396,7 +396,7 @@ async def test_connect_without_a_name_asks_and_an_empty_answer_cancels(ctx: Fake
 
 
 async def test_connect_switches_model_and_keeps_what_the_session_set(
-    ctx: FakeContext, home: Path
+    ctx: FakeContext, home: Path, server: FakeServer
 ) -> None:
     await ctx.run("/perms allow run_cmd(make)")
     await ctx.run("/planmode on")
@@ -404,13 +404,13 @@ async def test_connect_switches_model_and_keeps_what_the_session_set(
     await ctx.run("/autocommit off")
     old = ctx.runtime
     await ctx.run("/connect openai other-model")
-    assert ctx.messages()[-1] == "Connected: openai · other-model (native tools)."
+    assert ctx.messages()[-1] == f"Connected: openai · other-model (native tools) at {server.url}/v1."
     new = ctx.runtime
     assert new is not old and new.model == "other-model"
     assert "allow run_cmd(make)  [session]" in "\n".join(new.describe_rules())
     assert new.plan_gate.active and "submit_plan_for_approval" in new.table.names()
     assert new.auto and new.git.enabled is False
-    assert ConnectionStore(home).last() == ("openai", "other-model")
+    assert ConnectionStore(home).last() == ("openai", "other-model", server.url + "/v1")
 
 
 async def test_connect_picks_a_model_from_the_list_by_number(ctx: FakeContext) -> None:
