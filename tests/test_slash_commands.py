@@ -256,18 +256,54 @@ async def test_save_and_title_name_the_session_for_good(ctx: FakeContext, home: 
 
 
 async def test_export_writes_json_or_markdown_and_refuses_other_formats(
-    ctx: FakeContext, project: Path
+    ctx: FakeContext, project: Path, home: Path
 ) -> None:
     with_exchange(ctx, answer="exported answer")
     await ctx.run("/export md talk.md")
     assert ctx.messages() == [f"Wrote {project / 'talk.md'}."]
     assert "exported answer" in (project / "talk.md").read_text()
-    await ctx.run("/export json")
-    written = project / f"tether-{ctx.sessions.record.id}.json"
+    await ctx.run("/export json")  # no path: under TETHER_HOME, not in the project
+    written = home / "exports" / f"tether-{ctx.sessions.record.id}.json"
+    assert ctx.messages()[-1] == f"Wrote {written}."
     assert json.loads(written.read_text())["messages"]
+    assert sorted(p.name for p in project.iterdir()) == ["talk.md"]
     await ctx.run("/export pdf out.pdf")
     assert ctx.said[-1] == ("Use /export json [path] or /export md [path].", "warning")
     assert not (project / "out.pdf").exists()
+
+
+async def test_export_replaces_an_existing_file_only_after_a_yes(
+    ctx: FakeContext, project: Path
+) -> None:
+    with_exchange(ctx, answer="exported answer")
+    source = project / "calc.py"
+    source.write_text("print(1)\n")
+    ctx.answers = ["n"]
+    await ctx.run("/export json calc.py")
+    assert ctx.asked == [(f"{source} exists. Replace it? [y/N]: ", False)]
+    assert ctx.messages()[-1] == "Not exported." and source.read_text() == "print(1)\n"
+    await ctx.run("/export json calc.py")  # Ctrl-D: no
+    assert source.read_text() == "print(1)\n"
+    ctx.answers = ["y"]
+    await ctx.run("/export json calc.py")
+    assert json.loads(source.read_text())["messages"]
+
+
+async def test_export_makes_a_folder_outside_the_project_only_after_a_yes(
+    ctx: FakeContext, project: Path, tmp_path: Path
+) -> None:
+    with_exchange(ctx)
+    await ctx.run("/export md notes/today/talk.md")  # inside the project: made without a question
+    assert (project / "notes" / "today" / "talk.md").is_file() and ctx.asked == []
+    outside = tmp_path / "elsewhere"
+    ctx.answers = ["no"]
+    await ctx.run("/export md ../elsewhere/deep/talk.md")
+    assert ctx.asked[-1][0].startswith(f"{project / '..' / 'elsewhere'} does not exist and is "
+                                       "outside the project. Create it?")
+    assert not outside.exists() and ctx.messages()[-1] == "Not exported."
+    ctx.answers = ["y"]
+    await ctx.run(f"/export md {outside}/deep/talk.md")
+    assert (outside / "deep" / "talk.md").is_file()
 
 
 async def test_export_says_when_the_file_cannot_be_written(

@@ -171,20 +171,6 @@ async def autotitle(ctx: CommandContext, arg: str) -> None:
         ctx.say(f"Automatic titles {'on' if value else 'off'}.")
 
 
-@command("export", "/export json|md [PATH]", "write this conversation to a file")
-async def export(ctx: CommandContext, arg: str) -> None:
-    fmt, _, where = arg.partition(" ")
-    if fmt not in ("json", "md"):
-        ctx.say("Use /export json [path] or /export md [path].", "warning")
-        return
-    try:
-        written = ctx.sessions.export(fmt, where.strip())
-    except OSError as exc:
-        ctx.say(f"Could not export: {exc}", "error")
-        return
-    ctx.say(f"Wrote {written}.")
-
-
 @command("compact", "/compact", "condense older history into a summary now")
 async def compact(ctx: CommandContext, arg: str) -> None:
     await ctx.ready()
@@ -256,11 +242,12 @@ async def perms(ctx: CommandContext, arg: str) -> None:
         ctx.say("  " + line)
 
 
-# the other command modules register theirs (/agents, /connect, /context, /mcp, /skills, /skill); they
-# import `command` from here
+# the other command modules register theirs (/agents, /connect, /context, /export, /mcp,
+# /skills, /skill); they import `command` from here
 from . import (  # noqa: E402,F401
     agent_commands,
     connect_command,
+    export_command,
     context_report,
     mcp_commands,
     skill_commands,
