@@ -396,7 +396,7 @@ async def test_perms_reload_reads_a_file_that_broke_and_fails_closed(
     (home / USER_FILE).write_text(json.dumps({"deny": ["run_cmd(rm *)"]}))
     await ctx.run("/perms reload")
     assert "Rules reloaded." in ctx.messages()
-    assert any("deny run_cmd(rm *)  [user]" in line for line in ctx.messages())
+    assert any(f"deny run_cmd(rm *)  [user: {home / USER_FILE}]" in line for line in ctx.messages())
     assert ctx.runtime.rules.unreadable == []
     (home / USER_FILE).write_text("{ not json")
     await ctx.run("/perms reload")
@@ -478,7 +478,8 @@ async def test_trust_rebuild_applies_the_projects_allow_rules(
     assert not any("run_cmd(ls)" in line for line in ctx.runtime.describe_rules())
     ctx.runtime.options.trusted = True
     await ctx.rebuild()
-    assert any("allow run_cmd(ls)  [project]" in line for line in ctx.runtime.describe_rules())
+    listed = f"allow run_cmd(ls)  [project: {project / PROJECT_FILE}]"
+    assert any(listed in line for line in ctx.runtime.describe_rules())
 
 
 async def test_a_restart_whose_start_fails_keeps_the_old_runtime_working(
