@@ -138,6 +138,16 @@ async def test_model_switches_and_asks_what_the_new_one_supports(
     assert ctx.messages() == ["Model: other-model (native tools)."]
 
 
+async def test_model_warns_about_a_name_the_provider_does_not_list_and_switches_anyway(
+    ctx: FakeContext,
+) -> None:
+    await ctx.run("/model other-modle")
+    assert ctx.said[0] == ("openai does not list a model other-modle; using it anyway. "
+                           "Did you mean other-model?", "warning")
+    assert ctx.runtime.model == "other-modle"
+    assert ctx.messages()[-1] == "Model: other-modle (native tools)."
+
+
 async def test_model_says_why_the_list_is_missing(project: Path, home: Path) -> None:
     with FakeServer() as down:
         url = down.url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 
@@ -69,6 +70,7 @@ async def model(ctx: CommandContext, arg: str) -> None:
     await ctx.ready()
     runtime = ctx.runtime
     if arg:
+        await _check_model_name(ctx, arg)
         ctx.protocol = await runtime.switch_model(arg)
         ctx.say(f"Model: {arg} ({ctx.protocol} tools).")
         return
@@ -80,6 +82,22 @@ async def model(ctx: CommandContext, arg: str) -> None:
         return
     if names:
         ctx.say("Available: " + ", ".join(names[:40]))
+
+
+async def _check_model_name(ctx: CommandContext, name: str) -> None:
+    """Warn when the provider does not list `name` (a typo shows now, not at the next request);
+    the switch happens anyway: a provider may serve models it does not list."""
+    provider = ctx.runtime.settings.provider
+    try:
+        names = await ctx.runtime.provider.list_models()
+    except Exception as exc:  # the check is a convenience; say it could not be made
+        ctx.say(f"Could not check {name} against {provider}'s models: {exc}", "warning")
+        return
+    if not names or name in names or f"{name}:latest" in names:  # Ollama's untagged name
+        return
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else " See /model for the list."
+    ctx.say(f"{provider} does not list a model {name}; using it anyway.{hint}", "warning")
 
 
 @command("usage", "/usage", "tokens used in this session")
