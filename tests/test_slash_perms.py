@@ -10,8 +10,8 @@ from slash_context import FakeContext, make_context
 
 from tether.core.messages import ToolCall
 from tether.safety.permissions import PROJECT_FILE, USER_FILE, Rule
-from tether.ui.terminal.trust import AlwaysAnswer, FolderTrust
 from tether.ui.terminal.slash.handlers import COMMANDS
+from tether.ui.terminal.trust import AlwaysAnswer, FolderTrust
 
 UNUSED_URL = "http://127.0.0.1:9"
 """/perms never asks the model: no server is needed behind the runtime."""

@@ -28,6 +28,7 @@ from . import (
 from ._http import CAPABILITY_TIMEOUT
 from .base import Provider, ProviderError
 
+
 @dataclass(frozen=True)
 class ProviderStatus:
     """One provider as `/connect` lists it. Never holds a key."""

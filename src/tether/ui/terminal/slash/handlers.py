@@ -260,13 +260,14 @@ async def perms(ctx: CommandContext, arg: str) -> None:
         ctx.say("  " + line)
 
 
-# the other command modules register theirs (/agents, /connect, /context, /export, /mcp,
-# /skills, /skill); they import `command` from here
+# the other command modules register theirs (/agents, /commit, /connect, /context,
+# /diff, /export, /mcp, /skills, /skill); they import `command` from here
 from . import (  # noqa: E402,F401
     agent_commands,
     connect_command,
-    export_command,
     context_report,
+    export_command,
+    git_commands,
     mcp_commands,
     skill_commands,
 )
