@@ -30,25 +30,25 @@ _THINKING = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```[\w-]*\n(.*?)\n```$", re.DOTALL)
 
 
-async def _uncommitted(ctx: CommandContext) -> str | None:
-    """The diff of every uncommitted change, or None (with the reason said) when git cannot
-    give one here."""
+async def _uncommitted(ctx: CommandContext, when_clean: str) -> str:
+    """The diff of every uncommitted change; "" (with `when_clean`, or the reason git cannot
+    give one here, said) when there is none."""
     try:
-        return await asyncio.to_thread(ctx.runtime.git.uncommitted)
+        text = await asyncio.to_thread(ctx.runtime.git.uncommitted)
     except (GitCommandError, OSError) as exc:
         ctx.say(f"No diff: {exc}", "warning")
-        return None
+        return ""
+    if not text.strip():
+        ctx.say(when_clean)
+        return ""
+    return text
 
 
 @command("diff", "/diff", "the uncommitted changes of the project's repository")
 async def diff(ctx: CommandContext, arg: str) -> None:
-    text = await _uncommitted(ctx)
-    if text is None:
-        return
-    if not text.strip():
-        ctx.say("No uncommitted changes.")
-        return
-    print_diff(ctx, text)
+    text = await _uncommitted(ctx, "No uncommitted changes.")
+    if text:
+        print_diff(ctx, text)
 
 
 def print_diff(ctx: CommandContext, text: str) -> None:
@@ -75,11 +75,8 @@ def _diff_style(line: str) -> str:
 @command("commit", "/commit [MESSAGE]",
          "commit the uncommitted changes; without a message the model drafts one for your yes")
 async def commit(ctx: CommandContext, arg: str) -> None:
-    text = await _uncommitted(ctx)
-    if text is None:
-        return
-    if not text.strip():
-        ctx.say("Nothing to commit.")
+    text = await _uncommitted(ctx, "Nothing to commit.")
+    if not text:
         return
     files = changed_files(text)
     ctx.say(f"{len(files)} file(s) to commit: " + ", ".join(files))
