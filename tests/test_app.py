@@ -437,7 +437,8 @@ def test_connect_saves_a_typed_key_owner_only_and_switches(project: Path, home: 
     """/connect anthropic: the key is asked once (hidden), saved 0600 under TETHER_HOME only,
     a model is picked from the provider's own list, and the choice is remembered."""
     with FakeServer([Reply(text="Hello from the other side.")]) as server:
-        env = app_env(home, ANTHROPIC_BASE_URL=server.url)
+        url = server.url
+        env = app_env(home, ANTHROPIC_BASE_URL=url)
         env.pop("ANTHROPIC_API_KEY", None)
         with PtyApp(openai_args(server.url), cwd=project, env=env) as app:
             app.wait_for_prompt()
@@ -463,7 +464,8 @@ def test_connect_saves_a_typed_key_owner_only_and_switches(project: Path, home: 
     assert not list(project.rglob("credentials.json"))
     assert sent and sent[0]["model"] == "fake-coder:7b"
     remembered = json.loads((home / "connection.json").read_text())
-    assert remembered == {"provider": "anthropic", "model": "fake-coder:7b"}
+    # a server other than Anthropic's own: its URL is remembered too (the key never is)
+    assert remembered == {"provider": "anthropic", "model": "fake-coder:7b", "base_url": url}
     for path in [*home.rglob("*.json"), home / "history"]:
         if path != credentials and path.exists():
             assert "sk-ant-typed-secret-123" not in path.read_text(), path

@@ -160,11 +160,23 @@ def test_the_last_connection_is_remembered(tmp_path: Path):
     assert connections.last() is None
     connections.remember("anthropic", "claude-sonnet-4-5")
     connections.remember("gemini", "gemini-2.5-flash")
-    assert ConnectionStore(tmp_path).last() == ("gemini", "gemini-2.5-flash")
+    assert ConnectionStore(tmp_path).last() == ("gemini", "gemini-2.5-flash", "")
     assert [p.name for p in tmp_path.iterdir()] == ["connection.json"]
 
 
-@pytest.mark.parametrize("content", ["{oops", "[]", '{"model": "x"}', '{"provider": 3}', "\udce9"])
+def test_the_base_url_is_remembered_but_never_one_that_holds_credentials(tmp_path: Path):
+    connections = ConnectionStore(tmp_path)
+    connections.remember("openai", "qwen", "http://127.0.0.1:8080/v1")
+    assert connections.last() == ("openai", "qwen", "http://127.0.0.1:8080/v1")
+    for url in ("http://me:sk-secret@127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1?key=sk-secret"):
+        with pytest.raises(ValueError, match="credentials"):
+            connections.remember("openai", "qwen", url)
+        assert "sk-secret" not in (tmp_path / "connection.json").read_text()
+    assert connections.last() == ("openai", "qwen", "http://127.0.0.1:8080/v1")
+
+
+@pytest.mark.parametrize("content", ["{oops", "[]", '{"model": "x"}', '{"provider": 3}', "\udce9",
+                                     '{"provider": "openai", "base_url": 8080}'])
 def test_a_damaged_connection_file_is_not_used_and_never_overwritten(tmp_path: Path, content: str):
     path = tmp_path / "connection.json"
     path.write_bytes(content.encode("utf-8", "surrogateescape"))
@@ -177,7 +189,7 @@ def test_a_damaged_connection_file_is_not_used_and_never_overwritten(tmp_path: P
     assert path.read_bytes() == before
     path.unlink()  # once the user moves it away, remembering works again
     connections.remember("ollama", "qwen2.5-coder:7b")
-    assert connections.last() == ("ollama", "qwen2.5-coder:7b") and connections.problem == ""
+    assert connections.last() == ("ollama", "qwen2.5-coder:7b", "") and connections.problem == ""
 
 
 def test_a_keys_file_that_is_a_dangling_link_is_reported_and_not_written_through(tmp_path: Path):

@@ -519,12 +519,13 @@ def test_trusted_project_rules_apply_with_user_rules(dirs: tuple[Path, Path]) ->
         root, home, trusted=True, extra_allow=["run_cmd(make)"], extra_deny=["web_fetch"]
     )
     assert warnings == []
+    user, project = home / "permissions.json", root / ".permissions.json"
     assert ruleset.describe() == [
-        "deny run_cmd(rm *)  [user]",
-        "deny delete_file  [project]",
+        f"deny run_cmd(rm *)  [user: {user}]",
+        f"deny delete_file  [project: {project}]",
         "deny web_fetch  [command line]",
-        "allow read_url  [user]",
-        "allow run_cmd(git status)  [project]",
+        f"allow read_url  [user: {user}]",
+        f"allow run_cmd(git status)  [project: {project}]",
         "allow run_cmd(make)  [command line]",
     ]
     assert command_verdict(ruleset, "git status") == "allow"

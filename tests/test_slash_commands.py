@@ -138,6 +138,16 @@ async def test_model_switches_and_asks_what_the_new_one_supports(
     assert ctx.messages() == ["Model: other-model (native tools)."]
 
 
+async def test_model_warns_about_a_name_the_provider_does_not_list_and_switches_anyway(
+    ctx: FakeContext,
+) -> None:
+    await ctx.run("/model other-modle")
+    assert ctx.said[0] == ("openai does not list a model other-modle; using it anyway. "
+                           "Did you mean other-model?", "warning")
+    assert ctx.runtime.model == "other-modle"
+    assert ctx.messages()[-1] == "Model: other-modle (native tools)."
+
+
 async def test_model_says_why_the_list_is_missing(project: Path, home: Path) -> None:
     with FakeServer() as down:
         url = down.url
@@ -256,18 +266,54 @@ async def test_save_and_title_name_the_session_for_good(ctx: FakeContext, home: 
 
 
 async def test_export_writes_json_or_markdown_and_refuses_other_formats(
-    ctx: FakeContext, project: Path
+    ctx: FakeContext, project: Path, home: Path
 ) -> None:
     with_exchange(ctx, answer="exported answer")
     await ctx.run("/export md talk.md")
     assert ctx.messages() == [f"Wrote {project / 'talk.md'}."]
     assert "exported answer" in (project / "talk.md").read_text()
-    await ctx.run("/export json")
-    written = project / f"tether-{ctx.sessions.record.id}.json"
+    await ctx.run("/export json")  # no path: under TETHER_HOME, not in the project
+    written = home / "exports" / f"tether-{ctx.sessions.record.id}.json"
+    assert ctx.messages()[-1] == f"Wrote {written}."
     assert json.loads(written.read_text())["messages"]
+    assert sorted(p.name for p in project.iterdir()) == ["talk.md"]
     await ctx.run("/export pdf out.pdf")
     assert ctx.said[-1] == ("Use /export json [path] or /export md [path].", "warning")
     assert not (project / "out.pdf").exists()
+
+
+async def test_export_replaces_an_existing_file_only_after_a_yes(
+    ctx: FakeContext, project: Path
+) -> None:
+    with_exchange(ctx, answer="exported answer")
+    source = project / "calc.py"
+    source.write_text("print(1)\n")
+    ctx.answers = ["n"]
+    await ctx.run("/export json calc.py")
+    assert ctx.asked == [(f"{source} exists. Replace it? [y/N]: ", False)]
+    assert ctx.messages()[-1] == "Not exported." and source.read_text() == "print(1)\n"
+    await ctx.run("/export json calc.py")  # Ctrl-D: no
+    assert source.read_text() == "print(1)\n"
+    ctx.answers = ["y"]
+    await ctx.run("/export json calc.py")
+    assert json.loads(source.read_text())["messages"]
+
+
+async def test_export_makes_a_folder_outside_the_project_only_after_a_yes(
+    ctx: FakeContext, project: Path, tmp_path: Path
+) -> None:
+    with_exchange(ctx)
+    await ctx.run("/export md notes/today/talk.md")  # inside the project: made without a question
+    assert (project / "notes" / "today" / "talk.md").is_file() and ctx.asked == []
+    outside = tmp_path / "elsewhere"
+    ctx.answers = ["no"]
+    await ctx.run("/export md ../elsewhere/deep/talk.md")
+    assert ctx.asked[-1][0].startswith(f"{project / '..' / 'elsewhere'} does not exist and is "
+                                       "outside the project. Create it?")
+    assert not outside.exists() and ctx.messages()[-1] == "Not exported."
+    ctx.answers = ["y"]
+    await ctx.run(f"/export md {outside}/deep/talk.md")
+    assert (outside / "deep" / "talk.md").is_file()
 
 
 async def test_export_says_when_the_file_cannot_be_written(
@@ -360,7 +406,7 @@ async def test_perms_reload_reads_a_file_that_broke_and_fails_closed(
     (home / USER_FILE).write_text(json.dumps({"deny": ["run_cmd(rm *)"]}))
     await ctx.run("/perms reload")
     assert "Rules reloaded." in ctx.messages()
-    assert any("deny run_cmd(rm *)  [user]" in line for line in ctx.messages())
+    assert any(f"deny run_cmd(rm *)  [user: {home / USER_FILE}]" in line for line in ctx.messages())
     assert ctx.runtime.rules.unreadable == []
     (home / USER_FILE).write_text("{ not json")
     await ctx.run("/perms reload")
@@ -396,7 +442,7 @@ async def test_connect_without_a_name_asks_and_an_empty_answer_cancels(ctx: Fake
 
 
 async def test_connect_switches_model_and_keeps_what_the_session_set(
-    ctx: FakeContext, home: Path
+    ctx: FakeContext, home: Path, server: FakeServer
 ) -> None:
     await ctx.run("/perms allow run_cmd(make)")
     await ctx.run("/planmode on")
@@ -404,13 +450,13 @@ async def test_connect_switches_model_and_keeps_what_the_session_set(
     await ctx.run("/autocommit off")
     old = ctx.runtime
     await ctx.run("/connect openai other-model")
-    assert ctx.messages()[-1] == "Connected: openai · other-model (native tools)."
+    assert ctx.messages()[-1] == f"Connected: openai · other-model (native tools) at {server.url}/v1."
     new = ctx.runtime
     assert new is not old and new.model == "other-model"
     assert "allow run_cmd(make)  [session]" in "\n".join(new.describe_rules())
     assert new.plan_gate.active and "submit_plan_for_approval" in new.table.names()
     assert new.auto and new.git.enabled is False
-    assert ConnectionStore(home).last() == ("openai", "other-model")
+    assert ConnectionStore(home).last() == ("openai", "other-model", server.url + "/v1")
 
 
 async def test_connect_picks_a_model_from_the_list_by_number(ctx: FakeContext) -> None:
@@ -442,7 +488,8 @@ async def test_trust_rebuild_applies_the_projects_allow_rules(
     assert not any("run_cmd(ls)" in line for line in ctx.runtime.describe_rules())
     ctx.runtime.options.trusted = True
     await ctx.rebuild()
-    assert any("allow run_cmd(ls)  [project]" in line for line in ctx.runtime.describe_rules())
+    listed = f"allow run_cmd(ls)  [project: {project / PROJECT_FILE}]"
+    assert any(listed in line for line in ctx.runtime.describe_rules())
 
 
 async def test_a_restart_whose_start_fails_keeps_the_old_runtime_working(

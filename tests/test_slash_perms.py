@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from slash_context import make_context
+import pytest
+from slash_context import FakeContext, make_context
 
+from tether.core.messages import ToolCall
 from tether.safety.permissions import PROJECT_FILE, USER_FILE, Rule
 from tether.ui.terminal.slash.handlers import COMMANDS
+from tether.ui.terminal.trust import AlwaysAnswer, FolderTrust
 
 UNUSED_URL = "http://127.0.0.1:9"
 """/perms never asks the model: no server is needed behind the runtime."""
@@ -66,3 +69,35 @@ async def test_perms_shows_the_tools_each_rule_covers(tmp_path: Path) -> None:
         assert name in write
     assert "read_file" not in write
     assert "covers: run_cmd, send_input, end_process" in shown["allow run"]
+
+
+def always_answer(app: FakeContext) -> AlwaysAnswer:
+    """The app's [a]lways handler, on the stand-in's runtime."""
+    return AlwaysAnswer(FolderTrust(app.runtime.options, app.say), lambda: app.runtime, app.say)
+
+
+async def test_an_always_rule_is_listed_with_the_file_it_went_to(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    app = make_context(UNUSED_URL, root, tmp_path / "home")
+    answer = always_answer(app)(ToolCall("c1", "write_file", {"filepath": "a.md", "content": "x"}))
+    assert answer == f"write_file(a.md) in {root / PROJECT_FILE}"
+    await COMMANDS.run(app, "/perms")
+    listed = [text for text, _ in app.said if text.strip().startswith("allow write_file(a.md)")]
+    assert len(listed) == 1 and f"[project: {root / PROJECT_FILE}]" in listed[0]
+    assert "[session]" not in listed[0]
+    await COMMANDS.run(app, "/perms reload")  # read back from that file: still one rule
+    assert [str(r) for r in app.runtime.rules.allow] == ["write_file(a.md)"]
+
+
+async def test_an_always_rule_of_a_folder_too_broad_to_trust_is_listed_in_the_users_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    me, home = tmp_path / "me", tmp_path / "home"
+    me.mkdir()
+    monkeypatch.setenv("HOME", str(me))
+    app = make_context(UNUSED_URL, me, home)
+    always_answer(app)(ToolCall("c1", "write_file", {"filepath": "a.md", "content": "x"}))
+    await COMMANDS.run(app, "/perms")
+    assert any(f"allow write_file(a.md)  [user: {home / USER_FILE}]" in text
+               for text, _ in app.said)

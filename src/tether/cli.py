@@ -278,15 +278,21 @@ def setting_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def remembered_connection(home: Path, chosen: str | None) -> tuple[dict[str, str], str]:
-    """The provider and model chosen with /connect last time, unless another provider is
-    asked for; and why the file that holds them cannot be read ("" when it can)."""
+    """The provider, model and base URL chosen with /connect last time, unless another
+    provider is asked for; and why the file that holds them cannot be read ("" when it can).
+    The environment and flags sit above this layer, so OPENAI_BASE_URL still wins."""
+    from .providers import BASE_URL_SETTINGS
     from .store.keys import ConnectionStore
 
     store = ConnectionStore(home)
     last = store.last()
-    if not last or (chosen and chosen != last[0]):
+    if not last or (chosen and chosen != last.provider):
         return {}, store.problem
-    return {"provider": last[0], "model": last[1]}, ""
+    layer = {"provider": last.provider, "model": last.model}
+    url_setting = BASE_URL_SETTINGS.get(last.provider)
+    if last.base_url and url_setting:
+        layer[url_setting] = last.base_url
+    return layer, ""
 
 
 def with_base_url(settings: Settings, base_url: str | None) -> Settings:

@@ -143,6 +143,11 @@ class Runtime:
         self.rules.add(kind, rule)
         return rule
 
+    def add_saved_rule(self, kind: RuleKind, rule: Rule) -> None:
+        """A rule just saved to a rules file that this run reads (`rule.file` names it), so
+        /perms lists it with that file and a rebuild reads it back from there."""
+        self.rules.add(kind, rule)
+
     def describe_rules(self) -> list[str]:
         """One line per rule, each naming the tools it covers."""
         return self.rules.describe(self.table.access())

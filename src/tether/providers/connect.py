@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..core.profile import PROFILES, detect_profile
 from ..store.config import Settings
 from ..store.keys import KeyStore, key_variables, resolve_key
 from . import (
     API_KEY_ENV,
+    BASE_URL_SETTINGS,
     base_url_of,
     create_provider,
     provider_class,
@@ -25,8 +27,6 @@ from . import (
 )
 from ._http import CAPABILITY_TIMEOUT
 from .base import Provider, ProviderError
-
-OFFICIAL_OPENAI_HOST = "api.openai.com"
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def _static_status(
         key, source = resolve_key(name, env, store)
     else:
         key, source = None, "not needed"
-    ready = not needs_key(name) or key is not None or _keyless_server(name, base_url)
+    ready = not needs_key(name) or key is not None or may_skip_key(name, base_url)
     needs = "" if ready else key_hint(name)
     if not ready and store.problem:
         needs += f" ({store.problem})"
@@ -99,9 +99,14 @@ def _static_status(
     )
 
 
-def _keyless_server(name: str, base_url: str) -> bool:
-    """A server other than OpenAI's own (vLLM, LM Studio, ...) may need no key."""
-    return name == "openai" and OFFICIAL_OPENAI_HOST not in base_url
+def may_skip_key(name: str, base_url: str) -> bool:
+    """Whether a key may be left out: the provider is pointed at a server other than its own
+    hosted API (vLLM, llama.cpp, LM Studio, a proxy ...), which may need none."""
+    setting = BASE_URL_SETTINGS.get(name)
+    if not needs_key(name) or setting is None:
+        return False
+    default = str(Settings.model_fields[setting].default)
+    return urlsplit(base_url).hostname != urlsplit(default).hostname
 
 
 async def _current_status(

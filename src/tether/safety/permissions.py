@@ -87,10 +87,17 @@ class Rule:
     pattern: str | None
     source: str
     """Where the rule came from: "project", "user", "command line" or "session"."""
+    file: str = field(default="", compare=False)
+    """The rules file it was read from or saved to ("" for the command line and the session)."""
 
     @classmethod
-    def parse(cls, text: str, source: str) -> Rule:
+    def parse(cls, text: str, source: str, file: str = "") -> Rule:
         """`tool` or `tool(pattern)`; raises RuleError with a clear message."""
+        rule = cls._parse(text, source)
+        return rule if not file else cls(rule.tool, rule.pattern, source, file)
+
+    @classmethod
+    def _parse(cls, text: str, source: str) -> Rule:
         if not isinstance(text, str):
             raise RuleError(f"a rule must be text, not {type(text).__name__}")
         stripped = text.strip()
@@ -170,6 +177,11 @@ class Rule:
     def __str__(self) -> str:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
 
+    @property
+    def origin(self) -> str:
+        """Where it came from, as /perms shows it: `project: /path/.permissions.json`, `session`."""
+        return f"{self.source}: {self.file}" if self.file else self.source
+
 
 def _checked_tool(tool: str, text: str) -> str:
     if not tool:
@@ -231,11 +243,11 @@ class RuleSet:
         self.unreadable[:] = fresh.unreadable
 
     def describe(self, tools: ToolKinds | None = None) -> list[str]:
-        """One line per rule, deny first: `allow run_cmd(git status)  [project]`; given the
+        """One line per rule, deny first: `allow run_cmd(git status)  [project: FILE]`; given the
         tool table's kinds, each line also names the tools the rule covers."""
         kinds: tuple[tuple[RuleKind, list[Rule]], ...] = (("deny", self.deny), ("allow", self.allow))
         return [
-            f"{kind} {rule}  [{rule.source}]" + _covering(rule, kind, tools)
+            f"{kind} {rule}  [{rule.origin}]" + _covering(rule, kind, tools)
             for kind, rules in kinds
             for rule in rules
         ]
@@ -485,7 +497,7 @@ def _read_rules_file(
             continue
         for entry in entries:
             try:
-                found.append((kind, Rule.parse(entry, source)))
+                found.append((kind, Rule.parse(entry, source, str(path))))
             except RuleError as exc:
                 warnings.append(f"{path}: {kind} rule {_short(entry)} refused: {exc}"
                                 + (f". {UNREADABLE_CONSEQUENCE}" if kind == "deny" else ""))

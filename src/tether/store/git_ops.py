@@ -61,6 +61,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .git_commit import commit_everything, require_real
 from .git_hooks import run_post_commit_hook
 from .git_repo import (
     _DIRECTORY,
@@ -186,6 +187,24 @@ class GitOps:
                 return self._diff_since(repo, rev) if repo else ""
         except (GitCommandError, OSError) as exc:
             return f"{DIFF_UNAVAILABLE}: {exc}]"
+
+    def uncommitted(self) -> str:
+        """The project repository's uncommitted changes, staged or not, new files included,
+        as one diff against HEAD; GitCommandError outside a git repository."""
+        if not self.available():
+            raise GitCommandError("git is not installed (not found on PATH)")
+        with self._lock:
+            repo = require_real(find_repo(self.root, self.shadow_dir, create=False), self.root)
+            return self._diff_since(repo, repo.head())
+
+    def commit_uncommitted(self, message: str) -> str:
+        """Commit every uncommitted change as the user's own commit (`git_commit`); its sha.
+        GitCommandError outside a repository, with nothing to commit, or mid-merge."""
+        if not self.available():
+            raise GitCommandError("git is not installed (not found on PATH)")
+        with self._lock:
+            repo = require_real(find_repo(self.root, self.shadow_dir, create=False), self.root)
+            return commit_everything(repo, message)
 
     def head(self) -> str | None:
         """The current commit (of the shadow repository outside git), or None."""

@@ -256,8 +256,9 @@ class _Repo:
         if missing:
             self.run("update-index", "--force-remove", "--", *missing, index=index)
 
-    def stage_changes(self, index: Path, under: Sequence[str] = ()) -> None:
-        """What `git add -A -- under` would record, without looking inside submodules.
+    def stage_changes(self, index: Path | None, under: Sequence[str] = ()) -> None:
+        """What `git add -A -- under` would record (in `index`, None: the real index),
+        without looking inside submodules.
 
         `git add -A` asks every submodule whether it is dirty by starting a git
         there, which reads the submodule's own config (and its filters). Listing

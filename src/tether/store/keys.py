@@ -1,4 +1,4 @@
-"""Saved API keys and the last connection, both under TETHER_HOME.
+"""Saved API keys and the last connection (provider, model, base URL), both under TETHER_HOME.
 
 `credentials.json` is written atomically and is 0600 from the moment it
 exists. A key is looked up in the environment first, then in that file. A
@@ -13,7 +13,8 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from ..safety.paths import file_identity, is_within, resolve_path, resolved_forms
 from .atomic import atomic_write_json
@@ -238,20 +239,37 @@ def resolve_key(
     return None, "missing"
 
 
+class LastConnection(NamedTuple):
+    """What /connect chose last: the provider, its model and (for a server of one's own) the
+    base URL it was reached at ("" for the provider's own)."""
+
+    provider: str
+    model: str
+    base_url: str = ""
+
+
 class ConnectionStore:
-    """The provider and model used last, in `home/connection.json`."""
+    """The provider, model and base URL used last, in `home/connection.json`. Never a key:
+    keys live in the key store alone, and a URL that carries credentials is not kept."""
 
     def __init__(self, home: Path) -> None:
         self.path = Path(home) / CONNECTION_FILE
 
-    def remember(self, provider: str, model: str) -> None:
-        """Raises StateFileError, writing nothing, when the file there cannot be read."""
-        write_json_state(self.path, {"provider": provider, "model": model}, self._load())
+    def remember(self, provider: str, model: str, base_url: str = "") -> None:
+        """Raises StateFileError, writing nothing, when the file there cannot be read;
+        ValueError for a base URL that holds credentials (a user:password part or a query)."""
+        entry = {"provider": provider, "model": model}
+        if base_url:
+            refuse_credentials_in_url(base_url)
+            entry["base_url"] = base_url
+        write_json_state(self.path, entry, self._load())
 
-    def last(self) -> tuple[str, str] | None:
-        """The last (provider, model), or None when nothing usable was saved."""
+    def last(self) -> LastConnection | None:
+        """The last connection, or None when nothing usable was saved."""
         data = self._load().data
-        return None if data is None else (data["provider"], data.get("model", ""))
+        if data is None:
+            return None
+        return LastConnection(data["provider"], data.get("model", ""), data.get("base_url", ""))
 
     @property
     def problem(self) -> str:
@@ -262,10 +280,20 @@ class ConnectionStore:
         return read_json_file(self.path, _connection_shape)
 
 
+def refuse_credentials_in_url(url: str) -> None:
+    """ValueError when `url` carries what may be a secret: a user or password, or a query."""
+    parts = urlsplit(url)
+    if parts.username or parts.password or parts.query:
+        raise ValueError("the base URL holds credentials (a user, password or query part); "
+                         "keys are saved with /connect's key question only")
+
+
 def _connection_shape(data: Any) -> str:
     if not isinstance(data, dict):
         return "does not hold an object"
     provider, model = data.get("provider"), data.get("model", "")
     if not isinstance(provider, str) or not provider or not isinstance(model, str):
         return 'does not hold a "provider" and a "model" name'
+    if not isinstance(data.get("base_url", ""), str):
+        return 'holds a "base_url" that is not text'
     return ""

@@ -30,6 +30,7 @@ from tether.store.config import Settings
 from tether.store.session import SessionCorrupt, SessionStore
 
 from .asking import Asking, ask_line
+from .paste import Pastes
 from .prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
 from .sessions import Sessions
 from .slash.handlers import COMMANDS
@@ -60,6 +61,7 @@ class App:
     sessions: Sessions = field(init=False)
     prompt: PromptSession = field(init=False)
     trust: FolderTrust = field(init=False)
+    pastes: Pastes = field(default_factory=Pastes)
     protocol: str = "…"
     starting: asyncio.Future | None = None
     exiting: bool = False
@@ -86,7 +88,7 @@ class App:
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(lambda: COMMANDS.names(), files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
-                                   warn=self.warn_anytime)
+                                   warn=self.warn_anytime, pastes=self.pastes)
 
     async def run(self) -> int:
         try:
@@ -156,6 +158,7 @@ class App:
             await self.handle(line)
 
     async def handle(self, line: str) -> None:
+        line = self.pastes.expand(line)  # the prompt showed a large paste as one line
         if has_bad_chars(line):  # typed in a terminal whose encoding is not UTF-8
             self.say(f"{count_bad_chars(line)} typed byte(s) were not UTF-8; they are kept "
                      "as \\xNN escapes.", "warning")

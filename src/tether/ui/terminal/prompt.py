@@ -15,9 +15,12 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
 
 from tether.safety.git_guard import GitConfigError, run_hardened
 from tether.tools._regular import open_regular, read_at_most
+
+from .paste import Pastes
 
 MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
@@ -88,9 +91,15 @@ class TetherCompleter(Completer):
                     yield Completion("@" + name, -len(word))
 
 
-def key_bindings() -> KeyBindings:
-    """Enter sends; Alt-Enter or Ctrl-J adds a line; Ctrl-C clears the line, or exits on an empty one."""
+def key_bindings(pastes: Pastes | None = None) -> KeyBindings:
+    """Enter sends; Alt-Enter or Ctrl-J adds a line; Ctrl-C clears the line, or exits on an
+    empty one; a large paste goes in as one placeholder line (`paste.Pastes`)."""
     keys = KeyBindings()
+
+    if pastes is not None:
+        @keys.add(Keys.BracketedPaste)
+        def _paste(event: KeyPressEvent) -> None:
+            event.current_buffer.insert_text(pastes.insertion(event.data))
 
     @keys.add("escape", "enter")
     @keys.add("c-j")
@@ -167,7 +176,6 @@ def with_safe_mouse_reports(keys: KeyBindings) -> KeyBindings:
     which failed on it ("Unhandled exception in event loop"). Such a sequence becomes the
     text after its ESC, as other unknown sequences do."""
     from prompt_toolkit.key_binding.bindings.mouse import load_mouse_bindings
-    from prompt_toolkit.keys import Keys
 
     real = next(b.handler for b in load_mouse_bindings().bindings
                 if b.keys == (Keys.Vt100MouseEvent,))
@@ -188,13 +196,15 @@ def make_session(
     completer: Completer,
     toolbar: Callable[[], FormattedText | str],
     warn: Callable[[str], None] = _ignore,
+    pastes: Pastes | None = None,
 ) -> PromptSession:
-    """The input line; `warn` hears (once) when the history file cannot be used."""
+    """The input line; `warn` hears (once) when the history file cannot be used; `pastes`
+    keeps the large pastes the line shows as placeholders."""
     return PromptSession(
         history=open_history(history, warn),
         completer=completer,
         complete_while_typing=True,
-        key_bindings=with_safe_mouse_reports(key_bindings()),
+        key_bindings=with_safe_mouse_reports(key_bindings(pastes)),
         bottom_toolbar=toolbar,
         multiline=False,
         enable_open_in_editor=True,

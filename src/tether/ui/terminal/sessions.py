@@ -80,12 +80,10 @@ class Sessions:
         """A title the user chose: it is never replaced by an automatic one."""
         self.record.title, self.record.autotitle = title, False
 
-    def export(self, fmt: str, where: str) -> Path:
-        """Write the conversation as json or md to `where` (relative to the project; empty: a
-        name made of the id); OSError when it cannot be written."""
+    def export(self, fmt: str, path: Path) -> Path:
+        """Write the conversation as json or md to `path` (the caller chose it and asked
+        about overwriting); OSError when it cannot be written."""
         self.record.update_from(self.conv)
-        path = Path(where or f"tether-{self.record.id}.{fmt}").expanduser()
-        path = path if path.is_absolute() else self.root / path
         return self.store.export(self.record, fmt, path)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ saving

@@ -103,15 +103,19 @@ class AlwaysAnswer:
         first_rules = source == "project" and not rules_file.exists()
         runtime = self.runtime()
         try:
-            rule = Rule.parse(text, source)
+            rule = Rule.parse(text, source, str(rules_file))
             save_rule(rules_file, "allow", rule)
         except (OSError, ValueError) as exc:
             self.say(f"Could not save the rule ({exc}); it holds for this session only.", "error")
             runtime.add_session_rule("allow", text)
             return f"{text} for this session only"
-        runtime.add_session_rule("allow", text)
         if source == "project":
             self.trust.keep_rules_trusted(first_rules)
+        if source == "project" and not self.options.trusted:
+            # saved, but the file counts only once the folder is trusted: this session's rule
+            runtime.add_session_rule("allow", text)
+        else:
+            runtime.add_saved_rule("allow", rule)
         return f"{rule} in {rules_file}"
 
     def exact_rule(self, call: ToolCall) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import time
 
@@ -12,7 +13,6 @@ from tether.safety.permissions import RuleError
 from tether.store.session import SessionCorrupt
 from tether.ui.headless import outcome_mark
 
-from ..asking import picked
 from ..terminal_ui import shown
 from .context import CommandContext
 from .table import CommandTable, on_off
@@ -70,6 +70,7 @@ async def model(ctx: CommandContext, arg: str) -> None:
     await ctx.ready()
     runtime = ctx.runtime
     if arg:
+        await _check_model_name(ctx, arg)
         ctx.protocol = await runtime.switch_model(arg)
         ctx.say(f"Model: {arg} ({ctx.protocol} tools).")
         return
@@ -81,6 +82,22 @@ async def model(ctx: CommandContext, arg: str) -> None:
         return
     if names:
         ctx.say("Available: " + ", ".join(names[:40]))
+
+
+async def _check_model_name(ctx: CommandContext, name: str) -> None:
+    """Warn when the provider does not list `name` (a typo shows now, not at the next request);
+    the switch happens anyway: a provider may serve models it does not list."""
+    provider = ctx.runtime.settings.provider
+    try:
+        names = await ctx.runtime.provider.list_models()
+    except Exception as exc:  # the check is a convenience; say it could not be made
+        ctx.say(f"Could not check {name} against {provider}'s models: {exc}", "warning")
+        return
+    if not names or name in names or f"{name}:latest" in names:  # Ollama's untagged name
+        return
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else " See /model for the list."
+    ctx.say(f"{provider} does not list a model {name}; using it anyway.{hint}", "warning")
 
 
 @command("usage", "/usage", "tokens used in this session")
@@ -172,20 +189,6 @@ async def autotitle(ctx: CommandContext, arg: str) -> None:
         ctx.say(f"Automatic titles {'on' if value else 'off'}.")
 
 
-@command("export", "/export json|md [PATH]", "write this conversation to a file")
-async def export(ctx: CommandContext, arg: str) -> None:
-    fmt, _, where = arg.partition(" ")
-    if fmt not in ("json", "md"):
-        ctx.say("Use /export json [path] or /export md [path].", "warning")
-        return
-    try:
-        written = ctx.sessions.export(fmt, where.strip())
-    except OSError as exc:
-        ctx.say(f"Could not export: {exc}", "error")
-        return
-    ctx.say(f"Wrote {written}.")
-
-
 @command("compact", "/compact", "condense older history into a summary now")
 async def compact(ctx: CommandContext, arg: str) -> None:
     await ctx.ready()
@@ -257,109 +260,14 @@ async def perms(ctx: CommandContext, arg: str) -> None:
         ctx.say("  " + line)
 
 
-@command("connect", "/connect [NAME [MODEL]|status]", "choose the provider and model; save a key")
-async def connect(ctx: CommandContext, arg: str) -> None:
-    words = arg.split()
-    if words[:1] == ["status"]:
-        await _show_connections(ctx)
-        return
-    name = words[0] if words else await _pick_provider(ctx)
-    if not name:
-        return
-    from tether.providers import provider_names
-
-    if name not in provider_names():
-        ctx.say(f"Unknown provider {name!r}; choose one of: {', '.join(provider_names())}.", "warning")
-        return
-    if not await _ensure_key(ctx, name):
-        return
-    await _switch(ctx, name, words[1] if len(words) > 1 else None)
-
-
-async def _show_connections(ctx: CommandContext) -> None:
-    from tether.providers.connect import connection_status, status_line
-
-    runtime = ctx.runtime
-    for status in await connection_status(runtime.settings, runtime.env, runtime.home):
-        ctx.say(status_line(status))
-
-
-async def _pick_provider(ctx: CommandContext) -> str:
-    await _show_connections(ctx)
-    try:
-        return (await ctx.ask_line("provider (empty to cancel): ")).strip()
-    except (KeyboardInterrupt, EOFError):
-        return ""
-
-
-async def _ensure_key(ctx: CommandContext, name: str) -> bool:
-    """Keys come from the environment first; a key typed here is saved under TETHER_HOME only."""
-    from tether.providers.connect import needs_key
-    from tether.store.keys import KeyStore, KeyStoreError, resolve_key
-
-    home = ctx.runtime.home
-    store = KeyStore(home)
-    key, source = resolve_key(name, ctx.runtime.env, store)
-    if key or not needs_key(name):
-        return True
-    try:
-        typed = (await ctx.ask_line(f"API key for {name} (saved to {home}, owner-only): ",
-                                    secret=True)).strip()
-    except (KeyboardInterrupt, EOFError):
-        typed = ""
-    if not typed:
-        ctx.say("No key given; not switched.", "warning")
-        return False
-    try:
-        store.set(name, typed)
-    except (KeyStoreError, OSError, ValueError) as exc:
-        ctx.say(f"Could not save the key: {exc}", "error")
-        return False
-    ctx.say(f"Key saved for {name}.")
-    return True
-
-
-async def _switch(ctx: CommandContext, name: str, model: str | None) -> None:
-    from tether.store.keys import ConnectionStore
-    from tether.store.statefile import StateFileError
-
-    candidate = ctx.runtime.settings.model_copy(update={"provider": name, "model": model or ""})
-    try:
-        await ctx.rebuild(candidate)
-    except ValueError as exc:
-        ctx.say(str(exc), "error")
-        return
-    if model is None:
-        model = await _pick_model(ctx)
-        if model:
-            ctx.protocol = await ctx.runtime.switch_model(model)
-    chosen = ctx.runtime.model
-    ctx.say(f"Connected: {name} · {chosen} ({ctx.protocol} tools).")
-    try:
-        ConnectionStore(ctx.runtime.home).remember(name, chosen)
-    except StateFileError as exc:  # connected all the same; only the memory of it failed
-        ctx.say(f"This connection is not remembered for next time: {exc}", "warning")
-
-
-async def _pick_model(ctx: CommandContext) -> str:
-    from tether.providers.connect import available_models
-
-    try:
-        names = await available_models(ctx.runtime.provider)
-    except Exception as exc:  # listing is a convenience: keep the default model
-        ctx.say(f"Could not list models ({exc}); keeping {ctx.runtime.model}.", "warning")
-        return ""
-    if not names:
-        return ""
-    for i, n in enumerate(names[:30], 1):
-        ctx.say(f"  {i:>2}. {n}")
-    try:
-        raw = (await ctx.ask_line("model (number or name, empty for the default): ")).strip()
-    except (KeyboardInterrupt, EOFError):
-        return ""
-    return picked(raw, names, shown_options=30)
-
-
-# the other command modules register theirs (/agents, /context, /mcp, /skills, /skill); they
-# import `command` from here
-from . import agent_commands, context_report, mcp_commands, skill_commands  # noqa: E402,F401
+# the other command modules register theirs (/agents, /commit, /connect, /context,
+# /diff, /export, /mcp, /skills, /skill); they import `command` from here
+from . import (  # noqa: E402,F401
+    agent_commands,
+    connect_command,
+    context_report,
+    export_command,
+    git_commands,
+    mcp_commands,
+    skill_commands,
+)
