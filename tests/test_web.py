@@ -3,11 +3,13 @@ guard, caps, approval and the rules that hold once web content entered a turn.""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from web_fixtures import ASYNCIO_PAGE, FixtureServer, fixture_server
 
 from tether.core.messages import Evidence, ToolCall, ToolResult
 from tether.core.toolspec import ToolError
@@ -19,7 +21,6 @@ from tether.tools.web import untrusted
 from tether.tools.web_fetch import Fetcher, FetchLimits
 from tether.tools.web_rank import Passage, discriminating, distill, rank, terms
 from tether.tools.web_text import html_to_text
-from web_fixtures import ASYNCIO_PAGE, FixtureServer, fixture_server
 
 
 class AllowingUI(SilentUI):
@@ -147,7 +148,7 @@ async def test_a_search_result_that_redirects_to_a_private_address_is_refused(
     runtime = make_runtime(runtimes, tmp_path, home, server, searxng_url=f"{server.base}/searx-redirect")
     _, evidence = await call(runtime, "search_web", query="cancel an asyncio task")
     page = next(line for line in evidence.details if line.startswith("page "))
-    assert f"Refused: 127.0.0.1 is a loopback address" in page and "snippet only" in page
+    assert "Refused: 127.0.0.1 is a loopback address" in page and "snippet only" in page
     assert "/pages/asyncio" not in asked_paths(server)
 
 
@@ -196,10 +197,35 @@ async def test_get_url_turns_html_into_text_without_what_a_reader_does_not_see(
     assert "<script>" in raw.content
 
 
-def test_html_to_text_keeps_code_indentation_and_the_title() -> None:
+HIDDEN_INSIDE = """<html><head><title>T</title></head><body><article>
+<p>Tasks are cancelled with cancel; this paragraph has enough words to be the main content.</p>
+<p>More text <span style="display:none">HIDDEN STYLE</span> about tasks and their cancellation,
+with words enough for an extractor to keep it.</p><p hidden>HIDDEN ATTRIBUTE</p>
+<div aria-hidden="true">HIDDEN ARIA</div><input type="hidden" value="HIDDEN INPUT"></article></body></html>"""
+
+
+@pytest.fixture(params=["standard library", "readability-lxml"])
+def extractor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each HTML test runs on both paths: the optional extra, and the fallback without it."""
+    if request.param == "readability-lxml":
+        pytest.importorskip("readability")
+    else:
+        monkeypatch.setitem(sys.modules, "readability", None)  # the import then fails
+    return str(request.param)
+
+
+def test_html_to_text_keeps_code_indentation_and_the_title(extractor: str) -> None:
     title, text = html_to_text(ASYNCIO_PAGE)
     assert title == "Cancelling asyncio tasks"
     assert "    task.cancel()" in text and "<" not in text
+    for gone in ("SCRIPT TEXT", "color:red", "IGNORE PREVIOUS", "Copyright"):
+        assert gone not in text
+
+
+def test_hidden_elements_inside_the_content_are_dropped(extractor: str) -> None:
+    _, text = html_to_text(HIDDEN_INSIDE)
+    assert "Tasks are cancelled with cancel" in text and "about tasks" in text
+    assert "HIDDEN" not in text
 
 
 async def test_get_url_caps_the_bytes_read_and_the_text_returned(

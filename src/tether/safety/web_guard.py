@@ -23,6 +23,8 @@ GET_URL = "get_url"
 CALL_API = "call_api"
 SEARCH_WEB = "search_web"
 WEB_TOOLS = (SEARCH_WEB, GET_URL, CALL_API)
+STOP_TOOL = "end_process"
+"""A command tool that only stops what runs: it sends nothing anywhere."""
 
 
 @dataclass
@@ -88,7 +90,7 @@ def sends_data_out(call: ToolCall, tool: Tool, confined: bool) -> bool:
         return True
     if tool.name == GET_URL:
         return bool(urlsplit(str(call.arguments.get("url", ""))).query)
-    return tool.runs_commands and not confined
+    return tool.runs_commands and tool.name != STOP_TOOL and not confined
 
 
 def taint_verdict(call: ToolCall, tool: Tool, taint: WebTaint | None, confined: bool) -> GateVerdict | None:
