@@ -123,10 +123,14 @@ async def test_a_hanging_source_is_left_out_and_the_search_goes_on(
     runtimes: list[Runtime], tmp_path: Path, home: Path, server: FixtureServer
 ) -> None:
     runtime = make_runtime(runtimes, tmp_path, home, server, web_source_timeout=0.5,
-                           web_stackexchange_url=f"{server.base}/hang")
+                           web_stackexchange_url=f"{server.base}/hang",
+                           web_github_url=f"{server.base}/missing",
+                           web_wikipedia_url=f"{server.base}/pages/asyncio?")
     result, evidence = await call(runtime, "search_web", query="cancel an asyncio task")
     assert not result.is_error and "task.cancel()" in result.content
-    assert "stackexchange failed" in evidence.summary and "duckduckgo 2" in evidence.summary
+    assert "stackexchange failed (" in evidence.summary and "duckduckgo 2" in evidence.summary
+    assert "github failed (HTTP 404)" in evidence.summary
+    assert "wikipedia failed (the answer was not JSON)" in evidence.summary
 
 
 async def test_searxng_is_asked_first_and_the_others_only_when_it_finds_nothing(
@@ -403,3 +407,32 @@ async def test_the_small_profile_defers_the_web_tools_behind_tool_search(
     assert "tool_search" in offered and len(offered) <= 8
     assert not {"search_web", "get_url", "call_api"} & set(offered)
     assert {"search_web", "get_url", "call_api"} <= set(runtime.table.names())
+
+
+@pytest.mark.parametrize("url,why", [
+    ("file:///etc/passwd", "Only http:// and https://"), ("ftp://example.org/x", "Only http:// and https://"),
+    ("http://user:secret@example.org/", "user name or password"), ("http://example.org:99999/", "Not a valid URL"),
+])
+async def test_urls_the_web_tools_do_not_fetch(
+    runtimes: list[Runtime], tmp_path: Path, home: Path, server: FixtureServer, url: str, why: str
+) -> None:
+    runtime = make_runtime(runtimes, tmp_path, home, server, allow=("get_url",))
+    result, _ = await call(runtime, "get_url", url=url)
+    assert result.is_error and why in result.content
+
+
+def test_duckduckgo_results_are_read_through_its_redirector_and_ads_left_out() -> None:
+    from tether.tools.web_sources import DuckDuckGo
+
+    page = (
+        '<a class="result__a" href="https://duckduckgo.com/y.js?ad_domain=x">Ad</a>'
+        '<a class="result__snippet" href="x">buy</a>'
+        '<a rel="nofollow" class="result__a" href="//duckduckgo.com/l/?uddg=https%3A%2F%2Fdocs.python.org%2F3%2F&amp;rut=1">'
+        'Python <b>docs</b></a><a class="result__snippet" href="x">The &amp; docs</a>'
+        '<a class="result__a" href="https://example.org/direct">Direct</a>'
+    )
+    found = DuckDuckGo("https://html.duckduckgo.com/html").parse(page)
+    assert [(c.title, c.url) for c in found] == [
+        ("Python docs", "https://docs.python.org/3/"), ("Direct", "https://example.org/direct"),
+    ]
+    assert found[0].snippet == "The & docs"

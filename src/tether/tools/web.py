@@ -190,7 +190,7 @@ def search_details(report: SearchReport) -> list[str]:
 
 def web_tools(tools: WebTools) -> list[Tool]:
     """The three web tools over one client; their timeouts cover a slow source or page."""
-    search_seconds = tools.searcher.source_timeout + 2 * tools.fetcher.limits.timeout + 10
+    search_seconds = 2 * (tools.searcher.source_timeout + 1) + 2 * tools.fetcher.limits.timeout + 10
     fetch_seconds = 2 * tools.fetcher.limits.timeout * 6 + 10  # every redirect hop may take it
     cap = tools.max_text + 2_000
     return [

@@ -128,6 +128,8 @@ class Fetcher:
             response = self._client.send(request, stream=True)
         except BlockedAddress as exc:
             raise ToolError(str(exc)) from None
+        except (httpx.InvalidURL, UnicodeError) as exc:
+            raise ToolError(f"Not a URL that can be fetched ({exc}): {url!r}.") from None
         except httpx.TimeoutException:
             raise ToolError(f"{url} did not answer within {timeout:g}s.") from None
         except httpx.HTTPError as exc:

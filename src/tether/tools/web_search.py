@@ -7,10 +7,11 @@ and the keyless sources only when it brings nothing.
 
 from __future__ import annotations
 
-import concurrent.futures as futures
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from ..core.toolspec import ToolError
@@ -66,15 +67,35 @@ class SearchReport:
 
 
 def in_threads(jobs: Sequence[Callable[[], T]], timeout: float, late: Callable[[], T]) -> list[T]:
-    """Each job's result, in order; a job still running after `timeout` gives `late()`. Its
-    thread is left to end on its own (its request has a timeout too)."""
-    pool = futures.ThreadPoolExecutor(max_workers=max(1, len(jobs)), thread_name_prefix="web")
-    try:
-        running = [pool.submit(job) for job in jobs]
-        futures.wait(running, timeout=timeout)
-        return [f.result() if f.done() else late() for f in running]
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    """Each job's result, in order, each job in a daemon thread of its own; a job still
+    running after `timeout` gives `late()`, and its thread is left to end with its own
+    request timeout (a daemon, so it never holds up tether's exit)."""
+    results: list[tuple[bool, Any] | None] = [None] * len(jobs)
+    finished = threading.Semaphore(0)
+
+    def run(index: int, job: Callable[[], T]) -> None:
+        try:
+            results[index] = (True, job())
+        except BaseException as exc:  # handed to the caller below
+            results[index] = (False, exc)
+        finally:
+            finished.release()
+
+    for index, job in enumerate(jobs):
+        threading.Thread(target=run, args=(index, job), name="web", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    for _ in jobs:
+        if not finished.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            break
+    out: list[T] = []
+    for result in results:
+        if result is None:
+            out.append(late())
+        elif not result[0]:
+            raise result[1]
+        else:
+            out.append(result[1])
+    return out
 
 
 class WebSearch:

@@ -81,8 +81,9 @@ def _result_target(href: str) -> str:
         href = "https:" + href
     parts = urlsplit(href)
     if parts.path.rstrip("/").endswith("/l"):
-        target = parse_qs(parts.query).get("uddg", [""])[0]
-        return target
+        return parse_qs(parts.query).get("uddg", [""])[0]
+    if (parts.hostname or "").endswith("duckduckgo.com"):  # an ad (/y.js) or its own page
+        return ""
     return href if parts.scheme in ("http", "https") else ""
 
 
