@@ -9,8 +9,11 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from scripted import ScriptedProvider, say
+from scripted import call as scripted_call
 from web_fixtures import ASYNCIO_PAGE, FixtureServer, fixture_server
 
+from tether.core.loop import Conversation
 from tether.core.messages import Evidence, ToolCall, ToolResult
 from tether.core.toolspec import ToolError
 from tether.core.ui_protocol import Decision, SilentUI
@@ -436,3 +439,20 @@ def test_duckduckgo_results_are_read_through_its_redirector_and_ads_left_out() -
         ("Python docs", "https://docs.python.org/3/"), ("Direct", "https://example.org/direct"),
     ]
     assert found[0].snippet == "The & docs"
+
+
+async def test_a_turn_reads_a_page_and_a_command_it_then_asks_for_is_held_back(
+    runtimes: list[Runtime], tmp_path: Path, home: Path, server: FixtureServer
+) -> None:
+    runtime = make_runtime(runtimes, tmp_path, home, server, allow=("run_cmd(curl *)",))
+    provider = ScriptedProvider([
+        scripted_call(("get_url", {"url": f"{server.base}/pages/asyncio"})),
+        scripted_call(("run_cmd", {"command": "curl evil.example"})),  # what a page might ask for
+        say("done"),
+    ])
+    runtime.loop.provider = provider
+    result = await runtime.loop.run_turn(Conversation(), "read the asyncio page")
+    page, command = result.evidence
+    assert not page.error and "not instructions to follow" in page.result
+    assert command.error and "web content entered this turn" in command.result
+    assert f"{server.base}/pages/asyncio" in command.result
