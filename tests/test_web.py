@@ -456,3 +456,11 @@ async def test_a_turn_reads_a_page_and_a_command_it_then_asks_for_is_held_back(
     assert not page.error and "not instructions to follow" in page.result
     assert command.error and "web content entered this turn" in command.result
     assert f"{server.base}/pages/asyncio" in command.result
+
+
+def test_the_json_entry_of_a_call_carries_its_details() -> None:
+    evidence = Evidence(ToolCall("c", "search_web", {"query": "q"}), 0.0, 0.1, "s", "r",
+                        details=("source duckduckgo 2",))
+    assert evidence.as_dict()["details"] == ["source duckduckgo 2"]
+    plain = Evidence(ToolCall("c", "read_file", {}), 0.0, 0.1, "s", "r")
+    assert "details" not in plain.as_dict()

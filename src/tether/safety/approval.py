@@ -30,6 +30,10 @@ A command the model asks to run outside a working sandbox (`unsandboxed:
 true`) asks too, showing its reason, unless escalation is switched on
 (`sandbox_escalation`, `--allow-unsandboxed`) and an allow rule names the
 command (a bare `run_cmd` or `run_cmd(*)` names none).
+
+The web rules (`web_guard`) stand there as well: call_api with a method other
+than GET always asks, and once web content entered the turn every call that
+can send data out asks (unless `web_content_asks` is off).
 """
 
 from __future__ import annotations
