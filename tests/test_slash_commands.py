@@ -11,7 +11,7 @@ import pytest
 from fakeserver import FakeServer, Reply
 from slash_context import FakeContext, make_context
 
-from tether.core.messages import Message, Text
+from tether.core.messages import Evidence, Message, Text, ToolCall
 from tether.core.subagents import AgentSpec
 from tether.runtime import Runtime
 from tether.safety.permissions import PROJECT_FILE, USER_FILE
@@ -209,6 +209,16 @@ async def test_evidence_shows_the_last_requests_calls(
     await ctx.run("/evidence")
     assert "1. ✓ read_file" in ctx.printed
     assert '{"filepath": "notes.txt"}' in ctx.printed and "line one" in ctx.printed
+
+
+async def test_evidence_shows_a_tools_details(ctx: FakeContext) -> None:
+    call = ToolCall("c1", "search_web", {"query": "cancel a task"})
+    details = ("source duckduckgo 2", "source github failed (HTTP 503)", "rejected http://x.example/: lacks cancel")
+    ctx.sessions.conv.evidence = [Evidence(call, 0.0, 0.2, "duckduckgo 2 · 1 pages read", "text",
+                                           details=details)]
+    await ctx.run("/evidence")
+    for line in details:
+        assert f"· {line}" in ctx.printed
 
 
 async def test_clear_starts_a_new_conversation_and_keeps_the_old_one_saved(

@@ -46,6 +46,7 @@ from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
 from .tools.spawn import spawn_tools
+from .tools.web import web_setup, web_tools
 
 
 @dataclass
@@ -374,7 +375,30 @@ def build_runtime(
     attach_context_files(runtime, sandbox)
     closers.append(runtime.mcp.manager.aclose)
     runtime.subagents = attach_subagents(runtime)
+    attach_web(runtime)
     return runtime
+
+
+def attach_web(runtime: Runtime) -> None:
+    """search_web, get_url and call_api in the table; the policy sees when web content
+    entered the turn (cleared as each turn starts) and which private hosts rules name."""
+    web = web_setup(runtime.settings, runtime.policy.may_reach)
+    for tool in web_tools(web):
+        runtime.table.add(tool)
+    runtime.policy.web_taint = web.taint
+    runtime.policy.web_content_asks = runtime.settings.web_content_asks
+    earlier = runtime.loop.on_turn
+
+    def new_turn() -> None:
+        web.taint.clear()
+        if earlier is not None:
+            earlier()
+
+    async def close() -> None:
+        web.fetcher.close()
+
+    runtime.loop.on_turn = new_turn
+    runtime.closers.append(close)
 
 
 def attach_subagents(runtime: Runtime) -> SubagentRunner:

@@ -120,6 +120,7 @@ class Dispatcher:
             result=text,
             error=is_error,
             command=output.command,
+            details=output.details,
         )
         if not is_error and tool is not None:
             self._after(call, tool, output)

@@ -202,6 +202,9 @@ class Evidence:
     error: bool = False
     command: CommandStatus | None = None
     """How the command stood afterwards, for the shell tools; None for every other call."""
+    details: tuple[str, ...] = ()
+    """Lines a tool adds for /evidence beyond its result (search_web: each source's answer,
+    each page read, why a page was rejected)."""
 
     def as_dict(self) -> dict[str, Any]:
         shown = {
@@ -213,4 +216,6 @@ class Evidence:
         }
         if self.command is not None:
             shown["command"] = self.command.as_dict()
+        if self.details:
+            shown["details"] = list(self.details)
         return shown

@@ -42,6 +42,8 @@ class ToolOutput:
     changed_paths: tuple[Path, ...] = ()
     command: CommandStatus | None = None
     """How the command a shell tool ran stood when it returned (its exit code, state, time)."""
+    details: tuple[str, ...] = ()
+    """Lines for /evidence that the model does not need (which sources answered, and so on)."""
 
 
 @dataclass

@@ -30,6 +30,10 @@ A command the model asks to run outside a working sandbox (`unsandboxed:
 true`) asks too, showing its reason, unless escalation is switched on
 (`sandbox_escalation`, `--allow-unsandboxed`) and an allow rule names the
 command (a bare `run_cmd` or `run_cmd(*)` names none).
+
+The web rules (`web_guard`) stand there as well: call_api with a method other
+than GET always asks, and once web content entered the turn every call that
+can send data out asks (unless `web_content_asks` is off).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from .paths import is_within, resolve_path, resolved_forms
 from .permissions import PROJECT_FILE, Rule, RuleSet, RuleVerdict, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command
+from .web_guard import WebTaint, method_verdict, named_hosts, taint_verdict
 
 SHELL_TOOL = "run_cmd"
 INPUT_TOOL = "send_input"
@@ -77,6 +82,10 @@ class ApprovalPolicy:
     """Whether an allow rule that names a command lets it run outside the sandbox unasked."""
     runs_unconfined: Callable[[str], bool] = lambda session: False
     """Whether a shell session runs outside the sandbox: input sent to it runs there too."""
+    web_taint: WebTaint | None = None
+    """Whether web content entered this turn: calls that can send data out then ask."""
+    web_content_asks: bool = True
+    """False (setting web_content_asks) lets allow rules and --auto decide those calls again."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
@@ -91,6 +100,8 @@ class ApprovalPolicy:
             or keep_running_verdict(call, tool)
             or self.rules_file_verdict(tool)
             or self.escalation_verdict(call, tool)
+            or method_verdict(call, tool)
+            or self.web_verdict(call, tool)
         )
         if guarded is not None:
             return guarded
@@ -136,6 +147,19 @@ class ApprovalPolicy:
             ))
         return None
 
+    def web_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
+        """Once web content is in the turn, a call that can send data out asks."""
+        taint = self.web_taint
+        if taint is None or not taint.entered or not self.web_content_asks:
+            return None
+        confined = tool.runs_commands and self._confined(call, tool)
+        return taint_verdict(call, tool, taint, confined=confined)
+
+    def may_reach(self, host: str, port: int) -> bool:
+        """Whether an allow rule for a web tool names this host, so the web tools may reach
+        it though it resolves to a loopback or private address (netguard)."""
+        return (host.lower(), port) in named_hosts(self.rules.allow)
+
     def guarded_files_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
         """A write into files that make things run or widen what is allowed (git's own files,
         tether's own settings) asks, whatever the rules and --auto say. Nobody to ask:
@@ -176,7 +200,8 @@ class ApprovalPolicy:
     def _confined(self, call: ToolCall, tool: Tool) -> bool:
         """Whether the call's command runs inside a working sandbox."""
         sandbox = self.sandbox
-        return sandbox is not None and sandbox.available() and not asks_unsandboxed(call, tool)
+        return (sandbox is not None and sandbox.available() and not asks_unsandboxed(call, tool)
+                and not self._input_to_unconfined(call, tool))
 
     def sandbox_verdict(self, tool: Tool) -> GateVerdict | None:
         """Ask before a command when the sandbox it should run in cannot start."""

@@ -122,10 +122,58 @@ class Settings(BaseModel):
         "every request; the rest is cut with a note.",
     )
 
-    @field_validator("ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url")
+    searxng_url: str = Field(
+        "", description="Base URL of a self-hosted SearXNG; when set, search_web asks it first "
+        "and the keyless sources only when it finds nothing.",
+    )
+    web_sources: tuple[Literal["duckduckgo", "wikipedia", "stackexchange", "github"], ...] = Field(
+        ("duckduckgo", "wikipedia", "stackexchange", "github"),
+        description="The keyless sources search_web asks at once.",
+    )
+    web_duckduckgo_url: str = Field(
+        "https://html.duckduckgo.com/html", description="DuckDuckGo's HTML search endpoint."
+    )
+    web_wikipedia_url: str = Field(
+        "https://en.wikipedia.org", description="The Wikipedia whose search API (/w/api.php) is asked."
+    )
+    web_stackexchange_url: str = Field(
+        "https://api.stackexchange.com", description="Base URL of the Stack Exchange API (2.3)."
+    )
+    web_github_url: str = Field(
+        "https://api.github.com", description="Base URL of GitHub's API (repository search)."
+    )
+    web_source_timeout: float = Field(
+        8.0, gt=0, description="Seconds one search source may take; a slower one is left out."
+    )
+    web_timeout: float = Field(
+        15.0, gt=0, description="Seconds to connect and for each read of a page or API call."
+    )
+    web_pages: int = Field(4, ge=1, le=10, description="Candidate pages search_web reads and ranks.")
+    web_max_bytes: int = Field(
+        2_000_000, ge=1000, description="Bytes of a response get_url and call_api read; the rest is not downloaded."
+    )
+    web_max_text: int = Field(
+        20_000, ge=500, description="Characters of page text or API body returned, with a note when cut."
+    )
+    web_content_asks: bool = Field(
+        True, description="Once web content entered a turn, calls that can send data out "
+        "(call_api, get_url with a query, unsandboxed commands) ask even under an allow rule.",
+    )
+
+    @field_validator(
+        "ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url",
+        "web_duckduckgo_url", "web_wikipedia_url", "web_stackexchange_url", "web_github_url",
+    )
     @classmethod
     def _usable_base_url(cls, value: str) -> str:
         check_base_url(value)
+        return value
+
+    @field_validator("searxng_url")
+    @classmethod
+    def _usable_or_empty(cls, value: str) -> str:
+        if value:
+            check_base_url(value)
         return value
 
 
@@ -157,6 +205,7 @@ ENV_VARS: dict[str, str] = {
     "TETHER_MAX_STEPS": "max_steps",
     "TETHER_PROTOCOL": "protocol",
     "TETHER_PROFILE": "profile",
+    "SEARXNG_URL": "searxng_url",
 }
 
 

@@ -122,6 +122,8 @@ def print_evidence(ctx: CommandContext, found: list[Evidence], indent: str = "")
         ctx.console.print(shown(f"{indent}{i}. {mark} {e.call.name}", "bold"),
                           shown(f" {e.elapsed * 1000:.0f} ms · {e.summary}", "status"))
         ctx.console.print(shown(f"{indent}   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
+        for line in e.details:
+            ctx.console.print(shown(f"{indent}   · " + line[:300], "status"))
         lines = e.result.splitlines()
         for line in lines[:8]:
             ctx.console.print(shown(f"{indent}   │ " + line[:200], "status"))
