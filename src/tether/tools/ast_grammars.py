@@ -121,7 +121,8 @@ class Grammars:
 
     def parse(self, name: str, source: bytes) -> Any:
         """The syntax tree of `source` (a Parser is cheap; a fresh one keeps threads apart)."""
-        return self._module().Parser(self.language(name)).parse(source)
+        language = self.language(name)  # first: it says when tree-sitter is missing
+        return self._module().Parser(language).parse(source)
 
     def query(self, name: str, text: str) -> Any:
         """A compiled query; raises ValueError with tree-sitter's message for a bad one."""

@@ -42,7 +42,7 @@ class QueryAstParams(BaseModel):
 
 class RepoMapParams(BaseModel):
     budget: int | None = Field(
-        None, ge=64, le=MAX_MAP_BUDGET,
+        None, ge=32, le=MAX_MAP_BUDGET,
         description=f"Tokens the map may take (default {DEFAULT_MAP_BUDGET}).",
     )
     path: str = Field(".", description="Folder to map (default: the whole project).")

@@ -176,8 +176,8 @@ def fit_to_budget(
             low, best = middle, text
         else:
             high = middle - 1
-    if low == 0 and tokens_of(best) > budget:
-        best = _header(0, len(tags), note)
+    if low == 0 and tokens_of(best) > budget:  # the budget's floor leaves room for this line
+        best = _header(0, len(tags), "")
     return best, low
 
 
