@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from scripted import ScriptedProvider, call, say
+
 from tether.core.dispatch import Dispatcher
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Message, Text, ToolCall

@@ -97,9 +97,10 @@ def _nested(items: Iterable[tuple[str, str, str, int, int]]) -> list[Symbol]:
 # --- the standard library's fallback, for Python ---------------------------------
 
 
-def python_outline(source: str) -> list[Symbol]:
-    """Classes and functions from the standard `ast` module. Raises SyntaxError."""
-    tree = ast.parse(source)
+def python_outline(source: str | ast.Module) -> list[Symbol]:
+    """Classes and functions from the standard `ast` module (source text, or the tree of it
+    already parsed). Raises SyntaxError."""
+    tree = ast.parse(source) if isinstance(source, str) else source
     return _nested(_python_definitions(tree.body))
 
 

@@ -117,7 +117,7 @@ def _python_tags(source: str) -> FileTags:
     """Definitions from `python_outline`; references are every name and attribute read."""
     try:
         tree = ast.parse(source)
-        symbols = python_outline(source)
+        symbols = python_outline(tree)
     except (SyntaxError, ValueError, RecursionError):  # ValueError: a NUL byte in the source
         return FileTags()
     references: Counter[str] = Counter()
