@@ -48,7 +48,7 @@ from .messages import (
 )
 from .nudges import REPEATED_CALL, TurnWatch
 from .toolmenu import ToolMenu
-from .toolspec import Tool, ToolError, ToolTable
+from .toolspec import CONVERSATION, Tool, ToolError, ToolTable
 from .ui_protocol import UI, RequestEvents
 
 ProtocolMode = Literal["native", "text"]
@@ -298,10 +298,12 @@ class TurnLoop:
         """Run the calls of one reply; results come back in call order."""
         turn.conv.messages.append(self._assistant_message(parsed, reply))
         results: dict[str, ToolResult] = {}
+        history = CONVERSATION.set(turn.conv.messages)
         try:
             for batch in batches(parsed.calls, self.table):
                 await asyncio.gather(*(self._run_one(turn, call, results) for call in batch))
         finally:  # also on cancellation: every call gets a result, so history stays valid
+            CONVERSATION.reset(history)
             self.record(turn, parsed, results)
 
     def record(self, turn: _Turn, parsed: ParseResult, results: dict[str, ToolResult]) -> None:

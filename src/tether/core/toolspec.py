@@ -7,9 +7,10 @@ from that model, so the table, the prompt and the handlers cannot drift apart.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -17,10 +18,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel
 
 from ..safety.paths import resolve_user_path
-from .messages import CommandStatus
+from .messages import CommandStatus, Message
 
 if TYPE_CHECKING:
     from ..store.keys import SecretFiles
+
+CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar(
+    "tether_conversation", default=()
+)
+"""The history of the conversation whose calls are running (the loop sets it around a
+reply's calls; a sub-agent's calls see its own): repo_map leans toward what it talks about."""
 
 DEFAULT_RESULT_CAP = 16_000
 SECRETS_REFUSED = (

@@ -31,6 +31,7 @@ def builtin_tools(
     from ..safety.shell_session import ShellSessions
     from ..store.memory import MEMORY_FILE, MemoryStore
     from .ask import ask_tools
+    from .ast_tools import AstTools
     from .files import FILE_TOOLS
     from .git import GIT_TOOLS
     from .memory import memory_tools
@@ -39,7 +40,8 @@ def builtin_tools(
 
     sessions = ShellSessions(ctx.root, on_output=on_output, launcher=sandbox)
     ctx.runs_unconfined = sessions.runs_unconfined
-    tools = [*FILE_TOOLS, *shell_tools(sessions, sandbox), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker)]
+    tools = [*FILE_TOOLS, *shell_tools(sessions, sandbox), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker),
+             *AstTools().tools()]
     if home is not None:
         tools += memory_tools(MemoryStore(home / MEMORY_FILE))
     return ToolTable(tools), [sessions.close_all]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from tether.safety.paths import resolve_path
@@ -16,10 +17,22 @@ def is_inside_root(path: Path, root: Path) -> bool:
     elsewhere counts as outside, which is what a path policy must see. A path
     the OS cannot resolve or even represent (a loop, a NUL byte) counts as outside.
     """
+    resolved_root = kernel_resolved(root)
+    return resolved_root is not None and is_inside_resolved(path, resolved_root)
+
+
+def kernel_resolved(path: Path) -> Path | None:
+    """The path as the kernel resolves it; None for one it cannot (a loop, a NUL byte)."""
     try:
-        return is_within(Path(resolve_path(str(path), ".")), Path(resolve_path(str(root), ".")))
+        return Path(resolve_path(str(path), "."))
     except (OSError, ValueError):
-        return False
+        return None
+
+
+def is_inside_resolved(path: Path, resolved_root: Path) -> bool:
+    """is_inside_root with the root already resolved (once, for a walk over many files)."""
+    resolved = kernel_resolved(path)
+    return resolved is not None and is_within(resolved, resolved_root)
 
 
 def is_within(path: Path, parent: Path) -> bool:
@@ -32,7 +45,7 @@ def is_within(path: Path, parent: Path) -> bool:
 
 def display_path(path: Path, root: Path) -> str:
     """The path as the model should see it: relative to the root when inside it."""
-    for candidate, base in ((path, root), (_resolved(path), _resolved(root))):
+    for candidate, base in _spellings(path, root):
         try:
             relative = candidate.relative_to(base)
         except ValueError:
@@ -40,6 +53,12 @@ def display_path(path: Path, root: Path) -> str:
         text = relative.as_posix()
         return text if text else "."
     return str(path)
+
+
+def _spellings(path: Path, root: Path) -> Iterator[tuple[Path, Path]]:
+    """The path and root as written, then resolved (only if needed: resolving is slow)."""
+    yield path, root
+    yield _resolved(path), _resolved(root)
 
 
 def near_names(path: Path, limit: int = 5) -> list[str]:

@@ -111,6 +111,15 @@ def read_at_most(handle: BinaryIO, path: Path, limit: int, *, cut: bool = False)
     return b"".join(chunks)
 
 
+def read_small_file(path: Path, limit: int) -> bytes:
+    """All the bytes of a regular file of at most `limit` bytes. Raises TooLarge when it says
+    or gives more, NotARegularFile for a FIFO, device or socket, OSError as open() does."""
+    with open_regular(path) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise TooLarge(path, limit)
+        return read_at_most(handle, path, limit)
+
+
 def copy_regular(source: Path, destination: Path) -> None:
     """Copy a regular file to a new `destination` (never an existing file or a symlink put
     there), with its permission bits and times. Raises TooLarge, removing the partial copy,

@@ -8,22 +8,23 @@ import re
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.safety.git_guard import GitConfigError, run_hardened
 from tether.safety.paths import file_identity
-from tether.tools._paths import display_path, is_inside_root
+from tether.tools._paths import display_path, is_inside_resolved, kernel_resolved
 from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
 from tether.tools._regular import (
     NotARegularFile,
     TooLarge,
-    open_regular,
-    read_at_most,
+    read_small_file,
     refuse_special,
 )
 
@@ -48,6 +49,9 @@ GIT_LIST_TIMEOUT = 10.0
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
 
+WalkRefusal = Literal["outside", "secret", "denied"]
+
+
 class SearchInFileParams(BaseModel):
     pattern: str = Field(
         description="Python regular expression to search for (all lower case: any case matches)."
@@ -70,10 +74,9 @@ class _SearchReport:
     files_matched: int = 0
     skipped_binary: int = 0
     skipped_large: int = 0
-    skipped_outside: int = 0
-    skipped_secret: int = 0
     skipped_special: int = 0
-    skipped_denied: int = 0
+    refused: Counter[WalkRefusal] = field(default_factory=Counter)
+    """Files a walk found that were not read, by walked_file_refusal's reason."""
     stopped: str = ""
     too_slow: bool = False
 
@@ -87,7 +90,7 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
         raise _not_found(target, ctx, what="Path")
     refuse_special(target)
     files = [target] if target.is_file() else _searchable_files(target)
-    scope = _search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
+    scope = search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
     report = _SearchReport(pattern=args.pattern)
     with RegexWorker() as worker:  # the matching runs where the deadline can stop it
         _search_files(worker, regex, files, scope, ctx, report, SEARCH_TIME_LIMIT)
@@ -112,7 +115,7 @@ def _search_files(
 ) -> None:
     """Search each file the call may read (inside `scope`, no deny rule, not the saved keys),
     until the matches fill the report or `time_limit` seconds have passed."""
-    secrets = ctx.secrets.identities() if ctx.secrets is not None else set()
+    guard = WalkGuard(ctx, scope)
     deadline = time.monotonic() + time_limit
     for path in files:
         if time.monotonic() > deadline:
@@ -121,14 +124,9 @@ def _search_files(
                 "to search the rest]"
             )
             return
-        if not is_inside_root(path, scope):  # a symlink leading out: never read unasked
-            report.skipped_outside += 1
-            continue
-        if secrets and file_identity(str(path)) in secrets:  # a hard link to the saved keys
-            report.skipped_secret += 1
-            continue
-        if not ctx.may_read(path):  # a deny rule covers it: the call named only its folder
-            report.skipped_denied += 1
+        refusal = guard.refusal(path)
+        if refusal is not None:
+            report.refused[refusal] += 1
             continue
         _search_file(worker, regex, path, ctx.root, report, deadline)
         if report.stopped:
@@ -173,6 +171,34 @@ def _with_elsewhere(output: ToolOutput, report: _SearchReport) -> ToolOutput:
     return ToolOutput(body, summary=output.summary)
 
 
+@dataclass
+class WalkGuard:
+    """Why a file a tool found by itself (walking a folder the call named) must not be
+    read: the approval policy judged only the folder. What is the same for every file
+    (the scope's resolution, the saved keys' identities) is worked out once per walk."""
+
+    ctx: ToolContext
+    scope: Path
+    """Where the files must really be (see search_scope)."""
+    _resolved_scope: Path | None = field(init=False, default=None)
+    _secrets: set[tuple[int, int]] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._resolved_scope = kernel_resolved(self.scope)
+        if self.ctx.secrets is not None:
+            self._secrets = self.ctx.secrets.identities()
+
+    def refusal(self, path: Path) -> WalkRefusal | None:
+        inside = self._resolved_scope is not None and is_inside_resolved(path, self._resolved_scope)
+        if not inside:  # a symlink leading out: never read unasked
+            return "outside"
+        if self._secrets and file_identity(str(path)) in self._secrets:  # a hard link to the keys
+            return "secret"
+        if not self.ctx.may_read(path):  # a deny rule covers it: the call named only its folder
+            return "denied"
+        return None
+
+
 def _smart_case(pattern: str) -> str:
     """A pattern with no capital letter matches any case, as ripgrep's --smart-case does:
     "retry" finds MAX_UPLOAD_RETRIES. Escapes such as \\S or \\W are not capitals. The
@@ -194,7 +220,7 @@ def _with_short_file(output: ToolOutput, text: str, shown: str) -> ToolOutput:
     return ToolOutput(body, summary=output.summary)
 
 
-def _search_scope(target: Path, root: Path) -> Path:
+def search_scope(target: Path, root: Path) -> Path:
     """Where the files a search reads must really be: the project, or, for a path
     outside it that the user approved by name, that path."""
     named = os.path.normpath(os.path.abspath(target))
@@ -303,10 +329,7 @@ def _search_file(
 def _searchable_text(path: Path, report: _SearchReport) -> str | None:
     """The file's text, or None (counted) for what search skips: large, binary, unreadable."""
     try:
-        with open_regular(path) as handle:
-            if os.fstat(handle.fileno()).st_size > SEARCH_MAX_FILE_BYTES:
-                raise TooLarge(path, SEARCH_MAX_FILE_BYTES)
-            data = read_at_most(handle, path, SEARCH_MAX_FILE_BYTES)
+        data = read_small_file(path, SEARCH_MAX_FILE_BYTES)
     except TooLarge:
         report.skipped_large += 1
         return None
@@ -359,12 +382,12 @@ def _skipped_note(report: _SearchReport) -> str:
         parts.append(f"{report.skipped_binary} binary")
     if report.skipped_large:
         parts.append(f"{report.skipped_large} over {SEARCH_MAX_FILE_BYTES // (1024 * 1024)} MB")
-    if report.skipped_outside:
-        parts.append(f"{report.skipped_outside} behind symlinks leading outside")
-    if report.skipped_secret:
-        parts.append(f"{report.skipped_secret} holding tether's saved keys")
+    if report.refused["outside"]:
+        parts.append(f"{report.refused['outside']} behind symlinks leading outside")
+    if report.refused["secret"]:
+        parts.append(f"{report.refused['secret']} holding tether's saved keys")
     if report.skipped_special:
         parts.append(f"{report.skipped_special} FIFOs, devices or sockets")
-    if report.skipped_denied:
-        parts.append(f"{report.skipped_denied} a deny rule keeps from reading")
+    if report.refused["denied"]:
+        parts.append(f"{report.refused['denied']} a deny rule keeps from reading")
     return f"(skipped files: {', '.join(parts)})" if parts else ""

@@ -1,0 +1,184 @@
+"""The code-structure tools: get_code_skeleton, query_ast_node and repo_map.
+
+They read files, so each path goes through `ctx.resolve` (the resolution the approval
+policy checked, the saved keys refused) and each file through read_file's loader (no
+FIFOs, no huge or binary files); repo_map's walk applies search_in_file's checks to
+every file it finds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolError, ToolOutput
+from ._paths import display_path
+from .ast_grammars import EXTRA_HINT, GRAMMARS, GrammarMissing, Grammars, language_of
+from .ast_outline import Symbol, python_outline, render_outline, tree_sitter_outline
+from .file_text import _load_text, _os_errors_as_tool_errors
+from .repo_map import RepoMapper, mentions_in
+
+CAPTURE_CAP = 100
+CAPTURE_TEXT_CAP = 300
+CAPTURE_LINES = 5
+DEFAULT_MAP_BUDGET = 1_024
+MAX_MAP_BUDGET = 8_192
+QUERY_EXAMPLE = "(function_definition name: (identifier) @name) for Python"
+
+
+class SkeletonParams(BaseModel):
+    filepath: str = Field(description="Source file to outline.")
+
+
+class QueryAstParams(BaseModel):
+    filepath: str = Field(description="Source file whose syntax tree to query.")
+    query: str = Field(
+        description="A tree-sitter S-expression query with @captures, e.g. "
+        "(function_definition name: (identifier) @name)."
+    )
+
+
+class RepoMapParams(BaseModel):
+    budget: int | None = Field(
+        None, ge=32, le=MAX_MAP_BUDGET,
+        description=f"Tokens the map may take (default {DEFAULT_MAP_BUDGET}).",
+    )
+    path: str = Field(".", description="Folder to map (default: the whole project).")
+    focus: list[str] = Field(
+        default_factory=list,
+        description="Names or files to rank higher (those the conversation mentions count anyway).",
+    )
+
+
+@dataclass
+class _Source:
+    path: Path
+    shown: str
+    language: str
+    text: str
+
+
+@dataclass
+class AstTools:
+    """The three tools over one set of grammars and one map cache."""
+
+    grammars: Grammars = field(default_factory=Grammars)
+    mapper: RepoMapper = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.mapper = RepoMapper(self.grammars)
+
+    def skeleton(self, args: SkeletonParams, ctx: ToolContext) -> ToolOutput:
+        source = _source_file(args.filepath, ctx)
+        heading = f"{source.shown} ({source.language}, {source.text.count(chr(10)) + 1:,} lines)"
+        try:
+            symbols = tree_sitter_outline(self.grammars, source.language, source.text.encode())
+        except GrammarMissing as err:
+            if source.language != "python":
+                raise ToolError(f"Outlining {source.language} needs tree-sitter: {err}.") from err
+            symbols = _stdlib_outline(source)
+            heading += f"\n[from Python's ast module; for other languages {EXTRA_HINT}]"
+        return ToolOutput(render_outline(symbols, heading), summary=f"{source.shown}: "
+                          f"{len(symbols)} definitions")
+
+    def query(self, args: QueryAstParams, ctx: ToolContext) -> ToolOutput:
+        source = _source_file(args.filepath, ctx)
+        try:
+            compiled = self.grammars.query(source.language, args.query)
+            tree = self.grammars.parse(source.language, source.text.encode())
+        except GrammarMissing as err:
+            raise ToolError(
+                f"query_ast_node needs tree-sitter: {err}. get_code_skeleton still outlines "
+                "Python files without it."
+            ) from err
+        except ValueError as err:
+            raise ToolError(
+                f"Invalid tree-sitter query for {source.language}: {err}. A query is an "
+                f"S-expression of node types with @captures, e.g. {QUERY_EXAMPLE}."
+            ) from err
+        found = self.grammars.captures(compiled, tree.root_node)
+        return _render_captures(found, source.shown, "@" in args.query)
+
+    def repo_map(self, args: RepoMapParams, ctx: ToolContext) -> ToolOutput:
+        target = ctx.resolve(args.path)
+        shown = display_path(target, ctx.root)
+        if not target.is_dir():
+            raise ToolError(f"{shown} is not a folder; repo_map maps a folder (default: '.').")
+        mentions = mentions_in(CONVERSATION.get(), args.focus)
+        built = self.mapper.build(ctx, target, args.budget or DEFAULT_MAP_BUDGET, mentions)
+        cached = " (cached)" if built.cached else ""
+        return ToolOutput(built.text, summary=f"{built.shown_definitions} definitions from "
+                          f"{built.files} files{cached}")
+
+    def tools(self) -> list[Tool]:
+        """The table entries; an unexpected OSError becomes a message, as in the file tools."""
+        return [
+            Tool("get_code_skeleton", "Outline a source file: classes, functions and methods "
+                 "with signatures and line ranges, no bodies. Cheaper than read_file for "
+                 "finding where things are.", SkeletonParams, _os_errors_as_tool_errors(self.skeleton), reads=True,
+                 main_arg="filepath", path_params=("filepath",)),
+            Tool("query_ast_node", "Run a tree-sitter S-expression query on a source file's "
+                 "syntax tree; shows each capture's text and lines.", QueryAstParams,
+                 _os_errors_as_tool_errors(self.query), reads=True, main_arg="filepath", path_params=("filepath",)),
+            Tool("repo_map", "A map of the repository: its most referenced definitions "
+                 "(signatures only), ranked toward what the conversation is about, within "
+                 "a token budget.", RepoMapParams, _os_errors_as_tool_errors(self.repo_map), reads=True, main_arg="path",
+                 path_params=("path",), result_cap=MAX_MAP_BUDGET * 4 + 1_000),
+        ]
+
+
+def _source_file(filepath: str, ctx: ToolContext) -> _Source:
+    path = ctx.resolve(filepath)
+    shown = display_path(path, ctx.root)
+    language = language_of(path)
+    if language is None:
+        known = ", ".join(sorted(GRAMMARS))
+        raise ToolError(
+            f"{shown}: no grammar for '{path.suffix or path.name}' files (known: {known}). "
+            "Use read_file or search_in_file."
+        )
+    return _Source(path, shown, language, _load_text(path, ctx).text)
+
+
+def _stdlib_outline(source: _Source) -> list[Symbol]:
+    try:
+        return python_outline(source.text)
+    except SyntaxError as err:
+        raise ToolError(
+            f"{source.shown} is not valid Python (line {err.lineno}: {err.msg}); "
+            "read it with read_file."
+        ) from err
+    except (ValueError, RecursionError) as err:
+        raise ToolError(f"{source.shown} cannot be outlined: {err}.") from err
+
+
+def _render_captures(found: dict[str, list], shown: str, names_captures: bool) -> ToolOutput:
+    ordered = sorted(
+        ((node.start_byte, -node.end_byte, name, node) for name, nodes in found.items()
+         for node in nodes),
+        key=lambda item: item[:3],
+    )
+    if not ordered:
+        why = "" if names_captures else " (it names no @captures; add one to see what matches)"
+        return ToolOutput(f"No captures in {shown}{why}.", summary="0 captures")
+    lines = [f"{len(ordered):,} captures in {shown}:"]
+    for _, _, name, node in ordered[:CAPTURE_CAP]:
+        start, end = node.start_point[0] + 1, node.end_point[0] + 1
+        lines.append(f"@{name} L{start}-{end} ({node.type}):")
+        lines.append(_capture_text(node.text or b""))
+    if len(ordered) > CAPTURE_CAP:
+        lines.append(f"[... {len(ordered) - CAPTURE_CAP:,} more captures; narrow the query]")
+    return ToolOutput("\n".join(lines), summary=f"{len(ordered)} captures")
+
+
+def _capture_text(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    clipped = "\n".join(lines[:CAPTURE_LINES])
+    if len(clipped) > CAPTURE_TEXT_CAP:
+        clipped = clipped[:CAPTURE_TEXT_CAP]
+    if clipped != text:
+        clipped += f" [... {len(text):,} characters in all]"
+    return "\n".join("    " + line for line in clipped.split("\n"))

@@ -1,0 +1,200 @@
+"""repo_map: the repository's most important definitions, signatures only, fitted to a
+token budget.
+
+The files are git's list (tracked and not ignored: `.gitignore` and the exclude files
+as git reads them) or, outside a repository, a walk that skips tool folders; every
+file passes the same checks a search makes (no symlink leading out, not tether's keys,
+no deny rule). Tags are cached per file by modification time and size; a finished map
+is cached by the file set, the budget and the focus, never by the prompt's text, so a
+new prompt neither rescans nor re-ranks unless it brings a new file or defined name
+into play.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.context import CHARS_PER_TOKEN
+from ..core.messages import Message, Text
+from ..core.toolspec import ToolContext
+from ._paths import display_path
+from .ast_grammars import EXTRA_HINT, Grammars, language_of
+from .file_search import WalkGuard, _searchable_files, search_scope
+from .repo_rank import Focus, Ranking, rank_definitions
+from .repo_tags import Definition, FileTags, Stamp, TagCache, stamp_of
+
+MAP_CACHE_SIZE = 16
+RECENT_MESSAGES = 30
+"""How far back the conversation is read for names and files in play."""
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_PATHLIKE = re.compile(r"[\w./-]+\.\w+")
+PATH_ARGUMENTS = ("filepath", "path", "source", "destination")
+
+
+def tokens_of(text: str) -> int:
+    """The estimate the context guard uses (characters per token)."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """What a conversation talks about, before it is matched against the repository."""
+
+    words: frozenset[str] = frozenset()
+    paths: frozenset[str] = frozenset()
+
+
+def mentions_in(messages: Sequence[Message], extra: Iterable[str] = ()) -> Mentions:
+    """Identifiers and path-like words of the recent user and assistant text, the path
+    arguments of recent tool calls, and `extra` (the call's own focus list)."""
+    words: set[str] = set()
+    paths: set[str] = set()
+    for message in messages[-RECENT_MESSAGES:]:
+        for part in message.parts:
+            if isinstance(part, Text) and message.role in ("user", "assistant"):
+                words.update(_IDENTIFIER.findall(part.text))
+                paths.update(_PATHLIKE.findall(part.text))
+        for call in message.tool_calls:
+            paths.update(v for k in PATH_ARGUMENTS if isinstance(v := call.arguments.get(k), str))
+    for item in extra:
+        words.update(_IDENTIFIER.findall(item))
+        paths.add(item)
+    return Mentions(frozenset(words), frozenset(paths))
+
+
+@dataclass
+class RepoMap:
+    text: str
+    files: int
+    shown_definitions: int
+    cached: bool
+
+
+@dataclass
+class RepoMapper:
+    """The caches of one project's maps; one per tool table."""
+
+    grammars: Grammars = field(default_factory=Grammars)
+    tag_cache: TagCache = field(init=False)
+    _maps: OrderedDict[tuple[object, ...], tuple[str, int]] = field(default_factory=OrderedDict)
+    _last_ranking: tuple[object, Ranking] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.tag_cache = TagCache(self.grammars)
+
+    def build(self, ctx: ToolContext, directory: Path, budget: int, mentions: Mentions) -> RepoMap:
+        """The map of the source files under `directory` (one map at a time: a second call
+        waits and then finds the first one's tags cached)."""
+        with self._lock:
+            return self._build(ctx, directory, budget, mentions)
+
+    def _build(self, ctx: ToolContext, directory: Path, budget: int, mentions: Mentions) -> RepoMap:
+        stamps = _source_files(ctx, directory)
+        relative = {path: display_path(path, ctx.root) for path in stamps}
+        focus_files = _files_in_play(relative.values(), mentions.paths)
+        file_set = tuple(sorted((relative[p], stamp) for p, stamp in stamps.items()))
+        tags = {relative[p]: self.tag_cache.tags(p, stamp) for p, stamp in stamps.items()}
+        if directory == ctx.root:  # a map of one folder must not drop the others' tags
+            self.tag_cache.forget_missing(set(stamps))
+        focus = Focus(focus_files, frozenset(_defined_names(tags) & mentions.words))
+        key = (file_set, budget, focus)
+        if key in self._maps:
+            self._maps.move_to_end(key)
+            text, shown = self._maps[key]
+            return RepoMap(text, len(tags), shown, cached=True)
+        text, shown = fit_to_budget(self._ranking(file_set, focus, tags), tags, budget, self._note())
+        self._maps[key] = (text, shown)
+        while len(self._maps) > MAP_CACHE_SIZE:
+            self._maps.popitem(last=False)
+        return RepoMap(text, len(tags), shown, cached=False)
+
+    def _ranking(self, file_set: object, focus: Focus, tags: dict[str, FileTags]) -> Ranking:
+        """The last ranking again when only the budget changed."""
+        if self._last_ranking is None or self._last_ranking[0] != (file_set, focus):
+            self._last_ranking = ((file_set, focus), rank_definitions(tags, focus))
+        return self._last_ranking[1]
+
+    def _note(self) -> str:
+        if self.grammars.available:
+            return ""
+        return f"[tree-sitter is missing: only Python files show definitions; {EXTRA_HINT}]"
+
+
+def _source_files(ctx: ToolContext, directory: Path) -> dict[Path, Stamp]:
+    """Files with a grammar under `directory` that a search may read, with their stamps."""
+    guard = WalkGuard(ctx, search_scope(directory, ctx.root))
+    found: dict[Path, Stamp] = {}
+    for path in _searchable_files(directory):
+        if language_of(path) is None or guard.refusal(path) is not None:
+            continue
+        stamp = stamp_of(path)
+        if stamp is not None:
+            found[path] = stamp
+    return found
+
+
+def _files_in_play(files: Iterable[str], paths: frozenset[str]) -> frozenset[str]:
+    """Repository files the conversation named: by path, or by a name only one file has."""
+    wanted = {p.removeprefix("./") for p in paths}
+    by_name: dict[str, list[str]] = {}
+    chosen = set()
+    for path in files:
+        if path in wanted:
+            chosen.add(path)
+        by_name.setdefault(Path(path).name, []).append(path)
+    for name in wanted:
+        same = by_name.get(Path(name).name, [])
+        if len(same) == 1 and (name == Path(name).name or same[0].endswith(name)):
+            chosen.add(same[0])
+    return frozenset(chosen)
+
+
+def _defined_names(tags: dict[str, FileTags]) -> set[str]:
+    return {d.name for file_tags in tags.values() for d in file_tags.definitions}
+
+
+# --- fitting and rendering ---------------------------------------------------------
+
+
+def fit_to_budget(
+    ranking: Ranking, tags: dict[str, FileTags], budget: int, note: str = ""
+) -> tuple[str, int]:
+    """The map of the most definitions that fit in `budget` tokens (binary search over how
+    many of the ranked definitions to show), and that count."""
+    low, high = 0, len(ranking.definitions)
+    best = render_map(ranking, 0, len(tags), note)
+    while low < high:
+        middle = (low + high + 1) // 2
+        text = render_map(ranking, middle, len(tags), note)
+        if tokens_of(text) <= budget:
+            low, best = middle, text
+        else:
+            high = middle - 1
+    if low == 0 and tokens_of(best) > budget:  # the budget's floor leaves room for this line
+        best = _header(0, len(tags), "")
+    return best, low
+
+
+def render_map(ranking: Ranking, count: int, total_files: int, note: str = "") -> str:
+    """The first `count` ranked definitions, grouped by file (files in rank order,
+    definitions in line order)."""
+    chosen: dict[str, list[Definition]] = {}
+    for path, definition in ranking.definitions[:count]:
+        chosen.setdefault(path, []).append(definition)
+    order = [path for path in ranking.files if path in chosen]
+    lines = [_header(len(order), total_files, note)]
+    for path in order:
+        lines.append(f"{path}:")
+        lines += [f"  {d.line}: {d.signature}" for d in sorted(chosen[path], key=lambda d: d.line)]
+    return "\n".join(lines)
+
+
+def _header(shown: int, total: int, note: str) -> str:
+    head = f"Repository map: {shown:,} of {total:,} source files, most referenced definitions first."
+    return f"{head}\n{note}" if note else head
