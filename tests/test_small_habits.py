@@ -204,3 +204,32 @@ async def test_a_request_to_run_something_is_not_a_question_and_is_told_to_run_i
     )
     assert nudges_of(provider) == [NOT_RUN]
     assert [e.call.name for e in result.evidence] == ["read_file"]
+
+
+# ---------------------------------------------------------------- a broken call, again and again
+
+
+async def test_a_broken_call_is_answered_with_where_it_breaks_and_three_in_a_row_end_the_turn(
+    tmp_path: Path,
+) -> None:
+    from tether.core.loop import MAX_UNREADABLE
+
+    broken = '{"name": "read_file", "arguments": {"filepath": str(name)}}'
+    provider = ScriptedProvider([say(broken)] * (MAX_UNREADABLE + 2))
+    loop, _ = menu_loop(provider, tmp_path)
+    loop.mode = "text"
+    result = await loop.run_turn(Conversation(), "what does a.py print?")
+    assert len(provider.requests) == MAX_UNREADABLE  # not the whole step budget
+    errors = [m.text for m in provider.requests[1].messages if m.role == "user"][-1]
+    assert "not valid JSON (Expecting value at: ..." in errors and "str(name)" in errors
+    assert result.evidence == [] and result.stop_reason == "end_turn"
+
+
+async def test_a_readable_call_between_broken_ones_starts_the_count_again(tmp_path: Path) -> None:
+    broken = say('{"name": "read_file", "arguments": {"filepath": str(name)}}')
+    good = call(("read_file", {"filepath": "a.py"}))
+    provider = ScriptedProvider([broken, broken, good, broken, broken, say("It prints hi.")])
+    loop, _ = menu_loop(provider, tmp_path)
+    loop.mode = "text"
+    result = await loop.run_turn(Conversation(), "what does a.py print?")
+    assert result.text == "It prints hi." and len(result.evidence) == 1

@@ -52,6 +52,11 @@ from .toolspec import CONVERSATION, Tool, ToolError, ToolTable
 from .ui_protocol import UI, RequestEvents
 
 ProtocolMode = Literal["native", "text"]
+MAX_UNREADABLE = 3
+UNREADABLE_STOP = (
+    f"stopped: the model's last {MAX_UNREADABLE} replies were tool calls it could not write "
+    "correctly (each was answered with the parse error)"
+)
 
 STEP_LIMIT_NOTE = (
     "You have reached the step limit for this request. Tools are disabled now: "
@@ -205,6 +210,9 @@ class TurnLoop:
                         return self.finish(turn, reply, parsed.text)
                     self.send_nudge(turn, reply, parsed, nudge)
                     continue
+                if turn.unreadable(parsed):
+                    self.ui.notice(UNREADABLE_STOP, "error")
+                    return self.finish(turn, reply, parsed.text)
                 await self.dispatch_all(turn, reply, parsed)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
             parsed = self.parse(reply)
@@ -468,6 +476,14 @@ class _Turn:
     read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
+    unreadable_in_a_row: int = 0
+
+    def unreadable(self, parsed: ParseResult) -> bool:
+        """Whether the model has now sent MAX_UNREADABLE replies in a row that held calls it
+        could not write (each got its parse error): a small model that repeats a broken
+        call would spend the turn's whole step budget on it."""
+        self.unreadable_in_a_row = self.unreadable_in_a_row + 1 if not parsed.calls else 0
+        return self.unreadable_in_a_row >= MAX_UNREADABLE
 
     def result(self, text: str, stop: str, error: str | None = None) -> TurnResult:
         self.conv.usage = self.conv.usage + self.usage

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ..core.toolspec import ToolTable
 
 _SNIPPET_CHARS = 80
@@ -41,9 +43,23 @@ def _snippet(src: str) -> str:
 
 def _invalid_json_error(src: str) -> str:
     return (
-        f"Your tool call is not valid JSON (near: {_snippet(src)}); nothing was run. "
-        'Send one JSON object like {"name": "TOOL", "arguments": {...}} inside <tool_call>...</tool_call>.'
+        f"Your tool call is not valid JSON ({_where_it_breaks(src)}); nothing was run. "
+        'Send one JSON object like {"name": "TOOL", "arguments": {...}} inside <tool_call>...</tool_call>. '
+        'Every value must be JSON: text in double quotes (a " inside it written \\"), a number, '
+        "true, false or null; not code to evaluate."
     )
+
+
+def _where_it_breaks(src: str) -> str:
+    """The decoder's complaint and the text around where it gave up, so the model can see
+    which value it wrote wrong (`"content": str(total)`); the start of the call otherwise."""
+    try:
+        json.loads(src)
+    except json.JSONDecodeError as err:
+        start = max(0, err.pos - _SNIPPET_CHARS // 2)
+        around = " ".join(src[start : err.pos + _SNIPPET_CHARS // 2].split())
+        return f"{err.msg} at: ...{around}..."
+    return f"near: {_snippet(src)}"
 
 
 def _malformed_xml_error(src: str) -> str:
