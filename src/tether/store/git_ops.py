@@ -177,6 +177,18 @@ class GitOps:
         except (GitCommandError, OSError):
             return []
 
+    def made_since(self, start: str | None, limit: int = 200) -> list[AiCommit]:
+        """The AI commits on top of `start` (the head before a run), oldest first: what the
+        run committed. Stops at `start` or at the first commit that is not the assistant's."""
+        if not self.available():
+            return []
+        try:
+            with self._lock:
+                repo = find_repo(self.root, self.shadow_dir, create=False)
+                return self._recent(repo, limit, stop_at=start)[::-1] if repo else []
+        except (GitCommandError, OSError):
+            return []
+
     def diff_since(self, rev: str | None) -> str:
         """The working tree against `rev` (None: against nothing, i.e. every file is new)."""
         if not self.available():
@@ -307,10 +319,10 @@ class GitOps:
 
     # -- reading history -----------------------------------------------------
 
-    def _recent(self, repo: _Repo, n: int) -> list[AiCommit]:
+    def _recent(self, repo: _Repo, n: int, stop_at: str | None = None) -> list[AiCommit]:
         commits: list[AiCommit] = []
         sha = repo.head()
-        while sha is not None and len(commits) < n:
+        while sha is not None and sha != stop_at and len(commits) < n:
             info = repo.commit_info(sha)
             if info.kind is None:
                 break
