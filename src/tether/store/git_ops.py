@@ -166,26 +166,15 @@ class GitOps:
         except (GitCommandError, OSError) as exc:
             return UndoResult(False, f"Undo failed: {exc}")
 
-    def recent(self, n: int = 10) -> list[AiCommit]:
-        """The AI commits reachable from HEAD, newest first, up to the first user commit."""
+    def recent(self, n: int = 10, stop_at: str | None = None) -> list[AiCommit]:
+        """The AI commits reachable from HEAD, newest first, up to the first user commit
+        (or up to `stop_at`: the head before a run, for what the run committed)."""
         if n <= 0 or not self.available():
             return []
         try:
             with self._lock:
                 repo = find_repo(self.root, self.shadow_dir, create=False)
-                return self._recent(repo, n) if repo else []
-        except (GitCommandError, OSError):
-            return []
-
-    def made_since(self, start: str | None, limit: int = 200) -> list[AiCommit]:
-        """The AI commits on top of `start` (the head before a run), oldest first: what the
-        run committed. Stops at `start` or at the first commit that is not the assistant's."""
-        if not self.available():
-            return []
-        try:
-            with self._lock:
-                repo = find_repo(self.root, self.shadow_dir, create=False)
-                return self._recent(repo, limit, stop_at=start)[::-1] if repo else []
+                return self._recent(repo, n, stop_at) if repo else []
         except (GitCommandError, OSError):
             return []
 

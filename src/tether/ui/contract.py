@@ -24,6 +24,7 @@ EVENT_TYPES = (
 )
 """Every `type` a stream-json line can have; each has `schema/<type>.json`."""
 
+COMMITS_LISTED = 200
 REFUSED = "blocked"
 """The summary the dispatcher gives a call its gates refused (a rule, nobody to approve)."""
 
@@ -70,7 +71,7 @@ class RunRecord:
     def commits(self) -> list[AiCommit]:
         if self.git is None or not self.git.enabled:
             return []
-        return self.git.made_since(self.start)
+        return self.git.recent(COMMITS_LISTED, stop_at=self.start)[::-1]  # oldest first
 
 
 def relative_to(path: str, root: str) -> str:
