@@ -127,11 +127,13 @@ class PtyApp:
         rows: int = ROWS,
         columns: int = COLUMNS,
         python_args: Sequence[str] = ("-m", "tether"),
+        program: str = sys.executable,
     ) -> None:
-        """`python_args` start the app (e.g. `-c` with a script that adds a tool first)."""
+        """`python_args` start the app (e.g. `-c` with a script that adds a tool first);
+        `program` runs them (another app's interpreter, for the side-by-side benchmark)."""
         self.columns = columns
         self.child = pexpect.spawn(
-            sys.executable,
+            program,
             [*python_args, *args],
             cwd=str(cwd),
             env=dict(env),

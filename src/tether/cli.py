@@ -350,6 +350,7 @@ async def run_one_shot(
     for warning in runtime.warnings:
         ui.notice(warning, "warning")
     try:
+        ui.record.watch(runtime.git)
         mode = await runtime.start()
         ui.init(run_info(runtime, options.root, mode))
         try:
@@ -386,6 +387,7 @@ async def run_request(runtime: Runtime, conv: Conversation, prompt: str, deepthi
 
 def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
     return {
+        "tether_version": __version__,
         "provider": runtime.settings.provider,
         "model": runtime.loop.settings.model,
         "protocol": mode,
@@ -396,7 +398,7 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "max_steps": runtime.loop.settings.max_steps,
         "instructions": [str(p) for p in runtime.instructions.paths],
         "skills": runtime.skills.catalog.names() if runtime.skills else [],
-        **mcp_info(runtime),
+        "mcp_servers": mcp_info(runtime).get("mcp_servers", []),
     }
 
 

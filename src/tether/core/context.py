@@ -77,6 +77,9 @@ ARGUMENTS_CLIP = 500
 # ---------------------------------------------------------------- estimating
 
 
+CALL_COSTS_KEPT = 4096
+
+
 class TokenEstimator:
     """About four characters a token, scaled by a ratio learned from reported counts.
 
@@ -96,6 +99,9 @@ class TokenEstimator:
         self.smoothing = smoothing
         self.samples = 0
         self._tool_costs: dict[tuple[str, str, type, str], float] = {}
+        self._call_costs: dict[int, tuple[ToolCall, float]] = {}
+        """A call's cost by its identity (calls are frozen): every request estimates the whole
+        history again, and encoding each old call's arguments again grew with it."""
 
     def text_cost(self, text: str) -> float:
         return len(text) / CHARS_PER_TOKEN
@@ -104,11 +110,21 @@ class TokenEstimator:
         if isinstance(part, (Text, Thinking)):
             return self.text_cost(part.text)
         if isinstance(part, ToolCall):
-            arguments = json.dumps(part.arguments, ensure_ascii=False, default=str)
-            return PART_OVERHEAD + self.text_cost(part.name + arguments)
+            return self._call_cost(part)
         if isinstance(part, ToolResult):
             return PART_OVERHEAD + self.text_cost(part.name + part.content)
         return 0.0
+
+    def _call_cost(self, call: ToolCall) -> float:
+        known = self._call_costs.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
+        arguments = json.dumps(call.arguments, ensure_ascii=False, default=str)
+        cost = PART_OVERHEAD + self.text_cost(call.name + arguments)
+        if len(self._call_costs) >= CALL_COSTS_KEPT:
+            self._call_costs.clear()  # a long session: start over rather than grow for good
+        self._call_costs[id(call)] = (call, cost)
+        return cost
 
     def message_cost(self, message: Message) -> float:
         return MESSAGE_OVERHEAD + sum(self.part_cost(p) for p in message.parts)

@@ -121,6 +121,7 @@ class Dispatcher:
             error=is_error,
             command=output.command,
             details=output.details,
+            changed_paths=() if is_error else tuple(str(p) for p in output.changed_paths),
         )
         if not is_error and tool is not None:
             self._after(call, tool, output)

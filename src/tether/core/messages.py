@@ -205,6 +205,8 @@ class Evidence:
     details: tuple[str, ...] = ()
     """Lines a tool adds for /evidence beyond its result (search_web: each source's answer,
     each page read, why a page was rejected)."""
+    changed_paths: tuple[str, ...] = ()
+    """The files a file tool reported it changed (absolute paths); () for every other call."""
 
     def as_dict(self) -> dict[str, Any]:
         shown = {

@@ -18,10 +18,12 @@ from .messages import ToolCall
 from .toolspec import ToolTable
 
 BASE = """You are tether, an assistant working in the user's terminal on a real machine.
-Project root: {root} ({system}). Today is {date}.
 Use the tools to look and act instead of guessing: read a file before editing it, run the code or tests to check your work. Paths are relative to the project root.
 If a call is blocked or refused, do not retry it; continue without it or explain.
 When you are done, answer briefly in plain text, without a tool call, and say what you checked."""
+
+PLACE = "Project root: {root} ({system}). Today is {date}."
+"""The full profile's line that changes with the project and the day: after the stable part."""
 
 SMALL_BASE = """You are tether, a coding assistant. You work in a project on the user's machine through tools.
 Never answer about the code or guess a path without looking: use the tools to read and search first.
@@ -44,23 +46,24 @@ class PromptExtras:
 def system_prompt(
     root: Path, table: ToolTable, mode: str, extras: PromptExtras | None = None, steady: str = ""
 ) -> str:
-    """`steady` (project instructions, the skill index) is fixed for a run and goes before the
-    tool menu, which changes when tools come or go: the prefix the server caches stays longer."""
+    """What is the same in every project and on every day comes first (the stance, the tool
+    menu, the worked example), then what is not (the project root, the OS and the date; `steady`,
+    the project instructions and the skill index; the project map): a local server reuses
+    its prompt cache for the whole stable prefix, whatever the project."""
     extras = extras or PromptExtras()
-    if extras.small:
-        text = SMALL_BASE
-    else:
-        text = BASE.format(
-            root=root,
-            system=platform.system() or "unknown OS",
-            date=datetime.date.today().isoformat(),
-        )
-    text += steady
+    text = SMALL_BASE if extras.small else BASE
     if mode == "text" and len(table):
         text += "\n\n" + render_tool_prompt(table, one_call=extras.small)
         if extras.worked_example:
             example = worked_example(table)
             text += "\n\n" + example if example else ""
+    if not extras.small:  # the small profile keeps the place and the date out altogether
+        text += "\n\n" + PLACE.format(
+            root=root,
+            system=platform.system() or "unknown OS",
+            date=datetime.date.today().isoformat(),
+        )
+    text += steady
     if extras.project_map:
         text += "\n\n# Project files (path size)\n" + extras.project_map
     return text

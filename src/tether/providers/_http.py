@@ -18,7 +18,6 @@ import httpx
 
 from ..core.messages import INVALID_JSON_KEY, Event, Message, Part, Text, ToolCall, ToolResult
 from ..core.toolspec import Tool
-from ..safety.safetext import clean_data
 from ._errors import (
     StatusDescriber,
     StatusInfo,
@@ -34,8 +33,10 @@ from ._errors import (
 from ._errors import connect_failure_reason as connect_failure_reason
 from .base import ProviderError
 from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_notice
+from .wire import encode_body
 
 CAPABILITY_TIMEOUT = 3.0
+JSON_CONTENT = {"Content-Type": "application/json"}
 
 # ---------------------------------------------------------------- wire helpers
 
@@ -392,8 +393,9 @@ class HttpTransport:
             # A lone surrogate anywhere (a file name that is not UTF-8, a broken
             # character in a prompt) must not stop the request: it is cleaned here,
             # where every provider's body is encoded.
-            body = clean_data(request.body)
-            sent = client.build_request(request.method, url, json=body, timeout=timeout)
+            content = None if request.body is None else encode_body(request.body)
+            sent = client.build_request(request.method, url, content=content, timeout=timeout,
+                                        headers=JSON_CONTENT if content is not None else None)
             response = await client.send(sent, stream=True)
         if response.status_code < 400:
             return response

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from ..core.messages import (
@@ -30,6 +31,7 @@ from ._http import (
     tool_result_text,
 )
 from .base import ProviderError, RequestOptions
+from .wire import WireCache
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 SERVER_DEFAULT_NUM_CTX = 4096
@@ -115,15 +117,19 @@ def build_chat_body(
     tools: Sequence[Tool] | None,
     options: RequestOptions,
     num_ctx: int | None = None,
+    wire: WireCache | None = None,
 ) -> dict[str, Any]:
-    """`num_ctx` sets the context window; without it the server's default (often small) applies."""
+    """`num_ctx` sets the context window; without it the server's default (often small)
+    applies. `wire` reuses what earlier requests encoded of the same history and tools."""
     body: dict[str, Any] = {
         "model": options.model,
-        "messages": [m for message in messages for m in encode_message(message)],
+        "messages": wire.messages(messages) if wire is not None
+        else [m for message in messages for m in encode_message(message)],
         "stream": True,
     }
     if tools is not None:
-        body["tools"] = [function_tool_schema(t) for t in tools]
+        body["tools"] = wire.tools(tools, function_tool_schema) if wire is not None \
+            else [function_tool_schema(t) for t in tools]
     model_options: dict[str, Any] = {}
     if options.temperature is not None:
         model_options["temperature"] = options.temperature
@@ -235,7 +241,11 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> tuple[str, dict[str, Any]]:
         num_ctx = self._num_ctx or self._chosen_ctx.get(options.model)
-        return "/api/chat", build_chat_body(messages, tools, options, num_ctx)
+        return "/api/chat", build_chat_body(messages, tools, options, num_ctx, self._wire)
+
+    @cached_property
+    def _wire(self) -> WireCache:
+        return WireCache(encode_message)
 
     def _decoder(self) -> OllamaStreamDecoder:
         return OllamaStreamDecoder()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..core.context import known_context_window
@@ -37,6 +38,7 @@ from ._http import (
     tool_result_text,
 )
 from .base import ProviderError, RequestOptions
+from .wire import WireCache
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 CHAT_PATH = "/chat/completions"
@@ -73,16 +75,20 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
 
 
 def build_chat_body(
-    messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
+    messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions,
+    wire: WireCache | None = None,
 ) -> dict[str, Any]:
+    """`wire` reuses what earlier requests encoded of the same history and tools."""
     body: dict[str, Any] = {
         "model": options.model,
-        "messages": [m for message in messages for m in encode_message(message)],
+        "messages": wire.messages(messages) if wire is not None
+        else [m for message in messages for m in encode_message(message)],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
     if tools is not None:
-        body["tools"] = [function_tool_schema(t) for t in tools]
+        body["tools"] = wire.tools(tools, function_tool_schema) if wire is not None \
+            else [function_tool_schema(t) for t in tools]
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if options.max_tokens is not None:
@@ -272,7 +278,11 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     def _chat_request(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> tuple[str, dict[str, Any]]:
-        return CHAT_PATH, build_chat_body(messages, tools, options)
+        return CHAT_PATH, build_chat_body(messages, tools, options, self._wire)
+
+    @cached_property
+    def _wire(self) -> WireCache:
+        return WireCache(encode_message)
 
     def _decoder(self) -> OpenAIStreamDecoder:
         return OpenAIStreamDecoder()

@@ -36,8 +36,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:  # psutil is imported where a process is looked at: not at start-up
+    import psutil
+
 
 MARKER = "TETHER_COMMAND"
 """The environment variable that names the command a process belongs to."""
@@ -289,6 +292,8 @@ class CommandProcesses:
         return family
 
     def _members_without_proc(self, sid: str, leader: bool) -> list[psutil.Process]:
+        import psutil
+
         command = self._commands.get(sid)
         if command is None:
             return []
@@ -328,6 +333,8 @@ class CommandProcesses:
 
 def _verified(infos: Iterable[ProcInfo]) -> list[psutil.Process]:
     """psutil handles for these processes, skipping any pid that now names another process."""
+    import psutil
+
     found = []
     for info in infos:
         with contextlib.suppress(psutil.Error):
@@ -342,12 +349,16 @@ def _verified(infos: Iterable[ProcInfo]) -> list[psutil.Process]:
 
 
 def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    import psutil
+
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.send_signal(sig)  # psutil checks the pid was not reused
 
 
 def _alive(proc: psutil.Process) -> bool:
+    import psutil
+
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

@@ -11,8 +11,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]  # no stubs in the environment
-
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024
@@ -50,6 +48,8 @@ def split_frontmatter(text: str) -> tuple[str, str, int]:
 
 def parse_frontmatter(yaml_text: str, expected_name: str) -> Frontmatter:
     """The checked fields; FrontmatterError with the line (counted from the file's top)."""
+    import yaml  # type: ignore[import-untyped]  # imported when a skill is read: not at start-up
+
     try:
         data = yaml.safe_load(yaml_text)
     except yaml.YAMLError as exc:

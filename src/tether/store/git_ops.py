@@ -166,14 +166,15 @@ class GitOps:
         except (GitCommandError, OSError) as exc:
             return UndoResult(False, f"Undo failed: {exc}")
 
-    def recent(self, n: int = 10) -> list[AiCommit]:
-        """The AI commits reachable from HEAD, newest first, up to the first user commit."""
+    def recent(self, n: int = 10, stop_at: str | None = None) -> list[AiCommit]:
+        """The AI commits reachable from HEAD, newest first, up to the first user commit
+        (or up to `stop_at`: the head before a run, for what the run committed)."""
         if n <= 0 or not self.available():
             return []
         try:
             with self._lock:
                 repo = find_repo(self.root, self.shadow_dir, create=False)
-                return self._recent(repo, n) if repo else []
+                return self._recent(repo, n, stop_at) if repo else []
         except (GitCommandError, OSError):
             return []
 
@@ -307,10 +308,10 @@ class GitOps:
 
     # -- reading history -----------------------------------------------------
 
-    def _recent(self, repo: _Repo, n: int) -> list[AiCommit]:
+    def _recent(self, repo: _Repo, n: int, stop_at: str | None = None) -> list[AiCommit]:
         commits: list[AiCommit] = []
         sha = repo.head()
-        while sha is not None and len(commits) < n:
+        while sha is not None and sha != stop_at and len(commits) < n:
             info = repo.commit_info(sha)
             if info.kind is None:
                 break

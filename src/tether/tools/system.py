@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 from pydantic import BaseModel
 
 from tether.core.toolspec import Tool, ToolContext, ToolOutput
@@ -31,6 +30,8 @@ def _size(n: float) -> str:
 
 
 def _cpu_lines(usage: float) -> list[str]:
+    import psutil  # imported when asked for: not at start-up
+
     lines = [f"CPU: {psutil.cpu_count(logical=True)} logical cores, {usage:.0f}% in use"]
     if hasattr(os, "getloadavg"):
         one, five, fifteen = os.getloadavg()
@@ -39,6 +40,8 @@ def _cpu_lines(usage: float) -> list[str]:
 
 
 def _memory_lines() -> list[str]:
+    import psutil  # imported when asked for: not at start-up
+
     mem = psutil.virtual_memory()
     swap = psutil.swap_memory()
     return [
@@ -49,6 +52,8 @@ def _memory_lines() -> list[str]:
 
 
 def _disk_line(root: Path) -> str:
+    import psutil  # imported when asked for: not at start-up
+
     try:
         disk = psutil.disk_usage(str(root))
     except OSError as exc:
@@ -61,6 +66,8 @@ def _disk_line(root: Path) -> str:
 
 def _sample_processes() -> tuple[float, list[dict]]:
     """Machine CPU use and a per-process snapshot, CPU measured over the same short window."""
+    import psutil  # imported when asked for: not at start-up
+
     procs = list(psutil.process_iter(["pid", "name", "memory_info"]))
     psutil.cpu_percent(None)
     for proc in procs:

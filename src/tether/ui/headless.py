@@ -18,6 +18,7 @@ from ..core.messages import Evidence, ToolCall
 from ..core.ui_protocol import Decision, NoticeLevel
 from ..safety.safetext import clean_data, discard_output, write_safely, writes_utf8
 from ..safety.visible import visible
+from .contract import SCHEMA_VERSION, RunRecord
 from .text_answer import TextAnswer
 
 FORMATS = ("text", "json", "stream-json")
@@ -54,6 +55,8 @@ class HeadlessUI:
         self.answer = TextAnswer(lambda text: self._write(self.out, text), self._stderr_line,
                                  streams=is_terminal(self.out)) if output_format == "text" else None
         """text mode's stdout: the answer (streamed on a terminal) and how the run ended."""
+        self.record = RunRecord()
+        """The run's tool calls and commits, for the result's files, commits and refusals."""
 
     # ------------------------------------------------------------ UI protocol
 
@@ -75,6 +78,7 @@ class HeadlessUI:
             self.progress(f"→ {call.name} {describe_arguments(call.arguments)}")
 
     def tool_end(self, evidence: Evidence) -> None:
+        self.record.saw(evidence)
         if self.format == "stream-json":
             self.emit({"type": "tool_end", "id": evidence.call.id, **evidence.as_dict()})
         elif self.format == "text":
@@ -113,8 +117,10 @@ class HeadlessUI:
     # ------------------------------------------------------------ writing
 
     def emit(self, obj: dict[str, Any]) -> None:
-        """One JSON line. Strings are cleaned of what UTF-8 cannot encode, and a stream
-        that is not UTF-8 gets pure-ASCII JSON (\\u escapes), so the line is always valid."""
+        """One JSON line, with the contract's `schema_version`. Strings are cleaned of what
+        UTF-8 cannot encode, and a stream that is not UTF-8 gets pure-ASCII JSON (\\u
+        escapes), so the line is always valid."""
+        obj = {"type": obj["type"], "schema_version": SCHEMA_VERSION, **obj}
         line = json.dumps(clean_data(obj), ensure_ascii=not writes_utf8(self.out), default=str)
         self._write(self.out, line.translate(LINE_BREAKS_ESCAPED) + "\n")
 
@@ -148,7 +154,7 @@ class HeadlessUI:
         if self.answer is not None:
             self.answer.finish(obj)
         else:
-            self.emit(obj)
+            self.emit({**obj, **self.record.fields()})
 
 
 def is_terminal(stream: TextIO) -> bool:

@@ -1,0 +1,132 @@
+"""The headless contract: real `tether -p` output, run as a subprocess against the fake model
+server, validated against the JSON Schemas kept in `src/tether/ui/schema/`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeServer, Reply
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from test_cli import openai_args, run_cli
+
+import tether
+from tether.ui.contract import EVENT_TYPES, SCHEMA_DIR, SCHEMA_VERSION, schema_file
+
+
+def load(kind: str) -> dict:
+    return json.loads(schema_file(kind).read_text())
+
+
+def registry() -> Registry:
+    """Every schema by its `$id`, as a reader's validator would resolve the shared `common`."""
+    resources = [Resource.from_contents(load(p.stem)) for p in sorted(SCHEMA_DIR.glob("*.json"))]
+    return Registry().with_resources((r.id(), r) for r in resources)
+
+
+def validator(kind: str) -> Draft202012Validator:
+    return Draft202012Validator(load(kind), registry=registry())
+
+
+def problems(obj: dict) -> list[str]:
+    """What is wrong with one output object against the schema of its type."""
+    return [f"{obj['type']}: {'/'.join(map(str, e.path))}: {e.message}"
+            for e in validator(obj["type"]).iter_errors(obj)]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "answer.txt").write_text("The answer is 42.\n")
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "start"]):
+        subprocess.run(["git", *command], cwd=root, check=True)
+    return root
+
+
+def busy_script() -> list[Reply]:
+    """One run that meets every kind of event: thinking, text, a read, a write that is
+    allowed and committed, a command that is refused, a sub-agent with a tool call."""
+    return [
+        Reply(thinking="Look first.", tool_calls=[("read_file", {"filepath": "answer.txt"})]),
+        Reply(tool_calls=[("write_file", {"filepath": "notes/out.txt", "content": "42\n"})]),
+        Reply(tool_calls=[("run_cmd", {"command": "rm -rf build"})]),
+        Reply(tool_calls=[("spawn_agent", {"task": "check the answer"})]),
+        Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]),  # the sub-agent's
+        Reply(text="REPORT: it says 42."),
+        Reply(text="Wrote notes/out.txt; the command was refused."),
+    ]
+
+
+def busy_run(repo: Path, home: Path, fmt: str) -> subprocess.CompletedProcess:
+    with FakeServer(busy_script()) as server:
+        return run_cli(["-p", "Write the answer down", "--output-format", fmt,
+                        "--allow", "write_file", "--allow", "spawn_agent",
+                        "--mcp-config", str(repo / "none.json"), *openai_args(server)],
+                       repo, home)
+
+
+def test_every_schema_is_a_valid_json_schema_and_names_its_type() -> None:
+    for kind in EVENT_TYPES:
+        schema = load(kind)
+        Draft202012Validator.check_schema(schema)
+        assert schema["properties"]["type"]["const"] == kind
+        assert {"type", "schema_version"} <= set(schema["required"])
+    assert {p.stem for p in SCHEMA_DIR.glob("*.json")} == {*EVENT_TYPES, "common"}
+    assert load("common")["$defs"]["schema_version"]["const"] == SCHEMA_VERSION
+
+
+def test_a_schema_refuses_what_breaks_the_contract() -> None:
+    """The schemas are strict enough to catch a broken shape (so the tests below prove it)."""
+    good = {"type": "tool_start", "schema_version": SCHEMA_VERSION, "id": "c1", "name": "read_file",
+            "arguments": {"filepath": "a"}}
+    assert problems(good) == []
+    assert problems({**good, "schema_version": 0}) and problems({**good, "arguments": "a"})
+    assert problems({k: v for k, v in good.items() if k != "id"})
+
+
+def test_stream_json_output_matches_the_schemas(repo: Path, home: Path) -> None:
+    (repo / "none.json").write_text('{"mcpServers": {}}')
+    proc = busy_run(repo, home, "stream-json")
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "init" and kinds[-1] == "result" and kinds.count("result") == 1
+    # the run met every kind of line but the ones it has no reason to write
+    assert set(kinds) >= set(EVENT_TYPES) - {"notice", "agent_notice"}
+    assert all(e["schema_version"] == SCHEMA_VERSION for e in events)
+    assert [p for e in events for p in problems(e)] == []
+    init = events[0]
+    assert init["tether_version"] == tether.__version__ and init["provider"] == "openai"
+    assert init["model"] == "fake" and init["protocol"] == "native" and init["profile"] == "full"
+    assert "write_file" in init["tools"] and init["mcp_servers"] == [] and init["instructions"] == []
+
+
+def test_the_result_lists_files_changed_commits_and_refusals(repo: Path, home: Path) -> None:
+    (repo / "none.json").write_text('{"mcpServers": {}}')
+    proc = busy_run(repo, home, "json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert problems(result) == []
+    assert result["files_changed"] == ["notes/out.txt"]
+    (commit,) = result["commits"]
+    log = subprocess.run(["git", "log", "-1", "--format=%H"], cwd=repo, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert commit["sha"] == log and commit["paths"] == ["notes/out.txt"] and commit["tool"] == "write_file"
+    (denial,) = result["permission_denials"]
+    assert denial["name"] == "run_cmd" and denial["arguments"] == {"command": "rm -rf build"}
+    assert "approval" in denial["reason"] and denial["id"]
+
+
+def test_an_error_result_keeps_the_contract(tmp_path: Path, home: Path) -> None:
+    """The provider fails: the result is still whole, with empty lists, and valid."""
+    with FakeServer([Reply(status=500, error_message="boom")] * 5) as server:
+        proc = run_cli(["-p", "hi", "--output-format", "stream-json", *openai_args(server)],
+                       tmp_path, home, TETHER_MAX_RETRIES="0")
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode == 1 and events[-1]["is_error"] is True
+    assert [p for e in events for p in problems(e)] == []
+    assert events[-1]["files_changed"] == [] and events[-1]["commits"] == []
