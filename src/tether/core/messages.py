@@ -205,6 +205,8 @@ class Evidence:
     details: tuple[str, ...] = ()
     """Lines a tool adds for /evidence beyond its result (search_web: each source's answer,
     each page read, why a page was rejected)."""
+    changed: tuple[str, ...] = ()
+    """The paths the call changed, as its tool reported them (file tools)."""
 
     def as_dict(self) -> dict[str, Any]:
         shown = {
