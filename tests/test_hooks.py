@@ -64,6 +64,15 @@ async def one_turn(runtime: Runtime, prompt: str = "go") -> tuple[Conversation, 
     return conv, result
 
 
+async def touch_turn(tmp_path: Path, hooks: dict[str, Any]) -> tuple[Conversation, SilentUI, Path]:
+    """One turn whose model asks to touch a marker file under `hooks`."""
+    marker = tmp_path / "ran"
+    runtime, ui = runtime_with(tmp_path, hooks, [
+        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
+    conv, _ = await one_turn(runtime)
+    return conv, ui, marker
+
+
 def results(conv: Conversation) -> list[str]:
     return [r.content for m in conv.messages if m.role == "tool" for r in m.tool_results]
 
@@ -95,20 +104,14 @@ async def test_exit_code_2_vetoes_a_command_with_a_reason_the_model_reads(tmp_pa
 ])
 async def test_json_output_blocks_too(tmp_path: Path, reply: dict[str, Any]) -> None:
     veto = hook_script(tmp_path, "veto.py", f"print(json.dumps({reply!r}))\n")
-    marker = tmp_path / "ran"
-    runtime, _ = runtime_with(tmp_path, pre_tool(veto), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    conv, _ = await one_turn(runtime)
+    conv, _, marker = await touch_turn(tmp_path, pre_tool(veto))
     assert not marker.exists()
     assert "Blocked by a hook: not on Fridays" in results(conv)[0]
 
 
 async def test_a_matcher_that_does_not_match_leaves_the_call_alone(tmp_path: Path) -> None:
     veto = hook_script(tmp_path, "veto.py", "sys.exit(2)\n")
-    marker = tmp_path / "ran"
-    runtime, _ = runtime_with(tmp_path, pre_tool(veto, matcher="write_file|edit_file"), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    await one_turn(runtime)
+    conv, _, marker = await touch_turn(tmp_path, pre_tool(veto, matcher="write_file|edit_file"))
     assert marker.exists()
 
 
@@ -128,10 +131,7 @@ async def test_updated_input_is_what_runs_and_the_model_is_told(tmp_path: Path) 
 async def test_updated_input_is_validated_against_the_tool_schema(tmp_path: Path) -> None:
     rewrite = hook_script(tmp_path, "rewrite.py",
                           "print(json.dumps({'hookSpecificOutput': {'updatedInput': {'command': 42}}}))\n")
-    marker = tmp_path / "ran"
-    runtime, _ = runtime_with(tmp_path, pre_tool(rewrite), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    conv, _ = await one_turn(runtime)
+    conv, _, marker = await touch_turn(tmp_path, pre_tool(rewrite))
     assert not marker.exists()
     assert "a hook rewrote the arguments, and they are invalid" in results(conv)[0]
     assert "'command'" in results(conv)[0]
@@ -153,10 +153,7 @@ async def test_a_slow_hook_is_stopped_with_what_it_started_and_the_call_runs(tmp
                        "import subprocess\nchild = subprocess.Popen(['sleep', '300'])\n"
                        f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
                        "time.sleep(300)\n")
-    marker = tmp_path / "ran"
-    runtime, ui = runtime_with(tmp_path, pre_tool(slow, timeout=1), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    await one_turn(runtime)
+    conv, ui, marker = await touch_turn(tmp_path, pre_tool(slow, timeout=1))
     assert marker.exists()
     assert any(level == "warning" and "timed out after 1s and was stopped" in message
                for level, message in ui.notices)
@@ -166,10 +163,7 @@ async def test_a_slow_hook_is_stopped_with_what_it_started_and_the_call_runs(tmp
 
 
 async def test_a_hook_that_cannot_start_is_an_error_not_a_block(tmp_path: Path) -> None:
-    marker = tmp_path / "ran"
-    runtime, ui = runtime_with(tmp_path, pre_tool(str(tmp_path / "no-such-hook")), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    await one_turn(runtime)
+    conv, ui, marker = await touch_turn(tmp_path, pre_tool(str(tmp_path / "no-such-hook")))
     assert marker.exists()
     [(level, message)] = [n for n in ui.notices if "hook" in n[1]]
     assert level == "error" and "could not start" in message and "no-such-hook" in message
@@ -178,20 +172,14 @@ async def test_a_hook_that_cannot_start_is_an_error_not_a_block(tmp_path: Path) 
 @pytest.mark.parametrize("body", ["sys.exit(1)\n", None])
 async def test_a_strict_hook_that_fails_blocks(tmp_path: Path, body: str | None) -> None:
     command = hook_script(tmp_path, "fails.py", body) if body else str(tmp_path / "missing")
-    marker = tmp_path / "ran"
-    runtime, _ = runtime_with(tmp_path, pre_tool(command, strict=True), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    conv, _ = await one_turn(runtime)
+    conv, _, marker = await touch_turn(tmp_path, pre_tool(command, strict=True))
     assert not marker.exists()
     assert "Blocked by a hook: a strict PreToolUse hook" in results(conv)[0]
 
 
 async def test_a_failing_hook_that_is_not_strict_lets_the_call_run(tmp_path: Path) -> None:
     fails = hook_script(tmp_path, "fails.py", "print('broken', file=sys.stderr)\nsys.exit(1)\n")
-    marker = tmp_path / "ran"
-    runtime, ui = runtime_with(tmp_path, pre_tool(fails), [
-        call(("run_cmd", {"command": f"touch {marker}"})), say("ok")])
-    await one_turn(runtime)
+    conv, ui, marker = await touch_turn(tmp_path, pre_tool(fails))
     assert marker.exists()
     assert any("failed (exit 1): broken" in message for _, message in ui.notices)
 
