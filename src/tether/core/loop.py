@@ -341,8 +341,7 @@ class TurnLoop:
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
     def checks_of(self, turn: _Turn, text: str) -> list[str]:
-        on = self.settings.answer_checks
-        return answer_problems(text, turn.conv, turn.start, self.table) if on else []
+        return answer_problems(text, turn, self.table) if self.settings.answer_checks else []
 
     def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None,
                checks: list[str] | None = None) -> TurnResult:

@@ -71,8 +71,9 @@ async def stop_reason(hooks: TurnHooks | None, answer: str, holds: int) -> str:
     return f"A Stop hook asks you to go on: {reason}" if reason else ""
 
 
-def answer_problems(text: str, conv: Conversation, start: int, table: ToolTable) -> list[str]:
-    """The answer checks on `text`, the answer to the turn whose request is message `start`."""
+def answer_problems(text: str, turn: _Turn, table: ToolTable) -> list[str]:
+    """The answer checks on `text`, the answer to `turn`."""
+    conv, start = turn.conv, turn.start
     messages = conv.messages
     prompt = messages[start].text if start < len(messages) else ""
     facts = gather_facts(conv.evidence, messages[:start], prompt,
