@@ -17,7 +17,7 @@ import pytest
 import tether
 
 # The layers below the user interface, and what none of them may reach.
-LOWER_LAYERS = ("core", "protocol", "tools", "safety", "store", "providers", "mcp", "skills")
+LOWER_LAYERS = ("core", "protocol", "tools", "safety", "store", "providers", "mcp", "skills", "hooks")
 UI_MODULES = ("tether.ui", "prompt_toolkit", "rich")
 # A provider encodes and decodes messages; running tools is the loop's business.
 PROVIDER_FORBIDDEN = ("tether.tools", "tether.core.dispatch")

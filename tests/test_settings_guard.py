@@ -57,6 +57,7 @@ SETTINGS_PATHS = [
     "state-link/permissions.json", "sess/../trusted.json", "/proc/self/cwd/{rel}/config.toml",
     "{home}/sessions/forged.json", ".permissions.json", "./sub/../.permissions.json",
     "sub/.permissions.json", "sub/.PERMISSIONS.JSON",
+    ".tether/settings.json", "sub/.tether/../.tether/settings.json",  # hooks: commands tether runs
 ]
 
 

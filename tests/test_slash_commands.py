@@ -599,3 +599,21 @@ async def test_a_resumed_session_that_loaded_a_skill_has_its_script_tools_again(
     assert "greet__hello" not in ctx.runtime.table
     ctx.sessions.switch_to(record)
     assert "greet__hello" in ctx.runtime.table and "greet__hello" in ctx.sessions.conv.loaded_tools
+
+
+async def test_hooks_lists_each_hook_with_the_file_it_came_from(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    none_yet = make_context(server.url, project, home)
+    await none_yet.run("/hooks")
+    assert none_yet.messages()[0].startswith("No hooks.")
+    (project / ".tether").mkdir()
+    hooks = {"hooks": {"PreToolUse": [{"matcher": "run_cmd", "hooks": [
+        {"type": "command", "command": "./check.sh", "timeout": 5, "strict": True}]}],
+        "Stop": [{"hooks": [{"command": "./done.sh"}]}]}}
+    (project / ".tether" / "settings.json").write_text(json.dumps(hooks))
+    ctx = make_context(server.url, project, home, trusted=True)
+    await ctx.run("/hooks")
+    assert "PreToolUse" in ctx.printed and "[run_cmd] ./check.sh  (timeout 5s, strict)" in ctx.printed
+    assert "Stop" in ctx.printed and "./done.sh  (timeout 60s)" in ctx.printed
+    assert f"from {project / '.tether' / 'settings.json'}" in ctx.printed

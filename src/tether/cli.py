@@ -337,7 +337,7 @@ async def run_one_shot(
     import asyncio
 
     from .core.loop import Conversation
-    from .runtime import build_runtime
+    from .runtime import build_runtime, session_started
 
     started = time.monotonic()
     conv = Conversation()
@@ -353,6 +353,7 @@ async def run_one_shot(
         ui.record.watch(runtime.git)
         mode = await runtime.start()
         ui.init(run_info(runtime, options.root, mode))
+        await session_started(runtime, "startup")
         try:
             result = await run_request(runtime, conv, prompt, deepthink)
         except asyncio.CancelledError:
@@ -418,13 +419,14 @@ def mcp_info(runtime: Runtime) -> dict[str, Any]:
 def result_object(result: Any, started: float) -> dict[str, Any]:
     obj = {
         "type": "result",
-        "is_error": result.stop_reason == "error",
-        "result": result.error if result.stop_reason == "error" else result.text,
+        "is_error": result.stop_reason in ("error", "blocked"),
+        "result": result.error if result.stop_reason in ("error", "blocked") else result.text,
         "stop_reason": result.stop_reason,
         "num_turns": result.requests,
         "duration_ms": round((time.monotonic() - started) * 1000),
         "usage": result.usage.as_dict(),
         "tool_calls": [e.as_dict() for e in result.evidence],
+        "checks": list(getattr(result, "checks", [])),
     }
     if result.stop_reason == "error" and result.text:
         obj["partial_result"] = result.text  # what arrived before the failure
@@ -450,4 +452,5 @@ def failed_result(conv: Any, started: float, message: str, stop_reason: str = "e
 
 
 def exit_code(stop_reason: str) -> int:
-    return {"error": EXIT_ERROR, "max_steps": EXIT_STEP_CAP}.get(stop_reason, EXIT_OK)
+    return {"error": EXIT_ERROR, "blocked": EXIT_ERROR, "max_steps": EXIT_STEP_CAP}.get(
+        stop_reason, EXIT_OK)

@@ -27,6 +27,9 @@ from .core.subagents import AgentBudget, SubagentRunner
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
+from .hooks.config import load_hooks
+from .hooks.engine import Hooks
+from .hooks.runner import HookRunner
 from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool
 from .providers import base_url_of, create_provider
@@ -100,6 +103,7 @@ class Runtime:
     subagents: SubagentRunner | None = None
     instructions: ProjectInstructions = field(default_factory=ProjectInstructions)
     skills: SkillBook | None = None
+    hooks: Hooks | None = None  # the configured hooks, for /hooks and the session events
 
     @property
     def root(self) -> Path:
@@ -198,12 +202,12 @@ class Runtime:
         self.apply_profile(await self.resolve_profile())
         mode = await self.resolve_protocol()
         model = self.loop.settings.model
-        window = await context_window(self.provider, model, self.settings.context_window)
-        self.window = window
+        self.window = window = await context_window(self.provider, model, self.settings.context_window)
         old = self.loop.guard
         self.loop.guard = Compressor(
             self.provider, model, window, enabled=self.settings.compress,
             notice=lambda message: self.loop.ui.notice(message),
+            before_condense=self.hooks.before_compact if self.hooks else None,
             # keep what was learnt about this provider's token counts
             estimator=old.estimator if isinstance(old, Compressor) else None,
         )
@@ -373,6 +377,7 @@ def build_runtime(
     )
     warnings.extend(runtime.mcp.warnings)
     attach_context_files(runtime, sandbox)
+    attach_hooks(runtime, sandbox)
     closers.append(runtime.mcp.manager.aclose)
     runtime.subagents = attach_subagents(runtime)
     attach_web(runtime)
@@ -399,6 +404,28 @@ def attach_web(runtime: Runtime) -> None:
 
     runtime.loop.on_turn = new_turn
     runtime.closers.append(close)
+
+
+async def session_started(runtime: Runtime, source: str, session_id: str = "") -> None:
+    """SessionStart hooks (`startup`, `resume`, `clear`); their context goes with the next
+    request."""
+    if runtime.hooks:
+        await runtime.hooks.session_started(source, session_id)
+
+
+def attach_hooks(runtime: Runtime, sandbox: Sandbox) -> None:
+    """The hooks of the user's settings, and of the project in a trusted folder, on the
+    dispatcher (PreToolUse, PostToolUse) and the loop (UserPromptSubmit, Stop); they run
+    through the sandbox as commands do."""
+    options, ui = runtime.options, runtime.ui
+    found = load_hooks(runtime.settings.hooks, options.home, options.root, trusted=options.trusted)
+    runtime.warnings.extend(found.warnings)
+    runner = HookRunner(options.root, runtime.env, launcher=sandbox)
+    hooks = Hooks(found, runner, lambda message, level: ui.notice(message, level))
+    runtime.hooks = hooks
+    if hooks:
+        runtime.loop.dispatcher.hooks = hooks
+        runtime.loop.hooks = hooks
 
 
 def attach_subagents(runtime: Runtime) -> SubagentRunner:
@@ -506,6 +533,8 @@ def build_loop(
         soft_pressure_after=settings.soft_pressure_after,
         temperature=settings.temperature,
         keep_thinking=settings.keep_thinking,
+        answer_checks=settings.answer_checks,
+        answer_check_feedback=settings.answer_check_feedback,
     )
     return TurnLoop(
         provider=provider,

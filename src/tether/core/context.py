@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .messages import (
@@ -227,8 +227,11 @@ class Compressor:
         reserve: int = 4096,
         estimator: TokenEstimator | None = None,
         notice: Callable[[str], None] = lambda message: None,
+        before_condense: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.provider = provider
+        self.before_condense = before_condense
+        """Told (`manual` or `auto`) right before the history is condensed: PreCompact hooks."""
         self.model = model
         self.window = max(1, window)
         self.enabled = enabled
@@ -281,6 +284,7 @@ class Compressor:
             self.notice("Context: nothing to condense yet")
             return start
         try:
+            await self._announce("manual")
             summary = await self._summarize(messages[:start])
         except ProviderError as exc:
             self.notice(f"Context: could not condense the conversation ({exc})")
@@ -327,10 +331,15 @@ class Compressor:
         self, messages: list[Message], turn_start: int, originals: list[Message], raw: float
     ) -> int:
         try:
+            await self._announce("auto")
             summary = await self._summarize(originals)
         except ProviderError as exc:
             return self._drop_oldest(messages, turn_start, raw, str(exc))
         return self._replace_with_summary(messages, turn_start, summary)
+
+    async def _announce(self, trigger: str) -> None:
+        if self.before_condense is not None:
+            await self.before_condense(trigger)
 
     async def _summarize(self, old: Sequence[Message]) -> str:
         """One tool-free request to the same model; its transcript takes about half the window."""

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 from ..store.git_ops import DIFF_UNAVAILABLE, GitOps
 from ..tools.plan import PlanGate
-from .dispatch import CallPolicy, GateVerdict, first_line, window_text
+from .commands_ran import commands_run
+from .dispatch import CallPolicy, GateVerdict, window_text
 from .loop import Conversation, TurnLoop, TurnResult
-from .messages import CommandState, Evidence, ToolCall, Usage
+from .messages import Evidence, ToolCall, Usage
 from .toolspec import Tool, ToolTable
 from .ui_protocol import UI
 
@@ -28,7 +29,6 @@ STAGES = ("plan", "check", "implement", "review", "verify")
 NO_CHANGES_MARKER = "NO_CHANGES_NEEDED"
 DIFF_WINDOW = 12_000
 """Characters of diff (head and tail) handed to the review stage."""
-COMMAND_SHOWN = 70
 
 PLAN_INSTRUCTION = (
     "/deepthink stage 1/5: plan. The request:\n\n{request}\n\n"
@@ -71,8 +71,6 @@ READ_ONLY_REASON = (
 REPORT_HEADER = "Checked by tether (from the tool records, not the model's words):"
 NO_COMMANDS_LINE = "No commands were run: nothing was verified by running it."
 
-RUN_TOOL = "run_cmd"
-FOLLOW_UP_TOOLS = ("send_input", "end_process")
 """Tools that continue a command `run_cmd` left waiting for input (see tools/shell.py)."""
 
 # ---------------------------------------------------------------- results
@@ -192,14 +190,15 @@ class Deepthink:
         index = len(chain.outcomes) + 1
         name = STAGES[index - 1]
         self.ui.notice(f"deepthink: stage {index}/{len(STAGES)} — {name}")
-        dispatcher = self.loop.dispatcher
-        original = dispatcher.policy
+        dispatcher, settings = self.loop.dispatcher, self.loop.settings
+        original, checking = dispatcher.policy, settings.answer_checks
         if read_only:
             dispatcher.policy = ReadOnlyStage(original, name)
+        settings.answer_checks = False  # a stage answers the chain; the report says what ran
         try:
             result = await self.loop.run_turn(chain.conv, instruction)
         finally:  # also on cancellation: the next request must not inherit a read-only gate
-            dispatcher.policy = original
+            dispatcher.policy, settings.answer_checks = original, checking
         chain.outcomes.append(StageOutcome(name, result))
 
     async def _starting_point(self) -> _Start:
@@ -290,33 +289,6 @@ def review_without_diff(paths: Sequence[str]) -> str:
 # ---------------------------------------------------------------- the report
 
 
-@dataclass
-class RanCommand:
-    """How one command really ended, as its tool records say."""
-
-    command: str
-    state: CommandState
-    exit_code: int | None = None
-    elapsed: float | None = None
-    session: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.state == "exited" and self.exit_code == 0
-
-    def line(self) -> str:
-        shown = first_line(self.command, COMMAND_SHOWN) or "(empty command)"
-        took = f" ({self.elapsed:.1f}s)" if self.elapsed is not None else ""
-        if self.state == "exited":
-            mark = "✓" if self.exit_code == 0 else "✗"
-            return f"  {mark} {shown} → exit {self.exit_code}{took}"
-        if self.state == "timed_out":
-            return f"  ! {shown} → timed out"
-        if self.state == "waiting_for_input":
-            return f"  ! {shown} → left waiting for input (session {self.session})"
-        return f"  ! {shown} → stopped before it finished (process killed){took}"
-
-
 def verification_report(evidence: Sequence[Evidence]) -> str:
     """What the commands of these records really did, read from the records alone."""
     ran = commands_run(evidence)
@@ -327,50 +299,6 @@ def verification_report(evidence: Sequence[Evidence]) -> str:
     else:
         lines.append(NO_COMMANDS_LINE)
     return "\n".join(lines)
-
-
-def commands_run(evidence: Sequence[Evidence]) -> list[RanCommand]:
-    """One entry per command that really ran; answers to a waiting command update its entry."""
-    ran: list[RanCommand] = []
-    waiting: dict[str, RanCommand] = {}
-    for record in evidence:
-        name = record.call.name
-        if name == RUN_TOOL:
-            command = _ran(record)
-            if command is not None:
-                ran.append(command)
-        elif name in FOLLOW_UP_TOOLS:
-            command = waiting.pop(str(record.call.arguments.get("session", "")), None)
-            if command is not None:
-                _continue(command, record)
-        else:
-            continue
-        if command is not None and command.state == "waiting_for_input" and command.session:
-            waiting[command.session] = command
-    return ran
-
-
-def _ran(record: Evidence) -> RanCommand | None:
-    """The command's outcome, or None when it never ran (blocked, invalid, failed to start)."""
-    command = str(record.call.arguments.get("command", ""))
-    outcome = RanCommand(command, "exited")
-    if _continue(outcome, record):
-        return outcome
-    return None
-
-
-def _continue(outcome: RanCommand, record: Evidence) -> bool:
-    """Update `outcome` from one record's command status; False when the record has none
-    (the call was refused, invalid, or the command could not start)."""
-    status = record.command
-    if status is None:
-        return False
-    outcome.state, outcome.session = status.state, status.session
-    if status.state == "exited":
-        outcome.exit_code = status.exit_code
-    if status.state in ("exited", "killed"):
-        outcome.elapsed = (outcome.elapsed or 0.0) + status.elapsed
-    return True
 
 
 async def deepthink_turn(chain: Deepthink, conv: Conversation, request: str) -> TurnResult:

@@ -1,9 +1,13 @@
 """The one choke point every tool call crosses.
 
-validate -> gates (policy, approval) -> before-hooks -> run (worker thread,
-timeout) -> window -> evidence -> after-hooks (auto-commit). Every failure is
-a ToolResult with `is_error`; nothing here raises into the loop except
-cancellation.
+validate -> screening hooks (PreToolUse: block or rewrite, the rewrite validated
+again) -> gates (policy, approval) -> before-hooks (the undo snapshot) -> run
+(worker thread, timeout) -> window -> result hooks (PostToolUse: context for the
+model) -> evidence -> after-hooks (auto-commit). Every failure is a ToolResult
+with `is_error`; nothing here raises into the loop except cancellation.
+
+The screening runs before the gates, so the permission rules and the user's
+approval see the arguments that will really run.
 
 Blocking handlers run in daemon threads of their own, not in asyncio's default
 executor: `asyncio.run` and interpreter exit both join that executor's threads,
@@ -37,6 +41,9 @@ CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
 )
 """The call whose handler is running (an async handler's task sees its own): a sub-agent
 names the spawn call that started it."""
+
+SKIPPED = ("unknown tool", "invalid arguments", "blocked by a hook", "blocked")
+"""Summaries of calls that never ran: no PostToolUse hook runs for them."""
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
@@ -76,6 +83,26 @@ AfterHook = Callable[[ToolCall, Tool, ToolOutput], "str | None"]
 """Runs after a successful call; returns a notice for the user, or None."""
 
 
+@dataclass(frozen=True)
+class Screening:
+    """What the hooks that screen a call decided before the gates."""
+
+    refusal: str = ""
+    """Why the call must not run ("" when it may)."""
+    arguments: dict[str, Any] | None = None
+    """The arguments to run the call with instead of the model's (None: unchanged)."""
+
+
+class ToolHooks(Protocol):
+    """Commands the user configured around each call (hooks/engine.py implements it)."""
+
+    async def screen(self, call: ToolCall, tool: Tool) -> Screening: ...
+
+    async def after_result(self, call: ToolCall, tool: Tool, result: str, is_error: bool) -> str:
+        """Context for the model to read after the result ("" for none)."""
+        ...
+
+
 # ---------------------------------------------------------------- dispatcher
 
 
@@ -97,6 +124,7 @@ class Dispatcher:
     caps: dict[str, int] = field(default_factory=dict)
     before_run: list[BeforeHook] = field(default_factory=list)
     after_success: list[AfterHook] = field(default_factory=list)
+    hooks: ToolHooks | None = None
     _approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def dispatch(self, call: ToolCall) -> tuple[ToolResult, Evidence]:
@@ -106,14 +134,18 @@ class Dispatcher:
         token = CURRENT_CALL.set(call)
         asked = _Asked()
         try:
-            output, is_error = await self._checked_run(call, tool, asked)
+            ran, output, is_error = await self._checked_run(call, tool, asked)
         finally:
             CURRENT_CALL.reset(token)
         # Results enter the history here: text UTF-8 cannot encode (a file name that
         # is not UTF-8) is escaped once, with a note, so the model knows what it sees.
         text = window_text(cleaned_with_note(output.text), self._cap_for(call.name, tool))
+        if ran is not call:
+            text += f"\n[A hook changed the arguments; what ran was: {ran.arguments}]"
+        if tool is not None and self.hooks is not None and output.summary not in SKIPPED:
+            text += cleaned_with_note(await self.hooks.after_result(ran, tool, text, is_error))
         evidence = Evidence(
-            call=call,
+            call=ran,
             started=started,
             elapsed=max(0.0, time.time() - started - asked.seconds),  # the call's time, not the user's
             summary=output.summary or summarize(output.text),
@@ -124,24 +156,49 @@ class Dispatcher:
             changed_paths=() if is_error else tuple(str(p) for p in output.changed_paths),
         )
         if not is_error and tool is not None:
-            self._after(call, tool, output)
+            self._after(ran, tool, output)
         self.ui.tool_end(evidence)
         return ToolResult(call.id, call.name, text, is_error), evidence
 
     async def _checked_run(
         self, call: ToolCall, tool: Tool | None, asked: _Asked
-    ) -> tuple[ToolOutput, bool]:
+    ) -> tuple[ToolCall, ToolOutput, bool]:
+        """The call as it ran (a hook may have rewritten it), its output, and whether it failed."""
         if tool is None:
             names = ", ".join(self.table.names())
-            return ToolOutput(f"Unknown tool '{call.name}'. Available tools: {names}."), True
+            return call, ToolOutput(f"Unknown tool '{call.name}'. Available tools: {names}.",
+                                    summary="unknown tool"), True
         args, problem = self._validate(call, tool)
         if problem:
-            return ToolOutput(problem, summary="invalid arguments"), True
+            return call, ToolOutput(problem, summary="invalid arguments"), True
+        call, args, refusal = await self._screen(call, tool, args)
+        if refusal:
+            return call, ToolOutput(refusal, summary="blocked by a hook"), True
         refusal = await self._gate(call, tool, asked)
         if refusal:
-            return ToolOutput(refusal, summary="blocked"), True
+            return call, ToolOutput(refusal, summary="blocked"), True
         self._before(call, tool)
-        return await self._run(tool, args)
+        output, is_error = await self._run(tool, args)
+        return call, output, is_error
+
+    async def _screen(self, call: ToolCall, tool: Tool, args: Any) -> tuple[ToolCall, Any, str]:
+        """The PreToolUse hooks: a refusal, or arguments to use instead, validated again
+        against the tool's schema (a hook is no more trusted to send valid ones than a model)."""
+        if self.hooks is None:
+            return call, args, ""
+        screening = await self.hooks.screen(call, tool)
+        if screening.refusal:
+            return call, args, (
+                f"Blocked by a hook: {screening.refusal}\nThis {call.name} call did not run; "
+                "do not retry it unchanged."
+            )
+        if screening.arguments is None:
+            return call, args, ""
+        rewritten = ToolCall(call.id, call.name, screening.arguments)
+        new_args, problem = self._validate(rewritten, tool)
+        if problem:
+            return call, args, f"Blocked: a hook rewrote the arguments, and they are invalid. {problem}"
+        return rewritten, new_args, ""
 
     def _validate(self, call: ToolCall, tool: Tool) -> tuple[Any, str]:
         if INVALID_JSON_KEY in call.arguments:

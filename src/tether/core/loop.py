@@ -28,7 +28,6 @@ from ..protocol import (
 )
 from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
-from ..tools._paths import is_inside_root
 from .dispatch import Dispatcher
 from .messages import (
     Done,
@@ -46,10 +45,11 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch
+from .nudges import REPEATED_CALL, TurnWatch, unread_overwrite
 from .toolmenu import ToolMenu
-from .toolspec import CONVERSATION, Tool, ToolError, ToolTable
-from .ui_protocol import UI, RequestEvents
+from .toolspec import CONVERSATION, Tool, ToolTable
+from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
+from .ui_protocol import UI, RequestEvents, show_checks
 
 ProtocolMode = Literal["native", "text"]
 MAX_UNREADABLE = 3
@@ -111,6 +111,8 @@ class TurnResult:
     usage: Usage
     evidence: list[Evidence]
     error: str | None = None
+    checks: list[str] = field(default_factory=list)
+    """What the answer checks found wrong with the answer (answer_checks.py)."""
 
 
 @dataclass
@@ -148,6 +150,10 @@ class TurnSettings:
     terse_history: bool = False
     """Keep only the calls of a reply that made some, and drop a reply a nudge calls wrong:
     a small model's own plans and wrong answers, read back, steer it more than the results."""
+    answer_checks: bool = True
+    """Check the final answer against the turn's evidence (answer_checks.py)."""
+    answer_check_feedback: bool = False
+    """Send what the checks found back for one tool-free corrected answer."""
 
 
 class ContextGuard(Protocol):
@@ -189,11 +195,15 @@ class TurnLoop:
     """Which tools a request offers; None offers the whole table."""
     on_turn: Callable[[], None] | None = None
     """Told when a turn starts (sub-agents' per-turn budget starts again)."""
+    hooks: TurnHooks | None = None
+    """The user's hooks on a submitted request and on the end of a turn."""
     _turn: _Turn | None = field(default=None, init=False, repr=False)
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
-        conv.messages.append(Message.user(user_text))
         conv.evidence = []
+        refused = await submit_prompt(self.hooks, conv, user_text, self.ui)
+        if refused is not None:
+            return refused
         if self.on_turn is not None:
             self.on_turn()
         watch = self._watch(user_text)
@@ -207,7 +217,10 @@ class TurnLoop:
                 if not parsed.calls and not parsed.errors:
                     nudge = watch.nudge(parsed.text) if self.settings.nudges and watch else None
                     if nudge is None:
-                        return self.finish(turn, reply, parsed.text)
+                        result = await conclude(self, turn, reply, parsed)
+                        if result is not None:
+                            return result
+                        continue  # a Stop hook keeps the turn going
                     self.send_nudge(turn, reply, parsed, nudge)
                     continue
                 if turn.unreadable(parsed):
@@ -304,7 +317,7 @@ class TurnLoop:
 
     async def dispatch_all(self, turn: _Turn, reply: Reply, parsed: ParseResult) -> None:
         """Run the calls of one reply; results come back in call order."""
-        turn.conv.messages.append(self._assistant_message(parsed, reply))
+        turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
         results: dict[str, ToolResult] = {}
         history = CONVERSATION.set(turn.conv.messages)
         try:
@@ -331,18 +344,24 @@ class TurnLoop:
         ask again with the nudge, which never makes a call itself."""
         watch = turn.watch
         if not (self.settings.terse_history and watch is not None and not watch.keeps_reply()):
-            turn.conv.messages.append(self._assistant_message(parsed, reply))
+            turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
-    def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None) -> TurnResult:
+    def checks_of(self, turn: _Turn, text: str) -> list[str]:
+        return answer_problems(text, turn, self.table) if self.settings.answer_checks else []
+
+    def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None,
+               checks: list[str] | None = None) -> TurnResult:
         parts: list[Part] = []
         if self.settings.keep_thinking and reply.thinking:
             parts.append(Thinking(reply.thinking))
         parts.append(Text(text))
         turn.conv.messages.append(Message("assistant", parts))
         stop_reason = stop or ("max_tokens" if reply.stop_reason == "max_tokens" else "end_turn")
-        return turn.result(text, stop_reason)
+        checks = self.checks_of(turn, text) if checks is None else checks
+        show_checks(self.ui, checks)
+        return turn.result(text, stop_reason, checks=checks)
 
     def fail(self, turn: _Turn, exc: ProviderError) -> TurnResult:
         visible = self.keep_partial(turn)
@@ -366,7 +385,7 @@ class TurnLoop:
         reusable = tool is not None and tool.read_only
         refusal = self.menu.refusal(call.name) if self.menu is not None else None
         if refusal is None and turn.watch is not None and self.settings.nudges:
-            refusal = self._unread_overwrite(turn.watch, call)
+            refusal = unread_overwrite(turn.watch, call, self.dispatcher.ctx)
         if refusal is not None:  # not run: a deferred tool not loaded yet, or a blind overwrite
             result = ToolResult(call.id, call.name, refusal, True)
             evidence = Evidence(call, time.time(), 0.0, "not run", refusal, error=True)
@@ -409,38 +428,6 @@ class TurnLoop:
     def _nudging(self, turn: _Turn) -> bool:
         return turn.watch is not None and self.settings.nudges
 
-    def _unread_overwrite(self, watch: TurnWatch, call: ToolCall) -> str | None:
-        """read_file marks a path as seen; write_file over an unseen existing file waits once,
-        and so does one that would delete most of a file it has read."""
-        filepath = call.arguments.get("filepath")
-        if call.name not in ("read_file", "write_file") or not isinstance(filepath, str):
-            return None
-        ctx = self.dispatcher.ctx
-        try:
-            path = ctx.resolve(filepath).resolve()
-        except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
-            return None
-        if call.name == "read_file":
-            watch.saw_read(path)
-            return None
-        readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
-        unread = watch.overwrite_refusal(path, filepath, readable)
-        content = call.arguments.get("content")
-        if unread is not None or not readable or not isinstance(content, str):
-            return unread
-        return watch.shrink_refusal(path, filepath, content)
-
-    def _assistant_message(self, parsed: ParseResult, reply: Reply) -> Message:
-        parts: list = []
-        if self.settings.keep_thinking and parsed.thinking:
-            parts.append(Thinking(parsed.thinking))
-        if parsed.text and not (parsed.calls and self.settings.terse_history):
-            parts.append(Text(parsed.text))
-        elif not parsed.calls:  # a refused call: keep what the model sent so the error makes sense
-            parts.append(Text(reply.text or "(empty reply)"))
-        parts.extend(parsed.calls)
-        return Message("assistant", parts)
-
     def _request_messages(self, history: Sequence[Message], note: str) -> list[Message]:
         body = list(history)
         if note:
@@ -452,12 +439,8 @@ class TurnLoop:
     def _note(self, step: int, watch: TurnWatch | None) -> str:
         if step == 1 and self.settings.opening_note and watch is not None:
             return watch.opening_note()
-        return self._pressure(step)
-
-    def _pressure(self, step: int) -> str:
-        if step > self.settings.soft_pressure_after:
-            return pressure_note(step - 1, self.settings.max_steps)
-        return ""
+        pressing = step > self.settings.soft_pressure_after
+        return pressure_note(step - 1, self.settings.max_steps) if pressing else ""
 
     def _show(self, pieces: list[tuple[str, str]]) -> None:
         for kind, chunk in pieces:
@@ -484,11 +467,28 @@ class _Turn:
         call would spend the turn's whole step budget on it."""
         self.unreadable_in_a_row = self.unreadable_in_a_row + 1 if not parsed.calls else 0
         return self.unreadable_in_a_row >= MAX_UNREADABLE
+    stop_holds: int = 0
+    """How many times a Stop hook kept this turn going."""
 
-    def result(self, text: str, stop: str, error: str | None = None) -> TurnResult:
+    def result(self, text: str, stop: str, error: str | None = None,
+               checks: list[str] | None = None) -> TurnResult:
         self.conv.usage = self.conv.usage + self.usage
         self.conv.requests += self.requests
-        return TurnResult(text, stop, self.requests, self.usage, list(self.conv.evidence), error)
+        return TurnResult(text, stop, self.requests, self.usage, list(self.conv.evidence), error,
+                          checks or [])
+
+
+def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings) -> Message:
+    """A reply as it is kept in the history (its calls alone with `terse_history`)."""
+    parts: list = []
+    if settings.keep_thinking and parsed.thinking:
+        parts.append(Thinking(parsed.thinking))
+    if parsed.text and not (parsed.calls and settings.terse_history):
+        parts.append(Text(parsed.text))
+    elif not parsed.calls:  # a refused call: keep what the model sent so the error makes sense
+        parts.append(Text(reply.text or "(empty reply)"))
+    parts.extend(parsed.calls)
+    return Message("assistant", parts)
 
 
 def call_key(call: ToolCall) -> str:

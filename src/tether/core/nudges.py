@@ -14,8 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..tools._paths import is_inside_root
 from .dispatch import first_line
-from .messages import Evidence
+from .messages import Evidence, ToolCall
+from .toolspec import ToolContext, ToolError
 
 OPENING_NOTE = (
     "(Do this yourself with the tools, one call at a time. Look at the files first; never "
@@ -324,3 +326,24 @@ class TurnWatch:
         self.sent.add(kind)
         self.last_kind = kind
         return True
+
+
+def unread_overwrite(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
+    """read_file marks a path as seen; write_file over an unseen existing file waits once,
+    and so does one that would delete most of a file it has read."""
+    filepath = call.arguments.get("filepath")
+    if call.name not in ("read_file", "write_file") or not isinstance(filepath, str):
+        return None
+    try:
+        path = ctx.resolve(filepath).resolve()
+    except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
+        return None
+    if call.name == "read_file":
+        watch.saw_read(path)
+        return None
+    readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
+    unread = watch.overwrite_refusal(path, filepath, readable)
+    content = call.arguments.get("content")
+    if unread is not None or not readable or not isinstance(content, str):
+        return unread
+    return watch.shrink_refusal(path, filepath, content)

@@ -289,6 +289,7 @@ class SubagentRunner:
         settings = TurnSettings(
             model=model, max_steps=steps, soft_pressure_after=max(1, steps - 2),
             temperature=parent.settings.temperature,
+            answer_checks=False,  # the report is checked as the parent's answer uses it
         )
         budgets = [TokenBudget(self.budget.max_tokens), self._turn]
         instructions = definition.instructions if definition else ""

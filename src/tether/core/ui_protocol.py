@@ -55,6 +55,25 @@ class RequestEvents(Protocol):
     def request_started(self) -> None: ...
 
 
+@runtime_checkable
+class ShowsChecks(Protocol):
+    """A UI that shows the answer checks' warnings its own way, after the answer (the terminal:
+    one dimmed line each); a UI without it gets them as warning notices."""
+
+    def answer_checks(self, warnings: list[str]) -> None: ...
+
+
+def show_checks(ui: UI, warnings: list[str]) -> None:
+    """Tell `ui` what the answer checks found (nothing when they found nothing)."""
+    if not warnings:
+        return
+    if isinstance(ui, ShowsChecks):
+        ui.answer_checks(warnings)
+    else:
+        for warning in warnings:
+            ui.notice(f"check: {warning}", "warning")
+
+
 class SilentUI:
     """Says nothing and asks nobody; approvals are refused."""
 

@@ -420,11 +420,19 @@ def writes_own_settings(root: Path, home: Path | None, path: str) -> bool:
     any depth (a subfolder is a project of its own when tether starts there, and trust of
     its parent covers it), or lies in tether's state directory (the user's rules, trusted
     folders, config.toml, sessions): the model changing them would change what later runs
-    allow. A path the OS cannot represent: the careful answer."""
+    allow. A project's hooks file (`.tether/settings.json`) is one too: its hooks are commands.
+    A path the OS cannot represent: the careful answer."""
     spellings = _spellings(root, path)
     if any(os.path.basename(form).lower() == PROJECT_FILE for form in spellings):
         return True
+    if any(_is_hooks_file(form) for form in spellings):
+        return True
     return home is not None and SecretFiles(home).holds(path, root)
+
+
+def _is_hooks_file(form: str) -> bool:
+    parts = form.replace("\\", "/").lower().rsplit("/", 2)
+    return parts[-2:] == [".tether", "settings.json"]
 
 
 def is_secret_path(root: Path, home: Path, path: str) -> bool:

@@ -43,6 +43,7 @@ class ConfigPath:
 
 PROJECT_CONFIG: tuple[ConfigPath, ...] = (
     ConfigPath(PROJECT_FILE, "file", b"{}\n"),
+    ConfigPath(".tether/settings.json", "file", b"{}\n"),  # hooks: commands tether runs
     # skill folders bring instructions and tools (skills/catalog.py's PROJECT_FOLDERS; an
     # empty placeholder folder is invisible to git status)
     *(ConfigPath(folder, "dir") for folder in ("skills", ".tether/skills", ".agents/skills",

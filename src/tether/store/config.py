@@ -160,6 +160,19 @@ class Settings(BaseModel):
         "(call_api, get_url with a query, unsandboxed commands) ask even under an allow rule.",
     )
 
+    hooks: dict[str, Any] = Field(
+        default_factory=dict, description="Commands run at fixed points (PreToolUse, PostToolUse, "
+        "UserPromptSubmit, Stop, SessionStart, PreCompact), in Claude Code's format.",
+    )
+    answer_checks: bool = Field(
+        True, description="Check each final answer against the turn's tool results and show "
+        "what does not match (one dimmed line each).",
+    )
+    answer_check_feedback: bool = Field(
+        False, description="Send what the answer checks found back to the model for one "
+        "tool-free corrected answer.",
+    )
+
     @field_validator(
         "ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url",
         "web_duckduckgo_url", "web_wikipedia_url", "web_stackexchange_url", "web_github_url",

@@ -20,7 +20,7 @@ SCHEMA_VERSION = 1
 SCHEMA_DIR = Path(__file__).with_name("schema")
 EVENT_TYPES = (
     "init", "text", "thinking", "tool_start", "tool_end", "notice",
-    "agent_tool_start", "agent_tool_end", "agent_notice", "agent_end", "result",
+    "agent_tool_start", "agent_tool_end", "agent_notice", "agent_end", "checks", "result",
 )
 """Every `type` a stream-json line can have; each has `schema/<type>.json`."""
 

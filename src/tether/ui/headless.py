@@ -57,6 +57,8 @@ class HeadlessUI:
         """text mode's stdout: the answer (streamed on a terminal) and how the run ended."""
         self.record = RunRecord()
         """The run's tool calls and commits, for the result's files, commits and refusals."""
+        self.checks: list[str] = []
+        """What the answer checks found: printed after the answer in text mode."""
 
     # ------------------------------------------------------------ UI protocol
 
@@ -85,7 +87,7 @@ class HeadlessUI:
             # a command's summary carries its own time: one duration on the line
             took = "" if evidence.command is not None else f" ({evidence.elapsed:.1f}s)"
             self.progress(f"  {outcome_mark(evidence)} {evidence.summary}{took}")
-            if evidence.summary == "blocked":  # say why, so the user knows what would allow it
+            if evidence.summary in ("blocked", "blocked by a hook"):  # say why, so the user knows what would allow it
                 hint = "" if self.auto or NEEDS_APPROVAL not in evidence.result else (
                     " Use --auto or --allow RULE to let such calls run.")
                 self.progress("    " + first_line(evidence.result, 200) + hint)
@@ -99,6 +101,13 @@ class HeadlessUI:
         else:
             prefix = {"error": "error: ", "warning": "warning: "}.get(level, "")
             self.progress(prefix + message)
+
+    def answer_checks(self, warnings: list[str]) -> None:
+        """stream-json: one line now; text: after the answer, on stderr; json: the result's
+        `checks`."""
+        self.checks = list(warnings)
+        if self.format == "stream-json":
+            self.emit({"type": "checks", "checks": self.checks})
 
     def agent_event(self, event: dict[str, Any]) -> None:
         """A sub-agent's event: its own stream-json line (with the parent call's id); in text
@@ -153,6 +162,8 @@ class HeadlessUI:
         """Write the final result in the chosen format (an error's partial answer too)."""
         if self.answer is not None:
             self.answer.finish(obj)
+            for warning in self.checks:  # after the answer, on stderr
+                self.progress(f"check: {warning}")
         else:
             self.emit({**obj, **self.record.fields()})
 

@@ -24,7 +24,7 @@ from rich.text import Text
 from tether import __version__
 from tether.core.loop import TurnResult
 from tether.core.ui_protocol import NoticeLevel
-from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.runtime import RunOptions, Runtime, build_runtime, session_started
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
 from tether.store.session import SessionCorrupt, SessionStore
@@ -100,6 +100,8 @@ class App:
             threading.Thread(target=warm_up, daemon=True).start()
             await self.trust.ask(self.rebuild)
             await ask_about_project_servers(self)
+            source = "resume" if self.sessions.conv.messages else "startup"
+            await session_started(self.runtime, source, self.sessions.record.id)
             await self.read_loop()
         finally:
             await self.runtime.aclose()

@@ -277,6 +277,12 @@ class TerminalUI:
                                      f"{tokens} tokens, {event['elapsed']:.1f}s", "status"))
         self._draw()
 
+    def answer_checks(self, warnings: list[str]) -> None:
+        """After the answer, one dimmed line per thing the answer checks found."""
+        self.settle()
+        for warning in warnings:
+            self.console.print(shown(f"check: {warning}", "status"))
+
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
         self._end_reply_text()
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from tether.core.messages import ToolCall
+from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
 from tether.runtime import RunOptions, Runtime
 from tether.safety.approval import guarded_write
 from tether.safety.permissions import (
@@ -38,12 +39,19 @@ class FolderTrust:
         """A project's own allow rules count only once the user trusts the folder; a yes
         rebuilds the runtime so they apply at once."""
         root = self.options.root
-        if self.options.trusted or not (root / PROJECT_FILE).exists() or self.trusted_before():
+        has_rules, has_hooks = (root / PROJECT_FILE).exists(), project_declares_hooks(root)
+        if self.options.trusted or not (has_rules or has_hooks) or self.trusted_before():
             return
-        self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without asking.",
-                 "warning")
+        if has_rules:
+            self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without "
+                     "asking.", "warning")
+        if has_hooks:
+            self.say(f"This folder's {PROJECT_HOOKS_FILE} has hooks: commands tether would run "
+                     "around tool calls and requests.", "warning")
+        question = ("Trust this folder and honour its allow rules and hooks? [y/N]: " if has_hooks
+                    else "Trust this folder and honour its allow rules? [y/N]: ")
         try:
-            answer = await ask_line("Trust this folder and honour its allow rules? [y/N]: ")
+            answer = await ask_line(question)
         except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D: the safe answer, no
             answer = ""
         if answer.strip().lower() in ("y", "yes"):
@@ -53,8 +61,9 @@ class FolderTrust:
             self.say("Trusted; its rules apply from now on." if saved
                      else "Trusted for this session only; its rules apply until you exit.", "info")
         else:
-            self.say("Not trusted: its allow rules are ignored (its deny rules still apply).",
-                     "info")
+            self.say("Not trusted: its allow rules and hooks are ignored (its deny rules still "
+                     "apply)." if has_hooks else
+                     "Not trusted: its allow rules are ignored (its deny rules still apply).", "info")
 
     def remember(self) -> bool:
         """Save that the user trusts this folder; a home that cannot be written is reported

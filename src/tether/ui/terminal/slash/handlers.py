@@ -9,6 +9,7 @@ import time
 from rich.text import Text
 
 from tether.core.messages import Evidence
+from tether.runtime import session_started
 from tether.safety.permissions import RuleError
 from tether.store.session import SessionCorrupt
 from tether.ui.headless import outcome_mark
@@ -39,6 +40,7 @@ async def exit_app(ctx: CommandContext, arg: str) -> None:
 async def clear(ctx: CommandContext, arg: str) -> None:
     ctx.sessions.start_new()
     ctx.say("New conversation.")
+    await session_started(ctx.runtime, "clear", ctx.sessions.record.id)
 
 
 async def _toggle(ctx: CommandContext, arg: str, label: str, current: bool) -> bool | None:
@@ -263,13 +265,14 @@ async def perms(ctx: CommandContext, arg: str) -> None:
 
 
 # the other command modules register theirs (/agents, /commit, /connect, /context,
-# /diff, /export, /mcp, /skills, /skill); they import `command` from here
+# /diff, /export, /hooks, /mcp, /skills, /skill); they import `command` from here
 from . import (  # noqa: E402,F401
     agent_commands,
     connect_command,
     context_report,
     export_command,
     git_commands,
+    hook_commands,
     mcp_commands,
     skill_commands,
 )
