@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .core.context import Compressor, context_window
+from .core.context import Compressor, TokenEstimator, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .core.instructions import ProjectInstructions, load_instructions
 from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
-from .core.messages import ToolCall
+from .core.messages import Message, ToolCall
 from .core.profile import (
     CORE_TOOLS,
     FULL,
@@ -132,6 +132,11 @@ class Runtime:
         """The loop's context window in tokens; 0 when no guard knows one."""
         guard = self.loop.guard
         return guard.window if guard is not None else 0
+
+    def estimated_tokens(self, messages: Sequence[Message]) -> int:
+        """About how many tokens `messages` take (a history no request has measured yet)."""
+        guard = self.loop.guard
+        return (guard.estimator if isinstance(guard, Compressor) else TokenEstimator()).estimate(messages)
 
     def compactor(self) -> ContextGuard | None:
         """The guard that can condense the history on request (also with automatic
