@@ -296,9 +296,10 @@ async def test_any_failure_in_a_slash_command_is_one_line(
 
 
 def test_a_bad_flag_is_still_a_usage_error_interactively(project: Path, home: Path) -> None:
-    proc = run_cli(["--provider", "nosuch"], project, home)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("tether: unknown provider 'nosuch'")
+    with PtyApp(["--provider", "nosuch"], cwd=project, env=app_env(home)) as app:
+        assert app.wait_exit() == 2
+        text = app.text()
+    assert text.startswith("tether: unknown provider 'nosuch'"), text
 
 
 def test_a_value_error_during_the_session_is_no_usage_error(
