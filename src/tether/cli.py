@@ -430,10 +430,9 @@ class OneShotSession:
     """The saved session a one-shot run continues (-c, -r): read before the request,
     written after it, so a script can carry a conversation across runs."""
 
-    def __init__(self, store: SessionStore, record: SessionRecord, notice: Notice) -> None:
+    def __init__(self, store: SessionStore, record: SessionRecord) -> None:
         self.store = store
         self.record = record
-        self.notice = notice
 
     @classmethod
     def opened(cls, args: argparse.Namespace, home: Path, root: Path,
@@ -449,23 +448,26 @@ class OneShotSession:
         if record is None:
             notice(no_earlier_session(store, root), "warning")
             record = store.new(root, "", "")
-        return cls(store, record, notice)
+        return cls(store, record)
 
     def conversation(self) -> Conversation:
         return self.record.to_conversation()
 
     def save(self, conv: Conversation, settings: Settings) -> None:
+        """Write the conversation back (after the result: a failure goes to stderr)."""
+        from .providers import provider_class
         from .store.session import SessionCorrupt
 
         self.record.update_from(conv)
         self.record.provider = settings.provider
-        self.record.model = settings.model or self.record.model
+        self.record.model = settings.model or getattr(provider_class(settings.provider),
+                                                      "default_model", self.record.model)
         if not self.record.messages:
             return
         try:
             self.store.save(self.record)
-        except (SessionCorrupt, OSError) as exc:
-            self.notice(f"Session not saved: {one_line_of(exc)}", "error")
+        except (SessionCorrupt, OSError) as exc:  # stderr: the result stays the output's last line
+            write_stderr(f"error: session not saved: {one_line_of(exc)}\n")
 
 
 def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, started: float) -> int:
