@@ -133,11 +133,6 @@ class Runtime:
         guard = self.loop.guard
         return guard.window if guard is not None else 0
 
-    def estimated_tokens(self, messages: Sequence[Message]) -> int:
-        """About how many tokens `messages` take (a history no request has measured yet)."""
-        guard = self.loop.guard
-        return (guard.estimator if isinstance(guard, Compressor) else TokenEstimator()).estimate(messages)
-
     def compactor(self) -> ContextGuard | None:
         """The guard that can condense the history on request (also with automatic
         compression off); None before the start has installed one."""
@@ -338,6 +333,13 @@ class Runtime:
         for closer in self.closers:
             await closer()
         await self.provider.aclose()
+
+
+def estimated_tokens(runtime: Runtime, messages: Sequence[Message]) -> int:
+    """About how many tokens `messages` take (a history no request has measured yet), by
+    the runtime's calibrated estimate."""
+    guard = runtime.loop.guard
+    return (guard.estimator if isinstance(guard, Compressor) else TokenEstimator()).estimate(messages)
 
 
 def build_runtime(

@@ -26,7 +26,7 @@ from tether.core.loop import TurnResult
 from tether.core.messages import Message
 from tether.core.textclip import clip_words
 from tether.core.ui_protocol import NoticeLevel
-from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.runtime import RunOptions, Runtime, build_runtime, estimated_tokens
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
 from tether.store.session import SessionCorrupt, SessionStore
@@ -303,7 +303,7 @@ class App:
         conv = self.sessions.conv
         used, about = conv.context_tokens, ""
         if not used and conv.messages:
-            used, about = self.runtime.estimated_tokens(conv.messages), "~"
+            used, about = estimated_tokens(self.runtime, conv.messages), "~"
         window = self.runtime.context_window
         if not used:
             return "context empty"
