@@ -296,9 +296,10 @@ async def test_any_failure_in_a_slash_command_is_one_line(
 
 
 def test_a_bad_flag_is_still_a_usage_error_interactively(project: Path, home: Path) -> None:
-    proc = run_cli(["--provider", "nosuch"], project, home)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith("tether: unknown provider 'nosuch'")
+    with PtyApp(["--provider", "nosuch"], cwd=project, env=app_env(home)) as app:
+        assert app.wait_exit() == 2
+        text = app.text()
+    assert text.startswith("tether: unknown provider 'nosuch'"), text
 
 
 def test_a_value_error_during_the_session_is_no_usage_error(
@@ -422,7 +423,8 @@ def test_one_shot_with_a_malformed_base_url_flag_is_one_error_line(project: Path
                    project, home)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 2  # a bad flag value is a usage error (README: exit codes)
-    assert proc.stderr.strip().splitlines() == ["tether: Invalid IPv6 URL"]
+    assert proc.stderr.strip().splitlines() == [
+        "tether: --base-url 'http://[::1': not a valid URL: Invalid IPv6 URL"]
 
 
 # ---------------------------------------------------------------- saved keys

@@ -22,9 +22,13 @@ from . import __version__
 
 if TYPE_CHECKING:
     from .core.loop import Conversation, TurnResult
+    from .core.ui_protocol import NoticeLevel
     from .runtime import RunOptions, Runtime
     from .store.config import Settings
+    from .store.session import SessionRecord, SessionStore
     from .ui.headless import HeadlessUI
+
+    Notice = Callable[[str, NoticeLevel], None]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -71,9 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="let allow rules that name a command run it outside the sandbox when the "
                         "model asks to (setting 'sandbox_escalation')")
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
-                   help="continue the most recent session for this folder (interactive)")
+                   help="continue the most recent session for this folder (with -p the "
+                        "exchange is saved to it)")
     p.add_argument("-r", "--resume", metavar="SESSION",
-                   help="continue a saved session by title or id (interactive)")
+                   help="continue a saved session by title or id (with -p the exchange is "
+                        "saved to it)")
     p.add_argument("--deepthink", action="store_true",
                    help="work the request as five stages: plan, check, implement, review, verify")
     p.add_argument("--undo", action="store_true",
@@ -103,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     if args.undo:
         return undo_last_change(args)
-    if args.prompt is None:
+    if args.prompt is None and stdin_is_terminal():
         return interactive(args)
+    if args.prompt is None:  # `echo "explain x" | tether`: the chat needs a terminal to read from
+        args.prompt, args.piped = "-", True
     import asyncio
 
     try:
@@ -113,6 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return EXIT_INTERRUPTED
+
+
+def stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):  # closed
+        return False
+
+
+PIPED_NOTE = ("stdin is not a terminal, so there is no chat: the piped text is one request, "
+              "as with `tether -p -`")
 
 
 def interactive(args: argparse.Namespace) -> int:
@@ -211,15 +230,20 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
 
 def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, RunOptions, list[str]] | int:
     """Settings and run options from flags, environment and files; an int is a usage error's exit code."""
+    from .providers import provider_names
     from .runtime import RunOptions
     from .store.config import load_settings, tether_home
 
     root = Path(args.directory or os.getcwd()).expanduser().resolve()
     if not root.is_dir():
         return usage_error(f"-C: {root} is not a directory")
+    if args.provider is not None and args.provider not in provider_names():
+        return usage_error(f"unknown provider {args.provider!r}; known providers: "
+                           + ", ".join(provider_names()))
     home = tether_home(env)
     remembered, problem = remembered_connection(home, args.provider or env.get("TETHER_PROVIDER"))
-    settings, warnings = load_settings(setting_flags(args), env, home, remembered)
+    settings, warnings = load_settings(setting_flags(args), env, home, remembered,
+                                       providers=provider_names())
     if problem:
         warnings.append(f"{problem}; the last connection chosen with /connect is not used")
     try:
@@ -296,51 +320,85 @@ def remembered_connection(home: Path, chosen: str | None) -> tuple[dict[str, str
 
 
 def with_base_url(settings: Settings, base_url: str | None) -> Settings:
-    """--base-url sets the URL of whichever provider is chosen."""
-    if not base_url:
+    """--base-url sets the URL of whichever provider is chosen; ValueError (a usage
+    error) for a URL no request could use, an empty one included."""
+    if base_url is None:
         return settings
     from .providers import BASE_URL_SETTINGS
+    from .store.config import check_base_url
 
+    url = base_url.strip().rstrip("/")
+    try:
+        check_base_url(url)
+    except ValueError as exc:
+        raise ValueError(f"--base-url {base_url!r}: {exc}") from None
     key = BASE_URL_SETTINGS.get(settings.provider)
     if key is None:
         raise ValueError(f"--base-url is not supported for provider {settings.provider!r}")
-    return settings.model_copy(update={key: base_url.rstrip("/")})
+    return settings.model_copy(update={key: url})
 
 
 async def one_shot(
     args: argparse.Namespace, env: dict[str, str], stopper: RunStopper | None = None
 ) -> int:
+    from .store.session import SessionCorrupt
     from .ui.headless import HeadlessUI
 
-    prompt, bad_chars = read_prompt(args.prompt)
-    prompt = prompt.strip()
-    if not prompt:
-        return usage_error("the prompt is empty")
-    prepared = prepare(args, env)
+    piped = getattr(args, "piped", False)
+    prepared = prepare(args, env)  # a flag's problem first: it is the same whatever the prompt
     if isinstance(prepared, int):
         return prepared
     settings, options, warnings = prepared
+    prompt, bad_chars = read_prompt(args.prompt)
+    prompt = prompt.strip()
+    if not prompt:
+        return usage_error("stdin is not a terminal and held no request: run `tether` in a "
+                           "terminal for the chat, or give one with -p" if piped
+                           else "the prompt is empty")
+    if piped and prompt.startswith("/"):
+        return usage_error(f"{prompt.split()[0]}: slash commands work in the chat only, and the "
+                           "chat needs stdin to be a terminal")
     if bad_chars:
         warnings.append(f"the prompt held {bad_chars} byte(s) that are not UTF-8; "
                         "they are sent as \\xNN escapes")
     closed = (lambda: stopper.stop(EXIT_OUTPUT_CLOSED)) if stopper is not None else None
     ui = HeadlessUI(args.output_format, auto=args.auto, on_output_closed=closed)
+    try:
+        session = OneShotSession.opened(args, options.home, options.root, ui.notice)
+    except (LookupError, SessionCorrupt) as exc:
+        return usage_error(f"-r: {one_line_of(exc)}" if args.resume else one_line_of(exc))
+    if piped:
+        ui.notice(PIPED_NOTE)
     for warning in warnings:
         ui.notice(warning, "warning")
-    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink)
+    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink, session)
 
 
 async def run_one_shot(
     settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str,
-    deepthink: bool = False,
+    deepthink: bool = False, session: OneShotSession | None = None,
+) -> int:
+    """One request, its result written in the UI's format; with a session (-c, -r) the
+    exchange continues that conversation and is saved to it, however the run ends."""
+    from .core.loop import Conversation
+
+    started = time.monotonic()
+    conv = session.conversation() if session is not None else Conversation()
+    try:
+        return await run_on(conv, settings, options, ui, env, prompt, deepthink, started)
+    finally:
+        if session is not None:
+            session.save(conv, settings)
+
+
+async def run_on(
+    conv: Conversation, settings: Settings, options: RunOptions, ui: HeadlessUI,
+    env: dict[str, str], prompt: str, deepthink: bool, started: float,
 ) -> int:
     import asyncio
 
-    from .core.loop import Conversation
     from .runtime import build_runtime, session_started
 
-    started = time.monotonic()
-    conv = Conversation()
     try:
         runtime = build_runtime(settings, options, ui, env)
     except ValueError as exc:
@@ -349,6 +407,7 @@ async def run_one_shot(
         return unexpected_failure(ui, exc, conv, started)
     for warning in runtime.warnings:
         ui.notice(warning, "warning")
+    runtime.resume_skills(conv)
     try:
         ui.record.watch(runtime.git)
         mode = await runtime.start()
@@ -367,6 +426,50 @@ async def run_one_shot(
         return unexpected_failure(ui, exc, conv, started)
     finally:
         await runtime.aclose()
+
+
+class OneShotSession:
+    """The saved session a one-shot run continues (-c, -r): read before the request,
+    written after it, so a script can carry a conversation across runs."""
+
+    def __init__(self, store: SessionStore, record: SessionRecord) -> None:
+        self.store = store
+        self.record = record
+
+    @classmethod
+    def opened(cls, args: argparse.Namespace, home: Path, root: Path,
+               notice: Notice) -> OneShotSession | None:
+        """None without -c or -r; -r finds the session by title or id (LookupError,
+        SessionCorrupt); -c takes the folder's latest, or starts one to continue later."""
+        from .store.session import SessionStore, no_earlier_session
+
+        if not (args.resume or args.continue_last):
+            return None
+        store = SessionStore(home)
+        record = store.load(args.resume, root) if args.resume else store.latest(root)
+        if record is None:
+            notice(no_earlier_session(store, root), "warning")
+            record = store.new(root, "", "")
+        return cls(store, record)
+
+    def conversation(self) -> Conversation:
+        return self.record.to_conversation()
+
+    def save(self, conv: Conversation, settings: Settings) -> None:
+        """Write the conversation back (after the result: a failure goes to stderr)."""
+        from .providers import provider_class
+        from .store.session import SessionCorrupt
+
+        self.record.update_from(conv)
+        self.record.provider = settings.provider
+        self.record.model = settings.model or getattr(provider_class(settings.provider),
+                                                      "default_model", self.record.model)
+        if not self.record.messages:
+            return
+        try:
+            self.store.save(self.record)
+        except (SessionCorrupt, OSError) as exc:  # stderr: the result stays the output's last line
+            write_stderr(f"error: session not saved: {one_line_of(exc)}\n")
 
 
 def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, started: float) -> int:

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .core.context import Compressor, context_window
+from .core.context import Compressor, TokenEstimator, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .core.instructions import ProjectInstructions, load_instructions
 from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
-from .core.messages import ToolCall
+from .core.messages import Message, ToolCall
 from .core.profile import (
     CORE_TOOLS,
     FULL,
@@ -337,6 +337,13 @@ class Runtime:
         for closer in self.closers:
             await closer()
         await self.provider.aclose()
+
+
+def estimated_tokens(runtime: Runtime, messages: Sequence[Message]) -> int:
+    """About how many tokens `messages` take (a history no request has measured yet), by
+    the runtime's calibrated estimate."""
+    guard = runtime.loop.guard
+    return (guard.estimator if isinstance(guard, Compressor) else TokenEstimator()).estimate(messages)
 
 
 def build_runtime(

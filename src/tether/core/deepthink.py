@@ -107,7 +107,7 @@ class ReadOnlyStage:
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         if not tool.read_only:
-            return GateVerdict("deny", READ_ONLY_REASON.format(stage=self.stage))
+            return GateVerdict("deny", READ_ONLY_REASON.format(stage=self.stage), by="/deepthink")
         return self.inner.check(call, tool)
 
 

@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from ..safety.safetext import bad_char_fields, cleaned_with_note
 from .messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
-from .textclip import keep_ends
+from .textclip import clip_words, keep_ends
 from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .ui_protocol import UI
 from .verdict import GateVerdict
@@ -229,6 +229,8 @@ class Dispatcher:
             )
         if verdict.action == "allow":
             return ""
+        if verdict.action == "deny" and verdict.by:
+            return f"Blocked by {verdict.by}: {verdict.reason or call.name}."
         if verdict.action == "deny":
             return (
                 f"Blocked by a permission rule: {verdict.reason or call.name}. "
@@ -282,7 +284,7 @@ class Dispatcher:
                 command=status,
             ), True
         except ToolError as exc:
-            return ToolOutput(str(exc) or "failed", summary=first_line(str(exc))), True
+            return ToolOutput(str(exc) or "failed", summary=headline(str(exc))), True
         except Exception as exc:  # a handler bug must not end the turn
             return ToolOutput(f"{tool.name} failed: {type(exc).__name__}: {exc}"), True
         return (result if isinstance(result, ToolOutput) else ToolOutput(str(result))), False
@@ -363,14 +365,25 @@ def describe_validation_error(tool: Tool, exc: ValidationError) -> str:
 
 
 def first_line(text: str, limit: int = 100) -> str:
+    """The first non-blank line, cut at a word when longer than `limit`."""
     for line in text.splitlines():
         if line.strip():
-            line = line.strip()
-            return line if len(line) <= limit else line[: limit - 1] + "…"
+            return clip_words(line.strip(), limit)
     return ""
 
 
+def headline(text: str, limit: int = 100) -> str:
+    """The first line, without a last sentence that only introduces what the following
+    lines show ("The closest match is line 6:"): alone, it reads as if cut off."""
+    head = first_line(text, limit)
+    if head.endswith(":") and "\n" in text.strip():
+        sentence_end = head.rfind(". ")
+        head = head[: sentence_end + 1] if sentence_end > 0 else head.rstrip(":")
+    return head
+
+
 def summarize(text: str) -> str:
+    """One line for a result: its headline and how many lines it has."""
     lines = text.count("\n") + 1 if text else 0
-    head = first_line(text, 80)
+    head = headline(text, 80)
     return f"{head} ({lines} lines)" if lines > 1 else head

@@ -35,6 +35,14 @@ INVALID_JSON_KEY = "__invalid_json__"
 argument, so dispatch can tell the model what it sent instead of running the call."""
 
 
+def arguments_fields(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A call's arguments for people and scripts: the internal key never shows; arguments
+    that were not a JSON object are `{}` with the text the model sent as `invalid_arguments`."""
+    if INVALID_JSON_KEY in arguments:
+        return {"arguments": {}, "invalid_arguments": str(arguments[INVALID_JSON_KEY])}
+    return {"arguments": arguments}
+
+
 @dataclass(frozen=True)
 class ToolResult:
     call_id: str
@@ -211,7 +219,7 @@ class Evidence:
     def as_dict(self) -> dict[str, Any]:
         shown = {
             "name": self.call.name,
-            "arguments": self.call.arguments,
+            **arguments_fields(self.call.arguments),
             "is_error": self.error,
             "elapsed_ms": round(self.elapsed * 1000, 1),
             "summary": self.summary,

@@ -21,3 +21,17 @@ def keep_head(text: str, limit: int, what: str) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit} {what} ...]"
+
+
+def clip_words(text: str, limit: int, mark: str = "…") -> str:
+    """`text` whole when it fits in `limit` characters; else cut at the last space that
+    leaves at least half of it (mid-word only for one very long word), `mark` saying that
+    it goes on. A message cut as "This ca…" reads as a different word."""
+    if len(text) <= limit:
+        return text
+    cut = text[: max(limit - len(mark), 0)]
+    space = cut.rfind(" ")
+    ends_a_word = text[len(cut)] == " "
+    if not ends_a_word and space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + mark

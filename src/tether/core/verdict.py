@@ -9,7 +9,7 @@ answer to an "ask" is another thing, `ui_protocol.Decision`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Action = Literal["allow", "deny", "ask"]
@@ -19,3 +19,6 @@ Action = Literal["allow", "deny", "ask"]
 class GateVerdict:
     action: Action
     reason: str = ""
+    by: str = field(default="", kw_only=True)
+    """Who refused, for a deny that is no permission rule ("plan mode"): the refusal then
+    names it and its reason, and says nothing of rules or of never retrying."""

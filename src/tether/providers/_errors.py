@@ -3,6 +3,7 @@ failed, and the wording for each kind of failure of one endpoint."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import socket
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from ..core.textclip import clip_words
 from .base import ProviderError
 from .retry import retry_after_from
 
@@ -58,8 +60,8 @@ def _redact_cut_secret(text: str, secret: str) -> str:
 
 
 def one_line(text: str, limit: int = SERVER_MESSAGE_LIMIT) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """`text` on one line, cut at a word when longer than `limit`."""
+    return clip_words(" ".join(text.split()), limit)
 
 
 def display_url(url: str) -> str:
@@ -74,11 +76,12 @@ def display_url(url: str) -> str:
 
 
 def server_error_message(body: str) -> str:
-    """The human part of an error body: `error.message`, an `error` string, or the text."""
+    """The human part of an error body: `error.message`, an `error` string, or one line of
+    a body that is not JSON (an HTML error page: its title)."""
     try:
         data = json.loads(body)
     except (json.JSONDecodeError, ValueError):
-        return body.strip()
+        return text_body_line(body)
     if isinstance(data, list) and data:
         data = data[0]
     if not isinstance(data, dict):
@@ -89,6 +92,25 @@ def server_error_message(body: str) -> str:
     if isinstance(error, str):
         return error
     return str(data.get("message") or data.get("detail") or body.strip())
+
+
+_HTML_START = re.compile(r"\s*(<!doctype html|<html|<head|<body|<\?xml|<h1|<title)", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<(title|h1)[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_HIDDEN = re.compile(r"<(script|style|head)[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]*>")
+
+
+def text_body_line(body: str) -> str:
+    """One line of an error body that is not JSON: a web page's title (or first heading,
+    or first line of text), said to be a page, since an LLM API answers errors in JSON;
+    otherwise the body's first non-blank line."""
+    if not _HTML_START.match(body):
+        return next((line.strip() for line in body.splitlines() if line.strip()), "")
+    found = _HTML_TITLE.search(body)
+    text = found.group(2) if found else _HTML_TAG.sub("\n", _HTML_HIDDEN.sub("", body))
+    line = next((ln for ln in html.unescape(_HTML_TAG.sub("", text)).splitlines() if ln.strip()), "")
+    line = " ".join(line.split())
+    return f"a web page, not an API answer: {line}" if line else "a web page, not an API answer"
 
 
 def status_phrase(status: int) -> str:
@@ -171,9 +193,8 @@ class TransportErrors:
     def status_error(self, info: StatusInfo) -> ProviderError:
         """The generic mapping of an HTTP error status to a one-line ProviderError."""
         status, where = info.status, f"{self.label} at {self.shown_url}"
-        detail = (
-            f"{status_phrase(status)}: {info.message}" if info.message else status_phrase(status)
-        )
+        message = info.message.removesuffix(f": {status_phrase(status)}")  # a page titled so
+        detail = f"{status_phrase(status)}: {message}" if message else status_phrase(status)
         if status in (401, 403):
             return ProviderError(
                 f"{where} rejected the request ({detail}). {self.auth_hint}", "auth", status

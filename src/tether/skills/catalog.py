@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.textclip import clip_words
 from .frontmatter import Frontmatter, FrontmatterError, parse_frontmatter, split_frontmatter
 
 PROJECT_FOLDERS = ("skills", ".tether/skills", ".agents/skills", ".claude/skills")
@@ -134,5 +135,4 @@ def prompt_index(skills: list[Skill], budget: int = PROMPT_BUDGET) -> str:
 
 
 def shortened(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)].rstrip() + "…"
+    return clip_words(" ".join(text.split()), limit)

@@ -7,12 +7,12 @@ crashes start-up. Settings are an immutable value passed down, never a global.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .statefile import read_toml_file
 
@@ -173,6 +173,16 @@ class Settings(BaseModel):
         "tool-free corrected answer.",
     )
 
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, value: str, info: ValidationInfo) -> str:
+        """Only when the layers are merged: the registry of providers lives above this
+        module, so `load_settings` is handed its names."""
+        known = (info.context or {}).get("providers")
+        if known is not None and value not in known:
+            raise ValueError(f"{value!r} is not a provider; known: {', '.join(known)}")
+        return value
+
     @field_validator(
         "ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url",
         "web_duckduckgo_url", "web_wikipedia_url", "web_stackexchange_url", "web_github_url",
@@ -236,7 +246,8 @@ def normalize_ollama_host(value: str) -> str:
 
 
 def _apply_layer(
-    current: dict[str, Any], layer: Mapping[str, Any], source: str, warnings: list[str]
+    current: dict[str, Any], layer: Mapping[str, Any], source: str, warnings: list[str],
+    context: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Merge one layer key by key so one bad value loses only itself."""
     for key, value in layer.items():
@@ -245,9 +256,9 @@ def _apply_layer(
             continue
         candidate = {**current, key: value}
         try:
-            Settings(**candidate)
+            Settings.model_validate(candidate, context=context)
         except ValidationError as exc:
-            reason = exc.errors()[0].get("msg", "invalid value")
+            reason = exc.errors()[0].get("msg", "invalid value").removeprefix("Value error, ")
             warnings.append(f"{source}: invalid value for '{key}' ({reason}); ignored")
             continue
         current = candidate
@@ -279,19 +290,23 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
     remembered: Mapping[str, Any] | None = None,
+    providers: Collection[str] | None = None,
 ) -> tuple[Settings, list[str]]:
     """Build Settings from every layer; returns the settings and any warnings.
 
     `remembered` (the last /connect choice) sits above the config file, below
-    the environment and flags."""
+    the environment and flags. With `providers` (the registry's names) a provider
+    no layer below the flags can use is reported and ignored like any invalid value;
+    the caller refuses a flag's unknown provider as a usage error."""
     env = os.environ if env is None else env
     home = tether_home(env) if home is None else home
     warnings: list[str] = []
     values: dict[str, Any] = {}
     path = home / "config.toml"
-    values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings)
-    values = _apply_layer(values, remembered or {}, "last connection", warnings)
-    values = _apply_layer(values, _env_layer(env), "environment", warnings)
+    known = {"providers": list(providers)} if providers is not None else None
+    values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings, known)
+    values = _apply_layer(values, remembered or {}, "last connection", warnings, known)
+    values = _apply_layer(values, _env_layer(env), "environment", warnings, known)
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     values = _apply_layer(values, given, "command line", warnings)
     return Settings(**values), warnings

@@ -162,7 +162,7 @@ class GitOps:
             )
         try:
             with self._lock:
-                return undo_newest(find_repo(self.root, self.shadow_dir, create=False))
+                return undo_newest(find_repo(self.root, self.shadow_dir, create=False), self.enabled)
         except (GitCommandError, OSError) as exc:
             return UndoResult(False, f"Undo failed: {exc}")
 

@@ -24,17 +24,26 @@ def _names(paths: Sequence[str]) -> str:
     return ", ".join(paths)
 
 
-def undo_newest(repo: _Repo | None) -> UndoResult:
-    """Put the newest AI commit's files back and move HEAD before it, or say why not."""
+AUTOCOMMIT_OFF = (
+    "Nothing of tether's to undo: auto-commit is off, so the assistant's edits were not "
+    "committed and cannot be undone (git diff shows them; /autocommit on records the next ones)."
+)
+
+
+def undo_newest(repo: _Repo | None, autocommit: bool = True) -> UndoResult:
+    """Put the newest AI commit's files back and move HEAD before it, or say why not
+    (with `autocommit` off, that the assistant's edits were never committed)."""
     head = repo.head() if repo else None
     if repo is None or head is None:
+        if not autocommit:
+            return UndoResult(False, AUTOCOMMIT_OFF)
         return UndoResult(False, "Nothing to undo: the assistant has not changed any files here.")
     busy = repo.in_progress()
     if busy:
         return UndoResult(False, f"Not undone: {busy} is in progress in this repository.")
     info = repo.commit_info(head)
     if info.kind != "ai":
-        return UndoResult(False, _not_ours_message(repo, info))
+        return UndoResult(False, _not_ours_message(repo, info) if autocommit else AUTOCOMMIT_OFF)
     restore_rev, base = _undo_targets(repo, info)
     paths = sorted(
         set(repo.changed_paths(restore_rev, head)) | set(_pre_paths(repo, restore_rev, base))

@@ -298,6 +298,17 @@ class SessionStore:
                 return candidate
 
 
+def no_earlier_session(store: SessionStore, root: Path) -> str:
+    """Why -c starts afresh: no session at all, or only ones that cannot be read."""
+    broken = sum(1 for s in store.list(root) if s.corrupt)
+    if not broken:
+        return "No earlier session for this folder; starting a new one."
+    which = ("the one saved session is" if broken == 1
+             else f"all {broken} saved sessions are")
+    return (f"No earlier session of this folder could be continued: {which} unreadable "
+            "(see /sessions); starting a new one.")
+
+
 def _root_key(root: Path) -> str:
     return str(Path(root).expanduser().resolve())
 

@@ -23,7 +23,7 @@ ApprovePlan = Callable[[str], Awaitable[tuple[bool, str]]]
 """Shows the plan to the user; returns (approved, feedback)."""
 
 PLAN_FIRST_REASON = (
-    "plan mode is on, so nothing may change before the user approves a plan. Call "
+    "nothing may change before the user approves a plan. Call "
     f"{SUBMIT_PLAN} with your plan first; once it is approved this call may run"
 )
 APPROVED = "Plan approved: go ahead."
@@ -47,7 +47,7 @@ class PlanGate:
             # Asking the user is the whole point of this tool; no other policy need ask first.
             return GateVerdict("allow")
         if self.active and not self.approved and not tool.read_only:
-            return GateVerdict("deny", PLAN_FIRST_REASON)
+            return GateVerdict("deny", PLAN_FIRST_REASON, by="plan mode")
         return self.inner.check(call, tool)
 
     def new_request(self) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ..core.dispatch import NEEDS_APPROVAL, first_line
-from ..core.messages import Evidence, ToolCall
+from ..core.messages import INVALID_JSON_KEY, Evidence, ToolCall, arguments_fields
 from ..core.ui_protocol import Decision, NoticeLevel
 from ..safety.safetext import clean_data, discard_output, write_safely, writes_utf8
 from ..safety.visible import visible
@@ -74,7 +74,8 @@ class HeadlessUI:
 
     def tool_start(self, call: ToolCall) -> None:
         if self.format == "stream-json":
-            self.emit({"type": "tool_start", "id": call.id, "name": call.name, "arguments": call.arguments})
+            self.emit({"type": "tool_start", "id": call.id, "name": call.name,
+                       **arguments_fields(call.arguments)})
         elif self.answer is not None:
             self.answer.tool_started()
             self.progress(f"→ {call.name} {describe_arguments(call.arguments)}")
@@ -178,6 +179,9 @@ def is_terminal(stream: TextIO) -> bool:
 def describe_arguments(arguments: dict[str, Any], limit: int = 80) -> str:
     """The main argument first and short: what a person needs to see on one line, with
     control characters made visible and a count of the lines not shown."""
+    if INVALID_JSON_KEY in arguments:
+        raw = str(arguments[INVALID_JSON_KEY])
+        return _one_line(f"(arguments that are not valid JSON: {raw})", limit)
     for key in ("command", "filepath", "path", "pattern", "source", "url", "query"):
         if key in arguments:
             return _one_line(str(arguments[key]), limit)

@@ -23,8 +23,10 @@ from rich.text import Text
 
 from tether import __version__
 from tether.core.loop import TurnResult
+from tether.core.messages import Message
+from tether.core.textclip import clip_words
 from tether.core.ui_protocol import NoticeLevel
-from tether.runtime import RunOptions, Runtime, build_runtime, session_started
+from tether.runtime import RunOptions, Runtime, build_runtime, estimated_tokens, session_started
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
 from tether.store.session import SessionCorrupt, SessionStore
@@ -38,6 +40,11 @@ from .slash.mcp_commands import ask_about_project_servers
 from .terminal_ui import TerminalUI, keys_not_echoed, shown
 from .theme import THEME
 from .trust import AlwaysAnswer, FolderTrust
+
+RECAP_EXCHANGES = 3
+"""Exchanges of a continued conversation shown at the start (each request, its answer's first lines)."""
+RECAP_LINES = 4
+RECAP_WIDTH = 160
 
 
 class UsageProblem(Exception):
@@ -131,9 +138,18 @@ class App:
             record = self.sessions.record
             self.say(f"Continuing session {record.title or record.id} "
                      f"({len(conv.messages)} messages).")
+            self.recap()
         self.say("Type a request, /help for commands, Ctrl-D to exit.")
         for warning in runtime.warnings:
             self.say(warning, "warning")
+
+    def recap(self, exchanges: int = RECAP_EXCHANGES) -> None:
+        """The last few exchanges of the conversation being continued, so the user sees where
+        it left off: each request after the prompt mark, the answer's first lines below it."""
+        for request, answer in recent_exchanges(self.sessions.conv.messages, exchanges):
+            self.console.print(shown("› " + clipped_lines(request, 2, RECAP_WIDTH), "status"))
+            if answer:
+                self.console.print(shown(clipped_lines(answer, RECAP_LINES, RECAP_WIDTH)))
 
     async def rebuild(self, settings: Settings | None = None) -> None:
         """A new runtime (provider, rules) for the same conversation (`Runtime.restarted`: what
@@ -238,8 +254,8 @@ class App:
         rate = f" · {out / streaming:.0f} tok/s" if out and streaming > 0.05 else ""
         stop = "" if result.stop_reason == "end_turn" else f" · stopped: {result.stop_reason}"
         self.console.print(Text(
-            f"{result.requests} request(s) · {len(result.evidence)} tool call(s) · "
-            f"{result.usage.input_tokens}→{out} tokens{rate} · {elapsed:.1f}s{stop}", style="status"))
+            f"{requests_made(result)} · {len(result.evidence)} tool call(s) · "
+            f"{tokens_used(result)}{rate} · {elapsed:.1f}s{stop}", style="status"))
 
     # ------------------------------------------------------------ talking to the user
 
@@ -284,13 +300,53 @@ class App:
         return "  │  ".join(parts)
 
     def context_used(self) -> str:
-        used = self.sessions.conv.context_tokens
+        """The input tokens of the latest request; before one was made in this run (a
+        continued session) an estimate of the history, marked with ~."""
+        conv = self.sessions.conv
+        used, about = conv.context_tokens, ""
+        if not used and conv.messages:
+            used, about = estimated_tokens(self.runtime, conv.messages), "~"
         window = self.runtime.context_window
         if not used:
             return "context empty"
         if window:
-            return f"context {used:,}/{window:,} ({100 * used // window}%)"
-        return f"context {used:,} tokens"
+            return f"context {about}{used:,}/{window:,} ({100 * used // window}%)"
+        return f"context {about}{used:,} tokens"
+
+
+def requests_made(result: TurnResult) -> str:
+    """The finished requests, and the one a failure or Ctrl-C ended (its text may have
+    arrived: a dropped stream is not "0 requests")."""
+    made = f"{result.requests} request(s)"
+    if result.stop_reason not in ("error", "cancelled"):
+        return made
+    return made + (" + 1 cut off" if result.text else " + 1 failed")
+
+
+def tokens_used(result: TurnResult) -> str:
+    usage = result.usage
+    if not (usage.input_tokens or usage.output_tokens) and result.stop_reason != "end_turn":
+        return "tokens not reported"  # the provider counts them at the end of a reply
+    return f"{usage.input_tokens}→{usage.output_tokens} tokens"
+
+
+def recent_exchanges(messages: list[Message], count: int) -> list[tuple[str, str]]:
+    """The last `count` (request, answer) pairs: a user message with text (tool results are
+    user messages too, without text) and the last text the assistant gave after it."""
+    pairs: list[tuple[str, str]] = []
+    for message in messages:
+        if message.role == "user" and message.text.strip():
+            pairs.append((message.text.strip(), ""))
+        elif message.role == "assistant" and message.text.strip() and pairs:
+            pairs[-1] = (pairs[-1][0], message.text.strip())
+    return pairs[-count:]
+
+
+def clipped_lines(text: str, lines: int, width: int) -> str:
+    """At most `lines` lines of at most `width` characters, cut at a word, saying what was left out."""
+    kept = [clip_words(line, width) for line in text.splitlines()[:lines]]
+    more = len(text.splitlines()) - lines
+    return "\n".join(kept) + (f"\n… ({more} more lines)" if more > 0 else "")
 
 
 def being_cancelled() -> bool:

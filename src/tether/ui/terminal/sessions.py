@@ -16,6 +16,7 @@ from tether.store.session import (
     SessionStore,
     SessionSummary,
     clean_title,
+    no_earlier_session,
     title_prompt,
 )
 
@@ -122,14 +123,3 @@ class Sessions:
             if isinstance(event, TextDelta):
                 text += event.text
         return text
-
-
-def no_earlier_session(store: SessionStore, root: Path) -> str:
-    """Why -c starts afresh: no session at all, or only ones that cannot be read."""
-    broken = sum(1 for s in store.list(root) if s.corrupt)
-    if not broken:
-        return "No earlier session for this folder; starting a new one."
-    which = ("the one saved session is" if broken == 1
-             else f"all {broken} saved sessions are")
-    return (f"No earlier session of this folder could be continued: {which} unreadable "
-            "(see /sessions); starting a new one.")

@@ -8,11 +8,12 @@ import time
 
 from rich.text import Text
 
-from tether.core.messages import Evidence
+from tether.core.messages import INVALID_JSON_KEY, Evidence
+from tether.core.textclip import clip_words
 from tether.runtime import session_started
 from tether.safety.permissions import RuleError
 from tether.store.session import SessionCorrupt
-from tether.ui.headless import outcome_mark
+from tether.ui.headless import describe_arguments, outcome_mark
 
 from ..terminal_ui import shown
 from .context import CommandContext
@@ -118,12 +119,19 @@ async def evidence(ctx: CommandContext, arg: str) -> None:
     agent_commands.show_agent_calls(ctx, {e.call.id for e in found})
 
 
+def arguments_text(arguments: dict) -> str:
+    """The arguments as JSON (arguments that were not JSON as the text sent), at most 500 characters."""
+    if INVALID_JSON_KEY in arguments:
+        return describe_arguments(arguments, 500)
+    return clip_words(json.dumps(arguments, ensure_ascii=False), 500)
+
+
 def print_evidence(ctx: CommandContext, found: list[Evidence], indent: str = "") -> None:
     for i, e in enumerate(found, 1):
         mark = outcome_mark(e)
         ctx.console.print(shown(f"{indent}{i}. {mark} {e.call.name}", "bold"),
                           shown(f" {e.elapsed * 1000:.0f} ms · {e.summary}", "status"))
-        ctx.console.print(shown(f"{indent}   " + json.dumps(e.call.arguments, ensure_ascii=False)[:500]))
+        ctx.console.print(shown(f"{indent}   " + arguments_text(e.call.arguments)))
         for line in e.details:
             ctx.console.print(shown(f"{indent}   · " + line[:300], "status"))
         lines = e.result.splitlines()
