@@ -206,7 +206,7 @@ class TurnLoop:
             return refused
         if self.on_turn is not None:
             self.on_turn()
-        watch = self._watch(user_text)
+        watch = turn_watch(user_text, self.settings, self.table, self.mode)
         turn = self._turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
@@ -393,7 +393,7 @@ class TurnLoop:
             self.ui.tool_end(evidence)
         elif reusable and key in turn.read_cache:
             result, evidence = turn.read_cache[key]
-            content = REPEATED_CALL if self._nudging(turn) else result.content
+            content = REPEATED_CALL if turn.watch and self.settings.nudges else result.content
             result = ToolResult(call.id, call.name, content, result.is_error)
             evidence = Evidence(call, evidence.started, 0.0, "reused earlier result", result.content)
             self.ui.tool_start(call)
@@ -410,23 +410,6 @@ class TurnLoop:
             turn.watch.saw(key, evidence, changes_things=not reusable)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
-
-    def _watch(self, request: str) -> TurnWatch | None:
-        """What the turn's nudges watch, when the profile nudges or adds an opening note."""
-        if not (self.settings.nudges or self.settings.opening_note):
-            return None
-        tools = {tool.name: tool.main_arg for tool in self.table}
-        return TurnWatch(request, tools=tools, show_call=self._call_as_written)
-
-    def _call_as_written(self, name: str, arguments: dict[str, str]) -> str:
-        """A call as this protocol writes it (the text protocol's tags, or native JSON)."""
-        call = ToolCall("example", name, dict(arguments))
-        if self.mode == "text":
-            return render_call_as_text(call, self.table)
-        return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
-
-    def _nudging(self, turn: _Turn) -> bool:
-        return turn.watch is not None and self.settings.nudges
 
     def _request_messages(self, history: Sequence[Message], note: str) -> list[Message]:
         body = list(history)
@@ -489,6 +472,23 @@ def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings)
         parts.append(Text(reply.text or "(empty reply)"))
     parts.extend(parsed.calls)
     return Message("assistant", parts)
+
+
+def turn_watch(
+    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode
+) -> TurnWatch | None:
+    """What the turn's nudges watch, when the profile nudges or adds an opening note."""
+    if not (settings.nudges or settings.opening_note):
+        return None
+
+    def as_written(name: str, arguments: dict[str, str]) -> str:
+        """A call as this protocol writes it (the text protocol's tags, or native JSON)."""
+        if mode == "text":
+            return render_call_as_text(ToolCall("example", name, dict(arguments)), table)
+        return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+    tools = {tool.name: tool.main_arg for tool in table}
+    return TurnWatch(request, tools=tools, show_call=as_written)
 
 
 def call_key(call: ToolCall) -> str:
