@@ -55,7 +55,7 @@ def evidence_of(record: dict[str, Any]) -> Evidence:
     status = CommandStatus(command["state"], command.get("exit_code")) if command else None
     call = ToolCall(new_call_id(), record["name"], record.get("arguments", {}))
     return Evidence(call, 0.0, 0.0, "", record.get("result", ""), error=record.get("error", False),
-                    command=status, changed=tuple(record.get("changed", ())))
+                    command=status, changed_paths=tuple(record.get("changed", ())))
 
 
 def history_of(records: list[dict[str, Any]]) -> list[Message]:
