@@ -233,3 +233,31 @@ async def test_a_readable_call_between_broken_ones_starts_the_count_again(tmp_pa
     loop.mode = "text"
     result = await loop.run_turn(Conversation(), "what does a.py print?")
     assert result.text == "It prints hi." and len(result.evidence) == 1
+
+
+# ---------------------------------------------------------------- a project script is not a tool
+
+
+def test_tool_search_for_a_project_script_says_it_is_a_file_to_run(tmp_path: Path) -> None:
+    from tether.core.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
+    from tether.core.toolspec import ToolTable
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
+    table = ToolTable([make_tool(n, lambda a, c: "") for n in ("read_file", "git_diff")])
+    menu = ToolMenu(table, ["read_file"])
+    search = tool_search_tool(menu)
+    ctx = ToolContext(root=tmp_path)
+    said = search.handler(ToolSearchParams(query="python tools/textstats.py"), ctx)
+    assert said.startswith("tools/textstats.py is a file in the project, not a tool: run it with run_cmd")
+    assert menu.loaded == set()  # nothing was loaded
+    assert "Loaded" in search.handler(ToolSearchParams(query="git diff"), ctx)
+
+
+async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) -> None:
+    provider, _, _ = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "notes/meeting-2024-04-18.txt"})), say("The 2024 notes list 3 items.")],
+        request="what do the April meeting notes list?",
+    )
+    assert nudges_of(provider) == []

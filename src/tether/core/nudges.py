@@ -203,8 +203,11 @@ class TurnWatch:
         """Record one finished call (`key`: its name and arguments)."""
         self.calls += 1
         if self.seen_chars < SEEN_TEXT_CAP:
-            self.seen.append(evidence.result)
-            self.seen_chars += len(evidence.result)
+            # the call's own arguments count as seen: a number in a path it named
+            # (notes/meeting-2024-04-18.txt) was not made up
+            seen = " ".join(str(v) for v in evidence.call.arguments.values()) + "\n" + evidence.result
+            self.seen.append(seen)
+            self.seen_chars += len(seen)
         if failed(evidence):
             self.last_failure = first_line(evidence.result, 160) or evidence.summary
             self.failures[key] = self.last_failure

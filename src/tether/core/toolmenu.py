@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from .messages import Message
-from .toolspec import Tool, ToolContext, ToolTable
+from .toolspec import Tool, ToolContext, ToolError, ToolTable
 
 TOOL_SEARCH = "tool_search"
 SEARCH_RESULT_LIMIT = 5
@@ -137,10 +137,39 @@ def describe_tool(tool: Tool) -> str:
     return f"{tool.name}({params}): {tool.description}"
 
 
+SCRIPT_NOT_TOOL = (
+    "{path} is a file in the project, not a tool: run it with run_cmd (for example "
+    "`python {path} --help`), or read it with read_file. Nothing was loaded."
+)
+
+
+def _project_file_named(query: str, ctx: ToolContext) -> str | None:
+    """A word of the query that is a file inside the project (a small model takes the
+    project's `tools/textstats.py` for a tool to load)."""
+    try:
+        root = ctx.root.resolve()
+    except OSError:
+        return None
+    for word in query.replace("select:", " ").split():
+        word = word.strip("`'\",")
+        if "." not in word and "/" not in word:
+            continue
+        try:
+            path = ctx.resolve(word)
+            if path.is_file() and path.resolve().is_relative_to(root):
+                return path.resolve().relative_to(root).as_posix()
+        except (OSError, ValueError, ToolError):
+            continue
+    return None
+
+
 def tool_search_tool(menu: ToolMenu) -> Tool:
     """The tool that loads deferred tools; its description names every one of them."""
 
     def handler(args: ToolSearchParams, ctx: ToolContext) -> str:
+        script = _project_file_named(args.query, ctx)
+        if script is not None:
+            return SCRIPT_NOT_TOOL.format(path=script)
         return menu.search(args.query)
 
     names = ", ".join(t.name for t in menu.deferred())
