@@ -261,3 +261,53 @@ async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) 
         request="what do the April meeting notes list?",
     )
     assert nudges_of(provider) == []
+
+
+# ---------------------------------------------------------------- "without changing the test"
+
+
+@pytest.mark.parametrize(("request_text", "kept"), [
+    ("tests/test_core.py is failing. Fix the code so it passes, without changing the test.", True),
+    ("the pagination tests fail - make them pass, but leave the tests themselves alone", True),
+    ("don't touch the tests; fix the parser", True),
+    ("add a slugify function and a test for it in tests/test_strings.py", False),
+    ("fix the failing test", False),
+])
+def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
+    from tether.core.nudges import leaves_tests
+
+    assert leaves_tests(request_text) is kept
+
+
+async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tmp_path: Path) -> None:
+    from tether.core.nudges import KEEP_TESTS
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
+    (tmp_path / "core.py").write_text("def f():\n    return 2\n")
+    edit_test = call(("edit_file", {"filepath": "tests/test_core.py", "old_content": "3", "new_content": "2"}))
+    edits = []
+
+    def edit(args, ctx):  # noqa: ANN001
+        edits.append(args.filepath)
+        return "edited"
+
+    from pydantic import BaseModel
+
+    class EditArgs(BaseModel):
+        filepath: str
+        old_content: str
+        new_content: str
+
+    tools = [make_tool("read_file", lambda a, c: "x"),
+             make_tool("edit_file", edit, EditArgs, reads=False, writes_files=True)]
+    fix_code = call(("edit_file", {"filepath": "core.py", "old_content": "2", "new_content": "3"}))
+    provider = ScriptedProvider([edit_test, edit_test, fix_code, say("Fixed core.f.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop.menu = None  # every tool on offer
+    result = await loop.run_turn(
+        Conversation(), "tests/test_core.py is failing. Fix the code so it passes, without changing the test."
+    )
+    refused = [e for e in result.evidence if e.error]
+    assert [e.result for e in refused] == [KEEP_TESTS.format(path="tests/test_core.py")] * 2
+    assert edits == ["core.py"]

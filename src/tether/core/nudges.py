@@ -331,11 +331,42 @@ class TurnWatch:
         return True
 
 
+KEEP_TESTS = (
+    "Not changed: the user asked you to leave the tests as they are, and {path} is a test. "
+    "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
+    "and why, then edit that function's file."
+)
+_LEAVES_TESTS = re.compile(
+    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
+    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
+    re.I,
+)
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.[a-z]+$|[^/]*\.(?:test|spec)\.[a-z]+$)", re.I
+)
+
+
+def leaves_tests(request: str) -> bool:
+    """The request says to keep the tests unchanged ("without changing the test", "leave
+    the tests themselves alone")."""
+    return bool(_LEAVES_TESTS.search(request))
+
+
+def is_test_path(shown: str) -> bool:
+    return bool(_TEST_FILE.search(shown.replace("\\", "/")))
+
+
 def unread_overwrite(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
     """read_file marks a path as seen; write_file over an unseen existing file waits once,
-    and so does one that would delete most of a file it has read."""
+    and so does one that would delete most of a file it has read. A change to a test file
+    is refused whenever the request said to leave the tests alone: small models make a
+    failing test pass by editing it."""
     filepath = call.arguments.get("filepath")
-    if call.name not in ("read_file", "write_file") or not isinstance(filepath, str):
+    if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
+        return None
+    if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
+        return KEEP_TESTS.format(path=filepath)
+    if call.name == "edit_file":
         return None
     try:
         path = ctx.resolve(filepath).resolve()
