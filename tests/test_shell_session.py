@@ -405,6 +405,13 @@ async def test_unknown_session_lists_live_ones(sessions: ShellSessions) -> None:
         await sessions.end("s9")
 
 
+async def test_a_command_line_given_as_the_session_says_to_start_it_with_run_cmd(sessions: ShellSessions) -> None:
+    with pytest.raises(SessionError) as err:
+        await sessions.send_input("python guess.py", "10")
+    assert "Start the program first with run_cmd" in str(err.value)
+    assert '{"command": "python guess.py"}' in str(err.value)
+
+
 @linux_only
 async def test_close_all_kills_waiting_sessions(sessions: ShellSessions) -> None:
     await sessions.run("read x")

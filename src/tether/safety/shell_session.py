@@ -28,6 +28,7 @@ import contextlib
 import fcntl
 import itertools
 import os
+import re
 import struct
 import subprocess
 import termios
@@ -357,7 +358,12 @@ class ShellSessions:
                 f'is still there. end_process(session="{session_id}") stops it.'
             )
         live = ", ".join(self._sessions) or "none"
-        raise SessionError(f"No shell session '{session_id}'. Live sessions: {live}.")
+        start = (
+            "" if self._sessions or re.fullmatch(r"s\d+", session_id) else " Start the program first with run_cmd (for example "
+            f'{{"command": "{session_id}"}} if that is its command line); when it waits for '
+            "input, the result names its session (s1, s2, ...) for send_input."
+        )
+        raise SessionError(f"No shell session '{session_id}'. Live sessions: {live}.{start}")
 
     async def _start(self, command: str, keep: bool, unconfined: bool = False) -> _Session:
         sid = f"s{next(self._ids)}"
