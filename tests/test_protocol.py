@@ -422,7 +422,7 @@ REFUSED: list[tuple[str, str, list[str]]] = [
     (
         "invalid json",
         '<tool_call>{"name": "read_file", "arguments": {"filepath": a.py}}</tool_call>',
-        ["not valid JSON", '{"name": "read_file", "arguments": {"filepath": a.py}}'],
+        ["not valid JSON (Expecting value at:", '"arguments": {"filepath": a.py}}'],
     ),
     (
         "no json at all",

@@ -109,7 +109,8 @@ async def test_streamed_error_cut_off_inside_the_key_shows_none_of_it(name, fake
     padding = "x" * 280
     error = await _stream_error(name, fake_server, f"{padding} key {KEY} was rejected")
     assert KEY[:6] not in str(error)
-    assert "[redacted]…" in str(error)
+    # cut at a word: before the key, or inside it where the redaction marks the cut
+    assert "key…" in str(error) or "[redacted]…" in str(error)
 
 
 @pytest.mark.parametrize("short_key", ["x", "k", "dummy"])

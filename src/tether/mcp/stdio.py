@@ -101,7 +101,14 @@ class StdioTransport:
 
     async def send(self, message: dict[str, Any]) -> None:
         process = self.process
-        if process is None or process.stdin is None or process.returncode is not None:
+        if process is not None and process.returncode is not None:
+            # it exited before we spoke (a busy machine sees this first): say how, with
+            # its last words once its stderr has been read to the end
+            if len(self._tasks) > 1:
+                with contextlib.suppress(asyncio.TimeoutError, Exception):
+                    await asyncio.wait_for(asyncio.shield(self._tasks[1]), STOP_GRACE)
+            raise McpError(self._exit_reason(process.returncode))
+        if process is None or process.stdin is None:
             raise McpError("the server is not running")
         data = json.dumps(message, ensure_ascii=False).encode() + b"\n"
         async with self._write_lock:
