@@ -7,8 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
-from test_profile import menu_loop, nudges_of, run_nudged, small_runtime, write_and_run_tools
+from test_profile import (
+    CommandArgs,
+    menu_loop,
+    nudges_of,
+    run_nudged,
+    small_runtime,
+    write_and_run_tools,
+)
 
 from tether.core.loop import Conversation
 from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL, lines_lost
@@ -105,6 +113,22 @@ async def test_a_write_that_would_delete_most_of_a_read_file_waits_once(tmp_path
     assert "def truncate(s, n):" in refused.result  # what it holds now, to copy from
     assert not written.error  # sent again on purpose: written
     assert (tmp_path / "strings.py").read_text() == "def slugify(s):\n    return s\n"
+
+
+async def test_the_refused_shrinking_write_offers_the_old_file_with_the_new_code_added(tmp_path: Path) -> None:
+    import json
+    import re
+
+    (tmp_path / "strings.py").write_text(OLD_MODULE)
+    partial = call(("write_file", {"filepath": "strings.py", "content": "def slugify(s):\n    return s\n"}))
+    provider = ScriptedProvider([call(("read_file", {"filepath": "strings.py"})), partial, say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    result = await loop.run_turn(Conversation(), "add a slugify function to strings.py")
+    offered = re.search(r"reply with only:\n(\{.*\})\n", result.evidence[1].result, re.S)
+    assert offered is not None
+    content = json.loads(offered.group(1))["arguments"]["content"]
+    assert content.startswith(OLD_MODULE.rstrip("\n")) and content.endswith("def slugify(s):\n    return s\n")
+    assert (tmp_path / "strings.py").read_text() == OLD_MODULE  # offered, not written
 
 
 async def test_a_write_that_keeps_the_old_lines_goes_through(tmp_path: Path) -> None:
@@ -311,3 +335,130 @@ async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tm
     refused = [e for e in result.evidence if e.error]
     assert [e.result for e in refused] == [KEEP_TESTS.format(path="tests/test_core.py")] * 2
     assert edits == ["core.py"]
+
+
+# ---------------------------------------------------------------- a command shown, a program left waiting
+
+
+async def test_a_command_shown_for_the_user_to_run_gets_its_run_cmd_call_once(tmp_path: Path) -> None:
+    from tether.core.nudges import SHOWN_COMMAND
+
+    shown = "To get the total, run:\n```sh\n$ python report.py | grep total\n```"
+    provider, _, result = await run_nudged(
+        tmp_path, [say(shown), say(shown), say("I cannot.")],
+        request="Run report.py and tell me the grand total it prints.", tools=write_and_run_tools(),
+    )
+    nudges = nudges_of(provider)
+    assert nudges[0].startswith(SHOWN_COMMAND.split("`")[0])
+    assert '{"name": "run_cmd", "arguments": {"command": "python report.py | grep total"}}' in nudges[0]
+    assert sum("nothing ran" in n for n in nudges) == 1  # once per turn
+    assert result.evidence == []  # the harness ran nothing itself
+
+
+@pytest.mark.parametrize("reply", [
+    "Install it first:\n```sh\npip install pandas\n```",  # set-up is never suggested back
+    "Like this:\n```\nprint('hi')\n```",  # an untagged block that is not a command
+    "You can run it:\n```sh\nrun_cmd \"python hello.py\"\n```",  # a tool written as a command
+])
+async def test_no_command_is_suggested_for_set_up_code_or_a_tool_name(tmp_path: Path, reply: str) -> None:
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("write_file", {"filepath": "a.py", "content": "x\n"})), say(reply), say("Done.")],
+        request="what does a.py print?", tools=write_and_run_tools(),
+    )
+    assert not any("but nothing ran" in n for n in nudges_of(provider))
+
+
+async def test_a_command_already_run_this_turn_is_not_suggested_again(tmp_path: Path) -> None:
+    ran = call(("run_cmd", {"command": "python report.py"}))
+    answer = "It printed hello:\n```sh\npython report.py\n```"
+    provider, _, result = await run_nudged(
+        tmp_path, [ran, say(answer)], request="Run report.py and tell me what it prints.",
+        tools=write_and_run_tools(),
+    )
+    assert nudges_of(provider) == [] and result.text == answer
+
+
+class SessionArgs(BaseModel):
+    session: str
+    text: str = ""
+
+
+def waiting_tools() -> list:
+    from tether.core.messages import CommandStatus
+    from tether.core.toolspec import ToolOutput
+
+    def run(args, ctx):  # noqa: ANN001
+        return ToolOutput("Your name: \n[waiting for input · session s1]",
+                          command=CommandStatus("waiting_for_input", session="s1"))
+
+    def answer(args, ctx):  # noqa: ANN001
+        return ToolOutput("Ticket T-1\n[exit code 0]", command=CommandStatus("exited", exit_code=0))
+
+    return [
+        *write_and_run_tools()[:1],
+        make_tool("run_cmd", run, CommandArgs, reads=False, runs_commands=True, main_arg="command"),
+        make_tool("send_input", answer, SessionArgs, reads=False, runs_commands=True, main_arg="session"),
+    ]
+
+
+async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once(tmp_path: Path) -> None:
+    from tether.core.nudges import STILL_WAITING
+
+    start = call(("run_cmd", {"command": "python signup.py"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [start, say("It asks for a name."), say("It asks for a name.")],
+        request="Run signup.py and register Ada. What ticket did it give?", tools=waiting_tools(),
+    )
+    assert nudges_of(provider) == [STILL_WAITING.format(session="s1")]
+    assert [e.call.name for e in result.evidence] == ["run_cmd"]
+
+
+async def test_no_waiting_nudge_once_the_program_has_ended(tmp_path: Path) -> None:
+    start = call(("run_cmd", {"command": "python signup.py"}))
+    reply = call(("send_input", {"session": "s1", "text": "Ada"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [start, reply, say("The ticket is T-1.")],
+        request="Run signup.py and register Ada. What ticket did it give?", tools=waiting_tools(),
+    )
+    assert nudges_of(provider) == [] and result.text == "The ticket is T-1."
+
+
+async def test_send_input_named_with_a_command_and_no_live_program_is_told_to_start_it(tmp_path: Path) -> None:
+    named = '```sh\nsend_input("python signup.py", "Ada\\nblue\\n")\n```'
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("write_file", {"filepath": "a.py", "content": "x\n"})), say(named), say("Done.")],
+        request="Run signup.py and register Ada.", tools=waiting_tools(),
+    )
+    first = nudges_of(provider)[0]
+    assert first.startswith("send_input answers a program that run_cmd started")
+    assert '{"name": "run_cmd", "arguments": {"command": "python signup.py"}}' in first
+
+
+def searched_retry(args, ctx):  # noqa: ANN001
+    return 'uploader/client.py:11:    """Send one file, retrying with backoff."""'
+
+
+@pytest.mark.parametrize(("answer", "nudged"), [
+    ("2", True),  # a one-digit answer to a question is checked too
+    ("It retries 11 times.", False),  # what the result showed
+    ("It is 2.", True),
+    ("It retries 2 times after a failed upload.", False),  # longer: one digit may be a count it made
+    ("1. Sends\n2. Retries", False),  # list markers are not answers
+])
+async def test_a_one_digit_answer_to_a_question_is_checked(tmp_path: Path, answer: str, nudged: bool) -> None:
+    from tether.core.nudges import UNSEEN_NUMBER
+
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "uploader"})), say(answer), say(answer)],
+        request="How many times does the uploader retry a failed upload?",
+        tools=[make_tool("read_file", searched_retry)],
+    )
+    assert nudges_of(provider) == ([UNSEEN_NUMBER.format(number="2")] if nudged else [])
+
+
+async def test_a_one_digit_number_is_not_checked_in_a_change_request(tmp_path: Path) -> None:
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "uploader"})), say("Done: it now waits 2 seconds.")],
+        request="make the uploader wait between retries", tools=[make_tool("read_file", searched_retry)],
+    )
+    assert not any("no tool result showed" in n for n in nudges_of(provider))

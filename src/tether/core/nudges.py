@@ -71,6 +71,20 @@ NAMED_NOT_CALLED = (
     "plain words instead."
 )
 NAMED_FORM = "To call it, reply with only:\n{call}\n"
+START_FIRST = (
+    "send_input answers a program that run_cmd started and that is still waiting; none is. "
+    "Start the program first: reply with only:\n{call}\n"
+)
+SHOWN_COMMAND = (
+    "Your reply shows the command `{command}` but nothing ran: a command runs only when your "
+    "reply is a run_cmd call.{question} To run it, reply with only:\n{call}\nThen use its "
+    "output."
+)
+STILL_WAITING = (
+    "The program in session {session} has not finished: it is waiting for input (its last "
+    "output is above). Answer it with send_input (session \"{session}\", text: what it asks "
+    "for), read what it prints, and go on until it ends. Then answer."
+)
 FIND_IT_YOURSELF = " Do not tell the user how to find the answer: find it yourself, then answer."
 REPEATED_CALL = (
     "(You already made this exact call in this turn, and its result above has not changed. "
@@ -80,8 +94,9 @@ SHRINKING_WRITE = (
     "Not written: write_file replaces the whole file, and this content would delete {lost} of "
     "the {total} lines {path} has now. {shown}To add to the file, send write_file again with the "
     "whole new file (the lines it has now and your new ones), or change one part with edit_file. "
-    "(Send the same write_file again only if you really mean to delete those lines.)"
+    "(Send the same write_file again only if you really mean to delete those lines.){merged}"
 )
+SHRINK_MERGED = "\nTo keep the file and add your code at its end, reply with only:\n{call}\n"
 SHRINK_CHECK_BYTES = 64 * 1024
 """Files up to this size are compared line by line before a whole-file write replaces them."""
 REPEATED_FAILURE = (
@@ -90,6 +105,9 @@ REPEATED_FAILURE = (
 )
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
+_SHELL_BLOCK = re.compile(r"^[ \t]*```[ \t]*(sh|bash|shell|console|zsh|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+_COMMAND_START = re.compile(r"^(python3?|pytest|node|bash|sh|\./|make|grep|wc|cat|ls|head|tail|awk|sed|find|go|cargo|npm test)\b")
+_NOT_SUGGESTED = re.compile(r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source)\b")
 _NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
 _CHANGE_VERBS = (
     "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
@@ -103,6 +121,12 @@ about the code: its answer comes from running it."""
 _ACTION_WORDS = re.compile(rf"\b({_CHANGE_VERBS}|{_RUN_VERBS})\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
+_ANY_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,_]*\d)?(?:\.\d+)?(?![\w])")
+_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
+_BARE_ANSWER_WORDS = 4
+"""A bare answer to a question ("2", "It is 2.") is checked even when its number has one
+digit: small models answer "how many times does it retry?" with a guess like that. A longer
+answer's one-digit numbers are too often counts of what it saw ("the notes list 3 items")."""
 _REPLY_KEPT = frozenset({"apply"})
 SEEN_TEXT_CAP = 400_000
 _SHORT_CHAT = 3
@@ -157,6 +181,27 @@ def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | Non
     return None
 
 
+def _shown_command(text: str) -> str | None:
+    """The command a reply shows in a shell code block for the user to run (the last such
+    block's first command line), or None. An untagged block counts only when it starts like
+    a command; set-up steps (cd, pip install, sudo ...) are never suggested back."""
+    for match in reversed(list(_SHELL_BLOCK.finditer(text))):
+        tagged = bool(match.group(1))
+        for line in match.group(2).splitlines():
+            line = line.strip().removeprefix("$ ").strip()
+            if not line or line.startswith("#") or re.match(r"^cd\s", line):
+                continue
+            if _NOT_SUGGESTED.match(line) or not (tagged or _COMMAND_START.match(line)):
+                break
+            return line
+    return None
+
+
+def _looks_like_command(value: str) -> bool:
+    """A value given as a session that is really a command line ("python signup.py")."""
+    return " " in value.strip() or bool(re.search(r"\.\w{1,4}$", value))
+
+
 _QUESTION_START = re.compile(
     r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
     r"describe|show|list|find|count)\b", re.I
@@ -198,6 +243,10 @@ class TurnWatch:
     show_call: Callable[[str, dict[str, str]], str] | None = None
     """Renders a call as the protocol in use writes it (for the named-not-called nudge)."""
     shrink_warned: set[Path] = field(default_factory=set)
+    commands: set[str] = field(default_factory=set)
+    """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
+    waiting: str | None = None
+    """The session of the last command that is still waiting for input (None: none is)."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -208,6 +257,11 @@ class TurnWatch:
             seen = " ".join(str(v) for v in evidence.call.arguments.values()) + "\n" + evidence.result
             self.seen.append(seen)
             self.seen_chars += len(seen)
+        if evidence.command is not None:
+            waits = evidence.command.state == "waiting_for_input"
+            self.waiting = evidence.command.session if waits else None
+        if evidence.call.name == "run_cmd":
+            self.commands.add(str(evidence.call.arguments.get("command", "")).strip())
         if failed(evidence):
             self.last_failure = first_line(evidence.result, 160) or evidence.summary
             self.failures[key] = self.last_failure
@@ -247,7 +301,13 @@ class TurnWatch:
         if total < 3 or lost * 2 <= total:
             return None
         self.shrink_warned.add(path)
-        return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=_current_text(path))
+        merged = ""
+        if self.show_call is not None and len(old) + len(content) <= SHOW_UNREAD_CHARS:
+            # what such a write almost always meant: the new code added to the old file
+            whole = old.rstrip("\n") + "\n\n\n" + content.lstrip("\n")
+            merged = SHRINK_MERGED.format(call=self.show_call("write_file", {"filepath": shown, "content": whole}))
+        current = "" if merged else _current_text(path)  # the offered call holds the old text
+        return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=current, merged=merged)
 
     def repeat_note(self, key: str, evidence: Evidence) -> str:
         """The note for a result when this exact call had already failed (once per turn)."""
@@ -264,8 +324,13 @@ class TurnWatch:
         text = reply_text.strip()
         if not text:
             return EMPTY_REPLY if self._once("empty") else None
+        shown = self._shown_command(text)
+        if shown is not None:
+            return shown
         if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self._once("look"):
             return LOOK_FIRST
+        if self.waiting is not None and self._once("waiting"):
+            return STILL_WAITING.format(session=self.waiting)
         if self.last_failure is not None and self._once("failure"):
             return AFTER_FAILURE.format(error=self.last_failure)
         named = _named_call(text, self.tools)
@@ -280,9 +345,25 @@ class TurnWatch:
             return UNSEEN_NUMBER.format(number=unseen)
         return None
 
+    def _shown_command(self, text: str) -> str | None:
+        """The nudge for a command shown to the user instead of run (once per turn)."""
+        command = _shown_command(text)
+        if command is None or command in self.commands or self.show_call is None:
+            return None
+        if re.split(r"[\s(]", command, maxsplit=1)[0] in self.tools:
+            return None  # a tool written as a command: the named-not-called nudge's case
+        if "run_cmd" not in self.tools or not self._once("shown"):
+            return None
+        question = FIND_IT_YOURSELF if _is_question(self.request) else ""
+        call = self.show_call("run_cmd", {"command": command})
+        return SHOWN_COMMAND.format(command=command, call=call, question=question)
+
     def _named_not_called(self, tool: str, value: str | None) -> str:
         main_arg = self.tools.get(tool)
         form = ""
+        if tool == "send_input" and value and self.waiting is None and _looks_like_command(value):
+            if self.show_call is not None and "run_cmd" in self.tools:
+                return START_FIRST.format(call=self.show_call("run_cmd", {"command": value}))
         if value is not None and main_arg and self.show_call is not None:
             form = NAMED_FORM.format(call=self.show_call(tool, {main_arg: value}))
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
@@ -294,8 +375,10 @@ class TurnWatch:
         if self.calls == 0:
             return None  # look_first covers an answer given without looking
         known = self.request + "\n" + "\n".join(self.seen)
-        digits_seen = {m.group().replace(",", "").replace("_", "") for m in _NUMBER.finditer(known)}
-        for m in _NUMBER.finditer(text):
+        digits_seen = {m.group().replace(",", "").replace("_", "") for m in _ANY_NUMBER.finditer(known)}
+        bare = len(text.split()) <= _BARE_ANSWER_WORDS and _is_question(self.request)
+        checked = _ANY_NUMBER if bare else _NUMBER
+        for m in checked.finditer(_LIST_MARKER.sub("", text)):
             number = m.group()
             if number.replace(",", "").replace("_", "") not in digits_seen:
                 return number
