@@ -157,7 +157,7 @@ class AllowingUI(SilentUI):
 def menu_loop(provider: ScriptedProvider, tmp_path: Path, tools=None, nudges: bool = False):  # noqa: ANN001
     table = ToolTable(tools if tools is not None else [make_tool(n, _read) for n in ("read_file", "git_diff")])
     ui = AllowingUI()
-    menu = ToolMenu(table, ["read_file", "write_file", "run_cmd", "send_input"])
+    menu = ToolMenu(table, ["read_file", "write_file", "run_cmd", "send_input", "search_in_file"])
     table.add(tool_search_tool(menu))
     loop = TurnLoop(
         provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,

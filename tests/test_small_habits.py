@@ -215,6 +215,18 @@ def test_a_folder_search_or_no_other_match_adds_nothing(tmp_path: Path) -> None:
     assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="."), ctx).text
 
 
+def test_a_file_full_of_matches_is_what_was_asked_about_and_gets_no_other_files(tmp_path: Path) -> None:
+    from tether.tools.file_search import ELSEWHERE_BELOW
+
+    (tmp_path / "server.log").write_text("ERROR a\n" * ELSEWHERE_BELOW)
+    (tmp_path / "server.log.1").write_text("ERROR old\n")
+    ctx = ToolContext(root=tmp_path)
+    output = search_in_file(SearchInFileParams(pattern="ERROR", path="server.log"), ctx)
+    assert "Other files" not in output.text and "server.log.1" not in output.text
+    (tmp_path / "server.log").write_text("ERROR a\n" * (ELSEWHERE_BELOW - 1))
+    assert "server.log.1" in search_in_file(SearchInFileParams(pattern="ERROR", path="server.log"), ctx).text
+
+
 # ---------------------------------------------------------------- run it, do not describe it
 
 
@@ -462,3 +474,34 @@ async def test_a_one_digit_number_is_not_checked_in_a_change_request(tmp_path: P
         request="make the uploader wait between retries", tools=[make_tool("read_file", searched_retry)],
     )
     assert not any("no tool result showed" in n for n in nudges_of(provider))
+
+
+# ---------------------------------------------------------------- a count made up, written to a file
+
+LOG_SEARCH = "logs/server.log:10: ERROR a\nlogs/server.log:13: ERROR b\n(14 matching lines in 1 files)"
+
+
+async def run_count(tmp_path: Path, written: str):  # noqa: ANN201
+    def search(args, ctx):  # noqa: ANN001
+        return LOG_SEARCH
+
+    tools = [*file_tools(tmp_path), make_tool("search_in_file", search)]
+    write = call(("write_file", {"filepath": "error_count.txt", "content": written}))
+    provider = ScriptedProvider([call(("search_in_file", {"filepath": "logs/server.log"})), write, write, say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    return await loop.run_turn(Conversation(), "How many ERROR entries are in logs/server.log? Save the count to error_count.txt")
+
+
+async def test_a_count_no_result_showed_is_not_written_once_and_the_last_count_is_named(tmp_path: Path) -> None:
+    result = await run_count(tmp_path, "3")
+    refused, written = result.evidence[1], result.evidence[2]
+    assert refused.error and refused.result.startswith("Not written: no tool result showed 3")
+    assert "Your last search said: (14 matching lines in 1 files)" in refused.result
+    assert not written.error  # once per turn: the model decides
+    assert (tmp_path / "error_count.txt").read_text() == "3"
+
+
+async def test_a_count_a_result_showed_is_written_at_once(tmp_path: Path) -> None:
+    result = await run_count(tmp_path, "14\n")
+    assert not result.evidence[1].error
+    assert (tmp_path / "error_count.txt").read_text() == "14\n"

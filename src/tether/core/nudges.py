@@ -97,6 +97,15 @@ SHRINKING_WRITE = (
     "(Send the same write_file again only if you really mean to delete those lines.){merged}"
 )
 SHRINK_MERGED = "\nTo keep the file and add your code at its end, reply with only:\n{call}\n"
+UNSEEN_WRITTEN = (
+    "Not written: no tool result showed {number}, so it is not a count you looked up. Count "
+    "with a tool first (run_cmd with `grep -c PATTERN FILE` prints the number of matching "
+    "lines; search_in_file's last line says how many lines matched), then write the number "
+    "it gave.{last}"
+)
+LAST_COUNT = " Your last search said: {count}"
+_COUNT_LINE = re.compile(r"^\(\d+ matching lines in \d+ files?\)$", re.M)
+_BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 SHRINK_CHECK_BYTES = 64 * 1024
 """Files up to this size are compared line by line before a whole-file write replaces them."""
 REPEATED_FAILURE = (
@@ -309,6 +318,17 @@ class TurnWatch:
         current = "" if merged else _current_text(path)  # the offered call holds the old text
         return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=current, merged=merged)
 
+    def unseen_written(self, content: str) -> str | None:
+        """Why a new file holding only a number no result showed waits (once per turn): asked
+        to count into a file, a small model writes a number it made up."""
+        if not _BARE_NUMBER.fullmatch(content) or self._unseen_number(content.strip(), bare=True) is None:
+            return None
+        if not self._once("written"):
+            return None
+        counts = [m.group() for seen in self.seen for m in _COUNT_LINE.finditer(seen)]
+        last = LAST_COUNT.format(count=counts[-1]) if counts else ""
+        return UNSEEN_WRITTEN.format(number=content.strip(), last=last)
+
     def repeat_note(self, key: str, evidence: Evidence) -> str:
         """The note for a result when this exact call had already failed (once per turn)."""
         if key in self.failures and failed(evidence) and self._once("repeat"):
@@ -369,14 +389,15 @@ class TurnWatch:
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
-    def _unseen_number(self, text: str) -> str | None:
+    def _unseen_number(self, text: str, bare: bool = False) -> str | None:
         """A number the answer states that neither the request nor any result of this turn
-        showed (a made-up port, count or total); None when every one was seen."""
-        if self.calls == 0:
+        showed (a made-up port, count or total); None when every one was seen. `bare`: check
+        one-digit numbers too."""
+        if self.calls == 0 and not bare:
             return None  # look_first covers an answer given without looking
         known = self.request + "\n" + "\n".join(self.seen)
         digits_seen = {m.group().replace(",", "").replace("_", "") for m in _ANY_NUMBER.finditer(known)}
-        bare = len(text.split()) <= _BARE_ANSWER_WORDS and _is_question(self.request)
+        bare = bare or (len(text.split()) <= _BARE_ANSWER_WORDS and _is_question(self.request))
         checked = _ANY_NUMBER if bare else _NUMBER
         for m in checked.finditer(_LIST_MARKER.sub("", text)):
             number = m.group()
@@ -458,9 +479,13 @@ def unread_overwrite(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str 
     if call.name == "read_file":
         watch.saw_read(path)
         return None
+    content = call.arguments.get("content")
+    if isinstance(content, str) and not path.exists():
+        made_up = watch.unseen_written(content)
+        if made_up is not None:
+            return made_up
     readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
     unread = watch.overwrite_refusal(path, filepath, readable)
-    content = call.arguments.get("content")
     if unread is not None or not readable or not isinstance(content, str):
         return unread
     return watch.shrink_refusal(path, filepath, content)

@@ -45,6 +45,10 @@ SEARCH_SHOW_FILE_LINES = 80
 ELSEWHERE_LINES = 5
 """Matches in other files shown after a search of one file."""
 ELSEWHERE_TIME_LIMIT = 1.0
+ELSEWHERE_BELOW = 3
+"""The rest of the project is searched only when the file searched had fewer matches than
+this: a miss or a lone import line means the answer is elsewhere, while a file full of
+matches is what was asked about (a log's ERROR lines), and other files would only distract."""
 GIT_LIST_TIMEOUT = 10.0
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
@@ -94,7 +98,8 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     report = _SearchReport(pattern=args.pattern)
     with RegexWorker() as worker:  # the matching runs where the deadline can stop it
         _search_files(worker, regex, files, scope, ctx, report, SEARCH_TIME_LIMIT)
-        elsewhere = _elsewhere(worker, regex, target, ctx) if target.is_file() else None
+        few = len(report.matches) < ELSEWHERE_BELOW
+        elsewhere = _elsewhere(worker, regex, target, ctx) if target.is_file() and few else None
     if report.too_slow and not report.matches:
         raise ToolError(report.stopped.strip("[]") + ".")
     shown = display_path(target, ctx.root)
