@@ -410,6 +410,7 @@ async def test_an_answer_after_changing_code_it_never_ran_is_nudged_once(tmp_pat
 
 
 async def test_code_that_was_run_after_its_last_change_needs_no_check(tmp_path: Path) -> None:
+    (tmp_path / "hello.py").write_text("print('hi')\n")
     run = call(("run_cmd", {"command": "python hello.py"}))
     write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
     provider, _, _ = await run_nudged(

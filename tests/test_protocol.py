@@ -315,6 +315,18 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
+        "write_file sent with edit_file's blocks, without tags (seen on a 1.5B model)",
+        f"{W}\n<old_content>\nx = 30</old_content>\n<new_content>\nx = 45</new_content>\n",
+        [("edit_file", {"filepath": "game.py", "old_content": "x = 30", "new_content": "x = 45"})],
+        "",
+    ),
+    (
+        "write_file sent with edit_file's blocks, in tags",
+        f"<tool_call>{W}\n<old_content>\nx = 30</old_content>\n<new_content>\nx = 45</new_content></tool_call>",
+        [("edit_file", {"filepath": "game.py", "old_content": "x = 30", "new_content": "x = 45"})],
+        "",
+    ),
+    (
         "python None and single-quoted keys",
         "{'name': 'read_file', 'arguments': {'filepath': 'a.py', 'offset': None}}",
         [("read_file", {"filepath": "a.py", "offset": None})],

@@ -76,6 +76,7 @@ async def test_a_plan_for_the_user_instead_of_an_answer_is_told_to_find_it(tmp_p
     "Done: I used read_file and write_file; hello.py prints hello.",
 ])
 async def test_a_tool_merely_mentioned_in_the_answer_is_not_nudged(tmp_path: Path, answer: str) -> None:
+    (tmp_path / "hello.py").write_text("print('hi')\n")
     run = call(("run_cmd", {"command": "python hello.py"}))
     write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
     provider, _, _ = await run_nudged(
@@ -381,6 +382,7 @@ async def test_no_command_is_suggested_for_set_up_code_or_a_tool_name(tmp_path: 
 
 
 async def test_a_command_already_run_this_turn_is_not_suggested_again(tmp_path: Path) -> None:
+    (tmp_path / "report.py").write_text("print(1)\n")
     ran = call(("run_cmd", {"command": "python report.py"}))
     answer = "It printed hello:\n```sh\npython report.py\n```"
     provider, _, result = await run_nudged(
@@ -414,6 +416,7 @@ def waiting_tools() -> list:
 
 
 async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once(tmp_path: Path) -> None:
+    (tmp_path / "signup.py").write_text("input()\n")
     from tether.core.nudges import STILL_WAITING
 
     start = call(("run_cmd", {"command": "python signup.py"}))
@@ -426,6 +429,7 @@ async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once
 
 
 async def test_no_waiting_nudge_once_the_program_has_ended(tmp_path: Path) -> None:
+    (tmp_path / "signup.py").write_text("input()\n")
     start = call(("run_cmd", {"command": "python signup.py"}))
     reply = call(("send_input", {"session": "s1", "text": "Ada"}))
     provider, _, result = await run_nudged(
@@ -505,3 +509,38 @@ async def test_a_count_a_result_showed_is_written_at_once(tmp_path: Path) -> Non
     result = await run_count(tmp_path, "14\n")
     assert not result.evidence[1].error
     assert (tmp_path / "error_count.txt").read_text() == "14\n"
+
+
+# ---------------------------------------------------------------- a script that is not there
+
+
+@pytest.mark.parametrize(("command", "refused"), [
+    ("python hello.py", True),  # the prompt's example, in a project without it
+    ("python3 tools/stats.py --count", True),
+    ("python report.py", False),  # it exists
+    ("python -m pytest", False),  # not a script path
+    ("ls && python hello.py", False),  # only a command that starts with the script is judged
+])
+def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named(
+    tmp_path: Path, command: str, refused: bool,
+) -> None:
+    from tether.core.messages import ToolCall
+    from tether.core.nudges import missing_script
+
+    (tmp_path / "report.py").write_text("print(1)\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
+    said = missing_script(ToolCall("c", "run_cmd", {"command": command}), ToolContext(root=tmp_path))
+    assert (said is not None) == refused
+    if said is not None:
+        assert said.startswith("Not run: ") and "does not exist in this project" in said
+
+
+def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_path: Path) -> None:
+    from tether.core.messages import ToolCall
+    from tether.core.nudges import missing_script
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
+    said = missing_script(ToolCall("c", "run_cmd", {"command": "python textstats.py"}), ToolContext(root=tmp_path))
+    assert said is not None and "Closest existing paths: tools/textstats.py." in said

@@ -45,7 +45,7 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch, unread_overwrite
+from .nudges import REPEATED_CALL, TurnWatch, guard_call
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolTable
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
@@ -385,7 +385,7 @@ class TurnLoop:
         reusable = tool is not None and tool.read_only
         refusal = self.menu.refusal(call.name) if self.menu is not None else None
         if refusal is None and turn.watch is not None and self.settings.nudges:
-            refusal = unread_overwrite(turn.watch, call, self.dispatcher.ctx)
+            refusal = guard_call(turn.watch, call, self.dispatcher.ctx)
         if refusal is not None:  # not run: a deferred tool not loaded yet, or a blind overwrite
             result = ToolResult(call.id, call.name, refusal, True)
             evidence = Evidence(call, time.time(), 0.0, "not run", refusal, error=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools._paths import is_inside_root
+from ..tools.nearby import closest_paths
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
 from .toolspec import ToolContext, ToolError
@@ -106,6 +107,12 @@ UNSEEN_WRITTEN = (
 LAST_COUNT = " Your last search said: {count}"
 _COUNT_LINE = re.compile(r"^\(\d+ matching lines in \d+ files?\)$", re.M)
 _BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+NO_SCRIPT = (
+    "Not run: {path} does not exist in this project, so the command could only fail.{closest} "
+    "Run a file the project has (its files are listed in the first message), or create it "
+    "first if the task asks for it."
+)
+_SCRIPT_RUN = re.compile(r"^(?:python3?|node|bash|sh|ruby|perl)\s+([\w./-]+\.(?:py|js|mjs|sh|rb|pl))(?:\s|$)")
 SHRINK_CHECK_BYTES = 64 * 1024
 """Files up to this size are compared line by line before a whole-file write replaces them."""
 REPEATED_FAILURE = (
@@ -460,11 +467,32 @@ def is_test_path(shown: str) -> bool:
     return bool(_TEST_FILE.search(shown.replace("\\", "/")))
 
 
-def unread_overwrite(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
-    """read_file marks a path as seen; write_file over an unseen existing file waits once,
-    and so does one that would delete most of a file it has read. A change to a test file
-    is refused whenever the request said to leave the tests alone: small models make a
-    failing test pass by editing it."""
+def missing_script(call: ToolCall, ctx: ToolContext) -> str | None:
+    """Why `python hello.py` is not run when the project has no hello.py: small models run
+    the file of the prompt's example, or a name they guessed, and then flounder over the
+    error. The refusal names the closest files that do exist."""
+    command = call.arguments.get("command")
+    match = _SCRIPT_RUN.match(command.strip()) if isinstance(command, str) else None
+    if match is None or match.group(1).startswith("/"):
+        return None
+    try:
+        script = ctx.resolve(match.group(1))
+        if script.exists():
+            return None
+    except (OSError, RuntimeError, ValueError, ToolError):
+        return None
+    close = closest_paths(script, ctx.root)
+    closest = f" Closest existing paths: {', '.join(close)}." if close else ""
+    return NO_SCRIPT.format(path=match.group(1), closest=closest)
+
+
+def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
+    """Why a call waits, before it runs (None: it runs). read_file marks a path as seen;
+    write_file over an unseen existing file waits once, and so does one that would delete
+    most of a file it has read. A change to a test file is refused whenever the request said
+    to leave the tests alone: small models make a failing test pass by editing it."""
+    if call.name == "run_cmd":
+        return missing_script(call, ctx)
     filepath = call.arguments.get("filepath")
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
         return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.messages import ToolCall, new_call_id
-from ..core.toolspec import ToolTable
+from ..core.toolspec import Tool, ToolTable
 from .jsonrepair import (
     _LITERAL_EVAL_LIMIT,
     _decode,
@@ -175,6 +175,7 @@ class _ReplyParser:
             return None if self.native else _unknown_tool_error(name, self.table)
         if blocks_cut:
             return _cut_off_error(name)
+        tool = self._block_owner(tool, list(blocks))
         resolved = _arguments(tool, rest)
         if resolved is None:
             return _bad_arguments_error(name)
@@ -257,6 +258,8 @@ class _ReplyParser:
         if tool is None:
             return None
         # A tool that only reads has no use for a block: one after it is an invented result.
+        following = re.findall(r"<([A-Za-z_][\w\-]*)>", text[end:])
+        tool = tool if tool.read_only else self._block_owner(tool, following)
         names = (
             r"[A-Za-z_][\w\-]*"
             if tool.read_only
@@ -265,6 +268,20 @@ class _ReplyParser:
         if not names or not re.fullmatch(rf"(?:\s*<({names})>.*?</\1>)+\s*", text[end:], re.S):
             return None
         return self._json_call(text[:end] if tool.read_only else text, closed=True)
+
+    def _block_owner(self, tool: Tool, blocks: list[str]) -> Tool:
+        """The tool a call's raw blocks belong to: `write_file` sent with <old_content> and
+        <new_content> is an edit_file call under the wrong name (small models mix the two).
+        Only when the named tool takes none of the blocks and exactly one other tool that
+        changes files the same way takes them all; otherwise the named tool."""
+        if not blocks or tool.read_only or any(_accepts_block(tool, b) for b in blocks):
+            return tool
+        owners = [
+            other for other in self.table
+            if other.block_params and set(blocks) <= set(other.block_params)
+            and other.writes_files == tool.writes_files and other.main_arg == tool.main_arg
+        ]
+        return owners[0] if len(owners) == 1 else tool
 
     def _loose_calls(self, src: str, at_eof: bool, report_invalid: bool) -> _Found | None:
         """Calls from text that is only JSON; None unless every object is a call to a real tool."""
