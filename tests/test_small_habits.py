@@ -544,3 +544,38 @@ def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_
     (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
     said = missing_script(ToolCall("c", "run_cmd", {"command": "python textstats.py"}), ToolContext(root=tmp_path))
     assert said is not None and "Closest existing paths: tools/textstats.py." in said
+
+
+# ---------------------------------------------------------------- a new version of a file, shown not written
+
+GREETER = "import sys\n\n\ndef main():\n    name = sys.argv[1]\n    print(f'Hello, {name}')\n"
+
+
+async def run_version(tmp_path: Path, block: str):  # noqa: ANN201
+    (tmp_path / "greeter.py").write_text(GREETER)
+    reply = f"Here is the updated file:\n```python\n{block}```\nNow it shouts."
+    provider = ScriptedProvider([call(("read_file", {"filepath": "greeter.py"})), say(reply), say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    await loop.run_turn(Conversation(), "add a --shout option to greeter.py")
+    return nudges_of(provider)
+
+
+async def test_a_new_version_of_a_read_file_shown_in_prose_gets_its_write_file_call(tmp_path: Path) -> None:
+    import json
+    import re
+
+    new = GREETER.replace("print(f'Hello, {name}')", "shout = '--shout' in sys.argv\n    print(f'Hello, {name}'.upper() if shout else f'Hello, {name}')")
+    nudges = await run_version(tmp_path, new)
+    assert nudges[0].startswith("Your reply shows a new version of greeter.py")
+    offered = json.loads(re.search(r"reply with only:\n(\{.*\})\n", nudges[0], re.S).group(1))
+    assert offered == {"name": "write_file", "arguments": {"filepath": "greeter.py", "content": new}}
+    assert (tmp_path / "greeter.py").read_text() == GREETER  # offered, never written by the harness
+
+
+@pytest.mark.parametrize("block", [
+    GREETER,  # the file as it is: nothing to write
+    "def shout(text):\n    return text.upper()\n",  # not a version of the file (keeps none of it)
+])
+async def test_a_block_that_is_not_a_new_version_of_the_file_offers_no_write(tmp_path: Path, block: str) -> None:
+    nudges = await run_version(tmp_path, block)
+    assert not any("new version of" in n for n in nudges)

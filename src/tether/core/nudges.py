@@ -18,6 +18,7 @@ from ..tools._paths import is_inside_root
 from ..tools.nearby import closest_paths
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
+from .reply_shapes import file_text, looks_like_command, shown_command, shown_version
 from .toolspec import ToolContext, ToolError
 
 OPENING_NOTE = (
@@ -98,6 +99,11 @@ SHRINKING_WRITE = (
     "(Send the same write_file again only if you really mean to delete those lines.){merged}"
 )
 SHRINK_MERGED = "\nTo keep the file and add your code at its end, reply with only:\n{call}\n"
+VERSION_SHOWN = (
+    "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
+    "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
+    "that differ, with edit_file.)"
+)
 UNSEEN_WRITTEN = (
     "Not written: no tool result showed {number}, so it is not a count you looked up. Count "
     "with a tool first (run_cmd with `grep -c PATTERN FILE` prints the number of matching "
@@ -121,9 +127,6 @@ REPEATED_FAILURE = (
 )
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
-_SHELL_BLOCK = re.compile(r"^[ \t]*```[ \t]*(sh|bash|shell|console|zsh|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
-_COMMAND_START = re.compile(r"^(python3?|pytest|node|bash|sh|\./|make|grep|wc|cat|ls|head|tail|awk|sed|find|go|cargo|npm test)\b")
-_NOT_SUGGESTED = re.compile(r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source)\b")
 _NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
 _CHANGE_VERBS = (
     "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
@@ -157,21 +160,9 @@ def failed(evidence: Evidence) -> bool:
     )
 
 
-def _file_text(path: Path, limit: int) -> str | None:
-    """The text of a file of at most `limit` bytes; None when longer, binary or unreadable."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError:
-        return None
-    if len(data) > limit or b"\0" in data:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
 def _current_text(path: Path) -> str:
     """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
-    text = _file_text(path, SHOW_UNREAD_CHARS)
+    text = file_text(path, SHOW_UNREAD_CHARS)
     return UNREAD_TOO_LONG if text is None else UNREAD_SHOWN.format(text=text.rstrip("\n"))
 
 
@@ -195,27 +186,6 @@ def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | Non
         if re.search(rf"(?<![\w.]){word}\s*\(|\b(?:use|call|run)\s+(?:the\s+)?`?{word}\b", text, re.I):
             return name, None
     return None
-
-
-def _shown_command(text: str) -> str | None:
-    """The command a reply shows in a shell code block for the user to run (the last such
-    block's first command line), or None. An untagged block counts only when it starts like
-    a command; set-up steps (cd, pip install, sudo ...) are never suggested back."""
-    for match in reversed(list(_SHELL_BLOCK.finditer(text))):
-        tagged = bool(match.group(1))
-        for line in match.group(2).splitlines():
-            line = line.strip().removeprefix("$ ").strip()
-            if not line or line.startswith("#") or re.match(r"^cd\s", line):
-                continue
-            if _NOT_SUGGESTED.match(line) or not (tagged or _COMMAND_START.match(line)):
-                break
-            return line
-    return None
-
-
-def _looks_like_command(value: str) -> bool:
-    """A value given as a session that is really a command line ("python signup.py")."""
-    return " " in value.strip() or bool(re.search(r"\.\w{1,4}$", value))
 
 
 _QUESTION_START = re.compile(
@@ -249,6 +219,8 @@ class TurnWatch:
     one that was made up."""
     seen_chars: int = 0
     read_paths: set[Path] = field(default_factory=set)
+    touched: dict[Path, str] = field(default_factory=dict)
+    """Files read or edited this turn (resolved path -> as the model named it)."""
     warned_paths: set[Path] = field(default_factory=set)
     unchecked: str | None = None
     """The code file changed last since the last command that ran (None: checked or none)."""
@@ -292,8 +264,9 @@ class TurnWatch:
             if isinstance(path, str) and Path(path).suffix.lower() in CODE_SUFFIXES:
                 self.unchecked = path
 
-    def saw_read(self, path: Path) -> None:
+    def saw_read(self, path: Path, shown: str) -> None:
         self.read_paths.add(path)
+        self.touched[path] = shown
 
     def overwrite_refusal(self, path: Path, shown: str, readable: bool) -> str | None:
         """Why a whole-file write of an existing file not read this turn waits (once per path):
@@ -310,7 +283,7 @@ class TurnWatch:
         small model asked to add a function writes only the new one, and the rest is gone."""
         if path in self.shrink_warned or not path.is_file():
             return None
-        old = _file_text(path, SHRINK_CHECK_BYTES)
+        old = file_text(path, SHRINK_CHECK_BYTES)
         if old is None:
             return None
         lost, total = lines_lost(old, content)
@@ -358,6 +331,9 @@ class TurnWatch:
             return LOOK_FIRST
         if self.waiting is not None and self._once("waiting"):
             return STILL_WAITING.format(session=self.waiting)
+        version = self._shown_version(text)
+        if version is not None:
+            return version
         if self.last_failure is not None and self._once("failure"):
             return AFTER_FAILURE.format(error=self.last_failure)
         named = _named_call(text, self.tools)
@@ -374,7 +350,7 @@ class TurnWatch:
 
     def _shown_command(self, text: str) -> str | None:
         """The nudge for a command shown to the user instead of run (once per turn)."""
-        command = _shown_command(text)
+        command = shown_command(text)
         if command is None or command in self.commands or self.show_call is None:
             return None
         if re.split(r"[\s(]", command, maxsplit=1)[0] in self.tools:
@@ -385,10 +361,23 @@ class TurnWatch:
         call = self.show_call("run_cmd", {"command": command})
         return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
+    def _shown_version(self, text: str) -> str | None:
+        """The nudge for a new version of a file shown in a code block instead of written
+        (once per turn), with the write_file call that would write it."""
+        if self.show_call is None or "write_file" not in self.tools or _is_question(self.request):
+            return None
+        version = shown_version(text, self.touched)
+        if version is None or not self._once("version"):
+            return None
+        path, content = version
+        self.read_paths.update(p for p, shown in self.touched.items() if shown == path)
+        call = self.show_call("write_file", {"filepath": path, "content": content})
+        return VERSION_SHOWN.format(path=path, call=call)
+
     def _named_not_called(self, tool: str, value: str | None) -> str:
         main_arg = self.tools.get(tool)
         form = ""
-        if tool == "send_input" and value and self.waiting is None and _looks_like_command(value):
+        if tool == "send_input" and value and self.waiting is None and looks_like_command(value):
             if self.show_call is not None and "run_cmd" in self.tools:
                 return START_FIRST.format(call=self.show_call("run_cmd", {"command": value}))
         if value is not None and main_arg and self.show_call is not None:
@@ -498,14 +487,15 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
         return KEEP_TESTS.format(path=filepath)
-    if call.name == "edit_file":
-        return None
     try:
         path = ctx.resolve(filepath).resolve()
     except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
         return None
     if call.name == "read_file":
-        watch.saw_read(path)
+        watch.saw_read(path, filepath)
+        return None
+    if call.name == "edit_file":
+        watch.touched[path] = filepath  # a missed edit shows a short file whole
         return None
     content = call.arguments.get("content")
     if isinstance(content, str) and not path.exists():

@@ -1,0 +1,77 @@
+"""What a reply shows instead of doing: a command for the user to run, a new version of a file.
+
+Small models write the command they mean in a shell block ("run `python report.py`") and
+the new file in a fenced block, and stop. The nudges find those, so the message they send can
+write out the call that would do it; the model still decides whether to make it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_SHELL_BLOCK = re.compile(r"^[ \t]*```[ \t]*(sh|bash|shell|console|zsh|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+_COMMAND_START = re.compile(
+    r"^(python3?|pytest|node|bash|sh|\./|make|grep|wc|cat|ls|head|tail|awk|sed|find|go|cargo|npm test)\b"
+)
+_NOT_SUGGESTED = re.compile(
+    r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source)\b"
+)
+_CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+_SHELL_LABELS = frozenset({"sh", "bash", "shell", "console", "zsh"})
+VERSION_MAX_CHARS = 3_000
+"""Files up to this size are compared with a reply's code blocks (and offered back whole)."""
+
+
+def file_text(path: Path, limit: int) -> str | None:
+    """The text of a file of at most `limit` bytes; None when longer, binary or unreadable."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit or b"\0" in data:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def shown_command(text: str) -> str | None:
+    """The command a reply shows in a shell code block for the user to run (the last such
+    block's first command line), or None. An untagged block counts only when it starts like
+    a command; set-up steps (cd, pip install, sudo ...) are never suggested back."""
+    for match in reversed(list(_SHELL_BLOCK.finditer(text))):
+        tagged = bool(match.group(1))
+        for line in match.group(2).splitlines():
+            line = line.strip().removeprefix("$ ").strip()
+            if not line or line.startswith("#") or re.match(r"^cd\s", line):
+                continue
+            if _NOT_SUGGESTED.match(line) or not (tagged or _COMMAND_START.match(line)):
+                break
+            return line
+    return None
+
+
+def looks_like_command(value: str) -> bool:
+    """A value given as a session that is really a command line ("python signup.py")."""
+    return " " in value.strip() or bool(re.search(r"\.\w{1,4}$", value))
+
+
+def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
+    """(shown path, content) when a code block of the reply is a new version of one of `files`
+    (resolved path -> how the model named it): it keeps at least half of the file's lines and
+    differs from it. The block most like a file wins; None when none is a version of any."""
+    best: tuple[float, str, str] | None = None
+    for match in _CODE_BLOCK.finditer(text):
+        if match.group(1).lower() in _SHELL_LABELS:
+            continue
+        body = match.group(2)
+        lines = {line.strip() for line in body.splitlines() if line.strip()}
+        for path, shown in files.items():
+            old = file_text(path, VERSION_MAX_CHARS)
+            old_lines = [line.strip() for line in (old or "").splitlines() if line.strip()]
+            if not old_lines or body.strip() == (old or "").strip():
+                continue
+            kept = sum(line in lines for line in old_lines) / len(old_lines)
+            if kept >= 0.5 and (best is None or kept > best[0]):
+                best = (kept, shown, body)
+    return None if best is None else (best[1], best[2])
