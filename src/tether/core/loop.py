@@ -46,6 +46,8 @@ from .messages import (
     new_call_id,
 )
 from .nudges import REPEATED_CALL, TurnWatch, guard_call
+from .repeatstop import REPEATING, RepeatStop
+from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolTable
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
@@ -123,6 +125,8 @@ class Reply:
     calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = "end_turn"
+    repeated: str = ""
+    """The line the reply looped on, when its stream was stopped for that (see repeatstop.py)."""
 
     @property
     def text(self) -> str:
@@ -264,6 +268,7 @@ class TurnLoop:
         turn.pending = reply
         shown = StreamFilter()
         watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
+        repeats = RepeatStop() if self.settings.stop_at_call else None
         if isinstance(self.ui, RequestEvents):
             self.ui.request_started()
         stream = self.provider.stream(request, offered, options)
@@ -275,6 +280,9 @@ class TurnLoop:
                         self._take(TextDelta(event.text[: watch.cut - len(reply.text)]), reply, shown)
                         break
                     self._take(event, reply, shown)
+                    if repeats is not None and isinstance(event, TextDelta) and repeats.feed(event.text):
+                        reply.chunks, reply.repeated = [reply.text[: repeats.cut]], repeats.line
+                        break
         except (ProviderError, asyncio.CancelledError):
             raise
         except Exception as exc:  # a transport surprise is a failed request, not a crash
@@ -311,6 +319,8 @@ class TurnLoop:
             # the reply was cut off: its last text call may lack arguments that were coming
             cut = parsed.calls.pop()
             parsed.errors.append(CUT_OFF_CALL.format(name=cut.name))
+        if reply.repeated:
+            parsed.errors.append(REPEATING.format(line=clip_words(reply.repeated, 80)))
         if reply.thinking:
             parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
         return parsed

@@ -1,0 +1,56 @@
+"""Stop a streamed reply that has fallen into repeating one line.
+
+At a low temperature a small model sometimes loops: asked for a test, it writes the
+same assert line again and again until the token limit, which on a CPU costs minutes
+and ends in a cut-off call anyway. Once one line of some length has come
+`REPEAT_LIMIT` times in a row, the rest of the reply can only be more of it: the loop
+closes the stream there, keeps the reply up to the line's first copy, and tells the
+model what happened. Short lines (a closing bracket, `pass`) repeat in real code and
+never count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REPEAT_LIMIT = 6
+"""Copies in a row of one line that mean the reply is looping."""
+REPEAT_MIN_CHARS = 16
+"""Lines shorter than this (without their indentation) never count as a loop."""
+REPEATING = (
+    "Your reply repeated one line over and over ({line!r}), so it was stopped there and "
+    "nothing in it was run. Send the call again, each line once."
+)
+
+
+@dataclass
+class RepeatStop:
+    """Says when a streamed reply has repeated one line `REPEAT_LIMIT` times in a row."""
+
+    _partial: str = ""
+    _pos: int = 0
+    """Where `_partial` (the line not yet ended) starts in the reply."""
+    _last: str | None = None
+    _count: int = 0
+    _first_end: int = 0
+    cut: int | None = None
+    """Where to cut the reply (the end of the repeated line's first copy), once it loops."""
+    line: str = ""
+
+    def feed(self, text: str) -> bool:
+        """Take one delta; True once the reply loops (then `cut` and `line` say where)."""
+        if self.cut is not None:
+            return True
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            end = self._pos + len(line) + 1
+            if line == self._last and len(line.strip()) >= REPEAT_MIN_CHARS:
+                self._count += 1
+                if self._count >= REPEAT_LIMIT:
+                    self.cut, self.line = self._first_end, line.strip()
+                    return True
+            else:
+                self._last, self._count, self._first_end = line, 1, end
+            self._pos = end
+        return False

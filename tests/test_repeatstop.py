@@ -1,0 +1,77 @@
+"""A streamed reply that loops on one line is stopped at the line's first copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scripted import ScriptedProvider
+from test_loop import RecordingUI
+
+from tether.core.dispatch import Dispatcher
+from tether.core.loop import Conversation, TurnLoop, TurnSettings
+from tether.core.messages import Done, TextDelta, Usage
+from tether.core.repeatstop import REPEAT_LIMIT, RepeatStop
+from tether.core.toolspec import ToolContext, ToolTable
+from tether.tools.files import FILE_TOOLS
+
+LOOPED = '    assert slugify("Hello, World! 12345") == "hello-world-12345"\n'
+
+
+def feed_in_pieces(stop: RepeatStop, text: str, size: int = 7) -> bool:
+    return any(stop.feed(text[i : i + size]) for i in range(0, len(text), size))
+
+
+def test_one_line_repeated_stops_at_the_limit_and_cuts_after_its_first_copy() -> None:
+    head = "def test_slugify():\n"
+    stop = RepeatStop()
+    assert feed_in_pieces(stop, head + LOOPED * REPEAT_LIMIT)
+    assert stop.cut == len(head + LOOPED) and stop.line == LOOPED.strip()
+
+
+@pytest.mark.parametrize("text", [
+    "x = 1\n" + LOOPED * (REPEAT_LIMIT - 1),  # one copy short
+    "    )\n" * 50,  # short lines repeat in real code
+    (LOOPED + "    pass_a_line_that_differs()\n") * 10,  # not in a row
+])
+def test_no_stop_for_what_real_code_repeats(text: str) -> None:
+    assert not feed_in_pieces(RepeatStop(), text)
+
+
+class LoopingWriter(ScriptedProvider):
+    """Streams a write_file whose content loops for ever, then answers; records the stream's end."""
+
+    closed: bool = False
+    sent: int = 0
+
+    async def stream(self, messages, tools, options):  # noqa: ANN001
+        self.requests.append(messages)
+        if len(self.requests) > 1:
+            yield TextDelta("I will write it once.")
+            yield Done(Usage(1, 1), "end_turn")
+            return
+        try:
+            yield TextDelta('{"name": "write_file", "arguments": {"filepath": "t.py"}}\n<content>\ndef test():\n')
+            while True:
+                self.sent += 1
+                yield TextDelta(LOOPED)
+        finally:
+            self.closed = True
+
+
+async def test_the_loop_closes_a_looping_stream_runs_nothing_and_says_why(tmp_path: Path) -> None:
+    provider = LoopingWriter([])
+    table = ToolTable([t for t in FILE_TOOLS if t.name == "write_file"])
+    ui = RecordingUI()
+    loop = TurnLoop(
+        provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,
+        TurnSettings(model="m", stop_at_call=True), system_prompt=lambda mode: "SYSTEM", mode="text",
+    )
+    conv = Conversation()
+    result = await loop.run_turn(conv, "write a test for slugify in t.py")
+    assert provider.closed and provider.sent == REPEAT_LIMIT
+    assert not (tmp_path / "t.py").exists() and result.evidence == []
+    told = [m.text for m in provider.requests[1] if m.role == "user"][-1]
+    assert "repeated one line over and over" in told
+    kept = [m.text for m in conv.messages if m.role == "assistant"][0]
+    assert kept.count("assert slugify") == 1  # the loop is not kept in the history
