@@ -45,10 +45,11 @@ SEARCH_SHOW_FILE_LINES = 80
 ELSEWHERE_LINES = 5
 """Matches in other files shown after a search of one file."""
 ELSEWHERE_TIME_LIMIT = 1.0
-ELSEWHERE_BELOW = 3
+ELSEWHERE_BELOW = 10
 """The rest of the project is searched only when the file searched had fewer matches than
-this: a miss or a lone import line means the answer is elsewhere, while a file full of
-matches is what was asked about (a log's ERROR lines), and other files would only distract."""
+this: a few lines that read a setting mean the answer may be one import away, while a file
+full of matches is what was asked about (a log's ERROR lines), and the rotated log beside it
+would only distract from the count."""
 GIT_LIST_TIMEOUT = 10.0
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
 
