@@ -579,3 +579,45 @@ async def test_a_new_version_of_a_read_file_shown_in_prose_gets_its_write_file_c
 async def test_a_block_that_is_not_a_new_version_of_the_file_offers_no_write(tmp_path: Path, block: str) -> None:
     nudges = await run_version(tmp_path, block)
     assert not any("new version of" in n for n in nudges)
+
+
+# ---------------------------------------------------------------- a rename left half done
+
+
+@pytest.mark.parametrize(("request_text", "names"), [
+    ("rename the max_items setting to item_limit, both in settings.json and the code", ("max_items", "item_limit")),
+    ("Rename calc_total to compute_order_total everywhere it is used.", ("calc_total", "compute_order_total")),
+    ("rename `getUser` to `fetchUser`", ("getUser", "fetchUser")),
+    ("what does the rename script do?", None),
+])
+def test_which_requests_are_renames(request_text: str, names: tuple[str, str] | None) -> None:
+    from tether.core.nudges import renamed_names
+
+    assert renamed_names(request_text) == names
+
+
+async def run_rename(tmp_path: Path, edited_render: bool):  # noqa: ANN201
+    (tmp_path / "settings.json").write_text('{"max_items": 4}\n')
+    (tmp_path / "render.py").write_text("limit = settings['max_items']\n")
+    edits = [call(("write_file", {"filepath": "settings.json", "content": '{"item_limit": 4}\n'}))]
+    if edited_render:
+        edits.append(call(("write_file", {"filepath": "render.py", "content": "limit = settings['item_limit']\n"})))
+    replies = [call(("read_file", {"filepath": "settings.json"})), call(("read_file", {"filepath": "render.py"})),
+               *edits, say("Renamed."), say("Renamed.")]
+    provider = ScriptedProvider(replies)
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    await loop.run_turn(Conversation(), "rename the max_items setting to item_limit, in settings.json and the code")
+    return nudges_of(provider)
+
+
+async def test_a_rename_that_left_the_old_name_in_the_code_is_shown_where(tmp_path: Path) -> None:
+    nudges = await run_rename(tmp_path, edited_render=False)
+    assert nudges[0].startswith("The old name max_items is still in the project")
+    assert "render.py:1: limit = settings['max_items']" in nudges[0]
+    assert "settings.json" not in nudges[0]  # renamed there
+    assert (tmp_path / "render.py").read_text() == "limit = settings['max_items']\n"  # nothing changed for it
+
+
+async def test_a_finished_rename_gets_no_rename_nudge(tmp_path: Path) -> None:
+    nudges = await run_rename(tmp_path, edited_render=True)
+    assert not any("old name" in n for n in nudges)

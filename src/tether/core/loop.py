@@ -45,11 +45,11 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch, guard_call
+from .nudges import REPEATED_CALL, TurnWatch, guard_call, occurrences
 from .repeatstop import REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
-from .toolspec import CONVERSATION, Tool, ToolTable
+from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
 from .ui_protocol import UI, RequestEvents, show_checks
 
@@ -210,7 +210,7 @@ class TurnLoop:
             return refused
         if self.on_turn is not None:
             self.on_turn()
-        watch = turn_watch(user_text, self.settings, self.table, self.mode)
+        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
         turn = self._turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
@@ -485,7 +485,7 @@ def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings)
 
 
 def turn_watch(
-    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode
+    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext
 ) -> TurnWatch | None:
     """What the turn's nudges watch, when the profile nudges or adds an opening note."""
     if not (settings.nudges or settings.opening_note):
@@ -498,7 +498,7 @@ def turn_watch(
         return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
     tools = {tool.name: tool.main_arg for tool in table}
-    return TurnWatch(request, tools=tools, show_call=as_written)
+    return TurnWatch(request, tools=tools, show_call=as_written, find=lambda name: occurrences(name, ctx))
 
 
 def call_key(call: ToolCall) -> str:

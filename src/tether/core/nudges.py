@@ -104,6 +104,17 @@ VERSION_SHOWN = (
     "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
     "that differ, with edit_file.)"
 )
+RENAME_LEFT = (
+    "The old name {old} is still in the project, so the rename is not done:\n{places}\n"
+    "Rename it there too (edit_file), then check with search_in_file that {old} is gone."
+)
+RENAME_PLACES = 6
+"""Lines of the old name shown in the rename nudge."""
+_RENAME = re.compile(r"\brename\b(.*?)\s(?:to|into|as)\s+(.*)", re.I | re.S)
+_RENAME_NOUNS = frozenset({
+    "the", "a", "an", "setting", "function", "method", "class", "variable", "field", "key",
+    "option", "constant", "module", "attribute", "parameter", "argument", "property", "everywhere",
+})
 UNSEEN_WRITTEN = (
     "Not written: no tool result showed {number}, so it is not a count you looked up. Count "
     "with a tool first (run_cmd with `grep -c PATTERN FILE` prints the number of matching "
@@ -188,6 +199,35 @@ def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | Non
     return None
 
 
+def occurrences(name: str, ctx: ToolContext) -> str:
+    """The project's lines that hold `name` as a whole word, as search_in_file shows them (its
+    rules apply: ignored, denied and binary files are skipped); "" when there are none."""
+    from ..tools.file_search import SearchInFileParams, search_in_file  # the tool, only when asked
+
+    try:
+        output = search_in_file(SearchInFileParams(pattern=rf"\b{re.escape(name)}\b", path="."), ctx)
+    except (ToolError, OSError):
+        return ""
+    return "" if output.summary.startswith("0 ") else output.text
+
+
+def renamed_names(request: str) -> tuple[str, str] | None:
+    """(old, new) when the request asks to rename one name to another ("rename the max_items
+    setting to item_limit"); None otherwise."""
+    match = _RENAME.search(request)
+    if match is None:
+        return None
+
+    def names(words: str) -> list[str]:
+        cleaned = (w.strip("`'\".,;:()") for w in words.split())
+        return [w for w in cleaned if w.lower() not in _RENAME_NOUNS and re.fullmatch(r"[A-Za-z_][\w.-]*", w)]
+
+    before, after = names(match.group(1)), names(match.group(2))
+    if not before or not after or before[-1] == after[0]:
+        return None
+    return before[-1], after[0]
+
+
 _QUESTION_START = re.compile(
     r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
     r"describe|show|list|find|count)\b", re.I
@@ -231,6 +271,8 @@ class TurnWatch:
     show_call: Callable[[str, dict[str, str]], str] | None = None
     """Renders a call as the protocol in use writes it (for the named-not-called nudge)."""
     shrink_warned: set[Path] = field(default_factory=set)
+    find: Callable[[str], str] | None = None
+    """Where a name still occurs in the project ("path:line: text" lines, "" for nowhere)."""
     commands: set[str] = field(default_factory=set)
     """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
     waiting: str | None = None
@@ -341,6 +383,9 @@ class TurnWatch:
             return self._named_not_called(*named)
         if not self.acted and self._shows_instead_of_doing(text) and self._once("apply"):
             return NOT_RUN if self._asks_to_run() else NOT_APPLIED
+        left = self._rename_left()
+        if left is not None:
+            return left
         if self.unchecked is not None and self._once("check"):
             return UNCHECKED.format(path=self.unchecked)
         unseen = self._unseen_number(text)
@@ -360,6 +405,18 @@ class TurnWatch:
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         call = self.show_call("run_cmd", {"command": command})
         return SHOWN_COMMAND.format(command=command, call=call, question=question)
+
+    def _rename_left(self) -> str | None:
+        """The nudge for a rename that left the old name somewhere (once per turn): small
+        models rename it in the file the request names and stop there."""
+        names = renamed_names(self.request)
+        if names is None or not self.acted or self.find is None:
+            return None
+        places = self.find(names[0])
+        if not places or not self._once("rename"):
+            return None
+        shown = "\n".join(places.splitlines()[:RENAME_PLACES])
+        return RENAME_LEFT.format(old=names[0], places=shown)
 
     def _shown_version(self, text: str) -> str | None:
         """The nudge for a new version of a file shown in a code block instead of written
