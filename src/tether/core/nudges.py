@@ -126,8 +126,8 @@ _COUNT_LINE = re.compile(r"^\(\d+ matching lines in \d+ files?\)$", re.M)
 _BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 NO_SCRIPT = (
     "Not run: {path} does not exist in this project, so the command could only fail.{closest} "
-    "Run a file the project has (its files are listed in the first message), or create it "
-    "first if the task asks for it."
+    "Only run files the project has (they are listed in the first message); if the task needs "
+    "nothing run, do not run anything: go on with the task itself."
 )
 _SCRIPT_RUN = re.compile(r"^(?:python3?|node|bash|sh|ruby|perl)\s+([\w./-]+\.(?:py|js|mjs|sh|rb|pl))(?:\s|$)")
 SHRINK_CHECK_BYTES = 64 * 1024
