@@ -428,6 +428,28 @@ async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once
     assert [e.call.name for e in result.evidence] == ["run_cmd"]
 
 
+async def test_the_waiting_nudge_comes_again_only_after_the_program_was_answered(tmp_path: Path) -> None:
+    from tether.core.messages import CommandStatus
+    from tether.core.nudges import STILL_WAITING
+    from tether.core.toolspec import ToolOutput
+
+    def still_waits(args, ctx):  # noqa: ANN001
+        return ToolOutput("Too low.\nYour guess: ", command=CommandStatus("waiting_for_input", session="s1"))
+
+    (tmp_path / "guess.py").write_text("input()\n")
+    tools = [*waiting_tools()[:2],
+             make_tool("send_input", still_waits, SessionArgs, reads=False, runs_commands=True, main_arg="session")]
+    start = call(("run_cmd", {"command": "python guess.py"}))
+    guess = call(("send_input", {"session": "s1", "text": "25"}))
+    prose = say("It is waiting for a guess.")
+    provider, _, result = await run_nudged(
+        tmp_path, [start, prose, guess, prose, prose, prose], request="play guess.py until you win", tools=tools,
+    )
+    waiting = [n for n in nudges_of(provider) if n == STILL_WAITING.format(session="s1")]
+    assert len(waiting) == 2  # once at the start, once more after the guess; not for the prose after that
+    assert [e.call.name for e in result.evidence] == ["run_cmd", "send_input"]
+
+
 async def test_no_waiting_nudge_once_the_program_has_ended(tmp_path: Path) -> None:
     (tmp_path / "signup.py").write_text("input()\n")
     start = call(("run_cmd", {"command": "python signup.py"}))

@@ -104,6 +104,8 @@ VERSION_SHOWN = (
     "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
     "that differ, with edit_file.)"
 )
+MAX_WAITING_NUDGES = 8
+"""The most times a turn is told a program still waits (each after new input went to it)."""
 RENAME_LEFT = (
     "The old name {old} is still in the project, so the rename is not done:\n{places}\n"
     "Rename it there too (edit_file), then check with search_in_file that {old} is gone."
@@ -277,6 +279,9 @@ class TurnWatch:
     """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
     waiting: str | None = None
     """The session of the last command that is still waiting for input (None: none is)."""
+    answered: bool = True
+    """Input went to a program since the last waiting nudge (or none was sent yet)."""
+    waiting_nudges: int = 0
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -290,6 +295,7 @@ class TurnWatch:
         if evidence.command is not None:
             waits = evidence.command.state == "waiting_for_input"
             self.waiting = evidence.command.session if waits else None
+            self.answered = self.answered or evidence.call.name == "send_input"
         if evidence.call.name == "run_cmd":
             self.commands.add(str(evidence.call.arguments.get("command", "")).strip())
         if failed(evidence):
@@ -371,7 +377,7 @@ class TurnWatch:
             return shown
         if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self._once("look"):
             return LOOK_FIRST
-        if self.waiting is not None and self._once("waiting"):
+        if self._still_waiting():
             return STILL_WAITING.format(session=self.waiting)
         version = self._shown_version(text)
         if version is not None:
@@ -405,6 +411,15 @@ class TurnWatch:
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         call = self.show_call("run_cmd", {"command": command})
         return SHOWN_COMMAND.format(command=command, call=call, question=question)
+
+    def _still_waiting(self) -> bool:
+        """Whether to say the program still waits. Unlike the other nudges this one may come
+        again in a turn, but only after the model answered the program since the last one (a
+        guessing game takes several answers), so it cannot repeat without progress."""
+        if self.waiting is None or not self.answered or self.waiting_nudges >= MAX_WAITING_NUDGES:
+            return False
+        self.answered, self.waiting_nudges, self.last_kind = False, self.waiting_nudges + 1, "waiting"
+        return True
 
     def _rename_left(self) -> str | None:
         """The nudge for a rename that left the old name somewhere (once per turn): small
