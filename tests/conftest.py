@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +40,13 @@ def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for who in ("AUTHOR", "COMMITTER"):
         monkeypatch.setenv(f"GIT_{who}_NAME", "Test User")
         monkeypatch.setenv(f"GIT_{who}_EMAIL", "user@example.com")
+
+
+@pytest.fixture
+async def started() -> AsyncIterator[list]:
+    """Runtimes with MCP servers a test starts (mcp_helpers.start); every one is closed,
+    its servers stopped, afterwards."""
+    runtimes: list = []
+    yield runtimes
+    for runtime in runtimes:
+        await runtime.aclose()

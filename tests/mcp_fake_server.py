@@ -4,7 +4,9 @@
 
 MODE: `ok` (tools over two pages: echo, die, huge, add_tool, env; garbage lines on stdout
 before each answer), `hang` (reads initialize and never answers), `exit` (says why on
-stderr and exits), `version` (answers initialize with a protocol version nobody speaks).
+stderr and exits), `version` (answers initialize with a protocol version nobody speaks),
+`ask` (`ok` plus ask_client, which sends the client a request of the server's own, such as
+sampling/createMessage, and shows the answer).
 """
 
 from __future__ import annotations
@@ -60,8 +62,11 @@ def call(name: str, arguments: dict) -> dict:
         sys.stderr.write("fake: dying on purpose\n")
         sys.stderr.flush()
         os._exit(3)
-    if name == "huge":
-        return {"content": [{"type": "text", "text": "x" * int(arguments["size"])}]}
+    if name == "huge":  # numbered lines, so a page of the saved whole shows where it is
+        rows = "".join(f"row {i:07d}\n" for i in range(int(arguments["size"]) // 12 + 1))
+        return {"content": [{"type": "text", "text": rows[: int(arguments["size"])]}]}
+    if name == "ask_client":
+        return {"content": [{"type": "text", "text": json.dumps(ask_client(arguments["method"]))}]}
     if name == "add_tool":
         EXTRA_TOOLS.append(tool("added", "A tool added later."))
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -71,7 +76,20 @@ def call(name: str, arguments: dict) -> dict:
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}
 
 
+def ask_client(method: str) -> dict:
+    """Send the client a request of our own and give back its whole answer."""
+    send({"jsonrpc": "2.0", "id": "from-server", "method": method, "params": {}})
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("id") == "from-server" and "method" not in message:
+            return message
+    return {}
+
+
 def main(mode: str) -> None:
+    if mode == "ask":
+        PAGES[1].append(tool("ask_client", "Send the client a request; show its answer.",
+                             method={"type": "string"}))
     if mode == "exit":
         sys.stderr.write("fake: cannot start, no config\n")
         sys.exit(2)

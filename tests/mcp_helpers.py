@@ -1,4 +1,5 @@
-"""Where the tests find MCP servers: our fake one, the npm ones `.ci/run` installs, the PyPI one."""
+"""Where the tests find MCP servers (our fake one, the npm ones `.ci/run` installs, the PyPI
+one), and a runtime with servers attached, started and called through dispatch."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tether.core.messages import ToolCall
+from tether.core.ui_protocol import SilentUI
+from tether.mcp.manager import McpManager
+from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.store.config import load_settings
 
 HERE = Path(__file__).parent
 FAKE = HERE / "mcp_fake_server.py"
@@ -49,3 +56,37 @@ def filesystem_entry(folder: Path) -> dict:
 def time_entry() -> dict:
     pytest.importorskip("mcp_server_time", reason="the test extra (mcp-server-time) is not installed")
     return {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
+
+
+# ---------------------------------------------------------------- a runtime with servers
+
+
+def runtime_with(tmp_path: Path, servers: dict, *, auto: bool = False, deny: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None, home: Path | None = None,
+                 **settings: object) -> Runtime:
+    """A runtime whose project is `tmp_path` (TETHER_HOME inside it unless `home` is given)."""
+    home = home or tmp_path / "home"
+    config = write_config(tmp_path / "servers.json", servers)
+    given = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1", **settings}
+    loaded, _ = load_settings(given, {}, home)
+    options = RunOptions(root=tmp_path, home=home, auto=auto, deny=deny, mcp_config=[config])
+    environment = env if env is not None else {"PATH": os.environ["PATH"]}
+    return build_runtime(loaded, options, SilentUI(), environment)
+
+
+async def start(runtime: Runtime, runtimes: list[Runtime], wait: float = 60) -> McpManager:
+    runtimes.append(runtime)
+    assert runtime.mcp is not None
+    runtime.mcp.manager.start()
+    await runtime.mcp.manager.wait_ready(wait)
+    runtime.set_menu()
+    return runtime.mcp.manager
+
+
+async def call(runtime: Runtime, tool: str, **arguments: object) -> tuple[str, bool]:
+    result, _ = await runtime.loop.dispatcher.dispatch(ToolCall("c1", tool, dict(arguments)))
+    return result.content, result.is_error
+
+
+def state_of(manager: McpManager, name: str) -> dict:
+    return next(s for s in manager.statuses() if s["name"] == name)

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,26 +16,27 @@ from fakeserver import FakeServer, Reply
 from mcp_helpers import (
     LOCALHOST_ONLY,
     SDK_SERVER,
+    call,
     everything_entry,
     fake_entry,
     filesystem_entry,
     npm_bin,
+    runtime_with,
+    start,
+    state_of,
     time_entry,
     write_config,
 )
 
-from tether.core.messages import ToolCall
 from tether.core.profile import SMALL
 from tether.core.toolmenu import TOOL_SEARCH
 from tether.core.ui_protocol import SilentUI
 from tether.mcp.config import load_servers
-from tether.mcp.manager import McpManager
 from tether.mcp.resources import parse_prompt_arguments, prompt_list, prompt_text
 from tether.mcp.stdio import server_environment
 from tether.mcp.tools import tool_name
 from tether.mcp.trust import ApprovalStore, admit
-from tether.runtime import RunOptions, Runtime, build_runtime
-from tether.store.config import load_settings
+from tether.runtime import RunOptions, build_runtime
 
 # ---------------------------------------------------------------- configuration
 
@@ -128,44 +128,6 @@ def test_stdio_environment_drops_provider_keys_unless_the_entry_names_them() -> 
 # ---------------------------------------------------------------- a runtime with servers
 
 
-def runtime_with(tmp_path: Path, servers: dict, *, auto: bool = False, deny: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None, **settings: object) -> Runtime:
-    home = tmp_path / "home"
-    config = write_config(tmp_path / "servers.json", servers)
-    given = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1", **settings}
-    loaded, _ = load_settings(given, {}, home)
-    options = RunOptions(root=tmp_path, home=home, auto=auto, deny=deny, mcp_config=[config])
-    environment = env if env is not None else {"PATH": os.environ["PATH"]}
-    return build_runtime(loaded, options, SilentUI(), environment)
-
-
-@pytest.fixture
-async def started() -> AsyncIterator[list[Runtime]]:
-    """Runtimes a test starts; every one is closed (its servers stopped) afterwards."""
-    runtimes: list[Runtime] = []
-    yield runtimes
-    for runtime in runtimes:
-        await runtime.aclose()
-
-
-async def start(runtime: Runtime, runtimes: list[Runtime], wait: float = 60) -> McpManager:
-    runtimes.append(runtime)
-    assert runtime.mcp is not None
-    runtime.mcp.manager.start()
-    await runtime.mcp.manager.wait_ready(wait)
-    runtime.set_menu()
-    return runtime.mcp.manager
-
-
-async def call(runtime: Runtime, tool: str, **arguments: object) -> tuple[str, bool]:
-    result, _ = await runtime.loop.dispatcher.dispatch(ToolCall("c1", tool, dict(arguments)))
-    return result.content, result.is_error
-
-
-def state_of(manager: McpManager, name: str) -> dict:
-    return next(s for s in manager.statuses() if s["name"] == name)
-
-
 # ---------------------------------------------------------------- faults (our own server)
 
 
@@ -216,11 +178,39 @@ async def test_a_server_dying_mid_call_is_an_error_result_and_reload_brings_it_b
     assert await call(runtime, "mcp__fake__echo", text="back") == ("back", False)
 
 
-async def test_a_huge_result_is_windowed_like_any_other(tmp_path: Path, started: list) -> None:
-    runtime = runtime_with(tmp_path, {"fake": fake_entry()}, auto=True)
-    await start(runtime, started)
+async def test_a_huge_result_is_windowed_and_saved_whole_for_read_file_to_page(
+    tmp_path: Path, started: list
+) -> None:
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    runtime = runtime_with(project, {"fake": fake_entry(autoApprove=["huge"])}, home=home)
+    await start(runtime, started)  # nobody to ask: a read outside the project is refused
     text, is_error = await call(runtime, "mcp__fake__huge", size=3_000_000)
     assert not is_error and len(text) <= 16_000 and "characters omitted" in text
+    saved = Path(re.search(r"is saved in (\S+), 250,001 lines", text).group(1))
+    assert saved.parent.parent == home / "results"
+    assert saved.read_text() == "".join(f"row {i:07d}\n" for i in range(250_001))[:3_000_000]
+    assert saved.stat().st_mode & 0o077 == 0, "a third party's answer may be private"
+    page, is_error = await call(runtime, "read_file", filepath=str(saved), offset=125_000, limit=2)
+    assert not is_error, "this run's saved results are read without asking"
+    assert [line.split("|")[1] for line in page.splitlines()[:2]] == ["row 0124999", "row 0125000"]
+    other = home / "results" / "another-run" / "001-x.txt"
+    other.parent.mkdir()
+    other.write_text("what another project's tools returned\n")
+    text, is_error = await call(runtime, "read_file", filepath=str(other))
+    assert is_error and "outside the project" in text, "only this run's folder is readable"
+
+
+async def test_a_saved_result_that_is_one_long_line_of_json_is_indented_to_page() -> None:
+    from tether.store.result_files import LINE_LIMIT, pageable_text
+    from tether.tools.file_text import READ_LINE_CAP
+
+    document = json.dumps({"rows": [{"id": i, "name": f"n{i}"} for i in range(2000)]})
+    text, how = pageable_text(document)
+    assert json.loads(text) == json.loads(document) and how == "the JSON indented"
+    split, how = pageable_text("y" * 5000 + "\nshort")
+    assert split.split("\n") == ["y" * 2000, "y" * 2000, "y" * 1000, "short"] and "split" in how
+    assert LINE_LIMIT <= READ_LINE_CAP, "read_file shows every line of the saved file whole"
 
 
 async def test_list_changed_refreshes_the_tools(tmp_path: Path, started: list) -> None:
@@ -375,6 +365,7 @@ async def test_server_everything_over_streamable_http(tmp_path: Path, started: l
                                         "tools": len(manager.servers["web"].tools), "error": ""}
     transport = manager.servers["web"].session.transport
     assert transport.session_id, "the server's session id is kept and sent"
+    await asyncio.wait_for(transport.listening.wait(), 60)  # it keeps a GET stream for pushes
     assert await call(runtime, "mcp__web__echo", message="over http") == ("Echo: over http", False)
     await manager.aclose()
     assert transport.client.is_closed

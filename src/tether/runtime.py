@@ -44,6 +44,7 @@ from .store.agent_defs import load_definitions
 from .store.config import Settings
 from .store.git_ops import GitOps
 from .store.keys import SecretFiles
+from .store.result_files import ResultFiles
 from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
@@ -363,14 +364,16 @@ def build_runtime(
         options.root, options.home, trusted=options.trusted,
         extra_allow=options.allow, extra_deny=options.deny,
     )
+    results = ResultFiles(options.home)
     policy = ApprovalPolicy(
         options.root, rules, auto=options.auto, home=options.home, sandbox=sandbox, tools=table,
         can_ask=ui.can_ask, escalation=settings.sandbox_escalation,
-        runs_unconfined=ctx.runs_unconfined,
+        runs_unconfined=ctx.runs_unconfined, readable=(results.folder,),
     )
     ctx.may_read = policy.may_read  # a search skips files the deny rules keep from reading
     plan_gate = PlanGate(policy)
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
+    dispatcher.results = results
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
     runtime = Runtime(
         settings, provider, table, loop, rules, git, policy, plan_gate, options, ui, env,

@@ -56,10 +56,24 @@ def window_text(text: str, cap: int) -> str:
     """Keep the head and tail of `text` within `cap` characters, marking the cut."""
     if len(text) <= cap:
         return text
-    marker_room = 60
-    keep = max(cap - marker_room, 20)
-    head = keep * 2 // 3
+    keep = max(cap - 60, 20)  # room for the marker
+    head = window_kept_head(cap)
     return keep_ends(text, head, keep - head)
+
+
+class ResultStore(Protocol):
+    """Keeps a whole result that is too long for the conversation (store/result_files.py)."""
+
+    def save(self, tool_name: str, text: str, kept_head: int) -> str:
+        """Save `text`; the note telling the model where it is and how to page it (the
+        window keeps `kept_head` characters of its head). OSError if it cannot."""
+        ...
+
+
+def window_kept_head(cap: int) -> int:
+    """How many characters of its head `window_text` keeps within `cap`."""
+    keep = max(cap - 60, 20)
+    return keep * 2 // 3
 
 
 # ---------------------------------------------------------------- gates
@@ -125,6 +139,8 @@ class Dispatcher:
     before_run: list[BeforeHook] = field(default_factory=list)
     after_success: list[AfterHook] = field(default_factory=list)
     hooks: ToolHooks | None = None
+    results: ResultStore | None = None
+    """Where a too-long result of a tool with `keeps_full_result` is saved whole."""
     _approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     async def dispatch(self, call: ToolCall) -> tuple[ToolResult, Evidence]:
@@ -139,7 +155,7 @@ class Dispatcher:
             CURRENT_CALL.reset(token)
         # Results enter the history here: text UTF-8 cannot encode (a file name that
         # is not UTF-8) is escaped once, with a note, so the model knows what it sees.
-        text = window_text(cleaned_with_note(output.text), self._cap_for(call.name, tool))
+        text = self._windowed(call.name, tool, cleaned_with_note(output.text))
         if ran is not call:
             text += f"\n[A hook changed the arguments; what ran was: {ran.arguments}]"
         if tool is not None and self.hooks is not None and output.summary not in SKIPPED:
@@ -288,6 +304,19 @@ class Dispatcher:
         except Exception as exc:  # a handler bug must not end the turn
             return ToolOutput(f"{tool.name} failed: {type(exc).__name__}: {exc}"), True
         return (result if isinstance(result, ToolOutput) else ToolOutput(str(result))), False
+
+    def _windowed(self, name: str, tool: Tool | None, text: str) -> str:
+        """The result within its cap; a tool that keeps its whole result has it saved, and
+        the window names the file (the note's room taken from the window)."""
+        cap = self._cap_for(name, tool)
+        if len(text) <= cap or tool is None or not tool.keeps_full_result or self.results is None:
+            return window_text(text, cap)
+        room = max(cap - 400, 200)
+        try:
+            note = self.results.save(name, text, window_kept_head(room))
+        except OSError as exc:
+            return window_text(text, cap) + f"\n[The whole result could not be saved: {exc}]"
+        return window_text(text, room) + note
 
     def _cap_for(self, name: str, tool: Tool | None) -> int:
         if name in self.caps:

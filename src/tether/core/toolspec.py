@@ -122,6 +122,9 @@ class Tool:
     near-match hints): deny `read(...)` rules cover its written paths too."""
     result_cap: int | None = None
     """Characters of result kept (head and tail); None uses the configured default."""
+    keeps_full_result: bool = False
+    """A result over the cap is saved whole to a file the model pages with read_file (an
+    MCP server's answer: asking again may cost, or answer differently)."""
     main_arg: str | None = None
     """The argument that permission rules match against and the UI shows first."""
     timeout: float | None = None

@@ -2,9 +2,10 @@
 
 The format is the one other tools use: `{"mcpServers": {"NAME": {...}}}` with a stdio
 entry (`command`, `args`, `env`) or an HTTP one (`type` "http" or "sse", `url`,
-`headers`), plus `disabled`, `timeout` and `autoApprove`. `${VAR}` and `${VAR:-default}`
-are expanded in command, args, env, url and headers; a variable that is not set disables
-the server with an error naming it, so the literal text is never sent anywhere.
+`headers`), plus `disabled`, `timeout`, `autoApprove`, `trusted` and `roots`. `${VAR}`
+and `${VAR:-default}` are expanded in command, args, env, url and headers; a variable
+that is not set disables the server with an error naming it, so the literal text is
+never sent anywhere.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class ServerConfig:
     auto_approve: frozenset[str] = frozenset()
     trusted: bool = False
     """Read-only tools (readOnlyHint) of this server run without asking."""
+    roots: bool = True
+    """Whether the server is told the project root when it asks (`roots/list`); false
+    keeps a server that works in the roots it is given (server-filesystem) in its own."""
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The entry as written (before expansion): what an approval is keyed by."""
     problem: str = ""
@@ -139,6 +143,7 @@ def _entry_fields(entry: dict[str, Any], env: Mapping[str, str]) -> dict[str, An
         "transport": kind, "disabled": disabled, "timeout": float(timeout),
         "auto_approve": frozenset(_strings(entry, "autoApprove")),
         "trusted": entry.get("trusted") is True,
+        "roots": entry.get("roots") is not False,
     }
     if kind == "stdio":
         command = entry.get("command")

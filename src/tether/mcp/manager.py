@@ -86,7 +86,8 @@ class McpManager:
 
     async def _start_one(self, server: Server) -> None:
         config = server.config
-        session = Session(self._transport(config), self._notification_handler(server))
+        session = Session(self._transport(config), self._notification_handler(server),
+                          root=self.root if config.roots else None)
         session.on_close = lambda reason: self._died(server, reason)
         server.session = session
         try:

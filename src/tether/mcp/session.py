@@ -3,7 +3,14 @@
 The session knows the protocol (initialize, version negotiation, pagination, the
 requests a server may send back); a transport only moves messages. A transport that
 ends (the process exited, the HTTP stream broke) fails every request still waiting,
-so a call to a dead server is an error at once, never a hang.
+so a call to a dead server is an error at once, never a hang. A transport whose server
+forgot the session (`SessionExpired`: HTTP 404) gets one new handshake, and the request
+is sent again.
+
+Of the requests a server may send, `ping` and `roots/list` (the project root, when the
+session was given one) are answered; sampling and elicitation are refused with
+JSON-RPC's "method not found", so no third party can spend the user's model or put
+questions to the user.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from .. import __version__
@@ -22,6 +30,14 @@ MAX_PAGES = 100
 
 class McpError(Exception):
     """A failed request: the server's error, a broken connection, a timeout."""
+
+
+class SessionExpired(McpError):
+    """The server no longer knows the session (streamable HTTP's 404 for a request that
+    carried its id): the client must start a new one with a new initialize."""
+
+
+METHOD_NOT_FOUND = -32601
 
 
 Receiver = Callable[[dict[str, Any]], None]
@@ -49,9 +65,14 @@ NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None] | None]
 class Session:
     """Requests by id, each answered through a future; server requests answered here."""
 
-    def __init__(self, transport: Transport, on_notification: NotificationHandler | None = None) -> None:
+    def __init__(self, transport: Transport, on_notification: NotificationHandler | None = None,
+                 root: Path | None = None) -> None:
         self.transport = transport
         self.on_notification = on_notification
+        self.root = root
+        """Offered as the one root (`roots/list`); None declares no roots capability."""
+        self._handshakes = 0
+        self._handshake_lock = asyncio.Lock()
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -69,11 +90,14 @@ class Session:
 
     async def initialize(self) -> None:
         await self.transport.open(self._receive, self._closed)
-        result = await self.request("initialize", {
+        await self._handshake()
+
+    async def _handshake(self) -> None:
+        result = await self._request_once("initialize", {
             "protocolVersion": PROTOCOL_VERSIONS[0],
-            "capabilities": {},
+            "capabilities": {"roots": {"listChanged": False}} if self.root is not None else {},
             "clientInfo": {"name": "tether", "version": __version__},
-        })
+        }, None)
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version not in PROTOCOL_VERSIONS:
             raise McpError(f"the server speaks protocol version {version!r}, which tether does "
@@ -85,9 +109,27 @@ class Session:
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else ""
         await self.notify("notifications/initialized")
+        self._handshakes += 1
 
     async def request(self, method: str, params: dict[str, Any] | None = None,
                       timeout: float | None = None) -> Any:
+        """The result of one request; a session the server forgot is started again once
+        (a new initialize) and the request sent again."""
+        started_in = self._handshakes
+        try:
+            return await self._request_once(method, params, timeout)
+        except SessionExpired:
+            await self._renew(started_in)
+            return await self._request_once(method, params, timeout)
+
+    async def _renew(self, seen: int) -> None:
+        """A new handshake, unless another request already made one since `seen`."""
+        async with self._handshake_lock:
+            if self._handshakes == seen:
+                await self._handshake()
+
+    async def _request_once(self, method: str, params: dict[str, Any] | None,
+                            timeout: float | None) -> Any:
         if self.closed_reason:
             raise McpError(self.closed_reason)
         request_id = next(self._ids)
@@ -154,12 +196,17 @@ class Session:
             future.set_result(message.get("result"))
 
     def _answer_server_request(self, message: dict[str, Any]) -> None:
-        """tether offers no sampling, roots or elicitation: only ping is answered in kind."""
-        if message.get("method") == "ping":
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"], "result": {}}
+        """ping, and roots/list with the project root; sampling, elicitation and anything
+        else are refused."""
+        method = message.get("method")
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        if method == "ping":
+            reply["result"] = {}
+        elif method == "roots/list" and self.root is not None:
+            reply["result"] = {"roots": [{"uri": self.root.as_uri(), "name": self.root.name}]}
         else:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {
-                "code": -32601, "message": f"tether does not support {message.get('method')}"}}
+            reply["error"] = {"code": METHOD_NOT_FOUND,
+                              "message": f"tether does not support {method}"}
         self._spawn(self._send_quietly(reply))
 
     async def _send_quietly(self, message: dict[str, Any]) -> None:

@@ -98,6 +98,7 @@ def bridged_tool(server: ServerConfig, spec: dict[str, Any], call: CallTool, nam
         handler=handler,
         schema=schema,
         main_arg=_main_arg(schema, required),
+        keeps_full_result=True,
         needs_approval=False if _runs_unasked(server, own_name, shown_hints) else None,
     )
 

@@ -86,6 +86,9 @@ class ApprovalPolicy:
     """Whether web content entered this turn: calls that can send data out then ask."""
     web_content_asks: bool = True
     """False (setting web_content_asks) lets allow rules and --auto decide those calls again."""
+    readable: tuple[Path, ...] = ()
+    """Folders outside the project that a tool which only reads may read without asking:
+    this run's saved results (store/result_files.py)."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
@@ -305,7 +308,9 @@ class ApprovalPolicy:
         )
 
     def outside_paths(self, call: ToolCall, tool: Tool) -> list[str]:
-        return [p for p in tool.path_values(call.arguments).values() if not is_inside(self.root, p)]
+        readable = self.readable if tool.read_only else ()
+        return [p for p in tool.path_values(call.arguments).values()
+                if not is_inside(self.root, p) and not any(is_inside(f, p) for f in readable)]
 
 
 def keep_running_verdict(call: ToolCall, tool: Tool) -> GateVerdict | None:
