@@ -132,6 +132,8 @@ class Tool:
     needs_approval: bool | None = None
     """None: ask exactly when the tool has side effects. False: never ask (tools that talk to
     the user themselves, or touch only tether's own state). Deny rules apply either way."""
+    effect: str = ""
+    """What the approval question says the call does ("": told by the flags above)."""
     schema: dict[str, Any] | None = field(default=None, hash=False)
     """A JSON schema given as it is (an MCP server's tool), used instead of the params
     model's; `params` then only has to accept the arguments."""

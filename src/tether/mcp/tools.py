@@ -99,6 +99,8 @@ def bridged_tool(server: ServerConfig, spec: dict[str, Any], call: CallTool, nam
         schema=schema,
         main_arg=_main_arg(schema, required),
         keeps_full_result=True,
+        effect=f"a tool of the MCP server {server.name}"
+               + (f", which calls it {' and '.join(shown_hints)}" if shown_hints else ""),
         needs_approval=False if _runs_unasked(server, own_name, shown_hints) else None,
     )
 

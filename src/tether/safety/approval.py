@@ -464,6 +464,8 @@ def home_spellings(root: Path, home: Path) -> set[str]:
 
 
 def describe_effect(tool: Tool) -> str:
+    if tool.effect:
+        return tool.effect
     if tool.runs_commands:
         return "it runs a command"
     if tool.writes_files:
