@@ -187,7 +187,7 @@ async def test_a_huge_result_is_windowed_and_saved_whole_for_read_file_to_page(
     await start(runtime, started)  # nobody to ask: a read outside the project is refused
     text, is_error = await call(runtime, "mcp__fake__huge", size=3_000_000)
     assert not is_error and len(text) <= 16_000 and "characters omitted" in text
-    saved = Path(re.search(r"is saved in (\S+), 250,001 lines", text).group(1))
+    saved = Path(re.search(r"is saved in (\S+), 250,000 lines", text).group(1))
     assert saved.parent.parent == home / "results"
     assert saved.read_text() == "".join(f"row {i:07d}\n" for i in range(250_001))[:3_000_000]
     assert saved.stat().st_mode & 0o077 == 0, "a third party's answer may be private"
@@ -201,6 +201,18 @@ async def test_a_huge_result_is_windowed_and_saved_whole_for_read_file_to_page(
     assert is_error and "outside the project" in text, "only this run's folder is readable"
 
 
+async def test_a_result_that_cannot_be_saved_is_still_windowed_and_says_so(
+    tmp_path: Path, started: list
+) -> None:
+    runtime = runtime_with(tmp_path, {"fake": fake_entry()}, auto=True)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "results").write_text("a file where the folder should be")
+    await start(runtime, started)
+    text, is_error = await call(runtime, "mcp__fake__huge", size=100_000)
+    assert not is_error and "characters omitted" in text and len(text) <= 16_500
+    assert "The whole result could not be saved" in text
+
+
 async def test_a_saved_result_that_is_one_long_line_of_json_is_indented_to_page() -> None:
     from tether.store.result_files import LINE_LIMIT, pageable_text
     from tether.tools.file_text import READ_LINE_CAP
@@ -210,6 +222,9 @@ async def test_a_saved_result_that_is_one_long_line_of_json_is_indented_to_page(
     assert json.loads(text) == json.loads(document) and how == "the JSON indented"
     split, how = pageable_text("y" * 5000 + "\nshort")
     assert split.split("\n") == ["y" * 2000, "y" * 2000, "y" * 1000, "short"] and "split" in how
+    text, how = pageable_text(json.dumps({"blob": "z" * 5000}))
+    assert how == "the JSON indented, lines over 2,000 characters split"
+    assert max(len(line) for line in text.split("\n")) <= LINE_LIMIT
     assert LINE_LIMIT <= READ_LINE_CAP, "read_file shows every line of the saved file whole"
 
 

@@ -311,12 +311,11 @@ class Dispatcher:
         cap = self._cap_for(name, tool)
         if len(text) <= cap or tool is None or not tool.keeps_full_result or self.results is None:
             return window_text(text, cap)
-        room = max(cap - 400, 200)
         try:
-            note = self.results.save(name, text, window_kept_head(room))
+            note = self.results.save(name, text, window_kept_head(max(cap - 400, 200)))
         except OSError as exc:
             return window_text(text, cap) + f"\n[The whole result could not be saved: {exc}]"
-        return window_text(text, room) + note
+        return window_text(text, max(cap - len(note), 200)) + note
 
     def _cap_for(self, name: str, tool: Tool | None) -> int:
         if name in self.caps:

@@ -48,7 +48,7 @@ class ResultFiles:
         path = self.folder / f"{self._count:03d}-{UNSAFE.sub('_', tool_name)[:80]}.txt"
         pageable, how = pageable_text(text)
         atomic_write_text(path, pageable, secret=True, newline="\n")
-        lines = pageable.count("\n") + 1
+        lines = len(pageable.splitlines())
         where = (f"; the part left out starts near line {text.count(chr(10), 0, kept_head) + 1}"
                  if not how else f" ({how})")
         return (f"\n[The whole result ({len(text):,} characters) is saved in {path}, {lines:,} "
@@ -64,13 +64,19 @@ class ResultFiles:
 
 def pageable_text(text: str) -> tuple[str, str]:
     """The text with lines short enough to page, and how it was changed ("" if not): one
-    JSON document is indented, other over-long lines are split."""
-    if all(len(line) <= LINE_LIMIT for line in text.split("\n")):
+    JSON document is indented, and lines still too long are split."""
+    if _fits(text):
         return text, ""
-    try:
-        return json.dumps(json.loads(text), indent=1, ensure_ascii=False), "the JSON indented"
-    except ValueError:
-        pass
-    pieces = [line[i:i + LINE_LIMIT] for line in text.split("\n")
-              for i in range(0, max(len(line), 1), LINE_LIMIT)]
-    return "\n".join(pieces), f"lines over {LINE_LIMIT:,} characters split"
+    changes = []
+    with contextlib.suppress(ValueError):
+        text = json.dumps(json.loads(text), indent=1, ensure_ascii=False)
+        changes.append("the JSON indented")
+    if not _fits(text):
+        text = "\n".join(line[i:i + LINE_LIMIT] for line in text.split("\n")
+                         for i in range(0, max(len(line), 1), LINE_LIMIT))
+        changes.append(f"lines over {LINE_LIMIT:,} characters split")
+    return text, ", ".join(changes)
+
+
+def _fits(text: str) -> bool:
+    return all(len(line) <= LINE_LIMIT for line in text.split("\n"))
