@@ -203,7 +203,8 @@ class Session:
         if method == "ping":
             reply["result"] = {}
         elif method == "roots/list" and self.root is not None:
-            reply["result"] = {"roots": [{"uri": self.root.as_uri(), "name": self.root.name}]}
+            root = self.root.absolute()
+            reply["result"] = {"roots": [{"uri": root.as_uri(), "name": root.name}]}
         else:
             reply["error"] = {"code": METHOD_NOT_FOUND,
                               "message": f"tether does not support {method}"}
