@@ -192,11 +192,6 @@ async def test_a_deny_run_rule_stops_a_script_tool_under_auto(tmp_path: Path) ->
 
 
 @pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
-@pytest.mark.skipif(
-    Path(sys.prefix).is_relative_to("/tmp") or Path(sys.executable).is_relative_to("/tmp"),
-    reason="the interpreter's environment lives under /tmp, which the sandbox replaces with "
-    "its own empty /tmp",
-)
 async def test_a_script_tool_and_its_help_run_inside_the_sandbox(tmp_path: Path) -> None:
     outside = Path("/var/tmp") / f"tether-skill-{tmp_path.name}"
     # The write comes before the parser: it is tried when --help is read and when it runs.

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,7 +213,7 @@ class Sandbox:
         root, home = real(self.root), real(self.home)
         bind = "--bind" if self.confinement == "workspace-write" else "--ro-bind"
         # The root is bound after the private /tmp so a project under /tmp stays visible.
-        args = [*_isolation_args(), bind, str(root), str(root)]
+        args = [*_isolation_args(), *_interpreter_args(root), bind, str(root), str(root)]
         if home.is_dir():
             args += ["--tmpfs", str(home)]
             # Hiding the state directory must not hide a project inside it, but a project that
@@ -253,6 +254,17 @@ def refuse_if_keys_have_other_names(home: Path) -> None:
                 "which the sandbox cannot hide, so no sandboxed command runs. Nothing was run. "
                 f"Remove the other link (find it with: find / -samefile {path})."
             )
+
+
+def _interpreter_args(root: Path) -> list[str]:
+    """The running interpreter's environment, read-only, where the private /tmp would hide it
+    (a CI virtualenv under /tmp): skill scripts and hooks run with `sys.executable`. One
+    inside the project is left to the project's own bind, which keeps it writable."""
+    tmp = real(Path("/tmp"))
+    prefixes = dict.fromkeys(real(Path(p)) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix))
+    hidden = [p for p in prefixes if is_within(p, tmp) and p != tmp and not is_within(p, root)
+              and p.is_dir()]
+    return [arg for p in hidden for arg in ("--ro-bind", str(p), str(p))]
 
 
 def _read_only(paths: list[Protected]) -> list[str]:
