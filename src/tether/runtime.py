@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from .core.context import Compressor, TokenEstimator, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .core.instructions import ProjectInstructions, load_instructions
+from .core.instructions import ProjectInstructions, instruction_names, load_instructions
 from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
 from .core.messages import Message, ToolCall
 from .core.profile import (
@@ -508,6 +508,7 @@ def sandbox_for(settings: Settings, options: RunOptions, ui: UI) -> Sandbox:
     return Sandbox(
         settings.sandbox, options.root, options.home,
         notice=lambda message: ui.notice(message, "warning"),
+        instructions=instruction_names(settings.instruction_fallbacks),
     )
 
 

@@ -70,9 +70,14 @@ def folders_down_to(cwd: Path) -> list[Path]:
     return list(reversed(chain))
 
 
+def instruction_names(fallbacks: Sequence[str]) -> tuple[str, ...]:
+    """The names a folder's instructions file may have, the one that wins first."""
+    return (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks)
+
+
 def file_of_folder(folder: Path, fallbacks: Sequence[str]) -> Path | None:
     """The one instructions file a folder contributes, if any."""
-    for name in (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks):
+    for name in instruction_names(fallbacks):
         candidate = folder / name
         if candidate.is_file():
             return candidate

@@ -12,7 +12,8 @@ only its own processes, and tether's state directory (TETHER_HOME, where saved
 keys live) is hidden behind an empty tmpfs. bubblewrap itself starts with an
 environment built from `ENV_ALLOWED` only, so no key variable reaches any
 process inside, not even through /proc/1/environ. In workspace-write, git's
-folder and tether's project config stay read-only (see `sandbox_paths`).
+folder, tether's project config and the root's AGENTS.md stay read-only (see
+`sandbox_paths`).
 
 It does NOT stop a command from reading any other file the user can read, nor
 limit CPU, memory or disk use.
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from ..core.instructions import DEFAULT_FALLBACKS, instruction_names
 from ..store.keys import SECRET_FILES
 from ..tools._paths import is_within
 from .host_programs import host_program
@@ -113,6 +115,8 @@ class Sandbox:
     home: Path
     notice: Callable[[str], None] = lambda message: None
     """Told once, the first time the sandbox turns out to be unavailable."""
+    instructions: tuple[str, ...] = instruction_names(DEFAULT_FALLBACKS)
+    """The instruction file names of the root, kept read-only (the fallbacks are a setting)."""
     problem: str = field(default="", init=False)
     """Why the sandbox cannot be used ("" when it can, or before it is probed)."""
     _probed: bool = field(default=False, init=False, repr=False)
@@ -185,7 +189,8 @@ class Sandbox:
             yield Launch(list(argv), dict(env))
             return
         refuse_if_keys_have_other_names(real(self.home))
-        protected = self._placeholders.acquire(protected_paths(real(self.root))) if (
+        protected = self._placeholders.acquire(
+            protected_paths(real(self.root), self.instructions)) if (
             mode == "workspace-write") else []  # fmt: skip
         released = False
 
