@@ -37,6 +37,7 @@ from .providers.base import Provider
 from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
+from .safety.trusted_folders import TrustStore
 from .skills.book import USE_SKILL, SkillBook
 from .skills.catalog import discover_skills, prompt_index
 from .skills.scripts import is_script_tool
@@ -476,6 +477,7 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
     runtime.instructions = load_instructions(
         options.root, options.home, trusted=options.trusted,
         fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
+        trusted_above=TrustStore(options.home).is_trusted,
     )
     catalog = discover_skills(options.root, options.home, trusted=options.trusted)
     runtime.warnings.extend(runtime.instructions.problems + catalog.problems)
