@@ -484,8 +484,11 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
     if not catalog.skills:
         return
     shell = runtime.table.get("run_cmd")
-    runtime.skills = SkillBook(catalog, options.root, shell.handler if shell else None,
-                               lambda tools: add_skill_tools(runtime, tools), launcher=sandbox)
+    runtime.skills = SkillBook(
+        catalog, options.root, shell.handler if shell else None,
+        lambda tools: add_skill_tools(runtime, tools), launcher=sandbox,
+        confined=lambda: sandbox is not None and sandbox.confinement != "off",
+    )
     runtime.table.add(runtime.skills.tool())
 
 

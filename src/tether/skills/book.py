@@ -32,7 +32,10 @@ class SkillBook:
     """run_cmd's handler: the one way a script runs."""
     on_load: OnLoad = lambda tools: tools
     launcher: Launcher | None = None
-    """The sandbox a script's --help runs in."""
+    """The sandbox a Python script's --help runs in when a skill is loaded."""
+    confined: Callable[[], bool] = lambda: False
+    """True when `launcher` really confines commands; without that no --help runs at load
+    and the script takes an argument list (see scripts)."""
     loaded: list[str] = field(default_factory=list)
     tools_of: dict[str, list[str]] = field(default_factory=dict)
     """The script tool names each loaded skill brought."""
@@ -69,12 +72,13 @@ class SkillBook:
         if skill.folder is None or self.run_command is None:
             return [], []
         tools, problems = [], []
+        help_launcher = self.launcher if self.launcher is not None and self.confined() else None
         for script in sorted((skill.folder / "scripts").glob("*")):
             if not is_script(script):
                 continue
             try:
                 tools.append(script_tool(skill.name, script, self.root, self.run_command,
-                                         self.launcher))
+                                         help_launcher))
             except ToolError as exc:
                 problems.append(str(exc))
         return tools, problems
