@@ -38,9 +38,8 @@ from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
 from .safety.trusted_folders import TrustStore
-from .skills.book import USE_SKILL, SkillBook
+from .skills.book import USE_SKILL, SkillBook, add_to_table
 from .skills.catalog import discover_skills, prompt_index
-from .skills.scripts import is_script_tool
 from .store.agent_defs import load_definitions
 from .store.config import Settings
 from .store.git_ops import GitOps
@@ -449,8 +448,11 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
     runner = SubagentRunner(
         runtime.loop, options.home,
         system_prompt=lambda table, mode: system_prompt(  # the project's instructions hold there too
-            options.root, table, mode, runtime.prompt_extras, runtime.instructions.prompt_section()
+            options.root, table, mode, runtime.prompt_extras,
+            runtime.instructions.prompt_section()
+            + (runtime.skills.index_for(table) if runtime.skills else ""),
         ),
+        prepare_table=lambda table: runtime.skills.give_agent(table) if runtime.skills else None,
         budget=budget, concurrency=subagent_concurrency(settings), definitions=definitions,
         make_guard=lambda model: Compressor(
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
@@ -493,16 +495,10 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
 
 
 def add_skill_tools(runtime: Runtime, tools: list[Tool]) -> list[Tool]:
-    """A loaded skill's script tools: in the table and offered from the next request on.
-    A name another tool holds stays that tool's; the ones added are returned."""
-    added = []
-    for tool in tools:
-        if not is_script_tool(runtime.table.get(tool.name)):
-            continue
-        runtime.table.replace(tool)
-        added.append(tool)
-        if runtime.loop.menu is not None:
-            runtime.loop.menu.loaded.add(tool.name)
+    """A loaded skill's script tools: in the table and offered from the next request on."""
+    added = add_to_table(runtime.table, tools)
+    if runtime.loop.menu is not None:
+        runtime.loop.menu.loaded.update(tool.name for tool in added)
     return added
 
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..core.toolspec import Tool, ToolContext, ToolError
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolTable
 from ..safety.shell_session import Launcher
-from .catalog import Skill, SkillCatalog
-from .scripts import RunCommand, is_script, script_tool
+from .catalog import Skill, SkillCatalog, prompt_index
+from .scripts import RunCommand, is_script, is_script_tool, script_tool
 
 USE_SKILL = "use_skill"
 
@@ -83,6 +84,19 @@ class SkillBook:
                 problems.append(str(exc))
         return tools, problems
 
+    def index_for(self, table: ToolTable) -> str:
+        """The skill index for a prompt whose tools are `table` ("" without use_skill)."""
+        return prompt_index(self.catalog.skills) if USE_SKILL in table else ""
+
+    def give_agent(self, table: ToolTable) -> None:
+        """A sub-agent's table gets a use_skill of its own: the scripts of a skill it loads
+        join that table, where the agent can call them, and the parent's stays as it was."""
+        if USE_SKILL not in table:
+            return
+        book = dataclasses.replace(self, on_load=lambda tools: add_to_table(table, tools),
+                                   loaded=[], tools_of={})
+        table.replace(book.tool())
+
     def tool(self) -> Tool:
         def use_skill(args: UseSkillParams, ctx: ToolContext) -> str:
             return self.load(args.name)
@@ -93,6 +107,15 @@ class SkillBook:
             "bundled files (read them with read_file); its scripts become tools.",
             params=UseSkillParams, handler=use_skill, reads=True, main_arg="name",
         )
+
+
+def add_to_table(table: ToolTable, tools: list[Tool]) -> list[Tool]:
+    """Script tools into `table`; a name another kind of tool holds stays that tool's. The
+    ones added are returned."""
+    added = [tool for tool in tools if is_script_tool(table.get(tool.name))]
+    for tool in added:
+        table.replace(tool)
+    return added
 
 
 def loaded_text(skill: Skill, body: str, tools: list[Tool], problems: list[str]) -> str:
