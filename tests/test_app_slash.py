@@ -1,8 +1,10 @@
 """Slash commands in the real app (a pty, tests/ptyapp.py): /connect to a local server that
-needs no key, a large paste shown as one line, and /commit's approval."""
+needs no key, a large paste shown as one line, /commit's approval, and a project skill
+(/skills, the model's use_skill and its script, /skill)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,3 +112,49 @@ def test_commit_shows_the_drafted_message_and_commits_after_a_yes(
         app.wait_exit()
     assert git(project, "log", "--format=%s") == "Swap the operands of add\nfirst\n"
     assert git(project, "status", "--porcelain") == ""
+
+
+def test_a_project_skill_in_the_chat_listed_loaded_by_the_model_and_by_hand(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    from tether.safety.trusted_folders import TrustStore
+
+    skill = project / "skills" / "greet"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Greets people by name.\n---\n"
+                                    "Call greet__hello with the name.\n")
+    (skill / "scripts" / "hello.py").write_text("import sys\nprint('hello', *sys.argv[1:])\n")
+    TrustStore(home).trust(project)  # trusted in an earlier session
+    server.add(Reply(tool_calls=[("use_skill", {"name": "greet"})]),
+               Reply(tool_calls=[("greet__hello", {"args": ["Ann"]})]),
+               Reply(text="Greeted Ann."), Reply(text="Greeting Ann"),  # the session's title
+               Reply(text="Following it."))
+    args = openai_args(server.url, "--auto", "--sandbox", "off")
+    with PtyApp(args, cwd=project, env=app_env(home)) as app:
+        app.wait_for_prompt()
+        app.line("/skills")
+        app.wait_for_text("Greets people by name.")
+        app.wait_for_prompt()
+        assert "greet (project skills, not loaded)" in app.text_since_line()
+        app.line("greet Ann")
+        app.wait_for_text("Greeted Ann.")
+        app.wait_for_prompt()
+        shown = app.text_since_line()
+        assert "use_skill" in shown and "greet" in shown and "hello Ann" in shown
+        app.line("/skills")
+        app.wait_for_text("greet (project skills, loaded)")
+        app.wait_for_prompt()
+        app.line("/skill greet")
+        app.wait_for_text("Skill greet loaded.")
+        app.wait_for_prompt()
+        app.line("and now?")
+        app.wait_for_text("Following it.")
+        app.wait_for_prompt()
+        app.ctrl_d()
+        app.wait_exit()
+    bodies = [b for b in server.bodies(CHAT) if "Write a short title" not in json.dumps(b)]
+    assert "Greets people by name." in bodies[0]["messages"][0]["content"]
+    assert "greet__hello" in [t["function"]["name"] for t in bodies[1]["tools"]]
+    last = bodies[-1]["messages"]
+    assert any("[/skill greet]" in str(m.get("content")) and "Call greet__hello" in
+               str(m.get("content")) for m in last)

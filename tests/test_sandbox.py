@@ -849,3 +849,25 @@ async def test_by_default_commands_run_in_the_workspace_write_sandbox(
         assert (home / "sandbox.json").is_file()  # the probe is remembered for the next start
     finally:
         await runtime.aclose()
+
+
+@needs_bwrap
+async def test_an_interpreter_environment_under_tmp_is_seen_read_only(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CI virtualenv under /tmp: the private /tmp would hide it from the scripts and hooks
+    # that run with sys.executable; one inside the project stays the project's (writable).
+    root, home = project
+    venv = Path(tempfile.mkdtemp(prefix="tether-venv-", dir="/tmp"))
+    inside = root / ".venv"
+    inside.mkdir()
+    try:
+        (venv / "marker").write_text("the venv\n")
+        monkeypatch.setattr(sys, "prefix", str(venv))
+        monkeypatch.setattr(sys, "exec_prefix", str(inside))
+        outcome = await run_in(Sandbox("workspace-write", root, home),
+                               f"cat {venv}/marker; touch {venv}/planted; touch {inside}/ok")
+        assert "the venv" in outcome.output and "Read-only file system" in outcome.output
+        assert not (venv / "planted").exists() and (inside / "ok").exists()
+    finally:
+        shutil.rmtree(venv)

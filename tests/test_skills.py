@@ -20,6 +20,7 @@ from tether.ui.headless import HeadlessUI
 
 REPO = Path(__file__).resolve().parent.parent
 BWRAP_PROBLEM = probe_problem()
+needs_bwrap = pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
 
 GREET = '''import argparse, sys
 p = argparse.ArgumentParser(description="Greet someone and exit with a code.")
@@ -135,6 +136,7 @@ def result_of(provider: ScriptedProvider, index: int) -> str:
     return "\n".join(p.content for p in provider.requests[index].messages[-1].parts)
 
 
+@needs_bwrap
 async def test_a_script_becomes_a_tool_after_use_skill_and_runs_with_output_and_exit_code(
     tmp_path: Path,
 ) -> None:
@@ -143,7 +145,7 @@ async def test_a_script_becomes_a_tool_after_use_skill_and_runs_with_output_and_
         call(("demo__greet", {"name": "Ann", "code": "3", "shout": True})),
         call(("demo__shout", {"args": ["a b", "c"]})),
         say("done"),
-    ])
+    ], sandbox="workspace-write")
     await runtime.start()
     assert "demo__greet" not in [t.name for t in runtime.loop.offered()]
     assert "- demo: Greets people." in provider_prompt(runtime)
@@ -161,6 +163,44 @@ async def test_a_script_becomes_a_tool_after_use_skill_and_runs_with_output_and_
     assert result.evidence[1].command.exit_code == 3
     assert runtime.skills.loaded == ["demo"]
     await runtime.aclose()
+
+
+async def test_without_a_sandbox_no_script_runs_at_load_and_a_python_script_takes_a_list(
+    tmp_path: Path,
+) -> None:
+    ran = tmp_path / "ran-at-load"
+    runtime, provider = skill_runtime(tmp_path, [
+        call(("use_skill", {"name": "demo"})),
+        call(("demo__greet", {"args": ["Ann", "--code", "3"]})),
+        call(("demo__greet", {"args": ["--help"]})),
+        say("done"),
+    ])
+    greet = runtime.root / "skills" / "demo" / "scripts" / "greet.py"
+    greet.write_text(f"open({str(ran)!r}, 'a').write('x')\n" + GREET)
+    await runtime.start()
+    result = await runtime.loop.run_turn(Conversation(), "greet Ann")
+    tool = runtime.table.get("demo__greet")
+    assert set(tool.json_schema()["properties"]) == {"args"}
+    assert "Its options were not read at load" in tool.description
+    assert "hello Ann" in result_of(provider, 2) and result.evidence[1].command.exit_code == 3
+    assert "usage: greet.py" in last_result(provider)  # its options, seen by calling it
+    assert ran.read_text() == "xx"  # the two calls ran it; loading the skill did not
+    await runtime.aclose()
+
+
+def test_argparse_help_gives_the_parameters(tmp_path: Path) -> None:
+    import subprocess
+
+    from tether.skills.scripts import help_arguments, params_model
+
+    (tmp_path / "greet.py").write_text(GREET)
+    help_text = subprocess.run([sys.executable, str(tmp_path / "greet.py"), "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    arguments = help_arguments(help_text)
+    assert [(a.flag, a.field, a.takes_value) for a in arguments] == [
+        ("", "name", True), ("--code", "code", True), ("--shout", "shout", False)]
+    schema = params_model("demo__greet", arguments).model_json_schema()
+    assert schema["required"] == ["name"] and schema["properties"]["shout"]["default"] is False
 
 
 def provider_prompt(runtime: Runtime) -> str:
@@ -191,12 +231,7 @@ async def test_a_deny_run_rule_stops_a_script_tool_under_auto(tmp_path: Path) ->
     await runtime.aclose()
 
 
-@pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
-@pytest.mark.skipif(
-    Path(sys.prefix).is_relative_to("/tmp") or Path(sys.executable).is_relative_to("/tmp"),
-    reason="the interpreter's environment lives under /tmp, which the sandbox replaces with "
-    "its own empty /tmp",
-)
+@needs_bwrap
 async def test_a_script_tool_and_its_help_run_inside_the_sandbox(tmp_path: Path) -> None:
     outside = Path("/var/tmp") / f"tether-skill-{tmp_path.name}"
     # The write comes before the parser: it is tried when --help is read and when it runs.
@@ -249,7 +284,9 @@ def rebuilt(runtime: Runtime) -> Runtime:
     return runtime
 
 
-async def test_the_shipped_skills_load_and_their_scripts_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", [
+    "off", pytest.param("workspace-write", marks=needs_bwrap)])
+async def test_the_shipped_skills_load_and_their_scripts_run(tmp_path: Path, sandbox: str) -> None:
     import shutil
     import subprocess
 
@@ -259,14 +296,16 @@ async def test_the_shipped_skills_load_and_their_scripts_run(tmp_path: Path) -> 
     (root / "a.py").write_text("x = 1  # TODO tidy\n")
     subprocess.run(["git", "-C", str(root), "add", "a.py"], check=True)
     settings, _ = load_settings({"provider": "openai", "openai_base_url": "http://127.0.0.1:9/v1",
-                                 "model": "m", "sandbox": "off", "profile": "full",
+                                 "model": "m", "sandbox": sandbox, "profile": "full",
                                  "protocol": "native"}, {}, tmp_path / "home")
     runtime = build_runtime(settings, RunOptions(root=root, home=tmp_path / "home", auto=True,
                                                  trusted=True), HeadlessUI("json"), {})
+    # in the sandbox the parameters come from the scripts' --help; without one, a list
+    folder = {"folder": "."} if sandbox != "off" else {"args": ["."]}
     provider = ScriptedProvider([
         call(("use_skill", {"name": "git-commit"}), ("use_skill", {"name": "code-review"})),
         call(("git_commit__staged_summary", {})),
-        call(("code_review__open_markers", {"folder": "."})),
+        call(("code_review__open_markers", folder)),
         say("ok"),
     ])
     runtime.provider = runtime.loop.provider = provider
@@ -321,7 +360,7 @@ def test_the_sandbox_protects_every_project_skill_folder() -> None:
     assert set(PROJECT_FOLDERS) <= {entry.name for entry in PROJECT_CONFIG}
 
 
-@pytest.mark.skipif(bool(BWRAP_PROBLEM), reason=f"sandbox unusable: {BWRAP_PROBLEM}")
+@needs_bwrap
 async def test_a_sandboxed_command_cannot_plant_a_skill(tmp_path: Path) -> None:
     from tether.core.messages import ToolCall
 
@@ -348,7 +387,7 @@ async def test_the_short_menu_of_the_small_profile_offers_a_script_right_after_u
     tmp_path: Path,
 ) -> None:
     runtime, provider = skill_runtime(tmp_path, [
-        call(("use_skill", {"name": "demo"})), call(("demo__greet", {"name": "Ann"})), say("ok"),
+        call(("use_skill", {"name": "demo"})), call(("demo__greet", {"args": ["Ann"]})), say("ok"),
     ], profile="small")
     await runtime.start()
     assert runtime.loop.menu is not None and "use_skill" in [t.name for t in runtime.loop.offered()]

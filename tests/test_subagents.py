@@ -413,3 +413,32 @@ async def test_the_chat_shows_a_live_line_per_agent_and_a_summary(tmp_path: Path
     shown_text = buf.getvalue()
     assert f"agent general [{run.id}] completed: 2 steps" in shown_text
     assert "\x1b[2J" not in shown_text  # the model's task is shown escaped
+
+
+async def test_a_sub_agent_gets_the_skill_index_and_its_loaded_scripts_are_its_own(
+    tmp_path: Path,
+) -> None:
+    skill = tmp_path / "project" / "skills" / "count-lines"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: count-lines\ndescription: Counts the lines of "
+                                    "a file.\n---\nCall count_lines__count with the file.\n")
+    (skill / "scripts" / "count.py").write_text(
+        "import sys\nprint(sys.argv[1], len(open(sys.argv[1]).readlines()), 'lines')\n")
+    ui = RecordingUI()
+    parent = [call(("spawn_agent", {"task": "how long is a.txt?"})), say("done")]
+    sub = [call(("use_skill", {"name": "count-lines"})),
+           call(("count_lines__count", {"args": ["a.txt"]})), say("REPORT: 3 lines")]
+    runtime, root, provider = make_runtime(tmp_path, ui, routed(parent, sub), trusted=True,
+                                           sandbox="off")
+    (root / "a.txt").write_text("1\n2\n3\n")
+    await runtime.loop.run_turn(Conversation(), "go")
+    first, loaded, ran = sub_requests(provider)
+    assert "- count-lines: Counts the lines of a file." in first.messages[0].text
+    assert "count_lines__count" in {t.name for t in loaded.tools}
+    assert "a.txt 3 lines" in all_text(ran.messages[-1:])
+    # it ran as a command, asked like run_cmd (no allow rule covers it)
+    assert ("count_lines__count", ) == tuple(q[0] for q in ui.questions if q[0] != "spawn_agent")
+    assert runtime.subagents.runs[0].report == "REPORT: 3 lines"
+    assert "count_lines__count" not in runtime.table  # the parent loaded nothing
+    assert runtime.skills is not None and runtime.skills.loaded == []
+    await runtime.aclose()

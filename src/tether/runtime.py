@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from .core.context import Compressor, TokenEstimator, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .core.instructions import ProjectInstructions, load_instructions
+from .core.instructions import ProjectInstructions, instruction_names, load_instructions
 from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
 from .core.messages import Message, ToolCall
 from .core.profile import (
@@ -37,9 +37,9 @@ from .providers.base import Provider
 from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
-from .skills.book import USE_SKILL, SkillBook
+from .safety.trusted_folders import TrustStore
+from .skills.book import USE_SKILL, SkillBook, add_to_table
 from .skills.catalog import discover_skills, prompt_index
-from .skills.scripts import is_script_tool
 from .store.agent_defs import load_definitions
 from .store.config import Settings
 from .store.git_ops import GitOps
@@ -451,8 +451,11 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
     runner = SubagentRunner(
         runtime.loop, options.home,
         system_prompt=lambda table, mode: system_prompt(  # the project's instructions hold there too
-            options.root, table, mode, runtime.prompt_extras, runtime.instructions.prompt_section()
+            options.root, table, mode, runtime.prompt_extras,
+            runtime.instructions.prompt_section()
+            + (runtime.skills.index_for(table) if runtime.skills else ""),
         ),
+        prepare_table=lambda table: runtime.skills.give_agent(table) if runtime.skills else None,
         budget=budget, concurrency=subagent_concurrency(settings), definitions=definitions,
         make_guard=lambda model: Compressor(
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
@@ -479,28 +482,26 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
     runtime.instructions = load_instructions(
         options.root, options.home, trusted=options.trusted,
         fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
+        trusted_above=TrustStore(options.home).is_trusted,
     )
     catalog = discover_skills(options.root, options.home, trusted=options.trusted)
     runtime.warnings.extend(runtime.instructions.problems + catalog.problems)
     if not catalog.skills:
         return
     shell = runtime.table.get("run_cmd")
-    runtime.skills = SkillBook(catalog, options.root, shell.handler if shell else None,
-                               lambda tools: add_skill_tools(runtime, tools), launcher=sandbox)
+    runtime.skills = SkillBook(
+        catalog, options.root, shell.handler if shell else None,
+        lambda tools: add_skill_tools(runtime, tools), launcher=sandbox,
+        confined=lambda: sandbox is not None and sandbox.confinement != "off",
+    )
     runtime.table.add(runtime.skills.tool())
 
 
 def add_skill_tools(runtime: Runtime, tools: list[Tool]) -> list[Tool]:
-    """A loaded skill's script tools: in the table and offered from the next request on.
-    A name another tool holds stays that tool's; the ones added are returned."""
-    added = []
-    for tool in tools:
-        if not is_script_tool(runtime.table.get(tool.name)):
-            continue
-        runtime.table.replace(tool)
-        added.append(tool)
-        if runtime.loop.menu is not None:
-            runtime.loop.menu.loaded.add(tool.name)
+    """A loaded skill's script tools: in the table and offered from the next request on."""
+    added = add_to_table(runtime.table, tools)
+    if runtime.loop.menu is not None:
+        runtime.loop.menu.loaded.update(tool.name for tool in added)
     return added
 
 
@@ -511,6 +512,7 @@ def sandbox_for(settings: Settings, options: RunOptions, ui: UI) -> Sandbox:
     return Sandbox(
         settings.sandbox, options.root, options.home,
         notice=lambda message: ui.notice(message, "warning"),
+        instructions=instruction_names(settings.instruction_fallbacks),
     )
 
 

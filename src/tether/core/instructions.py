@@ -4,13 +4,16 @@ The personal file (TETHER_HOME/AGENTS.md) comes first, then one file per folder 
 root down to the working directory, so the nearest folder's words come last and win. A
 folder's AGENTS.override.md replaces its AGENTS.md; a folder with neither falls back to the
 first fallback name found there (CLAUDE.md by default). Project files are read only in a
-trusted folder: a hostile repository must not speak to the model with the user's voice.
+trusted folder: a hostile repository must not speak to the model with the user's voice. The
+working directory's trust does not reach up: a folder above it is read only when it is
+trusted itself (a trust given to it or to a folder above it), and a file skipped for that is
+named in `skipped`, which /context shows.
 The text lives in the system prompt, outside the history, so compaction never touches it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +35,8 @@ class ProjectInstructions:
     cut: str = ""
     """The visible note when the cap cut the text, else ""."""
     problems: list[str] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    """Project files not read because their folder is not trusted, root first."""
 
     @property
     def paths(self) -> list[Path]:
@@ -70,9 +75,14 @@ def folders_down_to(cwd: Path) -> list[Path]:
     return list(reversed(chain))
 
 
+def instruction_names(fallbacks: Sequence[str]) -> tuple[str, ...]:
+    """The names a folder's instructions file may have, the one that wins first."""
+    return (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks)
+
+
 def file_of_folder(folder: Path, fallbacks: Sequence[str]) -> Path | None:
     """The one instructions file a folder contributes, if any."""
-    for name in (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks):
+    for name in instruction_names(fallbacks):
         candidate = folder / name
         if candidate.is_file():
             return candidate
@@ -81,13 +91,20 @@ def file_of_folder(folder: Path, fallbacks: Sequence[str]) -> Path | None:
 
 def load_instructions(
     cwd: Path, home: Path, *, trusted: bool, fallbacks: Sequence[str] = DEFAULT_FALLBACKS,
-    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_bytes: int = DEFAULT_MAX_BYTES, trusted_above: Callable[[Path], bool] = lambda f: False,
 ) -> ProjectInstructions:
+    """`trusted` is the working directory's trust; `trusted_above` tells whether a folder
+    above it (up to the git root) is trusted too."""
     found = ProjectInstructions()
     paths = [p for p in (file_of_folder(home, ()),) if p is not None]
-    if trusted:
-        project = (file_of_folder(f, fallbacks) for f in folders_down_to(cwd))
-        paths += [p for p in project if p is not None and p not in paths]
+    for folder in folders_down_to(cwd):
+        path = file_of_folder(folder, fallbacks)
+        if path is None or path in paths:
+            continue
+        if trusted and (folder == cwd or trusted_above(folder)):
+            paths.append(path)
+        else:
+            found.skipped.append(path)
     budget = max_bytes
     for path in paths:
         try:

@@ -219,6 +219,8 @@ class SubagentRunner:
     concurrency: int = 2
     definitions: dict[str, AgentDefinition] = field(default_factory=dict)
     make_guard: Callable[[str], ContextGuard | None] = lambda model: None
+    prepare_table: Callable[[ToolTable], None] = lambda table: None
+    """Gives an agent's table the tools that must be its own (a use_skill loading into it)."""
     runs: list[AgentRun] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     """Every agent's usage, for the session's count."""
@@ -283,6 +285,7 @@ class SubagentRunner:
     def _loop_for(self, ui: AgentUI, spec: AgentSpec, definition: AgentDefinition | None) -> TurnLoop:
         parent = self.parent
         table = agent_table(parent.table, definition.tools if definition else None)
+        self.prepare_table(table)
         dispatcher = dataclasses.replace(parent.dispatcher, table=table, ui=ui)
         model = spec.model or (definition.model if definition else "") or parent.settings.model
         steps = (definition.max_steps if definition and definition.max_steps else 0) or self.budget.max_steps

@@ -12,7 +12,8 @@ only its own processes, and tether's state directory (TETHER_HOME, where saved
 keys live) is hidden behind an empty tmpfs. bubblewrap itself starts with an
 environment built from `ENV_ALLOWED` only, so no key variable reaches any
 process inside, not even through /proc/1/environ. In workspace-write, git's
-folder and tether's project config stay read-only (see `sandbox_paths`).
+folder, tether's project config and the root's AGENTS.md stay read-only (see
+`sandbox_paths`).
 
 It does NOT stop a command from reading any other file the user can read, nor
 limit CPU, memory or disk use.
@@ -27,11 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from ..core.instructions import DEFAULT_FALLBACKS, instruction_names
 from ..store.keys import SECRET_FILES
 from ..tools._paths import is_within
 from .host_programs import host_program
@@ -112,6 +115,8 @@ class Sandbox:
     home: Path
     notice: Callable[[str], None] = lambda message: None
     """Told once, the first time the sandbox turns out to be unavailable."""
+    instructions: tuple[str, ...] = instruction_names(DEFAULT_FALLBACKS)
+    """The instruction file names of the root, kept read-only (the fallbacks are a setting)."""
     problem: str = field(default="", init=False)
     """Why the sandbox cannot be used ("" when it can, or before it is probed)."""
     _probed: bool = field(default=False, init=False, repr=False)
@@ -184,7 +189,8 @@ class Sandbox:
             yield Launch(list(argv), dict(env))
             return
         refuse_if_keys_have_other_names(real(self.home))
-        protected = self._placeholders.acquire(protected_paths(real(self.root))) if (
+        protected = self._placeholders.acquire(
+            protected_paths(real(self.root), self.instructions)) if (
             mode == "workspace-write") else []  # fmt: skip
         released = False
 
@@ -212,7 +218,7 @@ class Sandbox:
         root, home = real(self.root), real(self.home)
         bind = "--bind" if self.confinement == "workspace-write" else "--ro-bind"
         # The root is bound after the private /tmp so a project under /tmp stays visible.
-        args = [*_isolation_args(), bind, str(root), str(root)]
+        args = [*_isolation_args(), *_interpreter_args(root), bind, str(root), str(root)]
         if home.is_dir():
             args += ["--tmpfs", str(home)]
             # Hiding the state directory must not hide a project inside it, but a project that
@@ -253,6 +259,17 @@ def refuse_if_keys_have_other_names(home: Path) -> None:
                 "which the sandbox cannot hide, so no sandboxed command runs. Nothing was run. "
                 f"Remove the other link (find it with: find / -samefile {path})."
             )
+
+
+def _interpreter_args(root: Path) -> list[str]:
+    """The running interpreter's environment, read-only, where the private /tmp would hide it
+    (a CI virtualenv under /tmp): skill scripts and hooks run with `sys.executable`. One
+    inside the project is left to the project's own bind, which keeps it writable."""
+    tmp = real(Path("/tmp"))
+    prefixes = dict.fromkeys(real(Path(p)) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix))
+    hidden = [p for p in prefixes if is_within(p, tmp) and p != tmp and not is_within(p, root)
+              and p.is_dir()]
+    return [arg for p in hidden for arg in ("--ro-bind", str(p), str(p))]
 
 
 def _read_only(paths: list[Protected]) -> list[str]:

@@ -1,12 +1,16 @@
-"""What stays read-only inside a writable project: git's folder and tether's own project config.
+"""What stays read-only inside a writable project: git's folder, tether's own project config
+and the project's instruction files (AGENTS.md).
 
 A command in the workspace-write sandbox may change the project, but not what
 tether or git later runs *outside* the sandbox on the project's behalf: a hook
 in `.git/hooks`, a clean filter or `core.hooksPath` in `.git/config`, a
 `.git/commondir` that points git at a copy with hooks of its own, or allow
-rules in `.permissions.json`. So the whole git directory is read-only inside
-the sandbox (git commands that write, such as commit or checkout, fail there
-and need to run outside it), and so is every path in `PROJECT_CONFIG`.
+rules in `.permissions.json`, nor the AGENTS.md the next request carries. So
+the whole git directory is read-only inside the sandbox (git commands that
+write, such as commit or checkout, fail there and need to run outside it),
+and so is every path in `PROJECT_CONFIG` and every instruction file name of
+the root (`instruction_entries`; the folders above the root are outside the
+writable bind already).
 
 A path that does not exist yet is covered too, or the command could create
 it: tether makes a placeholder (an empty folder, or a file holding the
@@ -23,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -71,10 +76,20 @@ def real(path: Path) -> Path:
         return Path(path).expanduser().absolute()
 
 
-def protected_paths(root: Path) -> list[Protected]:
-    """What a workspace-write sandbox mounts read-only over `root` (a real path)."""
+def instruction_entries(names: Sequence[str]) -> tuple[ConfigPath, ...]:
+    """The project root's instruction files (AGENTS.md and the names that stand in for it),
+    which the next request's system prompt is built from. A missing one is held by an
+    empty folder of its name, not an empty file: the loader reads files only, so the folder
+    changes nothing (an empty AGENTS.md would hide the CLAUDE.md next to it), and git status
+    does not show it."""
+    return tuple(ConfigPath(name, "dir") for name in dict.fromkeys(names))
+
+
+def protected_paths(root: Path, instructions: Sequence[str] = ()) -> list[Protected]:
+    """What a workspace-write sandbox mounts read-only over `root` (a real path), with the
+    instruction files named `instructions`."""
     found = git_paths(root)
-    for entry in PROJECT_CONFIG:
+    for entry in (*PROJECT_CONFIG, *instruction_entries(instructions)):
         found += _config_path(root, entry)
     return list(dict.fromkeys(found))
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..core.toolspec import Tool, ToolContext, ToolError
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolTable
 from ..safety.shell_session import Launcher
-from .catalog import Skill, SkillCatalog
-from .scripts import RunCommand, is_script, script_tool
+from .catalog import Skill, SkillCatalog, prompt_index
+from .scripts import RunCommand, is_script, is_script_tool, script_tool
 
 USE_SKILL = "use_skill"
 
@@ -32,7 +33,10 @@ class SkillBook:
     """run_cmd's handler: the one way a script runs."""
     on_load: OnLoad = lambda tools: tools
     launcher: Launcher | None = None
-    """The sandbox a script's --help runs in."""
+    """The sandbox a Python script's --help runs in when a skill is loaded."""
+    confined: Callable[[], bool] = lambda: False
+    """True when `launcher` really confines commands; without that no --help runs at load
+    and the script takes an argument list (see scripts)."""
     loaded: list[str] = field(default_factory=list)
     tools_of: dict[str, list[str]] = field(default_factory=dict)
     """The script tool names each loaded skill brought."""
@@ -69,15 +73,29 @@ class SkillBook:
         if skill.folder is None or self.run_command is None:
             return [], []
         tools, problems = [], []
+        help_launcher = self.launcher if self.launcher is not None and self.confined() else None
         for script in sorted((skill.folder / "scripts").glob("*")):
             if not is_script(script):
                 continue
             try:
                 tools.append(script_tool(skill.name, script, self.root, self.run_command,
-                                         self.launcher))
+                                         help_launcher))
             except ToolError as exc:
                 problems.append(str(exc))
         return tools, problems
+
+    def index_for(self, table: ToolTable) -> str:
+        """The skill index for a prompt whose tools are `table` ("" without use_skill)."""
+        return prompt_index(self.catalog.skills) if USE_SKILL in table else ""
+
+    def give_agent(self, table: ToolTable) -> None:
+        """A sub-agent's table gets a use_skill of its own: the scripts of a skill it loads
+        join that table, where the agent can call them, and the parent's stays as it was."""
+        if USE_SKILL not in table:
+            return
+        book = dataclasses.replace(self, on_load=lambda tools: add_to_table(table, tools),
+                                   loaded=[], tools_of={})
+        table.replace(book.tool())
 
     def tool(self) -> Tool:
         def use_skill(args: UseSkillParams, ctx: ToolContext) -> str:
@@ -89,6 +107,15 @@ class SkillBook:
             "bundled files (read them with read_file); its scripts become tools.",
             params=UseSkillParams, handler=use_skill, reads=True, main_arg="name",
         )
+
+
+def add_to_table(table: ToolTable, tools: list[Tool]) -> list[Tool]:
+    """Script tools into `table`; a name another kind of tool holds stays that tool's. The
+    ones added are returned."""
+    added = [tool for tool in tools if is_script_tool(table.get(tool.name))]
+    for tool in added:
+        table.replace(tool)
+    return added
 
 
 def loaded_text(skill: Skill, body: str, tools: list[Tool], problems: list[str]) -> str:

@@ -1,12 +1,14 @@
 """A loaded skill's scripts as tools: `<skill>__<script>`, run like run_cmd.
 
-A Python script is asked for its argparse help in a subprocess (never imported into tether,
-so its code runs in a child: inside the sandbox when there is one, with a timeout and no keys
-in its environment); the help is the
-description and its arguments the parameters. An executable with a shebang takes a list of
-arguments. Every call becomes one command line handed to run_cmd's own handler, and the
-tool's main value is that line: the approval policy, the rules and the sandbox see exactly
-what run_cmd would.
+A Python script is asked for its argparse help in a subprocess (never imported into tether)
+when the skill is loaded, but only inside a sandbox that really confines it (and with a
+timeout and no keys in its environment): loading a skill must not run a project's code
+unconfined without asking. The help is the description and its arguments the parameters.
+Without such a sandbox, and for an executable with a shebang, the tool takes a list of
+arguments, and the model sees a script's options by calling it with `--help` (a command
+like any other, asked for or allowed by the rules). Every call becomes one command line
+handed to run_cmd's own handler, and the tool's main value is that line: the approval
+policy, the rules and the sandbox see exactly what run_cmd would.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ HELP_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TMPDIR")
 MAX_DESCRIPTION = 1500
 OPTION_LINE = re.compile(r"^\s{2,}(?:-\w,\s*)?(--[\w-]+)(?:[ =]([A-Z_][A-Z0-9_]*))?(?:\s{2,}(.*))?$")
 POSITIONAL_LINE = re.compile(r"^\s{2,}([a-z_][\w-]*)(?:\s{2,}(.*))?$")
+
+UNREAD_HELP = (" Its options were not read at load (no sandbox to run it in): the skill's "
+               "text says how to call it, or call it with [\"--help\"] to see them.")
 
 RunCommand = Callable[[RunCmdParams, ToolContext], Any]
 
@@ -70,19 +75,17 @@ def tool_name(skill: str, script: Path) -> str:
     return f"{skill.replace('-', '_')}__{stem}"[:64]
 
 
-def read_help(script: Path, root: Path, launcher: Launcher | None = None) -> str:
-    """The script's --help text; ToolError when it cannot be had."""
+def read_help(script: Path, root: Path, launcher: Launcher) -> str:
+    """The script's --help text, run through `launcher` (a confining sandbox); ToolError
+    when it cannot be had."""
     env = {k: os.environ[k] for k in HELP_ENV_KEYS if k in os.environ}
     argv = [sys.executable, str(script), "--help"]
     try:
-        if launcher is None:
-            done = _run_for_help(argv, root, env)
-        else:
-            with launcher.launch(argv, env) as started:
-                try:
-                    done = _run_for_help(started.argv, root, started.env, started.pass_fds)
-                finally:
-                    started.release()
+        with launcher.launch(argv, env) as started:
+            try:
+                done = _run_for_help(started.argv, root, started.env, started.pass_fds)
+            finally:
+                started.release()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolError(f"{script.name} --help failed: {exc}") from None
     if done.returncode != 0 or "usage:" not in done.stdout:
@@ -163,12 +166,14 @@ def python_argv(arguments: list[Argument]) -> Callable[[dict[str, Any]], list[st
 
 
 def script_tool(
-    skill: str, script: Path, root: Path, run_command: RunCommand, launcher: Launcher | None = None
+    skill: str, script: Path, root: Path, run_command: RunCommand,
+    help_launcher: Launcher | None = None,
 ) -> Tool:
-    """ToolError when a Python script's help cannot be read."""
+    """A Python script's parameters come from its --help, read through `help_launcher`
+    (None: not read, the script takes an argument list); ToolError when it cannot be read."""
     name = tool_name(skill, script)
-    if script.suffix == ".py":
-        help_text = read_help(script, root, launcher)
+    if script.suffix == ".py" and help_launcher is not None:
+        help_text = read_help(script, root, help_launcher)
         arguments = help_arguments(help_text)
         params: type[BaseModel] = params_model(name, arguments)
         prefix = [sys.executable, shown_path(script, root)]
@@ -176,9 +181,12 @@ def script_tool(
         description = f"Script of skill {skill}.\n{help_text.strip()}"
     else:
         params = ArgList
-        prefix = [shown_path(script, root)]
+        prefix = [sys.executable] if script.suffix == ".py" else []
+        prefix.append(shown_path(script, root))
         argv = lambda values: [str(a) for a in values.get("args") or []]  # noqa: E731
         description = f"Script {script.name} of skill {skill}; give its arguments as a list."
+        if script.suffix == ".py":
+            description += UNREAD_HELP
 
     def command_of(values: dict[str, Any]) -> str:
         return shlex.join(prefix + argv(values))

@@ -33,6 +33,8 @@ async def show_context(ctx: CommandContext, arg: str) -> None:
         rows.append((f"  instructions {found.path}", tokens(est.text_cost(found.text))))
     if runtime.instructions.cut:
         rows.append(("  " + runtime.instructions.cut, ""))
+    for path in runtime.instructions.skipped:
+        rows.append((f"  instructions {path} skipped: its folder is not trusted", ""))
     if runtime.skills is not None:
         index = prompt_index(runtime.skills.catalog.skills)
         rows.append((f"  skill index ({len(runtime.skills.catalog.skills)} skills)",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from rich.text import Text
 
 from tether.core.messages import Message
@@ -37,7 +39,7 @@ async def load_skill(ctx: CommandContext, arg: str) -> None:
         return
     await ctx.ready()
     try:
-        text = ctx.runtime.load_skill(arg)
+        text = await asyncio.to_thread(ctx.runtime.load_skill, arg)  # --help may run
     except ToolError as exc:
         ctx.say(str(exc), "warning")
         return
