@@ -212,9 +212,11 @@ def test_a_folder_search_or_no_other_match_adds_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("PORT = 1\n")
     (tmp_path / "b.py").write_text("HOST = 2\n")
     ctx = ToolContext(root=tmp_path)
-    assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="a.py"), ctx).text
+    alone = search_in_file(SearchInFileParams(pattern="port", path="a.py"), ctx).text
+    assert alone == "a.py:1: PORT = 1"
     (tmp_path / "c.py").write_text("PORT = 3\n")
-    assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="."), ctx).text
+    folder = search_in_file(SearchInFileParams(pattern="port", path="."), ctx).text
+    assert folder.splitlines() == ["a.py:1: PORT = 1", "c.py:1: PORT = 3", "(2 matching lines in 2 files)"]
 
 
 def test_a_file_full_of_matches_is_what_was_asked_about_and_gets_no_other_files(tmp_path: Path) -> None:
