@@ -13,7 +13,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from .project_files import git_listed_files
+from .project_files import git_listed_names
 
 WALK_FILE_LIMIT = 2_000
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"})
@@ -27,10 +27,10 @@ def project_files(root: Path) -> list[str]:
 
 def _git_files(root: Path) -> list[str] | None:
     """git's list (hardened: a repository's fsmonitor or filters never run for it)."""
-    listed = git_listed_files(root)
+    listed = git_listed_names(root)
     if listed is None:
         return None
-    return [p.relative_to(root).as_posix() for p in listed if p.is_file()]  # deleted but tracked
+    return [name for name in listed if (root / name).is_file()]  # deleted but still tracked
 
 
 def _walked_files(root: Path) -> list[str]:

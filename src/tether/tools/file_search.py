@@ -172,33 +172,36 @@ def _elsewhere(
 def _nearest_first(ctx: ToolContext, target: Path, text: str) -> Iterator[Path]:
     """The project's files other than `target`, nearest first: files the target's text names
     by stem and with its suffix (`from .defaults import PORT` -> defaults.py), the files of
-    its folder, of each folder above it, then the rest in list order. Lazy: only what the
-    budget takes is looked at."""
+    its folder, of each folder above it, then the rest in list order. The near ones are
+    taken at once (so is the file list, before the search's clock starts); the rest only as
+    the budget takes them."""
     files = ctx.files
-    place = _listed_spelling(target, ctx.root)
-    folders = [place.parent, *place.parent.parents] if place is not None else []
-    named = (
-        files.named(word + target.suffix)
-        for word in dict.fromkeys(_WORD.findall(text[:NAMES_SCAN_CHARS]))
-    )
-    ordered = itertools.chain(
-        itertools.chain.from_iterable(named),
-        itertools.chain.from_iterable(files.in_folder(f) for f in folders if f.is_relative_to(ctx.root)),
-        files.paths(),
-    )
+    place = _relative_name(target, ctx.root)
+    words = dict.fromkeys(_WORD.findall(text[:NAMES_SCAN_CHARS]))
+    near = [path for word in words for path in files.named(word + target.suffix)]
+    folder = place.rpartition("/")[0] if place is not None else None
+    while folder is not None:
+        near += files.in_folder(folder)
+        folder = folder.rpartition("/")[0] if folder else None
+    itself = ctx.root / place if place is not None else None
+    return _once_each(itertools.chain(near, files.paths()), itself)
+
+
+def _once_each(paths: Iterable[Path], left_out: Path | None) -> Iterator[Path]:
     seen: set[Path] = set()
-    for path in ordered:
-        if path not in seen and path != place:
+    for path in paths:
+        if path not in seen and path != left_out:
             seen.add(path)
             yield path
 
 
-def _listed_spelling(target: Path, root: Path) -> Path | None:
-    """`target` (resolved) as the file list spells it (root / relative), or None outside."""
+def _relative_name(target: Path, root: Path) -> str | None:
+    """`target` (resolved) as the file list names it (relative to the root, `/` between
+    folders), or None outside the root."""
     resolved_root = kernel_resolved(root)
     if resolved_root is None or not target.is_relative_to(resolved_root):
         return None
-    return root / target.relative_to(resolved_root)
+    return target.relative_to(resolved_root).as_posix()
 
 
 def _with_elsewhere(output: ToolOutput, report: _SearchReport) -> ToolOutput:
