@@ -49,7 +49,7 @@ ELSEWHERE_BELOW = 10
 this: a few lines that read a setting mean the answer may be one import away, while a file
 full of matches is what was asked about (a log's ERROR lines), and the rotated log beside it
 would only distract from the count."""
-ELSEWHERE_FILES = 60
+ELSEWHERE_FILES = 40
 """Files the look elsewhere reads at the most: the nearest ones (see _nearest_first)."""
 ELSEWHERE_BYTES = 1024 * 1024
 """Bytes it reads at the most: a few large files do not take the whole second."""
