@@ -4,10 +4,8 @@ needs no key, a large paste shown as one line, and /commit's approval."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
@@ -16,17 +14,8 @@ CLOSED = "http://127.0.0.1:9"
 """Where nothing listens: the default provider's server in these runs."""
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(models=["fake"]) as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+SERVER_MODELS = ["fake"]
+"""What the `server` fixture (conftest) lists as the server's models."""
 
 
 def keyless_env(home: Path, **extra: str) -> dict[str, str]:
