@@ -17,6 +17,23 @@ def fake_server() -> Iterator[FakeServer]:
 
 
 @pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[FakeServer]:
+    """A started FakeServer listing the models its module's SERVER_MODELS names (the default
+    list when it names none); stopped after the test. A module that needs more defines its own."""
+    with FakeServer(models=getattr(request.module, "SERVER_MODELS", None)) as fake:
+        yield fake
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project folder, `project` under the test's tmp_path (a module whose project
+    needs files defines its own)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A TETHER_HOME of the test's own (not created: tether makes it when it needs it)."""
     return tmp_path / "home"

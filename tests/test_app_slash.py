@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
@@ -18,17 +16,8 @@ CLOSED = "http://127.0.0.1:9"
 """Where nothing listens: the default provider's server in these runs."""
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(models=["fake"]) as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+SERVER_MODELS = ["fake"]
+"""What the `server` fixture (conftest) lists as the server's models."""
 
 
 def keyless_env(home: Path, **extra: str) -> dict[str, str]:

@@ -5,7 +5,6 @@ time its question waited for the user."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,6 @@ from tether.core.messages import ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import Decision, SilentUI
 from tether.core.verdict import GateVerdict
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def write_call() -> Reply:

@@ -3,28 +3,13 @@ redraw its own approval line, hide a line, or reorder its letters."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fakeserver import FakeServer, Reply
 from test_app import start_app
 
 REDRAW = "touch PWNED #\x1b[2K\x1b[1G    command: ls -la"
 """Erases the approval line and draws a harmless command where it was."""
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def asks_to_run(server: FakeServer, command: str) -> None:

@@ -163,8 +163,9 @@ def test_auto_or_a_matching_allow_rule_lets_writes_run(project: Path, home: Path
 def test_allow_rule_for_another_folder_does_not_allow(project: Path, home: Path) -> None:
     script = [Reply(tool_calls=[("write_file", {"filepath": "a.md", "content": "hi"})]), Reply(text="ok")]
     with FakeServer(script) as server:
-        run_cli(["-p", "write", "--allow", "write_file(notes/*)", *openai_args(server)], project, home)
+        done = run_cli(["-p", "write", "--allow", "write_file(notes/*)", *openai_args(server)], project, home)
     assert not (project / "a.md").exists()
+    assert "write_file needs the user's approval" in done.stderr  # the call was made, and refused
 
 
 def closed_port() -> int:

@@ -162,6 +162,17 @@ def test_git_status_runs_nothing_the_repository_configures(hostile: Path, evil: 
     assert evil.ran() == []
 
 
+def test_the_project_map_and_file_list_run_nothing_the_repository_configures(
+    hostile: Path, evil: Evil
+) -> None:
+    from tether.core.project_files import ProjectFiles
+    from tether.core.projectmap import project_map
+
+    assert "a.txt" in project_map(hostile, 2_000)
+    assert hostile / "a.txt" in ProjectFiles(hostile).paths()
+    assert evil.ran() == []
+
+
 def test_git_diff_runs_nothing_the_repository_configures(hostile: Path, evil: Evil) -> None:
     (hostile / "a.txt").write_text("a.txt v2\n")
     (hostile / "b.dat").write_text("b.dat v2\n")

@@ -169,6 +169,31 @@ async def test_a_hook_that_cannot_start_is_an_error_not_a_block(tmp_path: Path) 
     assert level == "error" and "could not start" in message and "no-such-hook" in message
 
 
+@pytest.mark.parametrize("strict", [False, True])
+async def test_a_hook_command_the_system_cannot_start_is_told_not_raised(tmp_path: Path, strict: bool) -> None:
+    conv, ui, marker = await touch_turn(tmp_path, pre_tool("echo a\0b", strict=strict))  # a NUL byte
+    assert marker.exists() is not strict
+    assert any(level == "error" and "could not start" in message for level, message in ui.notices)
+
+
+async def test_post_tool_use_runs_after_a_call_whose_error_reads_like_a_refusal(tmp_path: Path) -> None:
+    """Whether a call ran is known, not guessed from its summary: a handler's error whose
+    first line is "blocked" still ran, so its PostToolUse hook runs."""
+    from scripted import make_tool
+
+    from tether.core.toolspec import ToolError
+
+    def refuses(args: object, ctx: object) -> str:
+        raise ToolError("blocked")
+
+    note = hook_script(tmp_path, "note.py", "print(json.dumps({'hookSpecificOutput': {'additionalContext': 'seen'}}))\n")
+    hooks = {"PostToolUse": [{"matcher": "probe", "hooks": [{"command": note}]}]}
+    runtime, _ = runtime_with(tmp_path, hooks, [call(("probe", {"filepath": "a.txt"})), say("ok")])
+    runtime.table.add(make_tool("probe", refuses))
+    conv, _ = await one_turn(runtime)
+    assert results(conv) == ["blocked\n[PostToolUse hook context]\nseen"]
+
+
 @pytest.mark.parametrize("body", ["sys.exit(1)\n", None])
 async def test_a_strict_hook_that_fails_blocks(tmp_path: Path, body: str | None) -> None:
     command = hook_script(tmp_path, "fails.py", body) if body else str(tmp_path / "missing")

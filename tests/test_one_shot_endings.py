@@ -14,19 +14,11 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
 from fakeserver import FakeServer, Reply
 from test_cli import openai_args, run_cli
 
 HEAD, TAIL = "Partial-answer-here|", "Final-tail"
 """One chunk each: the server holds the tail until the test lets it go."""
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
 
 
 def held_reply(gate: threading.Event) -> Reply:

@@ -20,13 +20,6 @@ from tether.store.session import SessionStore
 CHAT = "/v1/chat/completions"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
 def run_cli(args: list[str], cwd: Path, home: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OLLAMA", "TETHER"))}
     environment.update(TETHER_HOME=str(home), OPENAI_API_KEY="sk-test", TETHER_PROFILE="full")

@@ -20,13 +20,6 @@ from ptyapp import PtyApp, app_env, openai_args
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def server() -> Iterator[FakeServer]:
     with FakeServer() as fake:
         fake.default_reply = Reply(text="Fine.")

@@ -93,7 +93,7 @@ async def test_reading_the_keys_is_refused_under_auto_and_an_allow_all_rule(worl
     assert_blocked(await call(d, "read_file", filepath="../state/credentials.json"))
     assert_blocked(await call(d, "read_file", filepath=f"{home}/../state/./credentials.json"))
     other = await call(d, "read_file", filepath=str(home / "memory.json"))
-    assert not other.is_error  # only the keys are guarded, not every file of the state
+    assert not other.is_error and "{}" in other.content  # only the keys are guarded, not every file of the state
 
 
 async def test_symlinks_and_hard_links_to_the_keys_are_refused(world) -> None:
@@ -148,7 +148,7 @@ async def test_the_projects_own_credentials_file_is_not_guarded(world) -> None:
 async def test_without_a_state_dir_nothing_extra_is_guarded(world) -> None:
     root, home = world
     result = await call(dispatcher(root, None), "read_file", filepath=str(home / "credentials.json"))
-    assert not result.is_error  # the guard needs to know where the state lives
+    assert not result.is_error and "sk-saved-not-real" in result.content  # the guard needs to know where the state lives
 
 
 # ---------------------------------------------------------------- spellings the kernel resolves

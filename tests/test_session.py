@@ -31,13 +31,6 @@ def store(tmp_path: Path) -> SessionStore:
     return SessionStore(tmp_path / "home")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
 def rich_history() -> list[Message]:
     call = ToolCall("call_1", "read_file", {"filepath": "a.py", "offset": 3})
     return [

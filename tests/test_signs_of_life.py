@@ -7,28 +7,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fakeserver import FakeServer, Reply
 from test_app import start_app
 
 from tether.ui.terminal.activity import Activity, last_line
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
 
 STATUS = "openai · fake"
 """How the status line (the prompt's toolbar) begins."""

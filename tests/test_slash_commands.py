@@ -18,18 +18,8 @@ from tether.safety.permissions import PROJECT_FILE, USER_FILE
 from tether.store.keys import ConnectionStore, KeyStore
 from tether.ui.terminal.slash.handlers import COMMANDS
 
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(models=["fake", "other-model"]) as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+SERVER_MODELS = ["fake", "other-model"]
+"""What the `server` fixture (conftest) lists as the server's models."""
 
 
 @pytest.fixture

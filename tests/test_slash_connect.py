@@ -4,10 +4,8 @@ needed there, and the choice (with the URL, never a key) remembered for the next
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from fakeserver import FakeServer
 from slash_context import FakeContext, make_context
 
@@ -19,17 +17,8 @@ UNUSED_URL = "http://127.0.0.1:9"
 """Where the context starts: nothing answers there, so only the server connected to is asked."""
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(models=["fake", "other-model"]) as fake:
-        yield fake
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+SERVER_MODELS = ["fake", "other-model"]
+"""What the `server` fixture (conftest) lists as the server's models."""
 
 
 def keyless_context(project: Path, home: Path, answers: list[str]) -> FakeContext:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,10 +18,8 @@ def git(root: Path, *args: str) -> str:
                           text=True).stdout
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer(models=["fake"]) as fake:
-        yield fake
+SERVER_MODELS = ["fake"]
+"""What the `server` fixture (conftest) lists as the server's models."""
 
 
 @pytest.fixture

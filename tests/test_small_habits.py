@@ -4,6 +4,7 @@ new part, a changed line wrapped in made-up braces, and a search of the wrong fi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -211,9 +212,11 @@ def test_a_folder_search_or_no_other_match_adds_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("PORT = 1\n")
     (tmp_path / "b.py").write_text("HOST = 2\n")
     ctx = ToolContext(root=tmp_path)
-    assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="a.py"), ctx).text
+    alone = search_in_file(SearchInFileParams(pattern="port", path="a.py"), ctx).text
+    assert alone == "a.py:1: PORT = 1"
     (tmp_path / "c.py").write_text("PORT = 3\n")
-    assert "Other files" not in search_in_file(SearchInFileParams(pattern="port", path="."), ctx).text
+    folder = search_in_file(SearchInFileParams(pattern="port", path="."), ctx).text
+    assert folder.splitlines() == ["a.py:1: PORT = 1", "c.py:1: PORT = 3", "(2 matching lines in 2 files)"]
 
 
 def test_a_file_full_of_matches_is_what_was_asked_about_and_gets_no_other_files(tmp_path: Path) -> None:
@@ -226,6 +229,63 @@ def test_a_file_full_of_matches_is_what_was_asked_about_and_gets_no_other_files(
     assert "Other files" not in output.text and "server.log.1" not in output.text
     (tmp_path / "server.log").write_text("ERROR a\n" * (ELSEWHERE_BELOW - 1))
     assert "server.log.1" in search_in_file(SearchInFileParams(pattern="ERROR", path="server.log"), ctx).text
+
+
+def counted_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files search_in_file reads, in order (the real reader, counted)."""
+    from tether.tools import file_search
+
+    read: list[Path] = []
+    real = file_search.read_small_file
+
+    def counting(path: Path, limit: int) -> bytes:
+        read.append(path)
+        return real(path, limit)
+
+    monkeypatch.setattr(file_search, "read_small_file", counting)
+    return read
+
+
+def test_the_look_elsewhere_reads_a_bounded_number_of_files_the_named_one_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tether.tools.file_search import ELSEWHERE_FILES
+
+    for n in range(3 * ELSEWHERE_FILES):  # listed before the answer, and every one matches
+        (tmp_path / "aa" / f"m{n // 50}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "aa" / f"m{n // 50}" / f"f{n:03}.py").write_text("report = 'port'\n")
+    (tmp_path / "ledger").mkdir()
+    (tmp_path / "ledger" / "settings.py").write_text("from defaults import PORT\nport = PORT\n")
+    (tmp_path / "zz").mkdir()
+    (tmp_path / "zz" / "defaults.py").write_text("PORT = 7341\n")
+    read = counted_reads(monkeypatch)
+    output = search_in_file(SearchInFileParams(pattern="port", path="ledger/settings.py"), ToolContext(root=tmp_path))
+    _, _, elsewhere = output.text.partition("Other files in the project match too")
+    assert elsewhere.splitlines()[1] == "zz/defaults.py:1: PORT = 7341"  # the file it imports, first
+    assert len(read) == 1 + ELSEWHERE_FILES  # the file asked for, then the budget; not 3x as many
+
+
+def test_the_look_elsewhere_stops_at_its_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.tools.file_search import ELSEWHERE_BYTES
+
+    big = "x" * (ELSEWHERE_BYTES // 4) + "\nport = 1\n"
+    for n in range(12):
+        (tmp_path / f"big{n:02}.py").write_text(big)
+    (tmp_path / "a.py").write_text("port = 2\n")
+    read = counted_reads(monkeypatch)
+    output = search_in_file(SearchInFileParams(pattern="port", path="a.py"), ToolContext(root=tmp_path))
+    assert "big00.py:2: port = 1" in output.text
+    assert len(read) == 1 + 4  # a.py, then four quarters of the budget
+
+
+def test_one_file_searches_in_a_row_take_the_file_list_once(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("PORT = 1\n")
+    (tmp_path / "b.py").write_text("PORT = 2\n")
+    ctx = ToolContext(root=tmp_path)
+    ctx.files.ttl = math.inf  # however slow the machine
+    for _ in range(3):
+        assert "b.py:1: PORT = 2" in search_in_file(SearchInFileParams(pattern="port", path="a.py"), ctx).text
+    assert ctx.files.listings == 1
 
 
 # ---------------------------------------------------------------- run it, do not describe it
@@ -289,6 +349,54 @@ def test_tool_search_for_a_project_script_says_it_is_a_file_to_run(tmp_path: Pat
     assert said.startswith("tools/textstats.py is a file in the project, not a tool: run it with run_cmd")
     assert menu.loaded == set()  # nothing was loaded
     assert "Loaded" in search.handler(ToolSearchParams(query="git diff"), ctx)
+
+
+def script_search(root: Path):  # noqa: ANN201
+    from tether.core.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
+    from tether.core.toolspec import ToolTable
+
+    table = ToolTable([make_tool(n, lambda a, c: "") for n in ("read_file", "git_diff")])
+    search = tool_search_tool(ToolMenu(table, ["read_file"]))
+    ctx = ToolContext(root=root)
+    ctx.files.ttl = math.inf  # one list for the whole test, however slow the machine
+    return lambda query: search.handler(ToolSearchParams(query=query), ctx), ctx
+
+
+def test_tool_search_takes_a_base_name_one_project_file_has_for_that_file(tmp_path: Path) -> None:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "run.py").write_text("")
+    (tmp_path / "b" / "run.py").write_text("")
+    ask, ctx = script_search(tmp_path)
+    assert ask("python textstats.py").startswith("tools/textstats.py is a file in the project, not a tool")
+    assert "`python tools/textstats.py --help`" in ask("select:textstats.py")
+    assert "is a file in the project" not in ask("run.py")  # two files have that name: neither is meant
+    assert "is a file in the project" in ask("a/run.py")
+    assert ctx.files.listings == 1  # one file list for all four queries
+
+
+def test_tool_search_never_looks_outside_the_project_for_a_query_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "passwd").write_text("x")
+    (root / "linked").symlink_to(outside)
+    (root / "tool.py").symlink_to(outside / "passwd")
+    ask, ctx = script_search(root)
+    ctx.files.paths()  # the file list is taken before the stats are watched
+    looked_at: list[str] = []
+    for name in ("stat", "lstat"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda p, *a, real=real, **k: looked_at.append(str(p)) or real(p, *a, **k))
+    for word in ("../outside/passwd", "linked/passwd", f"{outside}/passwd", "~/passwd", "tool.py"):
+        assert "is a file in the project" not in ask(f"python {word}"), word
+    assert [p for p in looked_at if not p.startswith(str(root) + "/")] == []
 
 
 async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) -> None:

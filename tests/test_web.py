@@ -3,6 +3,7 @@ guard, caps, approval and the rules that hold once web content entered a turn.""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -303,6 +304,23 @@ def test_the_check_runs_on_the_resolved_address_before_any_connection() -> None:
     finally:
         fetcher.close()
     assert connected == ["docs.example.test"]
+
+
+def test_the_connection_goes_to_the_checked_address_with_the_name_kept_as_host(server: FixtureServer) -> None:
+    looked_up: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        looked_up.append(host)
+        return [server.host]  # only this resolver knows the name: the system's would fail
+
+    named = "api.example.test"
+    fetcher = Fetcher(lambda host, port: host == named, FetchLimits(timeout=5), resolver=resolver)
+    try:
+        fetched = fetcher.fetch(f"http://{named}:{server.port}/api/echo")
+    finally:
+        fetcher.close()
+    assert fetched.status == 200 and json.loads(fetched.body)["host"] == f"{named}:{server.port}"
+    assert looked_up == [named]  # one lookup, checked and connected to: nothing resolved it again
 
 
 async def test_a_private_address_is_refused_for_call_api_and_a_wildcard_host_rule_names_nothing(

@@ -171,7 +171,8 @@ def _handler(server: FixtureServer) -> type[BaseHTTPRequestHandler]:
                 self._send(301, b"", "text/plain", {"Location": "/pages/sorting"})
             elif parts.path == "/api/echo":
                 answer = {"method": method, "query": parse_qs(parts.query),
-                          "content_type": self.headers.get("Content-Type", ""), "body": body.decode()}
+                          "content_type": self.headers.get("Content-Type", ""), "body": body.decode(),
+                          "host": self.headers.get("Host", "")}
                 self._send(201 if method == "POST" else 200, json.dumps(answer).encode(), "application/json",
                            {"X-Fixture": "yes"})
             else:

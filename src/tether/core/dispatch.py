@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
@@ -41,9 +41,6 @@ CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
 )
 """The call whose handler is running (an async handler's task sees its own): a sub-agent
 names the spawn call that started it."""
-
-SKIPPED = ("unknown tool", "invalid arguments", "blocked by a hook", "blocked")
-"""Summaries of calls that never ran: no PostToolUse hook runs for them."""
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
@@ -120,6 +117,15 @@ class ToolHooks(Protocol):
 # ---------------------------------------------------------------- dispatcher
 
 
+class _Outcome(NamedTuple):
+    call: ToolCall
+    """The call as it ran (a hook may have rewritten it)."""
+    output: ToolOutput
+    is_error: bool
+    ran: bool
+    """Whether the handler was started (no PostToolUse hook runs for a call that never ran)."""
+
+
 @dataclass
 class _Asked:
     """How long a call waited for the user's approval (and for another question to end)."""
@@ -150,7 +156,7 @@ class Dispatcher:
         token = CURRENT_CALL.set(call)
         asked = _Asked()
         try:
-            ran, output, is_error = await self._checked_run(call, tool, asked)
+            ran, output, is_error, started_handler = await self._checked_run(call, tool, asked)
         finally:
             CURRENT_CALL.reset(token)
         # Results enter the history here: text UTF-8 cannot encode (a file name that
@@ -158,7 +164,7 @@ class Dispatcher:
         text = self._windowed(call.name, tool, cleaned_with_note(output.text))
         if ran is not call:
             text += f"\n[A hook changed the arguments; what ran was: {ran.arguments}]"
-        if tool is not None and self.hooks is not None and output.summary not in SKIPPED:
+        if tool is not None and self.hooks is not None and started_handler:
             text += cleaned_with_note(await self.hooks.after_result(ran, tool, text, is_error))
         evidence = Evidence(
             call=ran,
@@ -176,26 +182,22 @@ class Dispatcher:
         self.ui.tool_end(evidence)
         return ToolResult(call.id, call.name, text, is_error), evidence
 
-    async def _checked_run(
-        self, call: ToolCall, tool: Tool | None, asked: _Asked
-    ) -> tuple[ToolCall, ToolOutput, bool]:
-        """The call as it ran (a hook may have rewritten it), its output, and whether it failed."""
+    async def _checked_run(self, call: ToolCall, tool: Tool | None, asked: _Asked) -> _Outcome:
         if tool is None:
             names = ", ".join(self.table.names())
-            return call, ToolOutput(f"Unknown tool '{call.name}'. Available tools: {names}.",
-                                    summary="unknown tool"), True
+            return _refused(call, f"Unknown tool '{call.name}'. Available tools: {names}.", "unknown tool")
         args, problem = self._validate(call, tool)
         if problem:
-            return call, ToolOutput(problem, summary="invalid arguments"), True
+            return _refused(call, problem, "invalid arguments")
         call, args, refusal = await self._screen(call, tool, args)
         if refusal:
-            return call, ToolOutput(refusal, summary="blocked by a hook"), True
+            return _refused(call, refusal, "blocked by a hook")
         refusal = await self._gate(call, tool, asked)
         if refusal:
-            return call, ToolOutput(refusal, summary="blocked"), True
+            return _refused(call, refusal, "blocked")
         self._before(call, tool)
         output, is_error = await self._run(tool, args)
-        return call, output, is_error
+        return _Outcome(call, output, is_error, ran=True)
 
     async def _screen(self, call: ToolCall, tool: Tool, args: Any) -> tuple[ToolCall, Any, str]:
         """The PreToolUse hooks: a refusal, or arguments to use instead, validated again
@@ -346,6 +348,11 @@ class Dispatcher:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _refused(call: ToolCall, text: str, summary: str) -> _Outcome:
+    """A call that never ran: an error result with a summary saying why."""
+    return _Outcome(call, ToolOutput(text, summary=summary), is_error=True, ran=False)
 
 
 async def in_daemon_thread(func: Callable[..., Any], *args: Any) -> Any:

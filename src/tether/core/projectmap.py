@@ -10,11 +10,11 @@ tool folders. When everything does not fit, folders are folded into
 from __future__ import annotations
 
 import os
-import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-GIT_TIMEOUT = 5.0
+from .project_files import git_listed_names
+
 WALK_FILE_LIMIT = 2_000
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"})
 
@@ -26,17 +26,11 @@ def project_files(root: Path) -> list[str]:
 
 
 def _git_files(root: Path) -> list[str] | None:
-    try:
-        done = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-            cwd=root, capture_output=True, timeout=GIT_TIMEOUT, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    """git's list (hardened: a repository's fsmonitor or filters never run for it)."""
+    listed = git_listed_names(root)
+    if listed is None:
         return None
-    if done.returncode != 0:
-        return None
-    names = {os.fsdecode(n) for n in done.stdout.split(b"\0") if n}
-    return [n for n in names if (root / n).is_file()]  # deleted but still tracked: not there
+    return [name for name in listed if (root / name).is_file()]  # deleted but still tracked
 
 
 def _walked_files(root: Path) -> list[str]:

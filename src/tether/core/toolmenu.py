@@ -13,13 +13,17 @@ in the table and not in `core`.
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
+import stat
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from .messages import Message
-from .toolspec import Tool, ToolContext, ToolError, ToolTable
+from .toolspec import Tool, ToolContext, ToolTable
 
 TOOL_SEARCH = "tool_search"
 SEARCH_RESULT_LIMIT = 5
@@ -143,24 +147,62 @@ SCRIPT_NOT_TOOL = (
 )
 
 
+QUERY_WORDS_CHECKED = 16
+"""Words of one query looked up as project files: a query is a few keywords."""
+QUERY_WORD_CHARS = 255
+
+
 def _project_file_named(query: str, ctx: ToolContext) -> str | None:
-    """A word of the query that is a file inside the project (a small model takes the
-    project's `tools/textstats.py` for a tool to load)."""
-    try:
-        root = ctx.root.resolve()
-    except OSError:
-        return None
-    for word in query.replace("select:", " ").split():
-        word = word.strip("`'\",")
-        if "." not in word and "/" not in word:
-            continue
-        try:
-            path = ctx.resolve(word)
-            if path.is_file() and path.resolve().is_relative_to(root):
-                return path.resolve().relative_to(root).as_posix()
-        except (OSError, ValueError, ToolError):
-            continue
+    """A word of the query that names a file of the project, by its path (`tools/textstats.py`)
+    or by a base name only one file has (`textstats.py`): a small model takes the project's
+    script for a tool to load. Only the project's file list is consulted, never the path the
+    word spells, so a word leading out (`../../etc/passwd`, `~/.ssh/id_rsa`) is not looked
+    at and the answer never depends on what exists outside the project."""
+    words = (w.strip("`'\",") for w in query.replace("select:", " ").split())
+    named = [w for w in words if ("." in w or "/" in w) and len(w) <= QUERY_WORD_CHARS]
+    for word in named[:QUERY_WORDS_CHECKED]:
+        path = _listed_file(word, ctx)
+        if path is not None:
+            return path.relative_to(ctx.root).as_posix()
     return None
+
+
+def _listed_file(word: str, ctx: ToolContext) -> Path | None:
+    """The one listed regular file `word` names, or None."""
+    relative = _as_relative(word, ctx.root)
+    if relative is None:
+        return None
+    same_name = ctx.files.named(posixpath.basename(relative))
+    if "/" in relative:
+        same_name = [p for p in same_name if p == ctx.root / relative]
+    if len(same_name) != 1 or not _regular_file_here(same_name[0], ctx):
+        return None
+    return same_name[0]
+
+
+def _as_relative(word: str, root: Path) -> str | None:
+    """`word` as a path relative to the root, lexically; None for one that leaves it."""
+    if word.startswith("~"):
+        return None
+    if os.path.isabs(word):
+        absolute = posixpath.normpath(word)
+        base = posixpath.normpath(str(root))
+        if not absolute.startswith(base.rstrip("/") + "/"):
+            return None
+        word = absolute[len(base.rstrip("/")) + 1:]
+    relative = posixpath.normpath(word)
+    if relative in (".", "..") or relative.startswith("../"):
+        return None
+    return relative
+
+
+def _regular_file_here(path: Path, ctx: ToolContext) -> bool:
+    """The listed entry itself is a regular file (a symlink is not followed: it may lead out)
+    and not tether's saved keys."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode) and not ctx.is_secret(path)
+    except (OSError, ValueError):
+        return False
 
 
 def tool_search_tool(menu: ToolMenu) -> Tool:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from ..safety.paths import resolve_user_path
 from .messages import CommandStatus, Message
+from .project_files import ProjectFiles
 
 if TYPE_CHECKING:
     from ..store.keys import SecretFiles
@@ -67,6 +68,11 @@ class ToolContext:
     runs_unconfined: Callable[[str], bool] = lambda session: False
     """Whether a shell session runs outside the sandbox (run_cmd with unsandboxed: true):
     input sent to it runs there too, so the approval policy treats it as escalation."""
+    files: ProjectFiles = field(init=False)
+    """The project's file list, taken at most every few seconds (project_files.LIST_TTL)."""
+
+    def __post_init__(self) -> None:
+        self.files = ProjectFiles(self.root)
 
     def resolve(self, path: str, *, follow_symlinks: bool = True) -> Path:
         """The path open() will reach: `~` expanded, relative to the project root, every

@@ -57,7 +57,9 @@ def project_variables(root: Path) -> dict[str, str]:
 class HookRunner:
     """Starts hook commands, each in a session of its own, and stops what a late one left."""
 
-    def __init__(self, root: Path, env: Mapping[str, str], launcher: Launcher | None = None) -> None:
+    def __init__(self, root: Path, env: Mapping[str, str], launcher: Launcher) -> None:
+        """`launcher` is the one commands run through (the sandbox, whatever its mode): no
+        hook starts any other way."""
         self.root = root
         self.env = hook_environment(env, root)
         self.launcher = launcher
@@ -70,8 +72,6 @@ class HookRunner:
         env = {**self.env, **self.processes.environment(sid)}
         data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8", "replace")
         try:
-            if self.launcher is None:
-                return await self._start_and_wait(sid, Launch(argv, env), data, timeout)
             with self.launcher.launch(argv, env) as launch:
                 try:
                     return await self._start_and_wait(sid, launch, data, timeout)
@@ -90,6 +90,8 @@ class HookRunner:
             )
         except OSError as exc:
             return HookRun(None, start_error=f"{exc.strerror or exc}: {launch.argv[0]}")
+        except ValueError as exc:  # a NUL byte in the command or the environment
+            return HookRun(None, start_error=str(exc))
         self.processes.started(sid, proc.pid)
         try:
             out, err = await asyncio.wait_for(proc.communicate(data), timeout)

@@ -13,9 +13,10 @@ A host is let through anyway when `may_reach(host, port)` says an allow rule nam
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpcore
@@ -115,15 +116,80 @@ class GuardedBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def guarded_transport(may_reach: MayReach, resolver: Resolver = resolve) -> httpx.HTTPTransport:
-    """An httpx transport whose every connection goes through `GuardedBackend`; no proxy
-    from the environment (a proxy would resolve names where the guard cannot see)."""
-    transport = httpx.HTTPTransport(trust_env=False)
-    # httpx builds its pool without a way to pass a backend; the pool is replaced whole,
-    # with the settings httpx's defaults give (a failing SSRF test catches a change here).
-    transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
-        max_connections=20, max_keepalive_connections=10, keepalive_expiry=5.0,
-        network_backend=GuardedBackend(may_reach, resolver),
-    )
-    return transport
+class GuardedTransport(httpx.BaseTransport):
+    """An httpx transport over an httpcore connection pool whose every connection goes
+    through `GuardedBackend` (httpx's own transport takes no network backend, so the pool
+    is built here through httpcore's public constructor). No proxy: a proxy would resolve
+    names where the guard cannot see."""
+
+    def __init__(self, may_reach: MayReach, resolver: Resolver = resolve) -> None:
+        self.pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(trust_env=False),
+            max_connections=20, max_keepalive_connections=10, keepalive_expiry=5.0,
+            network_backend=GuardedBackend(may_reach, resolver),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.SyncByteStream)
+        sent = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme, host=request.url.raw_host,
+                port=request.url.port, target=request.url.raw_path,
+            ),
+            headers=request.headers.raw, content=request.stream, extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            answer = self.pool.handle_request(sent)
+        assert isinstance(answer.stream, Iterable)
+        return httpx.Response(
+            status_code=answer.status, headers=answer.headers,
+            stream=_BodyStream(answer.stream), extensions=answer.extensions,
+        )
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class _BodyStream(httpx.SyncByteStream):
+    def __init__(self, parts: Iterable[bytes]) -> None:
+        self._parts = parts
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx_errors():
+            yield from self._parts
+
+    def close(self) -> None:
+        close = getattr(self._parts, "close", None)
+        if close is not None:
+            close()
+
+
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.HTTPError]], ...] = (
+    # The more specific first: the first match is raised.
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors() -> Iterator[None]:
+    """httpcore's errors as httpx's (what the callers catch); BlockedAddress passes as it is."""
+    try:
+        yield
+    except Exception as exc:
+        mapped = next((theirs for ours, theirs in _HTTPX_ERRORS if isinstance(exc, ours)), None)
+        if mapped is None:
+            raise
+        raise mapped(str(exc)) from exc

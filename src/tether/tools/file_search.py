@@ -3,21 +3,20 @@ there is one), matched in a worker process with a deadline, results capped."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
-import shutil
-import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tether.core.project_files import searchable_files
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.safety.git_guard import GitConfigError, run_hardened
 from tether.safety.paths import file_identity
 from tether.tools._paths import display_path, is_inside_resolved, kernel_resolved
 from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
@@ -50,8 +49,13 @@ ELSEWHERE_BELOW = 10
 this: a few lines that read a setting mean the answer may be one import away, while a file
 full of matches is what was asked about (a log's ERROR lines), and the rotated log beside it
 would only distract from the count."""
-GIT_LIST_TIMEOUT = 10.0
-SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})
+ELSEWHERE_FILES = 40
+"""Files the look elsewhere reads at the most: the nearest ones (see _nearest_first)."""
+ELSEWHERE_BYTES = 1024 * 1024
+"""Bytes it reads at the most: a few large files do not take the whole second."""
+NAMES_SCAN_CHARS = 20_000
+"""How much of the searched file is read for the names of files it uses (imports come first)."""
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 WalkRefusal = Literal["outside", "secret", "denied"]
@@ -82,8 +86,16 @@ class _SearchReport:
     skipped_special: int = 0
     refused: Counter[WalkRefusal] = field(default_factory=Counter)
     """Files a walk found that were not read, by walked_file_refusal's reason."""
+    bytes_read: int = 0
     stopped: str = ""
     too_slow: bool = False
+
+
+@dataclass(frozen=True)
+class _Limits:
+    seconds: float
+    max_bytes: int | None = None
+    """Text read at the most, over all files (None: only each file's SEARCH_MAX_FILE_BYTES)."""
 
 
 @_os_errors_as_tool_errors
@@ -94,13 +106,14 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     if not target.exists():
         raise _not_found(target, ctx, what="Path")
     refuse_special(target)
-    files = [target] if target.is_file() else _searchable_files(target)
+    files = [target] if target.is_file() else searchable_files(target)
     scope = search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
     report = _SearchReport(pattern=args.pattern)
     with RegexWorker() as worker:  # the matching runs where the deadline can stop it
-        _search_files(worker, regex, files, scope, ctx, report, SEARCH_TIME_LIMIT)
+        _search_files(worker, regex, files, scope, ctx, report, _Limits(SEARCH_TIME_LIMIT))
         few = len(report.matches) < ELSEWHERE_BELOW
-        elsewhere = _elsewhere(worker, regex, target, ctx) if target.is_file() and few else None
+        one_file = target.is_file() and report.files_searched == 1 and few
+        elsewhere = _elsewhere(worker, regex, target, report.last_text, ctx) if one_file else None
     if report.too_slow and not report.matches:
         raise ToolError(report.stopped.strip("[]") + ".")
     shown = display_path(target, ctx.root)
@@ -113,22 +126,24 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
 def _search_files(
     worker: RegexWorker,
     regex: re.Pattern[str],
-    files: list[Path] | Iterator[Path],
+    files: Iterable[Path],
     scope: Path,
     ctx: ToolContext,
     report: _SearchReport,
-    time_limit: float,
+    limits: _Limits,
 ) -> None:
     """Search each file the call may read (inside `scope`, no deny rule, not the saved keys),
-    until the matches fill the report or `time_limit` seconds have passed."""
+    until the matches fill the report or a limit is reached."""
     guard = WalkGuard(ctx, scope)
-    deadline = time.monotonic() + time_limit
+    deadline = time.monotonic() + limits.seconds
     for path in files:
         if time.monotonic() > deadline:
             report.stopped = (
-                f"[stopped after {time_limit:g} s; narrow the path or the pattern "
+                f"[stopped after {limits.seconds:g} s; narrow the path or the pattern "
                 "to search the rest]"
             )
+            return
+        if limits.max_bytes is not None and report.bytes_read >= limits.max_bytes:
             return
         refusal = guard.refusal(path)
         if refusal is not None:
@@ -140,29 +155,53 @@ def _search_files(
 
 
 def _elsewhere(
-    worker: RegexWorker, regex: re.Pattern[str], target: Path, ctx: ToolContext
+    worker: RegexWorker, regex: re.Pattern[str], target: Path, text: str, ctx: ToolContext
 ) -> _SearchReport | None:
-    """The same search over the rest of the project, after a search of one file: a small model
-    searches the file it guessed, and the answer is often one import away (a setting read
-    from a defaults module). None when no other file matches."""
-    try:
-        chosen = target.resolve()
-    except OSError:
-        return None
-    others = (
-        path for path in _searchable_files(ctx.root)
-        if not _same_path(path, chosen)
-    )
+    """The same search over other files of the project, after a search of one file: a small
+    model searches the file it guessed, and the answer is often one import away (a setting
+    read from a defaults module). It runs on every one-file search, so it is bounded: the
+    cached file list, the nearest ELSEWHERE_FILES files (those the searched file names, then
+    its folder's, then its parents'), ELSEWHERE_BYTES of text. None when no other matches."""
     report = _SearchReport()
-    _search_files(worker, regex, others, ctx.root, ctx, report, ELSEWHERE_TIME_LIMIT)
+    others = itertools.islice(_nearest_first(ctx, target, text), ELSEWHERE_FILES)
+    limits = _Limits(ELSEWHERE_TIME_LIMIT, max_bytes=ELSEWHERE_BYTES)
+    _search_files(worker, regex, others, ctx.root, ctx, report, limits)
     return report if report.matches and not report.too_slow else None
 
 
-def _same_path(path: Path, chosen: Path) -> bool:
-    try:
-        return path.resolve() == chosen
-    except OSError:
-        return False
+def _nearest_first(ctx: ToolContext, target: Path, text: str) -> Iterator[Path]:
+    """The project's files other than `target`, nearest first: files the target's text names
+    by stem and with its suffix (`from .defaults import PORT` -> defaults.py), the files of
+    its folder, of each folder above it, then the rest in list order. The near ones are
+    taken at once (so is the file list, before the search's clock starts); the rest only as
+    the budget takes them."""
+    files = ctx.files
+    place = _relative_name(target, ctx.root)
+    words = dict.fromkeys(_WORD.findall(text[:NAMES_SCAN_CHARS]))
+    near = [path for word in words for path in files.named(word + target.suffix)]
+    folder = place.rpartition("/")[0] if place is not None else None
+    while folder is not None:
+        near += files.in_folder(folder)
+        folder = folder.rpartition("/")[0] if folder else None
+    itself = ctx.root / place if place is not None else None
+    return _once_each(itertools.chain(near, files.paths()), itself)
+
+
+def _once_each(paths: Iterable[Path], left_out: Path | None) -> Iterator[Path]:
+    seen: set[Path] = set()
+    for path in paths:
+        if path not in seen and path != left_out:
+            seen.add(path)
+            yield path
+
+
+def _relative_name(target: Path, root: Path) -> str | None:
+    """`target` (resolved) as the file list names it (relative to the root, `/` between
+    folders), or None outside the root."""
+    resolved_root = kernel_resolved(root)
+    if resolved_root is None or not target.is_relative_to(resolved_root):
+        return None
+    return target.relative_to(resolved_root).as_posix()
 
 
 def _with_elsewhere(output: ToolOutput, report: _SearchReport) -> ToolOutput:
@@ -253,51 +292,6 @@ def _compile_pattern(pattern: str) -> re.Pattern[str]:
         ) from err
 
 
-def _searchable_files(directory: Path) -> list[Path] | Iterator[Path]:
-    listed = _git_listed_files(directory)
-    if not listed:  # not a repo, no git, or an ignored directory searched on purpose
-        return _walk_files(directory)
-    return [path for path in listed if not _under_skipped_dir(path, directory)]
-
-
-def _git_listed_files(directory: Path) -> list[Path] | None:
-    """Tracked and untracked-but-not-ignored files below `directory`, as git sees them."""
-    if shutil.which("git") is None:
-        return None
-    try:
-        # Hardened: no program the repository configures (fsmonitor, ...) runs.
-        done = run_hardened(
-            directory,
-            "ls-files",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-            "-z",
-            timeout=GIT_LIST_TIMEOUT,
-        )
-    except (GitConfigError, OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    names = sorted({name for name in os.fsdecode(done.stdout).split("\0") if name})
-    return [directory / name for name in names]
-
-
-def _under_skipped_dir(path: Path, directory: Path) -> bool:
-    try:
-        parts = path.relative_to(directory).parts[:-1]
-    except ValueError:
-        return False
-    return any(part in SKIP_DIRS for part in parts)
-
-
-def _walk_files(directory: Path) -> Iterator[Path]:
-    for current, dirnames, filenames in os.walk(directory):
-        dirnames[:] = sorted(name for name in dirnames if name not in SKIP_DIRS)
-        for name in sorted(filenames):
-            yield Path(current) / name
-
-
 def _search_file(
     worker: RegexWorker,
     regex: re.Pattern[str],
@@ -344,6 +338,7 @@ def _searchable_text(path: Path, report: _SearchReport) -> str | None:
         return None
     except OSError:
         return None
+    report.bytes_read += len(data)
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         report.skipped_binary += 1
         return None

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from ..core.context import CHARS_PER_TOKEN
 from ..core.messages import Message, Text
+from ..core.project_files import searchable_files
 from ..core.toolspec import ToolContext
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, Grammars, language_of
-from .file_search import WalkGuard, _searchable_files, search_scope
+from .file_search import WalkGuard, search_scope
 from .repo_rank import Focus, Ranking, rank_definitions
 from .repo_tags import Definition, FileTags, Stamp, TagCache, stamp_of
 
@@ -130,7 +131,7 @@ def _source_files(ctx: ToolContext, directory: Path) -> dict[Path, Stamp]:
     """Files with a grammar under `directory` that a search may read, with their stamps."""
     guard = WalkGuard(ctx, search_scope(directory, ctx.root))
     found: dict[Path, Stamp] = {}
-    for path in _searchable_files(directory):
+    for path in searchable_files(directory):
         if language_of(path) is None or guard.refusal(path) is not None:
             continue
         stamp = stamp_of(path)

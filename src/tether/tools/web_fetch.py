@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from ..core.toolspec import ToolError
-from ..safety.netguard import BlockedAddress, MayReach, Resolver, guarded_transport, resolve
+from ..safety.netguard import BlockedAddress, GuardedTransport, MayReach, Resolver, resolve
 
 MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -85,7 +85,7 @@ class Fetcher:
                  resolver: Resolver = resolve) -> None:
         self.limits = limits or FetchLimits()
         self._client = httpx.Client(
-            transport=guarded_transport(may_reach, resolver), follow_redirects=False,
+            transport=GuardedTransport(may_reach, resolver), follow_redirects=False,
             trust_env=False, timeout=httpx.Timeout(self.limits.timeout),
             headers={"User-Agent": USER_AGENT},
         )
