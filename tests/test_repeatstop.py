@@ -75,3 +75,28 @@ async def test_the_loop_closes_a_looping_stream_runs_nothing_and_says_why(tmp_pa
     assert "repeated one line over and over" in told
     kept = [m.text for m in conv.messages if m.role == "assistant"][0]
     assert kept.count("assert slugify") == 1  # the loop is not kept in the history
+
+
+class RecordingOptions(LoopingWriter):
+    temperatures: list = []
+
+    async def stream(self, messages, tools, options):  # noqa: ANN001
+        self.temperatures = [*self.temperatures, options.temperature]
+        async for event in super().stream(messages, tools, options):
+            yield event
+
+
+async def test_the_request_after_a_loop_is_sampled_warmer_then_greedy_again(tmp_path: Path) -> None:
+    from tether.core.repeatstop import LOOP_TEMPERATURE
+
+    provider = RecordingOptions([])
+    table = ToolTable([t for t in FILE_TOOLS if t.name == "write_file"])
+    ui = RecordingUI()
+    loop = TurnLoop(
+        provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,
+        TurnSettings(model="m", stop_at_call=True, temperature=0.0), system_prompt=lambda mode: "SYSTEM", mode="text",
+    )
+    await loop.run_turn(Conversation(), "write a test for slugify in t.py")
+    await loop.run_turn(Conversation(), "again")
+    assert provider.temperatures[:2] == [0.0, LOOP_TEMPERATURE]
+    assert provider.temperatures[2] == 0.0  # a new turn starts greedy

@@ -46,7 +46,7 @@ from .messages import (
     new_call_id,
 )
 from .nudges import REPEATED_CALL, TurnWatch, guard_call, occurrences
-from .repeatstop import REPEATING, RepeatStop
+from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
@@ -261,9 +261,10 @@ class TurnLoop:
             turn.start = await self.guard.fit(turn.conv.messages, turn.start, system, offered)
         request = self._request_messages(turn.conv.messages, note)
         stop = RESULT_MARKERS if self.mode == "text" else ()
-        options = RequestOptions(
-            self.settings.model, self.settings.temperature, self.settings.max_reply_tokens, stop=stop
-        )
+        temperature = self.settings.temperature
+        if turn.looped:  # greedy decoding would write the same loop again
+            temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
+        options = RequestOptions(self.settings.model, temperature, self.settings.max_reply_tokens, stop=stop)
         reply = Reply()
         turn.pending = reply
         shown = StreamFilter()
@@ -289,6 +290,7 @@ class TurnLoop:
             raise ProviderError(f"the request to the model failed: {type(exc).__name__}: {exc}",
                                 "stream") from exc
         self._show(shown.flush())
+        turn.looped = bool(reply.repeated)
         turn.pending = None
         turn.requests += 1
         turn.usage = turn.usage + reply.usage
@@ -453,6 +455,8 @@ class _Turn:
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
     unreadable_in_a_row: int = 0
+    looped: bool = False
+    """The last reply was stopped for repeating one line (see repeatstop.py)."""
 
     def unreadable(self, parsed: ParseResult) -> bool:
         """Whether the model has now sent MAX_UNREADABLE replies in a row that held calls it

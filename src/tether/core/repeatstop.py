@@ -17,6 +17,9 @@ REPEAT_LIMIT = 6
 """Copies in a row of one line that mean the reply is looping."""
 REPEAT_MIN_CHARS = 16
 """Lines shorter than this (without their indentation) never count as a loop."""
+LOOP_TEMPERATURE = 0.7
+"""The temperature of the request after a looping reply (at least): sent the same history at
+temperature 0, the model writes the same loop again."""
 REPEATING = (
     "Your reply repeated one line over and over ({line!r}), so it was stopped there and "
     "nothing in it was run. Send the call again, each line once."
