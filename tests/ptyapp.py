@@ -46,6 +46,8 @@ from pathlib import Path
 import pexpect
 import pyte
 
+from tether.ui.terminal.app import STARTING
+
 ROWS, COLUMNS = 40, 100
 PROMPT_MARK = "›"
 """The first character of the app's input line."""
@@ -259,8 +261,15 @@ class PtyApp:
         return self.cursor_line().startswith(PROMPT_MARK)
 
     def at_new_prompt(self) -> bool:
-        """At an input line drawn after the last line was sent: that line has been answered."""
-        return self.at_prompt() and self._prompts() > self._sent.prompts
+        """At an input line drawn after the last line was sent: that line has been answered,
+        and the runtime the chat builds once its first prompt is up is ready."""
+        return self.at_prompt() and self._prompts() > self._sent.prompts and self.started()
+
+    def started(self) -> bool:
+        """The status line under the input line is drawn and no longer says the chat is
+        starting (building its runtime and asking the provider, after the first prompt)."""
+        below = [line for line in self.screen.display[self.screen.cursor.y + 1:] if line.strip()]
+        return bool(below) and not any(STARTING in line for line in below)
 
     def wait_for(
         self, predicate: Callable[[str], bool], timeout: float = DEFAULT_TIMEOUT, what: str = ""

@@ -23,7 +23,8 @@ from . import __version__
 if TYPE_CHECKING:
     from .core.loop import Conversation, TurnResult
     from .core.ui_protocol import NoticeLevel
-    from .runtime import RunOptions, Runtime
+    from .run_options import RunOptions
+    from .runtime import Runtime
     from .store.config import Settings
     from .store.session import SessionRecord, SessionStore
     from .ui.headless import HeadlessUI
@@ -231,7 +232,7 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
 def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, RunOptions, list[str]] | int:
     """Settings and run options from flags, environment and files; an int is a usage error's exit code."""
     from .providers import provider_names
-    from .runtime import RunOptions
+    from .run_options import RunOptions
     from .store.config import load_settings, tether_home
 
     root = Path(args.directory or os.getcwd()).expanduser().resolve()

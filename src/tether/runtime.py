@@ -34,6 +34,7 @@ from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
+from .run_options import RunOptions
 from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
@@ -46,35 +47,10 @@ from .store.git_ops import GitOps
 from .store.keys import SecretFiles
 from .store.result_files import ResultFiles
 from .tools import builtin_tools
-from .tools.ask import Asker
-from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
+from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
 from .tools.spawn import spawn_tools
 from .tools.web import web_setup, web_tools
-
-
-@dataclass
-class RunOptions:
-    """Per-run choices that are not settings: they come from flags or the session."""
-
-    root: Path
-    home: Path
-    auto: bool = False
-    allow: Sequence[str] = ()
-    deny: Sequence[str] = ()
-    trusted: bool = False
-    asker: Asker | None = None
-    """How get_user_input reaches a person; None in one-shot mode."""
-    on_output: Callable[[str], None] | None = None
-    """Sees command output as it appears (the terminal shows it live)."""
-    approve_plan: ApprovePlan | None = None
-    """How plan mode asks the user to approve a plan; None: nobody can."""
-    sandbox: Sandbox | None = None
-    """A ready sandbox to use instead of the one the `sandbox` setting describes."""
-    mcp_config: Sequence[Path] = ()
-    """--mcp-config files: MCP servers for this run."""
-    mcp_approve: Sequence[str] = ()
-    """--mcp-approve names: project MCP servers approved for this run."""
 
 
 @dataclass

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store.config import Settings
-from .base import Provider
+
+if TYPE_CHECKING:  # the chat names the providers before its prompt; their code waits
+    from .base import Provider
 
 PROVIDERS: dict[str, str] = {
     "ollama": "tether.providers.ollama:OllamaProvider",
@@ -30,6 +32,15 @@ BASE_URL_SETTINGS: dict[str, str] = {
     "gemini": "gemini_base_url",
 }
 
+DEFAULT_MODELS: dict[str, str] = {
+    "ollama": "qwen2.5-coder:7b",
+    "openai": "gpt-4o-mini",
+    "anthropic": "claude-sonnet-4-5",
+    "gemini": "gemini-2.5-flash",
+}
+"""The model each provider uses when none is chosen (its class's `default_model`): here, so
+the chat can name it before the provider's code is imported."""
+
 API_KEY_ENV: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -40,6 +51,11 @@ API_KEY_ENV: dict[str, tuple[str, ...]] = {
 
 def provider_names() -> list[str]:
     return list(PROVIDERS)
+
+
+def default_model(name: str) -> str:
+    """The model provider `name` uses when none is chosen ("" for an unknown provider)."""
+    return DEFAULT_MODELS.get(name, "")
 
 
 def provider_class(name: str) -> Any:

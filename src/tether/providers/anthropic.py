@@ -30,6 +30,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.toolspec import Tool
+from . import DEFAULT_MODELS
 from ._common import HttpChatProvider, model_ids
 from ._http import (
     alternating_turns,
@@ -362,7 +363,7 @@ class AnthropicProvider(HttpChatProvider[AnthropicStreamDecoder]):
     """Claude models through the Messages API."""
 
     name = "anthropic"
-    default_model = "claude-sonnet-4-5"
+    default_model = DEFAULT_MODELS["anthropic"]
     default_base_url = DEFAULT_BASE_URL
     label = "Anthropic"
     connect_hint = "Check ANTHROPIC_BASE_URL or --base-url (without /v1)."

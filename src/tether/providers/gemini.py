@@ -30,6 +30,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.toolspec import Tool
+from . import DEFAULT_MODELS
 from ._common import HttpChatProvider
 from ._http import (
     StatusDescriber,
@@ -413,7 +414,7 @@ class GeminiProvider(HttpChatProvider[GeminiStreamDecoder]):
     """Gemini models through the Generative Language API."""
 
     name = "gemini"
-    default_model = "gemini-2.5-flash"
+    default_model = DEFAULT_MODELS["gemini"]
     default_base_url = DEFAULT_BASE_URL
     label = "Gemini"
     connect_hint = "Check GEMINI_BASE_URL or --base-url (without /v1beta)."

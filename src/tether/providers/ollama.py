@@ -19,6 +19,7 @@ from ..core.messages import (
 )
 from ..core.toolspec import Tool
 from ..store.config import normalize_ollama_host
+from . import DEFAULT_MODELS
 from ._common import HttpChatProvider
 from ._http import (
     CAPABILITY_TIMEOUT,
@@ -215,7 +216,7 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
     """A local (or remote) Ollama server through its native chat API."""
 
     name = "ollama"
-    default_model = "qwen2.5-coder:7b"
+    default_model = DEFAULT_MODELS["ollama"]
     default_base_url = DEFAULT_HOST
     label = "Ollama"
     connect_hint = "Is 'ollama serve' running? Set OLLAMA_HOST or --base-url to point elsewhere."

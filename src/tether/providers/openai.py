@@ -25,6 +25,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.toolspec import Tool
+from . import DEFAULT_MODELS
 from ._common import HttpChatProvider, model_ids
 from ._http import (
     CAPABILITY_TIMEOUT,
@@ -268,7 +269,7 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     """Any server speaking OpenAI chat completions with streaming."""
 
     name = "openai"
-    default_model = "gpt-4o-mini"
+    default_model = DEFAULT_MODELS["openai"]
     default_base_url = DEFAULT_BASE_URL
     label = "the OpenAI-compatible API"
     connect_hint = "Check OPENAI_BASE_URL or --base-url (it should end in /v1)."

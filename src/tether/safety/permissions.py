@@ -56,13 +56,13 @@ from .shell_parse import (
 )
 
 # Folder trust lives in .trusted_folders; its names stay importable from here.
+from .trusted_folders import PROJECT_FILE as PROJECT_FILE
 from .trusted_folders import TrustedFolder as TrustedFolder
 from .trusted_folders import TrustStore as TrustStore
 from .trusted_folders import too_broad_to_trust as too_broad_to_trust
 
 RuleKind = Literal["allow", "deny"]
 
-PROJECT_FILE = ".permissions.json"
 USER_FILE = "permissions.json"
 UNREADABLE_CONSEQUENCE = (
     "Until it is fixed, every call with side effects asks first (and is refused under --auto "

@@ -10,6 +10,9 @@ from typing import Any
 
 from ..store.statefile import LoadedFile, read_json_file, write_json_state
 
+PROJECT_FILE = ".permissions.json"
+"""The project's own rules file, whose allow rules count only in a trusted folder."""
+
 TRUST_FILE = "trusted.json"
 
 

@@ -6,11 +6,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.toolspec import ToolContext, ToolTable
-from .ask import Asker
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a helper module of the package (the chat's prompt reads files through one)
+    from ..core.toolspec import ToolContext, ToolTable  # must not bring in every tool
     from ..safety.sandbox import Sandbox
+    from .ask import Asker
 
 Closer = Callable[[], Awaitable[None]]
 
@@ -28,6 +27,7 @@ def builtin_tools(
     reaches a person (None: nobody can answer); `on_output` sees command output live;
     `sandbox` wraps every command run_cmd starts (None: commands run unconfined).
     """
+    from ..core.toolspec import ToolTable
     from ..safety.shell_session import ShellSessions
     from ..store.memory import MEMORY_FILE, MemoryStore
     from .ask import ask_tools

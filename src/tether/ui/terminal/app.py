@@ -8,12 +8,13 @@ kept). The session is saved after every exchange.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app_or_none, run_in_terminal
@@ -22,25 +23,31 @@ from rich.console import Console
 from rich.text import Text
 
 from tether import __version__
-from tether.core.loop import TurnResult
-from tether.core.messages import Message
 from tether.core.textclip import clip_words
-from tether.core.ui_protocol import NoticeLevel
-from tether.runtime import RunOptions, Runtime, build_runtime, estimated_tokens, session_started
+from tether.hooks.config import project_declares_hooks
+from tether.mcp.config import PROJECT_FILE as PROJECT_MCP_FILE
+from tether.providers import default_model
+from tether.run_options import RunOptions
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
-from tether.store.session import SessionCorrupt, SessionStore
 
-from .asking import Asking, ask_line
 from .paste import Pastes
 from .prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
-from .sessions import Sessions
-from .slash.handlers import COMMANDS
-from .slash.mcp_commands import ask_about_project_servers
-from .terminal_ui import TerminalUI, keys_not_echoed, shown
+from .shown import shown
 from .theme import THEME
-from .trust import AlwaysAnswer, FolderTrust
 
+if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the prompt is up
+    from tether.core.loop import TurnResult
+    from tether.core.messages import Message
+    from tether.core.ui_protocol import NoticeLevel
+    from tether.runtime import Runtime
+
+    from .sessions import Sessions
+    from .terminal_ui import TerminalUI
+    from .trust import FolderTrust
+
+STARTING = "starting…"
+"""The status line while the runtime is being built and started (the prompt is already up)."""
 RECAP_EXCHANGES = 3
 """Exchanges of a continued conversation shown at the start (each request, its answer's first lines)."""
 RECAP_LINES = 4
@@ -74,45 +81,128 @@ class App:
     exiting: bool = False
     deepthink: bool = False
     last_result: TurnResult | None = None
+    deferred: bool = False
+    """The runtime is built once the first prompt is drawn (`build_in_background`)."""
+    building: asyncio.Future | None = None
+    built: bool = False
+    failure: BaseException | None = None
+    """Why the runtime could not be built while the prompt was up: it ends the app."""
 
     # ------------------------------------------------------------ start-up
 
     def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
-        """Build the runtime and the prompt; raises ValueError for a usage problem."""
-        self.trust = FolderTrust(self.options, self.say)
-        self.ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
-                             on_always=AlwaysAnswer(self.trust, lambda: self.runtime, self.say),
-                             status=self.status_line)
-        asking = Asking(self.console, self.ui.pause)
-        self.options.asker = asking.questions
-        self.options.approve_plan = asking.approve_plan
-        self.options.on_output = self.ui.command_output
-        if self.trust.trusted_before():
-            self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
-        self.runtime = build_runtime(self.settings, self.options, self.ui, self.env)
-        self.sessions = Sessions.opened(SessionStore(self.options.home), self.options.root,
-                                        lambda: self.runtime, self.say, resume, continue_last)
+        """The prompt, and the runtime unless it can wait until the prompt is up (it cannot
+        for a continued session or a start-up question); ValueError for a usage problem."""
         files = ProjectFiles(self.options.root)
-        completer = TetherCompleter(lambda: COMMANDS.names(), files)
+        completer = TetherCompleter(command_names, files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
                                    warn=self.warn_anytime, pastes=self.pastes)
+        self.deferred = not (resume or continue_last or self.options.allow or self.options.deny
+                             or asks_at_start(self.options))
+        if not self.deferred:
+            self.build(resume, continue_last)
+
+    def build(self, resume: str | None = None, continue_last: bool = False) -> None:
+        """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session.
+        In a thread when deferred: nothing here may print."""
+        from tether.runtime import build_runtime
+        from tether.store.session import SessionStore
+
+        from .asking import Asking
+        from .sessions import Sessions
+        from .terminal_ui import TerminalUI
+        from .trust import AlwaysAnswer, FolderTrust
+
+        trust = FolderTrust(self.options, self.say)
+        ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
+                        on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
+                        status=self.status_line)
+        asking = Asking(self.console, ui.pause)
+        self.options.asker = asking.questions
+        self.options.approve_plan = asking.approve_plan
+        self.options.on_output = ui.command_output
+        if trust.trusted_before():
+            self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
+        self.runtime = build_runtime(self.settings, self.options, ui, self.env)
+        self.trust, self.ui = trust, ui
+        self.sessions = Sessions.opened(SessionStore(self.options.home), self.options.root,
+                                        lambda: self.runtime, self.say, resume, continue_last)
+        self.built = True
 
     async def run(self) -> int:
         try:
-            # What the model can do is asked while the prompt is already up: the first
-            # request (or anything that needs the answer) waits for it in `ready`.
-            self.starting = asyncio.ensure_future(self.runtime.start())
-            self.starting.add_done_callback(self._started)
             self.banner()
-            threading.Thread(target=warm_up, daemon=True).start()
-            await self.trust.ask(self.rebuild)
-            await ask_about_project_servers(self)
-            source = "resume" if self.sessions.conv.messages else "startup"
-            await session_started(self.runtime, source, self.sessions.record.id)
-            await self.read_loop()
+            if self.deferred:
+                await self.read_loop(first_drawn=self.build_in_background)
+            else:
+                await self.started_up()
+                await self.read_loop()
+            if self.failure is not None:
+                raise self.failure
         finally:
-            await self.runtime.aclose()
+            await self.close_runtime()
         return 0
+
+    async def started_up(self) -> None:
+        """After the build: its warnings, then the rest of the start (`start_runtime`)."""
+        self.show_warnings()
+        await self.start_runtime()
+
+    def show_warnings(self) -> None:
+        for warning in self.runtime.warnings:
+            self.say(warning, "warning")
+
+    async def start_runtime(self) -> None:
+        """The start (what the model can do is asked while the prompt is up: the first request
+        waits for it in `ready`), the start-up questions and the SessionStart hooks."""
+        from tether.runtime import session_started
+
+        from .slash.mcp_commands import ask_about_project_servers
+
+        self.starting = asyncio.ensure_future(self.runtime.start())
+        self.starting.add_done_callback(self._started)
+        threading.Thread(target=warm_up, daemon=True).start()
+        await self.trust.ask(self.rebuild)
+        await ask_about_project_servers(self)
+        source = "resume" if self.sessions.conv.messages else "startup"
+        await session_started(self.runtime, source, self.sessions.record.id)
+
+    def build_in_background(self) -> None:
+        """The first prompt is on the screen: build the runtime now, in a thread, so typing
+        goes on meanwhile; a request or a slash command waits for it (`runtime_ready`)."""
+        if self.building is None:
+            self.building = asyncio.ensure_future(self._build_and_start())
+
+    async def _build_and_start(self) -> None:
+        try:
+            await asyncio.to_thread(self.build)
+        except Exception as exc:  # ends the app, as the same problem would before the prompt
+            self.failure = UsageProblem(str(exc)) if isinstance(exc, ValueError) else exc
+            self.exiting = True
+            if self.prompt.app.is_running:
+                self.prompt.app.exit(exception=EOFError())
+            return
+        if self.runtime.warnings:
+            await above_prompt(self.show_warnings)
+        await self.start_runtime()
+        if self.prompt.app.is_running:
+            self.prompt.app.invalidate()  # the status line names the profile and context now
+
+    async def runtime_ready(self) -> bool:
+        """Wait for the runtime being built while the prompt is up; False when that failed
+        (the app is ending and says why)."""
+        if self.building is not None:
+            await asyncio.shield(self.building)
+        return self.failure is None
+
+    async def close_runtime(self) -> None:
+        """Close the runtime; one still being built is waited for first (a thread cannot be
+        stopped) so that nothing it started is left behind."""
+        if self.building is not None:
+            with contextlib.suppress(Exception):  # its failure is the app's to report
+                await self.building
+        if "runtime" in vars(self):
+            await self.runtime.aclose()
 
     def _started(self, task: asyncio.Future) -> None:
         if not task.cancelled() and task.exception() is None:
@@ -122,6 +212,8 @@ class App:
 
     async def ready(self) -> None:
         """Wait for the start-up questions to the provider, if they are still under way."""
+        if not await self.runtime_ready():
+            return
         task, self.starting = self.starting, None
         if task is None:
             return
@@ -130,18 +222,22 @@ class App:
         except Exception as exc:  # the provider could not be asked; the request will say why
             self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
 
+    @property
+    def model_name(self) -> str:
+        """The model in use; before the runtime is built, the one the settings choose."""
+        if self.built:
+            return self.runtime.model
+        return self.settings.model or default_model(self.settings.provider)
+
     def banner(self) -> None:
-        runtime, conv = self.runtime, self.sessions.conv
         self.console.print(Text(f"tether {__version__}", style="bold"),
-                           Text(f"· {runtime.settings.provider} · {runtime.model}", style="status"))
-        if conv.messages:
+                           Text(f"· {self.settings.provider} · {self.model_name}", style="status"))
+        if self.built and self.sessions.conv.messages:
             record = self.sessions.record
             self.say(f"Continuing session {record.title or record.id} "
-                     f"({len(conv.messages)} messages).")
+                     f"({len(self.sessions.conv.messages)} messages).")
             self.recap()
         self.say("Type a request, /help for commands, Ctrl-D to exit.")
-        for warning in runtime.warnings:
-            self.say(warning, "warning")
 
     def recap(self, exchanges: int = RECAP_EXCHANGES) -> None:
         """The last few exchanges of the conversation being continued, so the user sees where
@@ -159,11 +255,14 @@ class App:
 
     # ------------------------------------------------------------ the loop
 
-    async def read_loop(self) -> None:
+    async def read_loop(self, first_drawn: Callable[[], None] | None = None) -> None:
+        """Read and run lines until Ctrl-D; `first_drawn` runs once the first prompt is drawn."""
         interrupts = 0
         while not self.exiting:
+            pre_run = drawn_soon(first_drawn) if first_drawn is not None else None
+            first_drawn = None
             try:
-                line = await self.prompt.prompt_async("› ")
+                line = await self.prompt.prompt_async("› ", pre_run=pre_run)
                 interrupts = 0
             except KeyboardInterrupt:
                 interrupts += 1
@@ -191,7 +290,13 @@ class App:
 
     async def slash_command(self, text: str) -> None:
         """Run one; whatever goes wrong in it is one line on the screen and the app goes on."""
+        from tether.store.session import SessionCorrupt
+
+        from .slash.handlers import COMMANDS
+
         name = "/" + text[1:].strip().partition(" ")[0]
+        if not await self.runtime_ready():  # every command but a few reads the runtime
+            return
         try:
             await COMMANDS.run(self, text)
         except SessionCorrupt as exc:  # the sessions folder or a session file is unusable
@@ -209,8 +314,10 @@ class App:
         text, attached = expand_mentions(line, self.options.root)
         if attached:
             self.say("attached " + ", ".join(attached))
-        self.runtime.plan_gate.new_request()
         await self.ready()
+        if not self.built:  # the runtime could not be built: the app is ending
+            return
+        self.runtime.plan_gate.new_request()
         if self.protocol != "native" and self.runtime.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
         conv = self.sessions.conv
@@ -225,6 +332,10 @@ class App:
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         """Run a turn (or /compact) so that Ctrl-C stops it, keeps what it collected and
         returns here; a turn's result gets the footer line."""
+        from tether.core.loop import TurnResult
+
+        from .terminal_ui import keys_not_echoed
+
         started = time.monotonic()
         task = asyncio.ensure_future(work)
         loop = asyncio.get_running_loop()
@@ -272,6 +383,8 @@ class App:
             run_in_terminal(lambda: self.say(message, "warning"))
 
     async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
+        from .asking import ask_line
+
         return await ask_line(message, default, secret)
 
     @property
@@ -287,14 +400,20 @@ class App:
 
     def status_line(self) -> str:
         """Provider, model, tools, profile, context and modes: under the input line, and
-        under the activity line while a turn runs."""
-        runtime = self.runtime
-        modes = [name for name, on in (
-            ("auto", runtime.auto), ("think", self.ui.show_thinking),
-            ("deepthink", self.deepthink), ("plan", runtime.plan_gate.active),
-        ) if on]
-        parts = [f" {runtime.settings.provider} · {runtime.model}", f"{self.protocol} tools",
-                 f"{runtime.profile.name} profile", self.context_used()]
+        under the activity line while a turn runs. Until the runtime is built, what the
+        settings say, and that it is starting (asking the provider what the model can do)."""
+        if not self.built or (self.starting is not None and not self.starting.done()):
+            modes = [name for name, on in (("auto", self.options.auto),
+                                           ("deepthink", self.deepthink)) if on]
+            parts = [f" {self.settings.provider} · {self.model_name}", STARTING]
+        else:
+            runtime = self.runtime
+            modes = [name for name, on in (
+                ("auto", runtime.auto), ("think", self.ui.show_thinking),
+                ("deepthink", self.deepthink), ("plan", runtime.plan_gate.active),
+            ) if on]
+            parts = [f" {runtime.settings.provider} · {runtime.model}", f"{self.protocol} tools",
+                     f"{runtime.profile.name} profile", self.context_used()]
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return "  │  ".join(parts)
@@ -302,6 +421,8 @@ class App:
     def context_used(self) -> str:
         """The input tokens of the latest request; before one was made in this run (a
         continued session) an estimate of the history, marked with ~."""
+        from tether.runtime import estimated_tokens
+
         conv = self.sessions.conv
         used, about = conv.context_tokens, ""
         if not used and conv.messages:
@@ -356,6 +477,40 @@ def being_cancelled() -> bool:
     return bool(cancelling and cancelling())
 
 
+def asks_at_start(options: RunOptions) -> bool:
+    """Whether the start may ask a question (trust this folder's rules or hooks, start its
+    MCP servers), which needs the runtime before the prompt."""
+    from tether.safety.trusted_folders import PROJECT_FILE as PROJECT_RULES_FILE
+
+    root = options.root
+    return ((root / PROJECT_RULES_FILE).exists() or (root / PROJECT_MCP_FILE).exists()
+            or project_declares_hooks(root))
+
+
+def command_names() -> list[tuple[str, str]]:
+    """The slash commands, for completion (their code is imported when one is first typed)."""
+    from .slash.handlers import COMMANDS
+
+    return COMMANDS.names()
+
+
+def drawn_soon(callback: Callable[[], None]) -> Callable[[], None]:
+    """A prompt's `pre_run` that runs `callback` once the prompt is drawn: pre_run comes just
+    before the first drawing, which happens before the event loop runs anything else."""
+    def pre_run() -> None:
+        asyncio.get_running_loop().call_soon(callback)
+
+    return pre_run
+
+
+async def above_prompt(show: Callable[[], None]) -> None:
+    """Print with `show` above the input line if it is showing, else directly."""
+    if get_app_or_none() is None:
+        show()
+    else:
+        await run_in_terminal(show)
+
+
 def warm_up() -> None:
     """Load what the first reply needs while the user is still typing."""
     import tether.ui.terminal.render  # noqa: F401  (markdown, highlighting)
@@ -364,10 +519,12 @@ def warm_up() -> None:
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
                   resume: str | None, continue_last: bool, deepthink: bool = False) -> int:
     """Set up and run the app; raises UsageProblem when the flags or settings cannot start it."""
+    from tether.store.session import SessionCorrupt
+
     app = App(settings, options, env, deepthink=deepthink)
     try:
         app.setup(resume, continue_last)
-    except (LookupError, SessionCorrupt) as exc:
+    except (LookupError, SessionCorrupt) as exc:  # -r: no such session, or an unreadable one
         app.say(str(exc), "error")
         return 2
     except ValueError as exc:  # an unknown provider, a bad --allow rule, ...
