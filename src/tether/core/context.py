@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..providers.base import Provider, ProviderError, RequestOptions
@@ -102,6 +103,9 @@ class TokenEstimator:
         self._call_costs: dict[int, tuple[ToolCall, float]] = {}
         """A call's cost by its identity (calls are frozen): every request estimates the whole
         history again, and encoding each old call's arguments again grew with it."""
+        self._message_costs: dict[int, tuple[Message, tuple[Part, ...], float]] = {}
+        """A message's cost by its identity while it holds the same (frozen) parts: the
+        history is estimated twice a request, and costing every part again grew with it."""
 
     def text_cost(self, text: str) -> float:
         return len(text) / CHARS_PER_TOKEN
@@ -127,7 +131,16 @@ class TokenEstimator:
         return cost
 
     def message_cost(self, message: Message) -> float:
-        return MESSAGE_OVERHEAD + sum(self.part_cost(p) for p in message.parts)
+        parts = message.parts
+        known = self._message_costs.get(id(message))
+        if (known is not None and known[0] is message and len(known[1]) == len(parts)
+                and all(map(operator.is_, known[1], parts))):
+            return known[2]
+        cost = MESSAGE_OVERHEAD + sum(self.part_cost(p) for p in parts)
+        if len(self._message_costs) >= CALL_COSTS_KEPT:
+            self._message_costs.clear()  # a long session: start over rather than grow for good
+        self._message_costs[id(message)] = (message, tuple(parts), cost)
+        return cost
 
     def tools_cost(self, tools: Sequence[Tool] | None) -> float:
         return sum(self._tool_cost(t) for t in tools or ())

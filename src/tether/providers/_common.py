@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..core.context import known_context_window
 from ..core.messages import Event, Message
 from ..core.toolspec import Tool
-from ._http import HttpTransport, StatusDescriber, StatusInfo, answered_history
+from ._http import AnsweredHistories, HttpTransport, StatusDescriber, StatusInfo
 from .base import ProviderError, RequestOptions
 from .retry import RetryPolicy
 
@@ -65,6 +65,7 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         """`notice` hears about retries and skipped pieces of an answer."""
         self.base_url = self._clean_base_url(base_url)
         self._notice = notice
+        self._answered = AnsweredHistories()
         self._http = HttpTransport(
             self.base_url,
             label=self.label,
@@ -100,7 +101,7 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> AsyncGenerator[Event, None]:
         # Every API wants each call answered in the next message: one repair for all of them.
-        path, body = self._chat_request(answered_history(messages), tools, options)
+        path, body = self._chat_request(self._answered(messages), tools, options)
         decoder = self._decoder()
         lines = self._http.stream_lines(path, body, self._chat_status_error(options.model))
         async with aclosing(lines):

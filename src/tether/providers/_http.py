@@ -9,6 +9,7 @@ failure says is worded in `_errors`.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -106,6 +107,61 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
             pending.extend(message.tool_calls)
     close_pending()
     return out
+
+
+class AnsweredHistories:
+    """`answered_history` for a history that grows at its end, as a turn's does: the part
+    already found answered is not walked again (the walk grew with every round trip).
+
+    A message counts as unchanged while it is the same object with as many parts (the loop
+    replaces messages, it never edits their parts). A history that needs a repair, or that
+    is not the one seen last (a condensed one, a sub-agent's), is walked in full."""
+
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._sizes: list[int] = []
+
+    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+        kept = self._unchanged(messages)
+        end = _answered_until(messages, kept)
+        del self._seen[kept:], self._sizes[kept:]
+        self._seen.extend(messages[kept:end])
+        self._sizes.extend(len(m.parts) for m in messages[kept:end])
+        return list(messages) if end == len(messages) else answered_history(messages)
+
+    def _unchanged(self, messages: Sequence[Message]) -> int:
+        seen = len(self._seen)
+        if len(messages) >= seen and all(map(operator.is_, self._seen, messages)) and (
+                self._sizes == [len(m.parts) for m in messages[:seen]]):
+            return seen
+        self._seen, self._sizes = [], []
+        return 0
+
+
+def _answered_until(messages: Sequence[Message], start: int) -> int:
+    """From `start` (where no call waits for its result), the end of the stretch that
+    `answered_history` would give back as it is: each assistant message's calls answered by
+    the next message, a tool message with their results in their order and nothing else."""
+    index = start
+    while index < len(messages):
+        message = messages[index]
+        if message.tool_results:
+            return index  # a result not right after its call
+        calls = message.tool_calls if message.role == "assistant" else []
+        if not calls:
+            index += 1
+            continue
+        if index + 1 == len(messages) or not _answers(messages[index + 1], calls):
+            return index
+        index += 2
+    return index
+
+
+def _answers(message: Message, calls: list[ToolCall]) -> bool:
+    ids = [call.id for call in calls]
+    return (message.role == "tool" and len(message.parts) == len(ids) == len(set(ids))
+            and all(isinstance(part, ToolResult) and part.call_id == call_id
+                    for part, call_id in zip(message.parts, ids, strict=True)))
 
 
 def alternating_turns(
