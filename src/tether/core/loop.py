@@ -202,6 +202,9 @@ class TurnLoop:
     hooks: TurnHooks | None = None
     """The user's hooks on a submitted request and on the end of a turn."""
     _turn: _Turn | None = field(default=None, init=False, repr=False)
+    _system: Message | None = field(default=None, init=False, repr=False)
+    """The latest request's system message, sent again while its text is the same: the
+    same object lets the provider reuse what it worked out for the history behind it."""
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.evidence = []
@@ -256,10 +259,10 @@ class TurnLoop:
 
     async def ask(self, turn: _Turn, *, tools: bool, note: str = "") -> Reply:
         offered = self.offered() if tools and self.mode == "native" else None
+        system = self._system_message()
         if self.guard is not None:
-            system = self.system_prompt(self.mode)
-            turn.start = await self.guard.fit(turn.conv.messages, turn.start, system, offered)
-        request = self._request_messages(turn.conv.messages, note)
+            turn.start = await self.guard.fit(turn.conv.messages, turn.start, system.text, offered)
+        request = self._request_messages(turn.conv.messages, note, system)
         stop = RESULT_MARKERS if self.mode == "text" else ()
         temperature = self.settings.temperature
         if turn.looped:  # greedy decoding would write the same loop again
@@ -423,13 +426,19 @@ class TurnLoop:
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
-    def _request_messages(self, history: Sequence[Message], note: str) -> list[Message]:
+    def _system_message(self) -> Message:
+        text = self.system_prompt(self.mode)
+        if self._system is None or self._system.text != text:
+            self._system = Message.system(text)
+        return self._system
+
+    def _request_messages(self, history: Sequence[Message], note: str, system: Message) -> list[Message]:
         body = list(history)
         if note:
             body.append(Message.user(note))
         if self.mode == "text":
             body = render_history_as_text(body, self.table)
-        return [Message.system(self.system_prompt(self.mode)), *body]
+        return [system, *body]
 
     def _note(self, step: int, watch: TurnWatch | None) -> str:
         if step == 1 and self.settings.opening_note and watch is not None:

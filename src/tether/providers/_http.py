@@ -8,8 +8,10 @@ failure says is worded in `_errors`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import operator
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -107,6 +109,14 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
             pending.extend(message.tool_calls)
     close_pending()
     return out
+
+
+def remember_missing(module: str) -> None:
+    """Record that `module` is not installed, so that importing it fails at once. httpcore
+    imports sniffio (optional) several times a request, and a failed import is not
+    remembered: each one searched the whole import path again, a cost per round trip."""
+    if module not in sys.modules and importlib.util.find_spec(module) is None:
+        sys.modules[module] = None  # type: ignore[assignment]  # the import system's own "absent"
 
 
 class AnsweredHistories:
@@ -330,6 +340,7 @@ class HttpTransport:
                     headers[self._key_header] = self._api_key
                 else:
                     headers["Authorization"] = f"Bearer {self._api_key}"
+            remember_missing("sniffio")
             self._client = httpx.AsyncClient(
                 headers=headers,
                 timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
