@@ -115,3 +115,48 @@ def test_a_command_line_shows_one_duration(project: Path, home: Path) -> None:
                        project, home)
     outcome = next(line for line in proc.stderr.splitlines() if "✓ exit 0" in line)
     assert len(re.findall(r"\d+\.\ds", outcome)) == 1, outcome
+
+
+def test_ctrl_c_in_a_pipeline_ends_the_stream_with_the_result_object(
+    project: Path, home: Path
+) -> None:
+    # `tether -p ... --output-format stream-json | cat`, SIGINT to tether alone: the reader
+    # stays, so the stream must still end with a result object (the partial run's) and 130.
+    import json
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "TETHER"))}
+    env.update(TETHER_HOME=str(home), OPENAI_API_KEY="k", TETHER_PROFILE="full")
+    gate = threading.Event()  # never set: the answer stays partial
+    with FakeServer([held_reply(gate)]) as server:
+        tether = subprocess.Popen(
+            [sys.executable, "-m", "tether", "-p", "hi", "--output-format", "stream-json",
+             *openai_args(server)],
+            cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        assert tether.stdout is not None and tether.stderr is not None
+        cat = subprocess.Popen(["cat"], stdin=tether.stdout, stdout=subprocess.PIPE)
+        tether.stdout.close()  # cat holds the pipe now, as a shell's pipeline does
+        assert cat.stdout is not None
+        try:
+            lines = []
+            while not lines or HEAD not in lines[-1]:
+                line = cat.stdout.readline().decode()
+                assert line, f"the stream ended before the partial answer: {lines}"
+                lines.append(line)
+            tether.send_signal(signal.SIGINT)
+            lines += cat.stdout.read().decode().splitlines(keepends=True)
+            err = tether.stderr.read().decode()
+            code = tether.wait(timeout=60)
+            assert cat.wait(timeout=60) == 0
+        finally:
+            tether.kill()
+            cat.kill()
+    assert code == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    events = [json.loads(line) for line in lines]
+    result = events[-1]
+    assert result["type"] == "result" and result["stop_reason"] == "cancelled", result
+    assert result["is_error"] is True and result["result"] == "interrupted"
+    assert [e for e in events if e["type"] == "result"] == [result]  # one, at the end
+    streamed = "".join(e.get("text", "") for e in events if e["type"] == "text")
+    assert streamed.startswith(HEAD) and TAIL not in streamed
