@@ -46,7 +46,7 @@ from pathlib import Path
 import pexpect
 import pyte
 
-from tether.ui.terminal.app import STARTING
+from tether.ui.terminal.startup import STARTING
 
 ROWS, COLUMNS = 40, 100
 PROMPT_MARK = "›"
@@ -130,10 +130,13 @@ class PtyApp:
         columns: int = COLUMNS,
         python_args: Sequence[str] = ("-m", "tether"),
         program: str = sys.executable,
+        status_line: bool = True,
     ) -> None:
         """`python_args` start the app (e.g. `-c` with a script that adds a tool first);
-        `program` runs them (another app's interpreter, for the side-by-side benchmark)."""
+        `program` runs them (another app's interpreter, for the side-by-side benchmark);
+        `status_line` says whether the app draws one under its input line (tether's chat)."""
         self.columns = columns
+        self.status_line = status_line
         self.child = pexpect.spawn(
             program,
             [*python_args, *args],
@@ -268,6 +271,8 @@ class PtyApp:
     def started(self) -> bool:
         """The status line under the input line is drawn and no longer says the chat is
         starting (building its runtime and asking the provider, after the first prompt)."""
+        if not self.status_line:
+            return True
         below = [line for line in self.screen.display[self.screen.cursor.y + 1:] if line.strip()]
         return bool(below) and not any(STARTING in line for line in below)
 

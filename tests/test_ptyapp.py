@@ -29,7 +29,8 @@ def gated(script: str, tmp_path: Path) -> tuple[PtyApp, Path]:
     """`script` run in the pty with a FIFO (its gate) as its argument."""
     gate = tmp_path / "gate"
     os.mkfifo(gate)
-    return PtyApp([str(gate)], cwd=tmp_path, env=app_env(tmp_path), python_args=("-c", script)), gate
+    return PtyApp([str(gate)], cwd=tmp_path, env=app_env(tmp_path), python_args=("-c", script),
+                  status_line=False), gate
 
 
 def test_a_sent_line_is_waited_for_until_it_is_answered(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ from . import __version__
 if TYPE_CHECKING:
     from .core.loop import Conversation, TurnResult
     from .core.ui_protocol import NoticeLevel
-    from .run_options import RunOptions
     from .runtime import Runtime
     from .store.config import Settings
+    from .store.run_options import RunOptions
     from .store.session import SessionRecord, SessionStore
     from .ui.headless import HeadlessUI
 
@@ -232,8 +232,8 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
 def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, RunOptions, list[str]] | int:
     """Settings and run options from flags, environment and files; an int is a usage error's exit code."""
     from .providers import provider_names
-    from .run_options import RunOptions
     from .store.config import load_settings, tether_home
+    from .store.run_options import RunOptions
 
     root = Path(args.directory or os.getcwd()).expanduser().resolve()
     if not root.is_dir():

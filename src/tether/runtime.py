@@ -34,7 +34,6 @@ from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
-from .run_options import RunOptions
 from .safety.approval import ApprovalPolicy
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
@@ -46,6 +45,7 @@ from .store.config import Settings
 from .store.git_ops import GitOps
 from .store.keys import SecretFiles
 from .store.result_files import ResultFiles
+from .store.run_options import RunOptions
 from .tools import builtin_tools
 from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool

@@ -8,9 +8,7 @@ kept). The session is saved after every exchange.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,16 +22,15 @@ from rich.text import Text
 
 from tether import __version__
 from tether.core.textclip import clip_words
-from tether.hooks.config import project_declares_hooks
-from tether.mcp.config import PROJECT_FILE as PROJECT_MCP_FILE
 from tether.providers import default_model
-from tether.run_options import RunOptions
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
+from tether.store.run_options import RunOptions
 
 from .paste import Pastes
-from .prompt import ProjectFiles, TetherCompleter, expand_mentions, make_session
+from .prompt import expand_mentions
 from .shown import shown
+from .startup import STARTING, StartUp, UsageProblem, drawn_soon
 from .theme import THEME
 
 if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the prompt is up
@@ -46,20 +43,14 @@ if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the 
     from .terminal_ui import TerminalUI
     from .trust import FolderTrust
 
-STARTING = "starting…"
-"""The status line while the runtime is being built and started (the prompt is already up)."""
 RECAP_EXCHANGES = 3
 """Exchanges of a continued conversation shown at the start (each request, its answer's first lines)."""
 RECAP_LINES = 4
 RECAP_WIDTH = 160
 
 
-class UsageProblem(Exception):
-    """The app cannot start with these flags or settings (found while setting it up)."""
-
-
 @dataclass
-class App:
+class App(StartUp):
     """The read-eval loop of the terminal; it is the `CommandContext` the slash commands get.
     Its parts: the runtime (state changes are its methods), `Sessions` (the conversation and
     its saved record), `Asking` (questions and plan approval), `FolderTrust` and
@@ -89,138 +80,6 @@ class App:
     """Why the runtime could not be built while the prompt was up: it ends the app."""
 
     # ------------------------------------------------------------ start-up
-
-    def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
-        """The prompt, and the runtime unless it can wait until the prompt is up (it cannot
-        for a continued session or a start-up question); ValueError for a usage problem."""
-        files = ProjectFiles(self.options.root)
-        completer = TetherCompleter(command_names, files)
-        self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
-                                   warn=self.warn_anytime, pastes=self.pastes)
-        self.deferred = not (resume or continue_last or self.options.allow or self.options.deny
-                             or asks_at_start(self.options))
-        if not self.deferred:
-            self.build(resume, continue_last)
-
-    def build(self, resume: str | None = None, continue_last: bool = False) -> None:
-        """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session.
-        In a thread when deferred: nothing here may print."""
-        from tether.runtime import build_runtime
-        from tether.store.session import SessionStore
-
-        from .asking import Asking
-        from .sessions import Sessions
-        from .terminal_ui import TerminalUI
-        from .trust import AlwaysAnswer, FolderTrust
-
-        trust = FolderTrust(self.options, self.say)
-        ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
-                        on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
-                        status=self.status_line)
-        asking = Asking(self.console, ui.pause)
-        self.options.asker = asking.questions
-        self.options.approve_plan = asking.approve_plan
-        self.options.on_output = ui.command_output
-        if trust.trusted_before():
-            self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
-        self.runtime = build_runtime(self.settings, self.options, ui, self.env)
-        self.trust, self.ui = trust, ui
-        self.sessions = Sessions.opened(SessionStore(self.options.home), self.options.root,
-                                        lambda: self.runtime, self.say, resume, continue_last)
-        self.built = True
-
-    async def run(self) -> int:
-        try:
-            self.banner()
-            if self.deferred:
-                await self.read_loop(first_drawn=self.build_in_background)
-            else:
-                await self.started_up()
-                await self.read_loop()
-            if self.failure is not None:
-                raise self.failure
-        finally:
-            await self.close_runtime()
-        return 0
-
-    async def started_up(self) -> None:
-        """After the build: its warnings, then the rest of the start (`start_runtime`)."""
-        self.show_warnings()
-        await self.start_runtime()
-
-    def show_warnings(self) -> None:
-        for warning in self.runtime.warnings:
-            self.say(warning, "warning")
-
-    async def start_runtime(self) -> None:
-        """The start (what the model can do is asked while the prompt is up: the first request
-        waits for it in `ready`), the start-up questions and the SessionStart hooks."""
-        from tether.runtime import session_started
-
-        from .slash.mcp_commands import ask_about_project_servers
-
-        self.starting = asyncio.ensure_future(self.runtime.start())
-        self.starting.add_done_callback(self._started)
-        threading.Thread(target=warm_up, daemon=True).start()
-        await self.trust.ask(self.rebuild)
-        await ask_about_project_servers(self)
-        source = "resume" if self.sessions.conv.messages else "startup"
-        await session_started(self.runtime, source, self.sessions.record.id)
-
-    def build_in_background(self) -> None:
-        """The first prompt is on the screen: build the runtime now, in a thread, so typing
-        goes on meanwhile; a request or a slash command waits for it (`runtime_ready`)."""
-        if self.building is None:
-            self.building = asyncio.ensure_future(self._build_and_start())
-
-    async def _build_and_start(self) -> None:
-        try:
-            await asyncio.to_thread(self.build)
-        except Exception as exc:  # ends the app, as the same problem would before the prompt
-            self.failure = UsageProblem(str(exc)) if isinstance(exc, ValueError) else exc
-            self.exiting = True
-            if self.prompt.app.is_running:
-                self.prompt.app.exit(exception=EOFError())
-            return
-        if self.runtime.warnings:
-            await above_prompt(self.show_warnings)
-        await self.start_runtime()
-        if self.prompt.app.is_running:
-            self.prompt.app.invalidate()  # the status line names the profile and context now
-
-    async def runtime_ready(self) -> bool:
-        """Wait for the runtime being built while the prompt is up; False when that failed
-        (the app is ending and says why)."""
-        if self.building is not None:
-            await asyncio.shield(self.building)
-        return self.failure is None
-
-    async def close_runtime(self) -> None:
-        """Close the runtime; one still being built is waited for first (a thread cannot be
-        stopped) so that nothing it started is left behind."""
-        if self.building is not None:
-            with contextlib.suppress(Exception):  # its failure is the app's to report
-                await self.building
-        if "runtime" in vars(self):
-            await self.runtime.aclose()
-
-    def _started(self, task: asyncio.Future) -> None:
-        if not task.cancelled() and task.exception() is None:
-            self.protocol = task.result()
-            if self.prompt.app.is_running:
-                self.prompt.app.invalidate()  # redraw the status line with the protocol
-
-    async def ready(self) -> None:
-        """Wait for the start-up questions to the provider, if they are still under way."""
-        if not await self.runtime_ready():
-            return
-        task, self.starting = self.starting, None
-        if task is None:
-            return
-        try:
-            await task
-        except Exception as exc:  # the provider could not be asked; the request will say why
-            self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
 
     @property
     def model_name(self) -> str:
@@ -475,45 +334,6 @@ def being_cancelled() -> bool:
     task = asyncio.current_task()
     cancelling = getattr(task, "cancelling", None)
     return bool(cancelling and cancelling())
-
-
-def asks_at_start(options: RunOptions) -> bool:
-    """Whether the start may ask a question (trust this folder's rules or hooks, start its
-    MCP servers), which needs the runtime before the prompt."""
-    from tether.safety.trusted_folders import PROJECT_FILE as PROJECT_RULES_FILE
-
-    root = options.root
-    return ((root / PROJECT_RULES_FILE).exists() or (root / PROJECT_MCP_FILE).exists()
-            or project_declares_hooks(root))
-
-
-def command_names() -> list[tuple[str, str]]:
-    """The slash commands, for completion (their code is imported when one is first typed)."""
-    from .slash.handlers import COMMANDS
-
-    return COMMANDS.names()
-
-
-def drawn_soon(callback: Callable[[], None]) -> Callable[[], None]:
-    """A prompt's `pre_run` that runs `callback` once the prompt is drawn: pre_run comes just
-    before the first drawing, which happens before the event loop runs anything else."""
-    def pre_run() -> None:
-        asyncio.get_running_loop().call_soon(callback)
-
-    return pre_run
-
-
-async def above_prompt(show: Callable[[], None]) -> None:
-    """Print with `show` above the input line if it is showing, else directly."""
-    if get_app_or_none() is None:
-        show()
-    else:
-        await run_in_terminal(show)
-
-
-def warm_up() -> None:
-    """Load what the first reply needs while the user is still typing."""
-    import tether.ui.terminal.render  # noqa: F401  (markdown, highlighting)
 
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],

@@ -1,5 +1,6 @@
-"""Per-run choices that are not settings, in a module of their own: the chat reads them
-before its prompt is drawn, and importing the wiring (`runtime.py`) would bring in all of it."""
+"""Per-run choices that are not settings (from flags and the session), in a module of their
+own: the chat reads them before its prompt is drawn, and importing the wiring (`runtime.py`)
+would bring in all of it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .safety.sandbox import Sandbox
-    from .tools.ask import Asker
-    from .tools.plan import ApprovePlan
+    from ..safety.sandbox import Sandbox
+    from ..tools.ask import Asker
+    from ..tools.plan import ApprovePlan
 
 
 @dataclass

@@ -1,0 +1,251 @@
+"""The chat's start: its prompt first, the runtime built in a thread once the prompt is up.
+
+`StartUp` is the part of the app (`app.App`) that sets it up, builds and starts the runtime,
+and makes what needs the runtime wait for it; it imports little at the top for that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+from tether.hooks.config import project_declares_hooks
+from tether.mcp.config import PROJECT_FILE as PROJECT_MCP_FILE
+from tether.store.run_options import RunOptions
+
+from .prompt import ProjectFiles, TetherCompleter, make_session
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.formatted_text import FormattedText
+    from rich.console import Console
+
+    from tether.core.ui_protocol import NoticeLevel
+    from tether.runtime import Runtime
+    from tether.store.config import Settings
+
+    from .paste import Pastes
+    from .sessions import Sessions
+    from .slash.context import CommandContext
+    from .terminal_ui import TerminalUI
+    from .trust import FolderTrust
+
+STARTING = "starting…"
+"""The status line while the runtime is being built and started (the prompt is already up)."""
+class UsageProblem(Exception):
+    """The app cannot start with these flags or settings (found while setting it up)."""
+
+
+class StartUp:
+    """Setting up, building and starting the app's runtime (see the module's docstring)."""
+
+    settings: Settings
+    options: RunOptions
+    env: dict[str, str]
+    console: Console
+    runtime: Runtime
+    ui: TerminalUI
+    sessions: Sessions
+    prompt: PromptSession
+    trust: FolderTrust
+    pastes: Pastes
+    protocol: str
+    starting: asyncio.Future | None
+    exiting: bool
+    deferred: bool
+    building: asyncio.Future | None
+    built: bool
+    failure: BaseException | None
+
+    if TYPE_CHECKING:  # the app's own, which the start uses
+        def say(self, message: str, level: NoticeLevel = "info") -> None: ...
+        def warn_anytime(self, message: str) -> None: ...
+        def banner(self) -> None: ...
+        def toolbar(self) -> FormattedText: ...
+        def status_line(self) -> str: ...
+        async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str: ...
+        async def read_loop(self, first_drawn: Callable[[], None] | None = None) -> None: ...
+        async def rebuild(self, settings: Settings | None = None) -> None: ...
+
+    def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
+        """The prompt, and the runtime unless it can wait until the prompt is up (it cannot
+        for a continued session or a start-up question); ValueError for a usage problem."""
+        files = ProjectFiles(self.options.root)
+        completer = TetherCompleter(command_names, files)
+        self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
+                                   warn=self.warn_anytime, pastes=self.pastes)
+        self.deferred = not (resume or continue_last or self.options.allow or self.options.deny
+                             or asks_at_start(self.options))
+        if not self.deferred:
+            self.build(resume, continue_last)
+
+    def build(self, resume: str | None = None, continue_last: bool = False) -> None:
+        """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session.
+        In a thread when deferred: nothing here may print."""
+        from tether.runtime import build_runtime
+        from tether.store.session import SessionStore
+
+        from .asking import Asking
+        from .sessions import Sessions
+        from .terminal_ui import TerminalUI
+        from .trust import AlwaysAnswer, FolderTrust
+
+        trust = FolderTrust(self.options, self.say)
+        ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
+                        on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
+                        status=self.status_line)
+        asking = Asking(self.console, ui.pause)
+        self.options.asker = asking.questions
+        self.options.approve_plan = asking.approve_plan
+        self.options.on_output = ui.command_output
+        if trust.trusted_before():
+            self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
+        self.runtime = build_runtime(self.settings, self.options, ui, self.env)
+        self.trust, self.ui = trust, ui
+        self.sessions = Sessions.opened(SessionStore(self.options.home), self.options.root,
+                                        lambda: self.runtime, self.say, resume, continue_last)
+        self.built = True
+
+    async def run(self) -> int:
+        try:
+            self.banner()
+            if self.deferred:
+                await self.read_loop(first_drawn=self.build_in_background)
+            else:
+                await self.started_up()
+                await self.read_loop()
+            if self.failure is not None:
+                raise self.failure
+        finally:
+            await self.close_runtime()
+        return 0
+
+    async def started_up(self) -> None:
+        """After the build: its warnings, then the rest of the start (`start_runtime`)."""
+        self.show_warnings()
+        await self.start_runtime()
+
+    def show_warnings(self) -> None:
+        for warning in self.runtime.warnings:
+            self.say(warning, "warning")
+
+    async def start_runtime(self) -> None:
+        """The start (what the model can do is asked while the prompt is up: the first request
+        waits for it in `ready`), the start-up questions and the SessionStart hooks."""
+        from tether.runtime import session_started
+
+        from .slash.mcp_commands import ask_about_project_servers
+
+        self.starting = asyncio.ensure_future(self.runtime.start())
+        self.starting.add_done_callback(self._started)
+        if not self.deferred:  # deferred, the build's thread has done it
+            threading.Thread(target=warm_up, daemon=True).start()
+        await self.trust.ask(self.rebuild)
+        await ask_about_project_servers(cast("CommandContext", self))  # the app is one
+        source = "resume" if self.sessions.conv.messages else "startup"
+        await session_started(self.runtime, source, self.sessions.record.id)
+
+    def build_and_warm_up(self) -> None:
+        """`build`, then load what the first reply needs, so that no request starts while
+        the rendering is still being imported."""
+        self.build()
+        warm_up()
+
+    def build_in_background(self) -> None:
+        """The first prompt is on the screen: build the runtime now, in a thread, so typing
+        goes on meanwhile; a request or a slash command waits for it (`runtime_ready`)."""
+        if self.building is None:
+            self.building = asyncio.ensure_future(self._build_and_start())
+
+    async def _build_and_start(self) -> None:
+        try:
+            await asyncio.to_thread(self.build_and_warm_up)
+        except Exception as exc:  # ends the app, as the same problem would before the prompt
+            self.failure = UsageProblem(str(exc)) if isinstance(exc, ValueError) else exc
+            self.exiting = True
+            if self.prompt.app.is_running:
+                self.prompt.app.exit(exception=EOFError())
+            return
+        if self.runtime.warnings:
+            await above_prompt(self.show_warnings)
+        await self.start_runtime()
+        if self.prompt.app.is_running:
+            self.prompt.app.invalidate()  # the status line names the profile and context now
+
+    async def runtime_ready(self) -> bool:
+        """Wait for the runtime being built while the prompt is up; False when that failed
+        (the app is ending and says why)."""
+        if self.building is not None:
+            await asyncio.shield(self.building)
+        return self.failure is None
+
+    async def close_runtime(self) -> None:
+        """Close the runtime; one still being built is waited for first (a thread cannot be
+        stopped) so that nothing it started is left behind."""
+        if self.building is not None:
+            with contextlib.suppress(Exception):  # its failure is the app's to report
+                await self.building
+        if "runtime" in vars(self):
+            await self.runtime.aclose()
+
+    def _started(self, task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is None:
+            self.protocol = task.result()
+            if self.prompt.app.is_running:
+                self.prompt.app.invalidate()  # redraw the status line with the protocol
+
+    async def ready(self) -> None:
+        """Wait for the start-up questions to the provider, if they are still under way."""
+        if not await self.runtime_ready():
+            return
+        task, self.starting = self.starting, None
+        if task is None:
+            return
+        try:
+            await task
+        except Exception as exc:  # the provider could not be asked; the request will say why
+            self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
+
+
+def asks_at_start(options: RunOptions) -> bool:
+    """Whether the start may ask a question (trust this folder's rules or hooks, start its
+    MCP servers), which needs the runtime before the prompt."""
+    from tether.safety.trusted_folders import PROJECT_FILE as PROJECT_RULES_FILE
+
+    root = options.root
+    return ((root / PROJECT_RULES_FILE).exists() or (root / PROJECT_MCP_FILE).exists()
+            or project_declares_hooks(root))
+
+
+def command_names() -> list[tuple[str, str]]:
+    """The slash commands, for completion (their code is imported when one is first typed)."""
+    from .slash.handlers import COMMANDS
+
+    return COMMANDS.names()
+
+
+def drawn_soon(callback: Callable[[], None]) -> Callable[[], None]:
+    """A prompt's `pre_run` that runs `callback` once the prompt is drawn: pre_run comes just
+    before the first drawing, which happens before the event loop runs anything else."""
+    def pre_run() -> None:
+        asyncio.get_running_loop().call_soon(callback)
+
+    return pre_run
+
+
+async def above_prompt(show: Callable[[], None]) -> None:
+    """Print with `show` above the input line if it is showing, else directly."""
+    if get_app_or_none() is None:
+        show()
+    else:
+        await run_in_terminal(show)
+
+
+def warm_up() -> None:
+    """Load what the first reply needs while the user is still typing."""
+    import tether.ui.terminal.render  # noqa: F401  (markdown, highlighting)
