@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
 STARTING = "starting…"
 """The status line while the runtime is being built and started (the prompt is already up)."""
+
+
 class UsageProblem(Exception):
     """The app cannot start with these flags or settings (found while setting it up)."""
 
