@@ -40,13 +40,6 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
-
-
 def test_the_prompt_is_up_before_the_runtime_is_built(project: Path, home: Path, tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     os.mkfifo(gate)

@@ -259,7 +259,7 @@ class TurnLoop:
 
     async def ask(self, turn: _Turn, *, tools: bool, note: str = "") -> Reply:
         offered = self.offered() if tools and self.mode == "native" else None
-        system = self._system_message()
+        system = self._system = system_message(self.system_prompt(self.mode), self._system)
         if self.guard is not None:
             turn.start = await self.guard.fit(turn.conv.messages, turn.start, system.text, offered)
         request = self._request_messages(turn.conv.messages, note, system)
@@ -426,12 +426,6 @@ class TurnLoop:
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
-    def _system_message(self) -> Message:
-        text = self.system_prompt(self.mode)
-        if self._system is None or self._system.text != text:
-            self._system = Message.system(text)
-        return self._system
-
     def _request_messages(self, history: Sequence[Message], note: str, system: Message) -> list[Message]:
         body = list(history)
         if note:
@@ -449,6 +443,11 @@ class TurnLoop:
     def _show(self, pieces: list[tuple[str, str]]) -> None:
         for kind, chunk in pieces:
             (self.ui.thinking if kind == "thinking" else self.ui.text)(chunk)
+
+
+def system_message(text: str, previous: Message | None) -> Message:
+    """`previous` while its text is `text`, else a new system message holding it."""
+    return previous if previous is not None and previous.text == text else Message.system(text)
 
 
 @dataclass
