@@ -23,7 +23,7 @@ from .core.profile import (
 )
 from .core.projectmap import project_map
 from .core.prompts import PromptExtras, system_prompt
-from .core.subagents import AgentBudget, SubagentRunner
+from .core.subagents import AgentBudget, SubagentRunner, routed_output
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
@@ -49,7 +49,7 @@ from .tools import builtin_tools
 from .tools.ask import Asker
 from .tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
-from .tools.spawn import spawn_tools
+from .tools.spawn import SPAWN_AGENT, spawn_tools
 from .tools.web import web_setup, web_tools
 
 
@@ -170,7 +170,8 @@ class Runtime:
     def rebuilt(self, settings: Settings | None = None) -> Runtime:
         """A new runtime (provider, tools, rules read again) on `settings`, else these, for the
         same options and UI; what the user set this session carries over: session rules, plan
-        mode, auto mode and auto-commit. Not started yet. ValueError like build_runtime."""
+        mode, auto mode, auto-commit, loaded skills and the sub-agents' records. Not started
+        yet. ValueError like build_runtime."""
         new = build_runtime(settings or self.settings, self.options, self.ui, self.env)
         new.git.enabled = self.git.enabled
         new.rules.carry_session_rules(self.rules)
@@ -179,6 +180,8 @@ class Runtime:
             new.set_plan_mode("on")
         if self.skills is not None and new.skills is not None:
             new.skills.reload(self.skills.loaded)  # the history still tells the model to use them
+        if self.subagents is not None and new.subagents is not None:
+            new.subagents.keep_records_of(self.subagents)  # /agents lists the session's agents
         return new
 
     async def restarted(self, settings: Settings | None = None) -> tuple[Runtime, ProtocolMode]:
@@ -358,7 +361,8 @@ def build_runtime(
         root=options.root, notice=lambda m: ui.notice(m), secrets=SecretFiles(options.home)
     )
     sandbox = sandbox_for(settings, options, ui)
-    table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
+    output = routed_output(options.on_output)  # a sub-agent's command output is its own
+    table, closers = builtin_tools(ctx, options.home, options.asker, output, sandbox)
     git = GitOps(options.root, options.home, post_commit_hook=settings.git_post_commit_hook)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted,
@@ -461,6 +465,7 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
         ) if runtime.window else None,
     )
+    runner.admission = lambda spec: runtime.policy.denial(SPAWN_AGENT, spec.arguments())
     runtime.loop.on_turn = runner.new_turn
     for tool in spawn_tools(runner):
         runtime.table.add(tool)

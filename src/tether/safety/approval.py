@@ -43,6 +43,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.dispatch import GateVerdict
 from ..core.messages import ToolCall
@@ -91,6 +92,48 @@ class ApprovalPolicy:
     this run's saved results (store/result_files.py)."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
+        verdict = self._check_call(call, tool)
+        if tool.batch_of is None or verdict.action == "deny":
+            return verdict
+        return self.batch_verdict(call, tool, verdict)
+
+    def denial(self, tool_name: str, arguments: dict[str, Any]) -> str:
+        """Why the rules deny a call of `tool_name` with `arguments` ("" when they do not):
+        a batch's handler asks this of each item before it runs it."""
+        tool = self.tools.get(tool_name) if self.tools is not None else None
+        if tool is None:
+            return ""
+        verdict = self._check_call(ToolCall("", tool_name, arguments), tool)
+        if verdict.action != "deny":
+            return ""
+        return verdict.reason or f"{tool_name} is denied"
+
+    def batch_verdict(self, call: ToolCall, tool: Tool, whole: GateVerdict) -> GateVerdict:
+        """A batch call judged by its items too: refused when the rules deny every item; run
+        without asking when the batch's own verdict allows it or the rules allow (or deny)
+        each item; otherwise the batch's own verdict. A denied item among others that run is
+        refused by the handler."""
+        items = self.item_verdicts(call, tool)
+        if not items:
+            return whole
+        if all(v.action == "deny" for v in items):
+            return GateVerdict("deny", f"every item: {items[0].reason}")
+        if whole.action == "allow" or all(v.action != "ask" for v in items):
+            return GateVerdict("allow", whole.reason)
+        return whole
+
+    def item_verdicts(self, call: ToolCall, tool: Tool) -> list[GateVerdict]:
+        """Each item of a batch call judged as a call of the batch's item tool."""
+        assert tool.batch_of is not None
+        name, argument = tool.batch_of
+        item_tool = self.tools.get(name) if self.tools is not None else None
+        items = call.arguments.get(argument)
+        if item_tool is None or not isinstance(items, list):
+            return []
+        return [self._check_call(ToolCall(call.id, name, item), item_tool)
+                for item in items if isinstance(item, dict)]
+
+    def _check_call(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
         decisions = [self._decide(tool, checked, kinds) for checked in checked_values(call, tool)]
         denied = next((d for d in decisions if d.action == "deny"), None)
