@@ -79,14 +79,15 @@ def routed(parent: list[Any], sub: list[Any]):
 
 
 def make_runtime(tmp_path: Path, ui: RecordingUI, replies: Any, *, allow=("spawn_agent", "spawn_agents"),
-                 deny=(), trusted=False, **settings: Any):
+                 deny=(), trusted=False, on_output=None, **settings: Any):
     root = tmp_path / "project"
     root.mkdir(exist_ok=True)
     home = tmp_path / "home"
     given = {"provider": "openai", "model": "big-model", "openai_base_url": "http://127.0.0.1:9/v1",
              "profile": "full", "protocol": "native", **settings}
     loaded, _ = load_settings(given, {}, home)
-    options = RunOptions(root=root, home=home, allow=list(allow), deny=list(deny), trusted=trusted)
+    options = RunOptions(root=root, home=home, allow=list(allow), deny=list(deny), trusted=trusted,
+                         on_output=on_output)
     runtime = build_runtime(loaded, options, ui, {})
     provider = ScriptedProvider([replies], repeat_last=True)
     runtime.provider = provider
