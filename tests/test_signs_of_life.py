@@ -131,3 +131,30 @@ def test_off_a_terminal_the_region_draws_nothing(tmp_path: Path) -> None:
     ui.settle()
     assert not ui.region.drawing
     assert [line.rstrip() for line in buf.getvalue().splitlines()] == ["→ run_cmd make", "building", "  ✓ exit 0 · 0.1s", "All built."]
+
+
+def test_a_running_agent_has_its_live_line_with_its_commands_newest_line_under_it(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    fifo = project / "go"
+    os.mkfifo(fifo)
+    command = "echo first-$((40+2)); printf 'half a line, %s' newest; cat go > /dev/null; echo"
+    server.add(Reply(tool_calls=[("spawn_agent", {"task": "build the docs"})]),
+               Reply(tool_calls=[("run_cmd", {"command": command})]),  # the agent's (one at a time)
+               Reply(text="REPORT: built."), Reply(text="The agent built it."), Reply(text="Fancy Title"))
+    with start_app(server, project, home, "--auto", "--sandbox", "off") as app:
+        app.line("delegate it")
+        app.wait_for(lambda _: activity_rows(app.screen_text(), "└ half a line, newest"),
+                     what="the agent's command output under its line")
+        screen = [line.strip() for line in app.screen_text().splitlines()]
+        under = next(i for i, line in enumerate(screen) if line == "└ half a line, newest")
+        assert re.search(r"agent general \[a[0-9a-f]{8}\]: build the docs · \d+\.\ds · call 1 · run_cmd$",
+                         screen[under - 1]), screen
+        with fifo.open("w"):
+            pass  # the command goes on
+        app.wait_for_text("The agent built it.")
+        app.wait_for_prompt()
+        after = app.text_since_line()
+    # The agent's output never joins the conversation's scrollback; its summary line does.
+    assert "first-42" not in after and "half a line" not in after
+    assert re.search(r"agent general \[a[0-9a-f]{8}\] completed: 2 steps", after), after
