@@ -169,19 +169,10 @@ class Runtime:
 
     def rebuilt(self, settings: Settings | None = None) -> Runtime:
         """A new runtime (provider, tools, rules read again) on `settings`, else these, for the
-        same options and UI; what the user set this session carries over: session rules, plan
-        mode, auto mode, auto-commit, loaded skills and the sub-agents' records. Not started
-        yet. ValueError like build_runtime."""
+        same options and UI; what the user set this session carries over (`carry_session`).
+        Not started yet. ValueError like build_runtime."""
         new = build_runtime(settings or self.settings, self.options, self.ui, self.env)
-        new.git.enabled = self.git.enabled
-        new.rules.carry_session_rules(self.rules)
-        new.set_auto(self.auto)
-        if self.plan_gate.active:
-            new.set_plan_mode("on")
-        if self.skills is not None and new.skills is not None:
-            new.skills.reload(self.skills.loaded)  # the history still tells the model to use them
-        if self.subagents is not None and new.subagents is not None:
-            new.subagents.keep_records_of(self.subagents)  # /agents lists the session's agents
+        carry_session(self, new)
         return new
 
     async def restarted(self, settings: Settings | None = None) -> tuple[Runtime, ProtocolMode]:
@@ -341,6 +332,20 @@ class Runtime:
         for closer in self.closers:
             await closer()
         await self.provider.aclose()
+
+
+def carry_session(old: Runtime, new: Runtime) -> None:
+    """What belongs to the session, not the runtime: session rules, plan mode, auto mode,
+    auto-commit, the loaded skills and the sub-agents' records (/agents lists them all)."""
+    new.git.enabled = old.git.enabled
+    new.rules.carry_session_rules(old.rules)
+    new.set_auto(old.auto)
+    if old.plan_gate.active:
+        new.set_plan_mode("on")
+    if old.skills is not None and new.skills is not None:
+        new.skills.reload(old.skills.loaded)  # the history still tells the model to use them
+    if old.subagents is not None and new.subagents is not None:
+        new.subagents.keep_records_of(old.subagents)
 
 
 def estimated_tokens(runtime: Runtime, messages: Sequence[Message]) -> int:

@@ -95,7 +95,8 @@ class ApprovalPolicy:
         verdict = self._check_call(call, tool)
         if tool.batch_of is None or verdict.action == "deny":
             return verdict
-        return self.batch_verdict(call, tool, verdict)
+        items = [self._check_call(*item) for item in batch_items(call, tool, self.tools)]
+        return batch_verdict(verdict, items)
 
     def denial(self, tool_name: str, arguments: dict[str, Any]) -> str:
         """Why the rules deny a call of `tool_name` with `arguments` ("" when they do not):
@@ -107,31 +108,6 @@ class ApprovalPolicy:
         if verdict.action != "deny":
             return ""
         return verdict.reason or f"{tool_name} is denied"
-
-    def batch_verdict(self, call: ToolCall, tool: Tool, whole: GateVerdict) -> GateVerdict:
-        """A batch call judged by its items too: refused when the rules deny every item; run
-        without asking when the batch's own verdict allows it or the rules allow (or deny)
-        each item; otherwise the batch's own verdict. A denied item among others that run is
-        refused by the handler."""
-        items = self.item_verdicts(call, tool)
-        if not items:
-            return whole
-        if all(v.action == "deny" for v in items):
-            return GateVerdict("deny", f"every item: {items[0].reason}")
-        if whole.action == "allow" or all(v.action != "ask" for v in items):
-            return GateVerdict("allow", whole.reason)
-        return whole
-
-    def item_verdicts(self, call: ToolCall, tool: Tool) -> list[GateVerdict]:
-        """Each item of a batch call judged as a call of the batch's item tool."""
-        assert tool.batch_of is not None
-        name, argument = tool.batch_of
-        item_tool = self.tools.get(name) if self.tools is not None else None
-        items = call.arguments.get(argument)
-        if item_tool is None or not isinstance(items, list):
-            return []
-        return [self._check_call(ToolCall(call.id, name, item), item_tool)
-                for item in items if isinstance(item, dict)]
 
     def _check_call(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
@@ -354,6 +330,31 @@ class ApprovalPolicy:
         readable = self.readable if tool.read_only else ()
         return [p for p in tool.path_values(call.arguments).values()
                 if not is_inside(self.root, p) and not any(is_inside(f, p) for f in readable)]
+
+
+def batch_items(call: ToolCall, tool: Tool, tools: ToolTable | None) -> list[tuple[ToolCall, Tool]]:
+    """A batch call's items (`Tool.batch_of`), each as a call of the item tool."""
+    if tool.batch_of is None or tools is None:
+        return []
+    name, argument = tool.batch_of
+    item_tool, items = tools.get(name), call.arguments.get(argument)
+    if item_tool is None or not isinstance(items, list):
+        return []
+    return [(ToolCall(call.id, name, item), item_tool) for item in items if isinstance(item, dict)]
+
+
+def batch_verdict(whole: GateVerdict, items: list[GateVerdict]) -> GateVerdict:
+    """A batch call judged by its items too: refused when the rules deny every item; run
+    without asking when the call's own verdict allows it or the rules allow (or deny) each
+    item; otherwise the call's own verdict. A denied item among others that run is refused
+    by the handler (`ApprovalPolicy.denial`)."""
+    if not items:
+        return whole
+    if all(v.action == "deny" for v in items):
+        return GateVerdict("deny", f"every item: {items[0].reason}")
+    if whole.action == "allow" or all(v.action != "ask" for v in items):
+        return GateVerdict("allow", whole.reason)
+    return whole
 
 
 def keep_running_verdict(call: ToolCall, tool: Tool) -> GateVerdict | None:
