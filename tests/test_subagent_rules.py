@@ -110,6 +110,20 @@ async def test_an_agent_under_the_small_profile_gets_its_menu_and_tool_search(tm
     assert "git_status" not in runtime.loop.menu.loaded  # the agent's menu is its own
 
 
+async def test_a_defined_agents_own_tools_are_on_its_small_menu_from_the_start(tmp_path: Path) -> None:
+    agents = tmp_path / "project" / ".tether" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "differ.md").write_text("---\nname: differ\ndescription: reads changes\n"
+                                      "tools: git_status, git_diff, read_file\n---\nLook at the changes.\n")
+    parent = [call(("tool_search", {"query": "select:spawn_agent"})),
+              call(("spawn_agent", {"task": "what changed?", "agent": "differ"})), say("fine")]
+    runtime, _, provider = make_runtime(tmp_path, RecordingUI(), routed(parent, [say("NOTHING")]), trusted=True)
+    runtime.apply_profile(SMALL)
+    await runtime.loop.run_turn(Conversation(), "go")
+    (request,) = sub_requests(provider)
+    assert {t.name for t in request.tools} == {"git_status", "git_diff", "read_file"}  # nothing waits
+
+
 async def test_an_agents_command_output_is_tagged_with_the_agent_in_stream_json(tmp_path: Path) -> None:
     out = io.StringIO()
     ui = HeadlessUI("stream-json", out=out, err=io.StringIO())

@@ -398,7 +398,7 @@ class SubagentRunner:
         )
         budgets = [TokenBudget(self.budget.max_tokens), self._turn]
         instructions = definition.instructions if definition else ""
-        menu = agent_menu(parent.menu, table)
+        menu = agent_menu(parent.menu, table, (definition.tools or ()) if definition else ())
 
         def prompt(mode: ProtocolMode) -> str:
             offered = menu.offered_table() if menu is not None else table
@@ -450,12 +450,14 @@ def agent_table(parent: ToolTable, only: Sequence[str] | None) -> ToolTable:
     )
 
 
-def agent_menu(parent: ToolMenu | None, table: ToolTable) -> ToolMenu | None:
+def agent_menu(parent: ToolMenu | None, table: ToolTable, named: Sequence[str] = ()) -> ToolMenu | None:
     """The parent's kind of menu over the agent's table (the small profile's short menu, or
-    MCP tools deferred), with a tool_search of its own; None when the parent offers everything."""
+    MCP tools deferred), with a tool_search of its own; None when the parent offers everything.
+    The tools a definition names are on its menu from the start: it chose them."""
     if parent is None or not parent.deferring:
         return None
-    menu = ToolMenu(table, None if parent.core is None else sorted(parent.core), parent.defer)
+    core = None if parent.core is None else sorted(parent.core | set(named))
+    menu = ToolMenu(table, core, parent.defer)
     if menu.deferred():
         table.add(tool_search_tool(menu))
     return menu
