@@ -379,7 +379,7 @@ class SubagentRunner:
                 run.reason = f"{why}; reported what it had"
                 return
         run.state, run.report = "failed", last_text(conv)
-        run.reason = f"{why}; the request for its report failed: {failure or 'no reply'}"
+        run.reason = f"{why}; the request for its report failed: {failure}"
 
     def _loop_for(self, ui: AgentUI, spec: AgentSpec, definition: AgentDefinition | None) -> TurnLoop:
         parent = self.parent
