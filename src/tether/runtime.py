@@ -34,7 +34,7 @@ from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
-from .safety.approval import ApprovalPolicy
+from .safety.approval import ApprovalPolicy, denial
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
 from .safety.trusted_folders import TrustStore
@@ -470,7 +470,7 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
         ) if runtime.window else None,
     )
-    runner.admission = lambda spec: runtime.policy.denial(SPAWN_AGENT, spec.arguments())
+    runner.admission = lambda spec: denial(runtime.policy, SPAWN_AGENT, spec.arguments())
     runtime.loop.on_turn = runner.new_turn
     for tool in spawn_tools(runner):
         runtime.table.add(tool)

@@ -243,17 +243,6 @@ class TurnLoop:
             turn.conv.requests += turn.requests
             raise
 
-    async def closing_reply(self, conv: Conversation, note: str) -> TurnResult:
-        """One request without tools on the history as it stands, with `note` (a sub-agent a
-        budget stopped reports from what it has); the reply ends the history."""
-        users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
-        turn = self._turn = _Turn(conv, start=users[-1] if users else 0)
-        try:
-            reply = await self.ask(turn, tools=False, note=note)
-        except ProviderError as exc:
-            return self.fail(turn, exc)
-        return self.finish(turn, reply, self.parse(reply).text)
-
     def count_usage(self, usage: Usage) -> None:
         """Tokens spent for the running turn elsewhere (a sub-agent's): counted in its usage."""
         if self._turn is not None:
@@ -484,6 +473,18 @@ class _Turn:
         self.conv.requests += self.requests
         return TurnResult(text, stop, self.requests, self.usage, list(self.conv.evidence), error,
                           checks or [])
+
+
+async def closing_reply(loop: TurnLoop, conv: Conversation, note: str) -> TurnResult:
+    """One request without tools on the history as it stands, with `note` (a sub-agent a
+    budget stopped reports from what it has); the reply ends the history."""
+    users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
+    turn = loop._turn = _Turn(conv, start=users[-1] if users else 0)
+    try:
+        reply = await loop.ask(turn, tools=False, note=note)
+    except ProviderError as exc:
+        return loop.fail(turn, exc)
+    return loop.finish(turn, reply, loop.parse(reply).text)
 
 
 def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings) -> Message:

@@ -27,7 +27,7 @@ from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
 from ..store.atomic import atomic_write_json
 from .dispatch import CURRENT_CALL
-from .loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
+from .loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings, closing_reply
 from .messages import Done, Event, Evidence, Message, ToolCall, Usage
 from .textclip import keep_ends
 from .toolmenu import ToolMenu, tool_search_tool
@@ -367,7 +367,7 @@ class SubagentRunner:
         caps = [c for c in (loop.settings.max_reply_tokens, self.budget.report_tokens) if c]
         loop.settings.max_reply_tokens = min(caps) if caps else None
         limit = self.budget.report_seconds
-        request = loop.closing_reply(conv, BUDGET_NOTE.format(why=why))
+        request = closing_reply(loop, conv, BUDGET_NOTE.format(why=why))
         try:
             result = await (asyncio.wait_for(request, limit) if limit > 0 else request)
         except asyncio.TimeoutError:

@@ -98,17 +98,6 @@ class ApprovalPolicy:
         items = [self._check_call(*item) for item in batch_items(call, tool, self.tools)]
         return batch_verdict(verdict, items)
 
-    def denial(self, tool_name: str, arguments: dict[str, Any]) -> str:
-        """Why the rules deny a call of `tool_name` with `arguments` ("" when they do not):
-        a batch's handler asks this of each item before it runs it."""
-        tool = self.tools.get(tool_name) if self.tools is not None else None
-        if tool is None:
-            return ""
-        verdict = self._check_call(ToolCall("", tool_name, arguments), tool)
-        if verdict.action != "deny":
-            return ""
-        return verdict.reason or f"{tool_name} is denied"
-
     def _check_call(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
         decisions = [self._decide(tool, checked, kinds) for checked in checked_values(call, tool)]
@@ -332,6 +321,16 @@ class ApprovalPolicy:
                 if not is_inside(self.root, p) and not any(is_inside(f, p) for f in readable)]
 
 
+def denial(policy: ApprovalPolicy, tool_name: str, arguments: dict[str, Any]) -> str:
+    """Why the rules deny a call of `tool_name` with `arguments` ("" when they do not): a
+    batch's handler asks this of each item before it runs it."""
+    tool = policy.tools.get(tool_name) if policy.tools is not None else None
+    verdict = policy.check(ToolCall("", tool_name, arguments), tool) if tool is not None else None
+    if verdict is None or verdict.action != "deny":
+        return ""
+    return verdict.reason or f"{tool_name} is denied"
+
+
 def batch_items(call: ToolCall, tool: Tool, tools: ToolTable | None) -> list[tuple[ToolCall, Tool]]:
     """A batch call's items (`Tool.batch_of`), each as a call of the item tool."""
     if tool.batch_of is None or tools is None:
@@ -347,7 +346,7 @@ def batch_verdict(whole: GateVerdict, items: list[GateVerdict]) -> GateVerdict:
     """A batch call judged by its items too: refused when the rules deny every item; run
     without asking when the call's own verdict allows it or the rules allow (or deny) each
     item; otherwise the call's own verdict. A denied item among others that run is refused
-    by the handler (`ApprovalPolicy.denial`)."""
+    by the handler (`denial`)."""
     if not items:
         return whole
     if all(v.action == "deny" for v in items):
