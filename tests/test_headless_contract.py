@@ -56,6 +56,7 @@ def busy_script() -> list[Reply]:
         Reply(tool_calls=[("run_cmd", {"command": "rm -rf build"})]),
         Reply(tool_calls=[("spawn_agent", {"task": "check the answer"})]),
         Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]),  # the sub-agent's
+        Reply(tool_calls=[("run_cmd", {"command": "echo checked"})]),  # its live output
         Reply(text="REPORT: it says 42."),
         Reply(text="Wrote notes/out.txt; the command was refused."),
     ]
@@ -65,6 +66,7 @@ def busy_run(repo: Path, home: Path, fmt: str) -> subprocess.CompletedProcess:
     with FakeServer(busy_script()) as server:
         return run_cli(["-p", "Write the answer down", "--output-format", fmt,
                         "--allow", "write_file", "--allow", "spawn_agent",
+                        "--allow", "run_cmd(echo checked)", "--sandbox", "off",
                         "--mcp-config", str(repo / "none.json"), *openai_args(server)],
                        repo, home)
 
@@ -119,6 +121,41 @@ def test_the_result_lists_files_changed_commits_and_refusals(repo: Path, home: P
     (denial,) = result["permission_denials"]
     assert denial["name"] == "run_cmd" and denial["arguments"] == {"command": "rm -rf build"}
     assert "approval" in denial["reason"] and denial["id"]
+
+
+def agents_script() -> list[Reply]:
+    """spawn_agents with three jobs, run one at a time (the server is local): the first writes
+    a file, the second is refused a command, the third is refused by a deny rule."""
+    jobs = [{"task": "write the note"}, {"task": "clean the build"}, {"task": "read the forbidden file"}]
+    return [
+        Reply(tool_calls=[("spawn_agents", {"agents": jobs})]),
+        Reply(tool_calls=[("write_file", {"filepath": "agent/note.txt", "content": "42\n"})]),
+        Reply(text="REPORT ONE: wrote agent/note.txt."),
+        Reply(tool_calls=[("run_cmd", {"command": "rm -rf build"})]),
+        Reply(text="REPORT TWO: the command was refused."),
+        Reply(text="The agents did what they could."),
+    ]
+
+
+def test_the_result_lists_what_sub_agents_changed_and_were_refused(repo: Path, home: Path) -> None:
+    (repo / "none.json").write_text('{"mcpServers": {}}')
+    with FakeServer(agents_script()) as server:
+        proc = run_cli(["-p", "Delegate it", "--output-format", "json", "--allow", "write_file",
+                        "--allow", "spawn_agent", "--deny", "spawn_agent(*forbidden*)",
+                        "--mcp-config", str(repo / "none.json"), *openai_args(server)], repo, home)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert problems(result) == []
+    assert (repo / "agent" / "note.txt").read_text() == "42\n"
+    assert result["files_changed"] == ["agent/note.txt"]
+    first, second, third = result["subagents"]
+    assert [a["state"] for a in (first, second, third)] == ["completed", "completed", "rejected"]
+    command, job = result["permission_denials"]
+    assert command["name"] == "run_cmd" and command["arguments"] == {"command": "rm -rf build"}
+    assert (command["agent"], command["agent_name"]) == (second["id"], "general")
+    assert job["name"] == "spawn_agent" and job["arguments"] == {"task": "read the forbidden file"}
+    assert job["agent"] == third["id"] and "spawn_agent(*forbidden*)" in job["reason"]
+    assert job["id"] == third["parent_call"] != ""
 
 
 def test_an_error_result_keeps_the_contract(tmp_path: Path, home: Path) -> None:

@@ -18,6 +18,18 @@ STATUS = "openai · fake"
 """How the status line (the prompt's toolbar) begins."""
 
 
+HELD_COMMAND = "echo first-$((40+2)); printf 'half a line, %s' newest; cat go > /dev/null; echo"
+"""A line, half of one, then a wait until `go` is opened for writing. The output's words are
+not in the command, whose text is on the screen too."""
+
+
+def held_until_written(project: Path) -> Path:
+    """The fifo HELD_COMMAND waits on: opening it for writing lets the command go on."""
+    fifo = project / "go"
+    os.mkfifo(fifo)
+    return fifo
+
+
 def activity_rows(screen: str, what: str) -> list[str]:
     return [line for line in screen.splitlines() if what in line]
 
@@ -66,11 +78,8 @@ def test_a_streaming_reply_shows_its_rate_and_the_region_leaves_no_trace(
 def test_a_running_command_shows_its_name_clock_and_newest_line(
     server: FakeServer, project: Path, home: Path
 ) -> None:
-    fifo = project / "go"
-    os.mkfifo(fifo)
-    # The output's words are not in the command, whose text is on the screen too.
-    command = "echo first-$((40+2)); printf 'half a line, %s' newest; cat go > /dev/null; echo"
-    server.add(Reply(tool_calls=[("run_cmd", {"command": command})]), Reply(text="It ran."),
+    fifo = held_until_written(project)
+    server.add(Reply(tool_calls=[("run_cmd", {"command": HELD_COMMAND})]), Reply(text="It ran."),
                Reply(text="Fancy Title"))
     with start_app(server, project, home, "--auto", "--sandbox", "off") as app:
         app.line("run it")
@@ -131,3 +140,28 @@ def test_off_a_terminal_the_region_draws_nothing(tmp_path: Path) -> None:
     ui.settle()
     assert not ui.region.drawing
     assert [line.rstrip() for line in buf.getvalue().splitlines()] == ["→ run_cmd make", "building", "  ✓ exit 0 · 0.1s", "All built."]
+
+
+def test_a_running_agent_has_its_live_line_with_its_commands_newest_line_under_it(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    fifo = held_until_written(project)
+    server.add(Reply(tool_calls=[("spawn_agent", {"task": "build the docs"})]),
+               Reply(tool_calls=[("run_cmd", {"command": HELD_COMMAND})]),  # the agent's (one at a time)
+               Reply(text="REPORT: built."), Reply(text="The agent built it."), Reply(text="Fancy Title"))
+    with start_app(server, project, home, "--auto", "--sandbox", "off") as app:
+        app.line("delegate it")
+        app.wait_for(lambda _: activity_rows(app.screen_text(), "└ half a line, newest"),
+                     what="the agent's command output under its line")
+        screen = [line.strip() for line in app.screen_text().splitlines()]
+        under = next(i for i, line in enumerate(screen) if line == "└ half a line, newest")
+        assert re.search(r"agent general \[a[0-9a-f]{8}\]: build the docs · \d+\.\ds · call 1 · run_cmd$",
+                         screen[under - 1]), screen
+        with fifo.open("w"):
+            pass  # the command goes on
+        app.wait_for_text("The agent built it.")
+        app.wait_for_prompt()
+        after = app.text_since_line()
+    # The agent's output never joins the conversation's scrollback; its summary line does.
+    assert "first-42" not in after and "half a line" not in after
+    assert re.search(r"agent general \[a[0-9a-f]{8}\] completed: 2 steps", after), after

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +79,15 @@ def routed(parent: list[Any], sub: list[Any]):
 
 
 def make_runtime(tmp_path: Path, ui: RecordingUI, replies: Any, *, allow=("spawn_agent", "spawn_agents"),
-                 deny=(), trusted=False, **settings: Any):
+                 deny=(), trusted=False, on_output=None, **settings: Any):
     root = tmp_path / "project"
     root.mkdir(exist_ok=True)
     home = tmp_path / "home"
     given = {"provider": "openai", "model": "big-model", "openai_base_url": "http://127.0.0.1:9/v1",
              "profile": "full", "protocol": "native", **settings}
     loaded, _ = load_settings(given, {}, home)
-    options = RunOptions(root=root, home=home, allow=list(allow), deny=list(deny), trusted=trusted)
+    options = RunOptions(root=root, home=home, allow=list(allow), deny=list(deny), trusted=trusted,
+                         on_output=on_output)
     runtime = build_runtime(loaded, options, ui, {})
     provider = ScriptedProvider([replies], repeat_last=True)
     runtime.provider = provider
@@ -189,15 +191,36 @@ async def test_the_step_cap_asks_for_a_report(tmp_path: Path) -> None:
     assert "PARTIAL REPORT" in all_text(parent_requests(provider)[-1].messages)
 
 
-async def test_the_token_cap_stops_an_agent(tmp_path: Path) -> None:
+async def test_the_token_cap_stops_an_agent_and_asks_for_its_report(tmp_path: Path) -> None:
     ui = RecordingUI()
     parent = [call(("spawn_agent", {"task": "spend"})), say("fine")]
-    sub = [call(("list_dir", {"dirpath": "."})) for _ in range(5)]
+    sub = [call(("list_dir", {"dirpath": "."})), call(("list_dir", {"dirpath": "."})),
+           say("TOKEN REPORT: listed twice")]
     runtime, _, provider = make_runtime(tmp_path, ui, routed(parent, sub), subagent_max_tokens=25)
     await runtime.loop.run_turn(Conversation(), "go")
     run = runtime.subagents.runs[0]
-    assert run.state == "failed" and "token budget spent" in run.reason
-    assert len(sub_requests(provider)) == 2  # 15 tokens each: the third is refused
+    assert run.state == "completed" and run.stopped_by == "tokens"
+    assert "token budget spent (30 of 25)" in run.reason and run.report == "TOKEN REPORT: listed twice"
+    # 15 tokens each: the third request is the tool-free, bounded one asking for the report
+    report_request = sub_requests(provider)[2]
+    assert len(sub_requests(provider)) == 3 and report_request.tools is None
+    assert "Your budget is spent (token budget spent" in report_request.messages[-1].text
+    assert report_request.options.max_tokens == 1024
+    assert "TOKEN REPORT" in all_text(parent_requests(provider)[-1].messages)
+    saved = [Message.from_dict(m) for m in transcript(runtime, run.id)["messages"]]
+    assert answered(saved) and saved[-1].text == "TOKEN REPORT: listed twice"
+
+
+async def test_a_failed_report_request_after_a_spent_budget_fails_the_agent(tmp_path: Path) -> None:
+    ui = RecordingUI()
+    parent = [call(("spawn_agent", {"task": "spend"})), say("fine")]
+    sub = [call(("list_dir", {"dirpath": "."})), call(("list_dir", {"dirpath": "."})),
+           [ProviderError("the model is gone", "api")]]
+    runtime, _, provider = make_runtime(tmp_path, ui, routed(parent, sub), subagent_max_tokens=25)
+    await runtime.loop.run_turn(Conversation(), "go")
+    run = runtime.subagents.runs[0]
+    assert run.state == "failed" and run.stopped_by == ""
+    assert "token budget spent" in run.reason and "the request for its report failed: the model is gone" in run.reason
     assert "failed" in all_text(parent_requests(provider)[-1].messages)
 
 
@@ -214,15 +237,49 @@ def hanging_tool(started: list[str], release: asyncio.Event) -> Tool:
     return Tool("wait_here", "Waits.", Never, wait, reads=True)
 
 
-async def test_the_wall_time_cap_stops_an_agent(tmp_path: Path) -> None:
+async def test_the_wall_time_cap_stops_an_agent_and_asks_for_its_report(tmp_path: Path) -> None:
+    ui = RecordingUI()
+    parent = [call(("spawn_agent", {"task": "wait"})), say("fine")]
+    sub = [call(("wait_here", {})), say("TIME REPORT: it never came back")]
+    runtime, _, provider = make_runtime(tmp_path, ui, routed(parent, sub), subagent_max_seconds=0.05)
+    runtime.table.add(hanging_tool([], asyncio.Event()))
+    await runtime.loop.run_turn(Conversation(), "go")
+    run = runtime.subagents.runs[0]
+    assert run.state == "completed" and run.stopped_by == "time" and "wall-time cap" in run.reason
+    assert run.report == "TIME REPORT: it never came back"
+    assert sub_requests(provider)[-1].tools is None
+    assert "TIME REPORT" in all_text(parent_requests(provider)[-1].messages)
+    assert answered([Message.from_dict(m) for m in transcript(runtime, run.id)["messages"]])
+
+
+class HoldsAgentReportRequests:
+    """The scripted model, except that an agent's tool-free request never gets a reply."""
+
+    def __init__(self, inner: ScriptedProvider) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def stream(self, messages: Any, tools: Any, options: Any) -> Any:
+        if tools is None and SUB_MARK in messages[0].text:
+            await asyncio.Event().wait()  # cancelled by the bound on the report request
+        async for event in self.inner.stream(messages, tools, options):
+            yield event
+
+
+async def test_the_report_request_after_a_spent_budget_is_bounded_in_time(tmp_path: Path) -> None:
     ui = RecordingUI()
     parent = [call(("spawn_agent", {"task": "wait"})), say("fine")]
     sub = [call(("wait_here", {}))]
     runtime, _, _ = make_runtime(tmp_path, ui, routed(parent, sub), subagent_max_seconds=0.05)
+    runtime.loop.provider = HoldsAgentReportRequests(runtime.loop.provider)
+    runtime.subagents.budget = replace(runtime.subagents.budget, report_seconds=0.05)
     runtime.table.add(hanging_tool([], asyncio.Event()))
     await runtime.loop.run_turn(Conversation(), "go")
     run = runtime.subagents.runs[0]
     assert run.state == "failed" and "wall-time cap" in run.reason
+    assert "the request for its report failed: no report within 0.05s" in run.reason
     assert answered([Message.from_dict(m) for m in transcript(runtime, run.id)["messages"]])
 
 

@@ -411,6 +411,7 @@ async def run_on(
     runtime.resume_skills(conv)
     try:
         ui.record.watch(runtime.git)
+        ui.record.agents = runtime.subagents.runs if runtime.subagents is not None else ()
         mode = await runtime.start()
         ui.init(run_info(runtime, options.root, mode))
         await session_started(runtime, "startup")

@@ -23,7 +23,7 @@ from .core.profile import (
 )
 from .core.projectmap import project_map
 from .core.prompts import PromptExtras, system_prompt
-from .core.subagents import AgentBudget, SubagentRunner
+from .core.subagents import AgentBudget, SubagentRunner, routed_output
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
@@ -34,7 +34,7 @@ from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
-from .safety.approval import ApprovalPolicy
+from .safety.approval import ApprovalPolicy, denial
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
 from .safety.trusted_folders import TrustStore
@@ -49,7 +49,7 @@ from .store.run_options import RunOptions
 from .tools import builtin_tools
 from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
-from .tools.spawn import spawn_tools
+from .tools.spawn import SPAWN_AGENT, spawn_tools
 from .tools.web import web_setup, web_tools
 
 
@@ -145,16 +145,10 @@ class Runtime:
 
     def rebuilt(self, settings: Settings | None = None) -> Runtime:
         """A new runtime (provider, tools, rules read again) on `settings`, else these, for the
-        same options and UI; what the user set this session carries over: session rules, plan
-        mode, auto mode and auto-commit. Not started yet. ValueError like build_runtime."""
+        same options and UI; what the user set this session carries over (`carry_session`).
+        Not started yet. ValueError like build_runtime."""
         new = build_runtime(settings or self.settings, self.options, self.ui, self.env)
-        new.git.enabled = self.git.enabled
-        new.rules.carry_session_rules(self.rules)
-        new.set_auto(self.auto)
-        if self.plan_gate.active:
-            new.set_plan_mode("on")
-        if self.skills is not None and new.skills is not None:
-            new.skills.reload(self.skills.loaded)  # the history still tells the model to use them
+        carry_session(self, new)
         return new
 
     async def restarted(self, settings: Settings | None = None) -> tuple[Runtime, ProtocolMode]:
@@ -316,6 +310,20 @@ class Runtime:
         await self.provider.aclose()
 
 
+def carry_session(old: Runtime, new: Runtime) -> None:
+    """What belongs to the session, not the runtime: session rules, plan mode, auto mode,
+    auto-commit, the loaded skills and the sub-agents' records (/agents lists them all)."""
+    new.git.enabled = old.git.enabled
+    new.rules.carry_session_rules(old.rules)
+    new.set_auto(old.auto)
+    if old.plan_gate.active:
+        new.set_plan_mode("on")
+    if old.skills is not None and new.skills is not None:
+        new.skills.reload(old.skills.loaded)  # the history still tells the model to use them
+    if old.subagents is not None and new.subagents is not None:
+        new.subagents.keep_records_of(old.subagents)
+
+
 def estimated_tokens(runtime: Runtime, messages: Sequence[Message]) -> int:
     """About how many tokens `messages` take (a history no request has measured yet), by
     the runtime's calibrated estimate."""
@@ -334,7 +342,8 @@ def build_runtime(
         root=options.root, notice=lambda m: ui.notice(m), secrets=SecretFiles(options.home)
     )
     sandbox = sandbox_for(settings, options, ui)
-    table, closers = builtin_tools(ctx, options.home, options.asker, options.on_output, sandbox)
+    output = routed_output(options.on_output)  # a sub-agent's command output is its own
+    table, closers = builtin_tools(ctx, options.home, options.asker, output, sandbox)
     git = GitOps(options.root, options.home, post_commit_hook=settings.git_post_commit_hook)
     rules, warnings = load_rules(
         options.root, options.home, trusted=options.trusted,
@@ -437,6 +446,7 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
             runtime.provider, model, runtime.window or 0, enabled=settings.compress
         ) if runtime.window else None,
     )
+    runner.admission = lambda spec: denial(runtime.policy, SPAWN_AGENT, spec.arguments())
     runtime.loop.on_turn = runner.new_turn
     for tool in spawn_tools(runner):
         runtime.table.add(tool)

@@ -483,6 +483,18 @@ class _Turn:
                           checks or [])
 
 
+async def closing_reply(loop: TurnLoop, conv: Conversation, note: str) -> TurnResult:
+    """One request without tools on the history as it stands, with `note` (a sub-agent a
+    budget stopped reports from what it has); the reply ends the history."""
+    users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
+    turn = loop._turn = _Turn(conv, start=users[-1] if users else 0)
+    try:
+        reply = await loop.ask(turn, tools=False, note=note)
+    except ProviderError as exc:
+        return loop.fail(turn, exc)
+    return loop.finish(turn, reply, loop.parse(reply).text)
+
+
 def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings) -> Message:
     """A reply as it is kept in the history (its calls alone with `terse_history`)."""
     parts: list = []

@@ -5,12 +5,15 @@ loop's parts: the same provider, the same dispatcher (so the same permission rul
 policy and undo hooks) over a table without the tools that would reach the user or recurse.
 Its UI is an `AgentUI`, which reports through the parent UI's notices with the agent's name
 and asks approval questions that say which agent asks. Budgets (steps, tokens, wall time)
-stop it; its full transcript is saved under TETHER_HOME/subagents/<id>.json.
+stop it, each followed by one bounded tool-free request for its report; its full transcript
+is saved under TETHER_HOME/subagents/<id>.json. Its commands' live output reaches the parent
+UI as its own events (`routed_output`), never as the parent's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import secrets
 import time
@@ -23,13 +26,16 @@ from typing import Any, Literal
 from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
 from ..store.atomic import atomic_write_json
-from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings
+from .dispatch import CURRENT_CALL
+from .loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings, closing_reply
 from .messages import Done, Event, Evidence, Message, ToolCall, Usage
 from .textclip import keep_ends
+from .toolmenu import ToolMenu, tool_search_tool
 from .toolspec import Tool, ToolTable
 from .ui_protocol import UI, AgentEvents, Decision, NoticeLevel
 
 AgentState = Literal["completed", "failed", "cancelled", "rejected"]
+StoppedBy = Literal["", "steps", "tokens", "time"]
 
 NOT_FOR_AGENTS = frozenset({
     "get_user_input",  # nobody answers a sub-agent: it works from its task
@@ -49,6 +55,11 @@ what you found or did, concretely (paths, line numbers, commands and their outco
 what is left undone. The report is all the other assistant will see of your work.
 """
 
+BUDGET_NOTE = (
+    "Your budget is spent ({why}): tools are disabled now. Answer with your report from what "
+    "you have found so far, and say what is left undone."
+)
+
 
 @dataclass(frozen=True)
 class AgentBudget:
@@ -60,6 +71,10 @@ class AgentBudget:
     report_cap: int = 4000
     turn_tokens: int = 0
     """Tokens all agents of one parent turn may spend together (0: no cap)."""
+    report_tokens: int = 1024
+    """The most tokens the report request after a spent budget may reply with."""
+    report_seconds: float = 60.0
+    """The most seconds that request may take: a spent budget cannot run away."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,11 @@ class AgentSpec:
     context: str = ""
     agent: str = ""
     model: str = ""
+
+    def arguments(self) -> dict[str, Any]:
+        """As a spawn_agent call's arguments (what the permission rules judge)."""
+        given = {"task": self.task, "context": self.context, "agent": self.agent, "model": self.model}
+        return {k: v for k, v in given.items() if v or k == "task"}
 
 
 @dataclass
@@ -89,12 +109,17 @@ class AgentRun:
     latest_tool: str = ""
     calls: int = 0
     evidence: list[Evidence] = field(default_factory=list)
-    """Its tool calls (for /evidence)."""
+    """Its tool calls (for /evidence and the json result's files and refusals)."""
+    stopped_by: StoppedBy = ""
+    """The budget that stopped it before it answered on its own (it then reported)."""
+    denied: dict[str, Any] | None = None
+    """The spawn_agent arguments the permission rules refused (a rejected job)."""
 
     def as_dict(self) -> dict[str, Any]:
         """What the json result and the agent_end event say of it (not the report)."""
         return {"id": self.id, "name": self.name, "parent_call": self.parent_call,
                 "state": self.state, "reason": self.reason, "steps": self.steps,
+                "stopped_by": self.stopped_by,
                 "usage": self.usage.as_dict(), "elapsed": round(self.elapsed, 3),
                 "transcript": str(self.transcript) if self.transcript else None}
 
@@ -125,13 +150,18 @@ class BudgetedProvider:
         self.budgets = budgets
         self.name = inner.name
         self.default_model = inner.default_model
+        self.refusing = True
+        """False for the one bounded report request after a spent budget."""
+        self.refused = ""
+        """Why it refused a request ("" when it never did)."""
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> AsyncGenerator[Event, None]:
         for budget in self.budgets:
-            if budget.exhausted:
-                raise ProviderError(f"token budget spent ({budget.spent} of {budget.cap})", "api")
+            if budget.exhausted and self.refusing:
+                self.refused = f"token budget spent ({budget.spent} of {budget.cap})"
+                raise ProviderError(self.refused, "api")
         inner = self.inner.stream(messages, tools, options)
         async with aclosing(inner):  # a reply stopped early closes the parent's stream too
             async for event in inner:
@@ -190,6 +220,12 @@ class AgentUI:
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
         self.tell("notice", {"level": level, "message": message}, message, level)
 
+    def command_output(self, text: str) -> None:
+        """Live output of a command this agent runs: an agent event (a UI without them shows
+        the call's result when it ends)."""
+        call = CURRENT_CALL.get()
+        self.tell("output", {"id": call.id if call is not None else "", "text": text}, "")
+
     def ended(self) -> None:
         run = self.run
         data = {k: v for k, v in run.as_dict().items() if k not in ("id", "name", "parent_call")}
@@ -205,6 +241,27 @@ class AgentUI:
                                      "parent_call": run.parent_call, **data})
         elif notice:
             self.parent.notice(f"[agent {self.run.name}] {notice}" if named else notice, level)
+
+
+CURRENT_AGENT: contextvars.ContextVar[AgentUI | None] = contextvars.ContextVar(
+    "tether_agent", default=None
+)
+"""The sub-agent whose work is running (set around its turn): its commands' output is its own."""
+
+
+def routed_output(sink: Callable[[str], None] | None) -> Callable[[str], None]:
+    """Command output as it appears: a sub-agent's to its UI as agent events, the rest to
+    `sink` (the terminal's live output; None drops it). The shell runs the callback in the
+    context of the call that waits for the output, so CURRENT_AGENT tells whose it is."""
+
+    def route(text: str) -> None:
+        agent = CURRENT_AGENT.get()
+        if agent is not None:
+            agent.command_output(text)
+        elif sink is not None:
+            sink(text)
+
+    return route
 
 
 @dataclass
@@ -225,7 +282,15 @@ class SubagentRunner:
     usage: Usage = field(default_factory=Usage)
     """Every agent's usage, for the session's count."""
     max_batch: int = 8
+    admission: Callable[[AgentSpec], str] = lambda spec: ""
+    """Why the permission rules refuse a job, as a spawn_agent call ("" when they let it run):
+    a rule for spawn_agent holds for each job of spawn_agents."""
     _turn: TokenBudget = field(default_factory=lambda: TokenBudget(0))
+
+    def keep_records_of(self, previous: SubagentRunner) -> None:
+        """The session's agents stay listed (and counted) across a runtime rebuild."""
+        self.runs = previous.runs
+        self.usage = previous.usage
 
     def new_turn(self) -> None:
         """A parent turn starts: the per-turn token total starts again."""
@@ -248,6 +313,11 @@ class SubagentRunner:
         if spec.agent and definition is None:
             known = ", ".join(sorted(self.definitions)) or "none are defined"
             return self._rejected(spec, parent_call, f"no agent named {spec.agent!r} ({known})")
+        denied = self.admission(spec)
+        if denied:
+            run = self._rejected(spec, parent_call, f"refused by the permission rules: {denied}")
+            run.denied = spec.arguments()
+            return run
         if self._turn.exhausted:
             return self._rejected(spec, parent_call, "this turn's token budget for agents is spent")
         run = AgentRun(new_agent_id(), spec.agent or "general", spec.task, parent_call)
@@ -255,12 +325,14 @@ class SubagentRunner:
         conv = Conversation()
         ui = AgentUI(self.parent.ui, run)
         loop = self._loop_for(ui, spec, definition)
+        working = CURRENT_AGENT.set(ui)
         try:
             await self._drive(loop, conv, run, spec)
         except asyncio.CancelledError:
             run.state, run.reason = "cancelled", "stopped by the user"
             raise
         finally:
+            CURRENT_AGENT.reset(working)
             self._finish(run, conv)
             ui.ended()
         return run
@@ -271,8 +343,11 @@ class SubagentRunner:
         try:
             result = await (asyncio.wait_for(work, seconds) if seconds > 0 else work)
         except asyncio.TimeoutError:
-            run.state, run.reason = "failed", f"wall-time cap of {seconds:g}s reached"
-            run.report = last_text(conv)
+            await self._report_after_budget(loop, conv, run, "time", f"wall-time cap of {seconds:g}s reached")
+            return
+        provider = loop.provider
+        if result.stop_reason == "error" and isinstance(provider, BudgetedProvider) and provider.refused:
+            await self._report_after_budget(loop, conv, run, "tokens", provider.refused)
             return
         run.report = result.text
         if result.stop_reason == "error":
@@ -280,7 +355,31 @@ class SubagentRunner:
         else:
             run.state = "completed"
             if result.stop_reason == "max_steps":
+                run.stopped_by = "steps"
                 run.reason = f"step cap of {loop.settings.max_steps} reached; reported what it had"
+
+    async def _report_after_budget(self, loop: TurnLoop, conv: Conversation, run: AgentRun,
+                                   budget: StoppedBy, why: str) -> None:
+        """A spent token or time budget, as the step cap does: one request without tools for the
+        report from what it has, bounded in reply tokens and in time; failed if that fails."""
+        if isinstance(loop.provider, BudgetedProvider):
+            loop.provider.refusing = False  # this one request; its tokens still count
+        caps = [c for c in (loop.settings.max_reply_tokens, self.budget.report_tokens) if c]
+        loop.settings.max_reply_tokens = min(caps) if caps else None
+        limit = self.budget.report_seconds
+        request = closing_reply(loop, conv, BUDGET_NOTE.format(why=why))
+        try:
+            result = await (asyncio.wait_for(request, limit) if limit > 0 else request)
+        except asyncio.TimeoutError:
+            failure = f"no report within {limit:g}s"
+        else:
+            failure = (result.error or "the request failed") if result.stop_reason == "error" else ""
+            if not failure:
+                run.state, run.stopped_by, run.report = "completed", budget, result.text
+                run.reason = f"{why}; reported what it had"
+                return
+        run.state, run.report = "failed", last_text(conv)
+        run.reason = f"{why}; the request for its report failed: {failure}"
 
     def _loop_for(self, ui: AgentUI, spec: AgentSpec, definition: AgentDefinition | None) -> TurnLoop:
         parent = self.parent
@@ -293,14 +392,22 @@ class SubagentRunner:
             model=model, max_steps=steps, soft_pressure_after=max(1, steps - 2),
             temperature=parent.settings.temperature,
             answer_checks=False,  # the report is checked as the parent's answer uses it
+            # the profile's levers that suit the model, not the user: as the parent has them
+            stop_at_call=parent.settings.stop_at_call, terse_history=parent.settings.terse_history,
+            max_reply_tokens=parent.settings.max_reply_tokens,
         )
         budgets = [TokenBudget(self.budget.max_tokens), self._turn]
         instructions = definition.instructions if definition else ""
+        menu = agent_menu(parent.menu, table, (definition.tools or ()) if definition else ())
+
+        def prompt(mode: ProtocolMode) -> str:
+            offered = menu.offered_table() if menu is not None else table
+            return agent_prompt(self.system_prompt(offered, mode), instructions)
+
         return TurnLoop(
             provider=BudgetedProvider(parent.provider, budgets),
             table=table, dispatcher=dispatcher, ui=ui, settings=settings,
-            system_prompt=lambda mode: agent_prompt(self.system_prompt(table, mode), instructions),
-            mode=parent.mode, guard=self.make_guard(model),
+            system_prompt=prompt, mode=parent.mode, guard=self.make_guard(model), menu=menu,
         )
 
     def _finish(self, run: AgentRun, conv: Conversation) -> None:
@@ -341,6 +448,19 @@ def agent_table(parent: ToolTable, only: Sequence[str] | None) -> ToolTable:
     return ToolTable(
         t for t in parent if t.name not in NOT_FOR_AGENTS and (wanted is None or t.name in wanted)
     )
+
+
+def agent_menu(parent: ToolMenu | None, table: ToolTable, named: Sequence[str] = ()) -> ToolMenu | None:
+    """The parent's kind of menu over the agent's table (the small profile's short menu, or
+    MCP tools deferred), with a tool_search of its own; None when the parent offers everything.
+    The tools a definition names are on its menu from the start: it chose them."""
+    if parent is None or not parent.deferring:
+        return None
+    core = None if parent.core is None else sorted(parent.core | set(named))
+    menu = ToolMenu(table, core, parent.defer)
+    if menu.deferred():
+        table.add(tool_search_tool(menu))
+    return menu
 
 
 def agent_prompt(base: str, instructions: str) -> str:

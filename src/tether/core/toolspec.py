@@ -140,6 +140,10 @@ class Tool:
     the user themselves, or touch only tether's own state). Deny rules apply either way."""
     effect: str = ""
     """What the approval question says the call does ("": told by the flags above)."""
+    batch_of: tuple[str, str] | None = None
+    """(tool, argument): a call is a batch of calls to that tool, one per item of the list
+    `argument` (spawn_agents' jobs are spawn_agent calls): the rules naming that tool judge
+    each item, and the handler refuses an item they deny (`approval.denial`)."""
     schema: dict[str, Any] | None = field(default=None, hash=False)
     """A JSON schema given as it is (an MCP server's tool), used instead of the params
     model's; `params` then only has to accept the arguments."""

@@ -43,6 +43,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.dispatch import GateVerdict
 from ..core.messages import ToolCall
@@ -91,6 +92,13 @@ class ApprovalPolicy:
     this run's saved results (store/result_files.py)."""
 
     def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
+        verdict = self._check_call(call, tool)
+        if tool.batch_of is None or verdict.action == "deny":
+            return verdict
+        items = [self._check_call(*item) for item in batch_items(call, tool, self.tools)]
+        return batch_verdict(verdict, items)
+
+    def _check_call(self, call: ToolCall, tool: Tool) -> GateVerdict:
         kinds = self.tool_kinds(tool)
         decisions = [self._decide(tool, checked, kinds) for checked in checked_values(call, tool)]
         denied = next((d for d in decisions if d.action == "deny"), None)
@@ -311,6 +319,41 @@ class ApprovalPolicy:
         readable = self.readable if tool.read_only else ()
         return [p for p in tool.path_values(call.arguments).values()
                 if not is_inside(self.root, p) and not any(is_inside(f, p) for f in readable)]
+
+
+def denial(policy: ApprovalPolicy, tool_name: str, arguments: dict[str, Any]) -> str:
+    """Why the rules deny a call of `tool_name` with `arguments` ("" when they do not): a
+    batch's handler asks this of each item before it runs it."""
+    tool = policy.tools.get(tool_name) if policy.tools is not None else None
+    verdict = policy.check(ToolCall("", tool_name, arguments), tool) if tool is not None else None
+    if verdict is None or verdict.action != "deny":
+        return ""
+    return verdict.reason or f"{tool_name} is denied"
+
+
+def batch_items(call: ToolCall, tool: Tool, tools: ToolTable | None) -> list[tuple[ToolCall, Tool]]:
+    """A batch call's items (`Tool.batch_of`), each as a call of the item tool."""
+    if tool.batch_of is None or tools is None:
+        return []
+    name, argument = tool.batch_of
+    item_tool, items = tools.get(name), call.arguments.get(argument)
+    if item_tool is None or not isinstance(items, list):
+        return []
+    return [(ToolCall(call.id, name, item), item_tool) for item in items if isinstance(item, dict)]
+
+
+def batch_verdict(whole: GateVerdict, items: list[GateVerdict]) -> GateVerdict:
+    """A batch call judged by its items too: refused when the rules deny every item; run
+    without asking when the call's own verdict allows it or the rules allow (or deny) each
+    item; otherwise the call's own verdict. A denied item among others that run is refused
+    by the handler (`denial`)."""
+    if not items:
+        return whole
+    if all(v.action == "deny" for v in items):
+        return GateVerdict("deny", f"every item: {items[0].reason}")
+    if whole.action == "allow" or all(v.action != "ask" for v in items):
+        return GateVerdict("allow", whole.reason)
+    return whole
 
 
 def keep_running_verdict(call: ToolCall, tool: Tool) -> GateVerdict | None:

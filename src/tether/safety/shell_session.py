@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import fcntl
 import itertools
 import os
@@ -397,7 +398,7 @@ class ShellSessions:
     async def _wait_for(self, session: _Session, timeout: float) -> CommandOutcome:
         started = time.monotonic()
         async with session.lock:
-            session.on_output = self.on_output
+            session.on_output = in_callers_context(self.on_output)
             try:
                 state = await session.watch(started + timeout, self.idle_fallback)
                 if state == "timed_out":
@@ -480,3 +481,13 @@ class ShellSessions:
                     del self._finished[sid]
                     session.close()
                     self.processes.forget(sid)
+
+
+def in_callers_context(viewer: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """`viewer` run in the context of the call now waiting for the output (the pipe's callbacks
+    run in the context the session was opened in, maybe by another call): whoever shows the
+    output can tell whose it is."""
+    if viewer is None:
+        return None
+    context = contextvars.copy_context()
+    return lambda text: context.run(viewer, text)

@@ -1,7 +1,8 @@
 """spawn_agent and spawn_agents: hand a self-contained job to a sub-agent, get its report back.
 
 They have side effects (a sub-agent may run anything the rules let it), so starting one asks
-for approval as run_cmd does, unless an allow rule names the tool.
+for approval as run_cmd does, unless an allow rule names the tool. Each job of spawn_agents
+is judged as a spawn_agent call too (`Tool.batch_of`): a rule for spawn_agent holds for it.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def spawn_tools(runner: SubagentRunner) -> list[Tool]:
         Tool(SPAWN_AGENTS, (
             "Run several independent sub-agent jobs at once; returns each agent's state "
             "(completed, failed, cancelled, rejected) and report, in the order given." + offered
-        ), SpawnAgentsArgs, spawn_many, timeout=AGENT_TIMEOUT),
+        ), SpawnAgentsArgs, spawn_many, timeout=AGENT_TIMEOUT,
+            batch_of=(SPAWN_AGENT, "agents")),  # rules for spawn_agent judge each job
     ]
 
 

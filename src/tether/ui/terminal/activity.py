@@ -50,6 +50,8 @@ class Job:
     label: str
     started: float
     detail: str = ""
+    output: str = ""
+    """The newest output line of the command it runs (a sub-agent's), shown under its line."""
 
 
 class Activity:
@@ -86,9 +88,15 @@ class Activity:
         self.jobs[key] = Job(label, self.clock(), detail)
 
     def detail(self, key: str, text: str) -> None:
+        """What the job does now; output shown under it belonged to what it did before."""
         job = self.jobs.get(key)
         if job is not None:
-            job.detail = text
+            job.detail, job.output = text, ""
+
+    def output(self, key: str, line: str) -> None:
+        job = self.jobs.get(key)
+        if job is not None and line:
+            job.output = line
 
     def restart(self, key: str) -> None:
         """Start a job's clock again (it waited for the user, which is not its time)."""
@@ -106,7 +114,7 @@ class Activity:
         spin = SPINNER[int(now / 0.1) % len(SPINNER)]
         if self.jobs:
             shown = list(self.jobs.values())[:MAX_JOB_LINES]
-            lines = [self._job_line(spin, job, now) for job in shown]
+            lines = [line for job in shown for line in self._job_lines(spin, job, now)]
             if len(self.jobs) > len(shown):
                 lines.append(f"  … {len(self.jobs) - len(shown)} more running")
             return lines
@@ -114,9 +122,10 @@ class Activity:
             return []
         return [f"{spin} {self._model_line(now)}"]
 
-    def _job_line(self, spin: str, job: Job, now: float) -> str:
+    def _job_lines(self, spin: str, job: Job, now: float) -> list[str]:
         line = f"{spin} {job.label} · {seconds(now - job.started)}"
-        return f"{line} · {job.detail}" if job.detail else line
+        lines = [f"{line} · {job.detail}" if job.detail else line]
+        return lines + [f"  └ {job.output}"] if job.output else lines
 
     def _model_line(self, now: float) -> str:
         assert self._request_started is not None

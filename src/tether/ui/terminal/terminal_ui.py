@@ -255,7 +255,8 @@ class TerminalUI:
 
     def agent_event(self, event: dict[str, Any]) -> None:
         """Sub-agents: a line per running agent (its task, its calls, its latest tool) in the
-        live region, and one summary line in the scrollback when it ends."""
+        live region, under it its command's newest output line, and one summary line in the
+        scrollback when it ends."""
         kind, name = event["type"], f"agent {event['agent_name']} [{event['agent']}]"
         key = "agent " + event["agent"]
         if kind == "agent_tool_start":
@@ -267,6 +268,8 @@ class TerminalUI:
             self.activity.detail(key, detail)
             if not self.region.enabled:  # no live region: a line per call instead
                 self.console.print(shown(f"  {name}: {task} · {detail}", "status"))
+        elif kind == "agent_output":
+            self.activity.output(key, last_line(event["text"]))
         elif kind == "agent_notice":
             self.notice(f"[{name}] {event['message']}", event["level"])
         elif kind == "agent_end":
