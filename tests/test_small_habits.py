@@ -177,6 +177,36 @@ async def test_a_changed_line_wrapped_in_made_up_braces_is_applied_where_it_is(t
     assert "its one changed line" in output.text and "line 3" in output.text and "+1 -1" in output.text
 
 
+TOML = (
+    "[server]\nport = 9000\n\n[telemetry]\n# sent once a day\nenabled = true\nsample_rate = 0.25\n\n"
+    "[cache]\nenabled = true\n"
+)
+
+
+async def test_context_lines_with_a_line_between_them_pick_the_one_place_to_change(tmp_path: Path, home: Path) -> None:
+    edit, path = small_edit(tmp_path, home, "settings.toml", TOML)
+    output = edit("[telemetry]\nenabled = true\n", "[telemetry]\nenabled = false\n")
+    assert path.read_text() == TOML.replace("day\nenabled = true", "day\nenabled = false")
+    assert "[cache]\nenabled = true" in path.read_text()  # the other `enabled = true` is untouched
+    assert "lines 4-6" in output.text and "line 6 was changed" in output.text
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("enabled = true\n", "enabled = false\n"),  # no context: two places
+    ("[server]\nenabled = true\n", "[server]\nenabled = false\n"),  # too far apart
+    ("[telemetry]\nenabled = true\n", "[telemetry]\nenabled = false\nsample_rate = 1\n"),  # not one line
+    # out of order: read on, the lines come from two sections ([cache]'s enabled)
+    ("[telemetry]\nsample_rate = 0.25\nenabled = true\n", "[telemetry]\nsample_rate = 0.25\nenabled = false\n"),
+])
+async def test_spread_context_that_is_ambiguous_far_or_more_than_one_change_stays_an_error(
+    tmp_path: Path, home: Path, old: str, new: str,
+) -> None:
+    edit, path = small_edit(tmp_path, home, "settings.toml", TOML)
+    with pytest.raises(ToolError, match="old_content (was not found|occurs 2 times)"):
+        edit(old, new)
+    assert path.read_text() == TOML
+
+
 @pytest.mark.parametrize(("old", "new"), [
     ("spec:\n  replicas: 2\n", "spec:\n  replicas: 5\n"),  # context with words may name another place
     ('{\n"timeout_s": 3\n}', '{\n"timeout_s": 4\n}'),  # 3 is only the start of 30

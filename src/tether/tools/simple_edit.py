@@ -84,6 +84,74 @@ def _one_line_change(full: Tool, params: EditFileParams, ctx: ToolContext, text:
     return replace(output, text=note + output.text)
 
 
+SPREAD_NOTE = (
+    "old_content was not found as written, but its lines are in the file in that order with "
+    "other lines between them (lines {first}-{last}, and nowhere else), and only one of them "
+    "changes, so line {line} was changed:\n"
+)
+MAX_GAP = 2
+"""Lines the file may have between the lines of old_content, all gaps together, for the spread
+repair (more, and the lines may come from different sections)."""
+
+
+def _spread_change(full: Tool, params: EditFileParams, ctx: ToolContext, text: str) -> Any:
+    """The edit, when old_content left out lines between its own: a small model writes
+    `[telemetry]\nenabled = true` for a section that has a comment between the two. If
+    exactly one line differs between old and new, and the old lines occur as whole lines in
+    the file in that order, at most MAX_GAP lines apart, in exactly one place, that one line
+    is changed there. The context picks the place (`enabled = true` may occur twice)."""
+    old_lines = [line.strip() for line in (params.old_content or "").splitlines() if line.strip()]
+    new_lines = [line.strip() for line in params.new_content.splitlines() if line.strip()]
+    if len(old_lines) < 2 or len(old_lines) != len(new_lines):
+        return None
+    changed = [k for k, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
+    if len(changed) != 1:
+        return None
+    file_lines = text.splitlines(keepends=True)
+    places = _spread_places([line.strip() for line in file_lines], old_lines)
+    if len(places) != 1:
+        return None
+    place = places[0]
+    first, last, at = place[0], place[-1], place[changed[0]]
+    span = file_lines[first : last + 1]
+    target = file_lines[at]
+    fixed_line = target.replace(old_lines[changed[0]], new_lines[changed[0]], 1)
+    fixed = EditFileParams(
+        filepath=params.filepath,
+        old_content="".join(span),
+        new_content="".join(fixed_line if n == at else line for n, line in enumerate(span, first)),
+        start_anchor=None,
+        end_anchor=None,
+    )
+    try:
+        output: ToolOutput = full.handler(fixed, ctx)  # type: ignore[assignment]
+    except ToolError:
+        return None
+    note = SPREAD_NOTE.format(first=first + 1, last=last + 1, line=at + 1)
+    return replace(output, text=note + output.text)
+
+
+def _spread_places(file_lines: list[str], wanted: list[str]) -> list[list[int]]:
+    """Every placement of `wanted` as whole (stripped) lines of the file, in order, each at
+    most MAX_GAP lines after the one before and MAX_GAP in all (the first match of each line
+    is taken)."""
+    places: list[list[int]] = []
+    for start, line in enumerate(file_lines):
+        if line != wanted[0]:
+            continue
+        place = [start]
+        for want in wanted[1:]:
+            after = place[-1] + 1
+            window = file_lines[after : after + MAX_GAP + 1]
+            if want not in window:
+                break
+            place.append(after + window.index(want))
+        else:
+            if place[-1] - place[0] + 1 - len(wanted) <= MAX_GAP:  # all the gaps together
+                places.append(place)
+    return places
+
+
 def _cuts_a_word(text: str, start: int, end: int) -> bool:
     """The match text[start:end] begins or ends in the middle of a word or number."""
 
@@ -178,7 +246,8 @@ def simple_edit_tool(full: Tool) -> Tool:
             if not message.startswith("old_content was not found"):
                 raise ToolError(message) from None
             path = ctx.resolve(args.filepath)
-            repaired = _one_line_change(full, params, ctx, _current_text(path, limit=None))
+            current = _current_text(path, limit=None)
+            repaired = _one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
             if repaired is not None:
                 return repaired
             raise ToolError(message + _shown_whole(_current_text(path))) from None
