@@ -781,3 +781,35 @@ async def test_a_rename_that_left_the_old_name_in_the_code_is_shown_where(tmp_pa
 async def test_a_finished_rename_gets_no_rename_nudge(tmp_path: Path) -> None:
     nudges = await run_rename(tmp_path, edited_render=True)
     assert not any("old name" in n for n in nudges)
+
+
+# ---------------------------------------------------------------- steps telling the user to open a file
+
+
+TUTORIAL = "To find it:\n1. Open the `uploader/client.py` file.\n2. Look for the retry loop.\n"
+
+
+async def test_steps_telling_the_user_to_open_a_project_file_get_its_read_file_call(tmp_path: Path) -> None:
+    (tmp_path / "uploader").mkdir()
+    (tmp_path / "uploader" / "client.py").write_text("RETRIES = 11\n")
+    (tmp_path / "uploader" / "__init__.py").write_text("from .client import RETRIES\n")
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "uploader/__init__.py"})), say(TUTORIAL), say("It retries 11 times.")],
+        request="How many times does the uploader retry?", tools=file_tools(tmp_path),
+    )
+    first = nudges_of(provider)[0]
+    assert first.startswith("Your reply tells the user to open uploader/client.py")
+    assert '{"name": "read_file", "arguments": {"filepath": "uploader/client.py"}}' in first
+    assert [e.call.name for e in result.evidence] == ["read_file"]  # nothing read for it
+
+
+@pytest.mark.parametrize("made_up", ["`uploader/retry.py`", "`../outside.py`"])
+async def test_no_read_is_offered_for_a_file_that_is_not_in_the_project(tmp_path: Path, made_up: str) -> None:
+    (tmp_path.parent / "outside.py").write_text("x\n")
+    (tmp_path / "a.py").write_text("x\n")
+    steps = TUTORIAL.replace("`uploader/client.py`", made_up)
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "a.py"})), say(steps), say("11.")],
+        request="How many times does the uploader retry?", tools=file_tools(tmp_path),
+    )
+    assert not any("tells the user to open" in n for n in nudges_of(provider))

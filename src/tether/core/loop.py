@@ -522,7 +522,8 @@ def turn_watch(
         return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
     tools = {tool.name: tool.main_arg for tool in table}
-    return TurnWatch(request, tools=tools, show_call=as_written, find=lambda name: occurrences(name, ctx))
+    return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
+                     find=lambda name: occurrences(name, ctx))
 
 
 def call_key(call: ToolCall) -> str:

@@ -104,6 +104,11 @@ VERSION_SHOWN = (
     "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
     "that differ, with edit_file.)"
 )
+OPEN_IT_YOURSELF = (
+    "Your reply tells the user to open {path} and look: do it yourself. To read it, reply with "
+    "only:\n{call}\nThen answer from what it shows."
+)
+_BACKTICKED = re.compile(r"`([\w./-]+\.\w{1,5})`")
 MAX_WAITING_NUDGES = 8
 """The most times a turn is told a program still waits (each after new input went to it)."""
 RENAME_LEFT = (
@@ -273,6 +278,8 @@ class TurnWatch:
     show_call: Callable[[str, dict[str, str]], str] | None = None
     """Renders a call as the protocol in use writes it (for the named-not-called nudge)."""
     shrink_warned: set[Path] = field(default_factory=set)
+    root: Path | None = None
+    """The project root, to tell a path the reply names from one it made up."""
     find: Callable[[str], str] | None = None
     """Where a name still occurs in the project ("path:line: text" lines, "" for nowhere)."""
     commands: set[str] = field(default_factory=set)
@@ -387,6 +394,9 @@ class TurnWatch:
         named = _named_call(text, self.tools)
         if named is not None and self._once("named"):
             return self._named_not_called(*named)
+        told = self._told_to_open(text)
+        if told is not None:
+            return told
         if not self.acted and self._shows_instead_of_doing(text) and self._once("apply"):
             return NOT_RUN if self._asks_to_run() else NOT_APPLIED
         left = self._rename_left()
@@ -411,6 +421,22 @@ class TurnWatch:
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         call = self.show_call("run_cmd", {"command": command})
         return SHOWN_COMMAND.format(command=command, call=call, question=question)
+
+    def _told_to_open(self, text: str) -> str | None:
+        """The nudge for steps that tell the user to open a project file and look (once per
+        turn), with the read_file call for the first such file the model has not read."""
+        if self.root is None or self.show_call is None or "read_file" not in self.tools:
+            return None
+        if not _NUMBERED_STEPS.search(text + "\n"):
+            return None
+        for match in _BACKTICKED.finditer(text):
+            path = (self.root / match.group(1)).resolve()
+            if is_inside_root(path, self.root) and path.is_file() and path not in self.read_paths:
+                if not self._once("open"):
+                    return None
+                call = self.show_call("read_file", {"filepath": match.group(1)})
+                return OPEN_IT_YOURSELF.format(path=match.group(1), call=call)
+        return None
 
     def _still_waiting(self) -> bool:
         """Whether to say the program still waits. Unlike the other nudges this one may come
