@@ -59,14 +59,20 @@ class LoopingWriter(ScriptedProvider):
             self.closed = True
 
 
-async def test_the_loop_closes_a_looping_stream_runs_nothing_and_says_why(tmp_path: Path) -> None:
-    provider = LoopingWriter([])
+def writing_loop(provider: ScriptedProvider, root: Path, **settings: object) -> TurnLoop:
+    """A text-protocol loop with the stop lever on and write_file as its one tool."""
     table = ToolTable([t for t in FILE_TOOLS if t.name == "write_file"])
     ui = RecordingUI()
-    loop = TurnLoop(
-        provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,
-        TurnSettings(model="m", stop_at_call=True), system_prompt=lambda mode: "SYSTEM", mode="text",
+    return TurnLoop(
+        provider, table, Dispatcher(table, ToolContext(root=root), ui, default_timeout=5.0), ui,
+        TurnSettings(model="m", stop_at_call=True, **settings),  # type: ignore[arg-type]
+        system_prompt=lambda mode: "SYSTEM", mode="text",
     )
+
+
+async def test_the_loop_closes_a_looping_stream_runs_nothing_and_says_why(tmp_path: Path) -> None:
+    provider = LoopingWriter([])
+    loop = writing_loop(provider, tmp_path)
     conv = Conversation()
     result = await loop.run_turn(conv, "write a test for slugify in t.py")
     assert provider.closed and provider.sent == REPEAT_LIMIT
@@ -90,12 +96,7 @@ async def test_the_request_after_a_loop_is_sampled_warmer_then_greedy_again(tmp_
     from tether.core.repeatstop import LOOP_TEMPERATURE
 
     provider = RecordingOptions([])
-    table = ToolTable([t for t in FILE_TOOLS if t.name == "write_file"])
-    ui = RecordingUI()
-    loop = TurnLoop(
-        provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,
-        TurnSettings(model="m", stop_at_call=True, temperature=0.0), system_prompt=lambda mode: "SYSTEM", mode="text",
-    )
+    loop = writing_loop(provider, tmp_path, temperature=0.0)
     await loop.run_turn(Conversation(), "write a test for slugify in t.py")
     await loop.run_turn(Conversation(), "again")
     assert provider.temperatures[:2] == [0.0, LOOP_TEMPERATURE]
