@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Commands the tests start get SIGINT's default action. A test run launched in the
+    background of a script (`pytest &`) inherits SIGINT ignored, and an ignored signal stays
+    ignored across exec, so every tether the tests start would shrug off the Ctrl-C that the
+    interrupt tests send. A handler of our own is reset to the default at exec."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
