@@ -540,7 +540,7 @@ async def test_a_number_a_result_showed_needs_no_nudge(tmp_path: Path) -> None:
 
 
 async def test_a_blind_overwrite_of_an_existing_file_waits_once(tmp_path: Path) -> None:
-    from tether.core.nudges import UNREAD_OVERWRITE
+    from tether.core.call_guard import UNREAD_OVERWRITE
 
     written = []
 
@@ -565,17 +565,18 @@ async def test_a_blind_overwrite_of_an_existing_file_waits_once(tmp_path: Path) 
 async def test_a_blind_overwrite_refusal_shows_no_file_a_deny_rule_or_size_keeps_back(
     tmp_path: Path,
 ) -> None:
-    from tether.core.nudges import SHOW_UNREAD_CHARS, TurnWatch
+    from tether.core.call_guard import SHOW_UNREAD_CHARS, overwrite_refusal
+    from tether.core.nudges import TurnWatch
 
     secret, big = tmp_path / "secret.env", tmp_path / "big.txt"
     secret.write_text("TOKEN=abc\n")
     big.write_text("x" * (SHOW_UNREAD_CHARS + 1))
     watch = TurnWatch("write things")
-    refusal = watch.overwrite_refusal(secret, "secret.env", readable=False)
+    refusal = overwrite_refusal(watch, secret, "secret.env", readable=False)
     assert refusal is not None and "TOKEN" not in refusal and "Read it with read_file first" in refusal
-    refusal = watch.overwrite_refusal(big, "big.txt", readable=True)
+    refusal = overwrite_refusal(watch, big, "big.txt", readable=True)
     assert refusal is not None and "xxx" not in refusal and "Read it with read_file first" in refusal
-    assert watch.overwrite_refusal(big, "big.txt", readable=True) is None  # once per path
+    assert overwrite_refusal(watch, big, "big.txt", readable=True) is None  # once per path
 
 
 async def test_the_loop_shows_no_file_in_the_refusal_when_a_deny_rule_covers_it(

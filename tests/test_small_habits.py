@@ -19,8 +19,9 @@ from test_profile import (
     write_and_run_tools,
 )
 
+from tether.core.call_guard import lines_lost
 from tether.core.loop import Conversation
-from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL, lines_lost
+from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
 from tether.tools.file_search import SearchInFileParams, search_in_file
@@ -449,13 +450,13 @@ async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) 
     ("fix the failing test", False),
 ])
 def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
-    from tether.core.nudges import leaves_tests
+    from tether.core.call_guard import leaves_tests
 
     assert leaves_tests(request_text) is kept
 
 
 async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tmp_path: Path) -> None:
-    from tether.core.nudges import KEEP_TESTS
+    from tether.core.call_guard import KEEP_TESTS
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
@@ -684,8 +685,8 @@ async def test_a_count_a_result_showed_is_written_at_once(tmp_path: Path) -> Non
 def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named(
     tmp_path: Path, command: str, refused: bool,
 ) -> None:
+    from tether.core.call_guard import missing_script
     from tether.core.messages import ToolCall
-    from tether.core.nudges import missing_script
 
     (tmp_path / "report.py").write_text("print(1)\n")
     (tmp_path / "tools").mkdir()
@@ -697,8 +698,8 @@ def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named
 
 
 def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_path: Path) -> None:
+    from tether.core.call_guard import missing_script
     from tether.core.messages import ToolCall
-    from tether.core.nudges import missing_script
 
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")

@@ -28,6 +28,7 @@ from ..protocol import (
 )
 from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
+from .call_guard import guard_call
 from .dispatch import Dispatcher
 from .messages import (
     Done,
@@ -45,7 +46,7 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch, guard_call, occurrences
+from .nudges import REPEATED_CALL, TurnWatch, occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools._paths import is_inside_root
-from ..tools.nearby import closest_paths
 from .dispatch import first_line
-from .messages import Evidence, ToolCall
-from .reply_shapes import file_text, looks_like_command, shown_command, shown_version
+from .messages import Evidence
+from .reply_shapes import looks_like_command, shown_command, shown_version
 from .toolspec import ToolContext, ToolError
 
 OPENING_NOTE = (
@@ -49,15 +48,6 @@ UNSEEN_NUMBER = (
     "Your answer says {number}, but no tool result showed {number}. Check it with the tools "
     "(search for where it is set, read that file), then answer."
 )
-UNREAD_OVERWRITE = (
-    "{path} already exists and you had not read it, so it was not overwritten. {shown}"
-    "Change only the part that needs changing: edit_file, or write_file again with the whole "
-    "new content. (Send the same write_file again only if you really mean to replace it all.)"
-)
-UNREAD_SHOWN = "It holds now:\n{text}\n"
-UNREAD_TOO_LONG = "Read it with read_file first. "
-SHOW_UNREAD_CHARS = 3_000
-"""A file this short is shown in the refusal, so the next call can be the right write."""
 UNCHECKED = (
     "You changed {path} but have not run anything since. Check your work first: run it, or "
     "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
@@ -92,13 +82,6 @@ REPEATED_CALL = (
     "(You already made this exact call in this turn, and its result above has not changed. "
     "Do not send it again: use what it showed. Make a different call, or give the final answer.)"
 )
-SHRINKING_WRITE = (
-    "Not written: write_file replaces the whole file, and this content would delete {lost} of "
-    "the {total} lines {path} has now. {shown}To add to the file, send write_file again with the "
-    "whole new file (the lines it has now and your new ones), or change one part with edit_file. "
-    "(Send the same write_file again only if you really mean to delete those lines.){merged}"
-)
-SHRINK_MERGED = "\nTo keep the file and add your code at its end, reply with only:\n{call}\n"
 VERSION_SHOWN = (
     "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
     "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
@@ -122,23 +105,6 @@ _RENAME_NOUNS = frozenset({
     "the", "a", "an", "setting", "function", "method", "class", "variable", "field", "key",
     "option", "constant", "module", "attribute", "parameter", "argument", "property", "everywhere",
 })
-UNSEEN_WRITTEN = (
-    "Not written: no tool result showed {number}, so it is not a count you looked up. Count "
-    "with a tool first (run_cmd with `grep -c PATTERN FILE` prints the number of matching "
-    "lines; search_in_file's last line says how many lines matched), then write the number "
-    "it gave.{last}"
-)
-LAST_COUNT = " Your last search said: {count}"
-_COUNT_LINE = re.compile(r"^\(\d+ matching lines in \d+ files?\)$", re.M)
-_BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
-NO_SCRIPT = (
-    "Not run: {path} does not exist in this project, so the command could only fail.{closest} "
-    "Only run files the project has (they are listed in the first message); if the task needs "
-    "nothing run, do not run anything: go on with the task itself."
-)
-_SCRIPT_RUN = re.compile(r"^(?:python3?|node|bash|sh|ruby|perl)\s+([\w./-]+\.(?:py|js|mjs|sh|rb|pl))(?:\s|$)")
-SHRINK_CHECK_BYTES = 64 * 1024
-"""Files up to this size are compared line by line before a whole-file write replaces them."""
 REPEATED_FAILURE = (
     "\n(Note: this is the same call that already failed. Repeating it will not help: "
     "change the arguments or do something else.)"
@@ -176,20 +142,6 @@ def failed(evidence: Evidence) -> bool:
     return evidence.error or summary == "timed out" or (
         summary.startswith("exit ") and not summary.startswith("exit 0")
     )
-
-
-def _current_text(path: Path) -> str:
-    """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
-    text = file_text(path, SHOW_UNREAD_CHARS)
-    return UNREAD_TOO_LONG if text is None else UNREAD_SHOWN.format(text=text.rstrip("\n"))
-
-
-def lines_lost(old: str, new: str) -> tuple[int, int]:
-    """(how many of `old`'s non-blank lines `new` no longer has, how many it had); indentation
-    and order do not count, so a rewrite that keeps the code is not a loss."""
-    kept = {line.strip() for line in new.splitlines()}
-    old_lines = [line.strip() for line in old.splitlines() if line.strip()]
-    return sum(line not in kept for line in old_lines), len(old_lines)
 
 
 def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | None] | None:
@@ -323,50 +275,9 @@ class TurnWatch:
         self.read_paths.add(path)
         self.touched[path] = shown
 
-    def overwrite_refusal(self, path: Path, shown: str, readable: bool) -> str | None:
-        """Why a whole-file write of an existing file not read this turn waits (once per path):
-        small models rewrite a file from a guess and lose what they never saw. `readable`: the
-        file may be shown in the refusal (inside the project, no deny rule, not a key file)."""
-        if path in self.read_paths or path in self.warned_paths or not path.is_file():
-            return None
-        self.warned_paths.add(path)
-        current = _current_text(path) if readable else UNREAD_TOO_LONG
-        return UNREAD_OVERWRITE.format(path=shown, shown=current)
-
-    def shrink_refusal(self, path: Path, shown: str, content: str) -> str | None:
-        """Why a whole-file write that would delete most of a file waits (once per path): a
-        small model asked to add a function writes only the new one, and the rest is gone."""
-        if path in self.shrink_warned or not path.is_file():
-            return None
-        old = file_text(path, SHRINK_CHECK_BYTES)
-        if old is None:
-            return None
-        lost, total = lines_lost(old, content)
-        if total < 3 or lost * 2 <= total:
-            return None
-        self.shrink_warned.add(path)
-        merged = ""
-        if self.show_call is not None and len(old) + len(content) <= SHOW_UNREAD_CHARS:
-            # what such a write almost always meant: the new code added to the old file
-            whole = old.rstrip("\n") + "\n\n\n" + content.lstrip("\n")
-            merged = SHRINK_MERGED.format(call=self.show_call("write_file", {"filepath": shown, "content": whole}))
-        current = "" if merged else _current_text(path)  # the offered call holds the old text
-        return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=current, merged=merged)
-
-    def unseen_written(self, content: str) -> str | None:
-        """Why a new file holding only a number no result showed waits (once per turn): asked
-        to count into a file, a small model writes a number it made up."""
-        if not _BARE_NUMBER.fullmatch(content) or self._unseen_number(content.strip(), bare=True) is None:
-            return None
-        if not self._once("written"):
-            return None
-        counts = [m.group() for seen in self.seen for m in _COUNT_LINE.finditer(seen)]
-        last = LAST_COUNT.format(count=counts[-1]) if counts else ""
-        return UNSEEN_WRITTEN.format(number=content.strip(), last=last)
-
     def repeat_note(self, key: str, evidence: Evidence) -> str:
         """The note for a result when this exact call had already failed (once per turn)."""
-        if key in self.failures and failed(evidence) and self._once("repeat"):
+        if key in self.failures and failed(evidence) and self.once("repeat"):
             return REPEATED_FAILURE
         return ""
 
@@ -378,34 +289,34 @@ class TurnWatch:
         """The message to send instead of ending the turn on this reply, or None."""
         text = reply_text.strip()
         if not text:
-            return EMPTY_REPLY if self._once("empty") else None
+            return EMPTY_REPLY if self.once("empty") else None
         shown = self._shown_command(text)
         if shown is not None:
             return shown
-        if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self._once("look"):
+        if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self.once("look"):
             return LOOK_FIRST
         if self._still_waiting():
             return STILL_WAITING.format(session=self.waiting)
         version = self._shown_version(text)
         if version is not None:
             return version
-        if self.last_failure is not None and self._once("failure"):
+        if self.last_failure is not None and self.once("failure"):
             return AFTER_FAILURE.format(error=self.last_failure)
         named = _named_call(text, self.tools)
-        if named is not None and self._once("named"):
+        if named is not None and self.once("named"):
             return self._named_not_called(*named)
         told = self._told_to_open(text)
         if told is not None:
             return told
-        if not self.acted and self._shows_instead_of_doing(text) and self._once("apply"):
+        if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
             return NOT_RUN if self._asks_to_run() else NOT_APPLIED
         left = self._rename_left()
         if left is not None:
             return left
-        if self.unchecked is not None and self._once("check"):
+        if self.unchecked is not None and self.once("check"):
             return UNCHECKED.format(path=self.unchecked)
-        unseen = self._unseen_number(text)
-        if unseen is not None and self._once("unseen"):
+        unseen = self.unseen_number(text)
+        if unseen is not None and self.once("unseen"):
             return UNSEEN_NUMBER.format(number=unseen)
         return None
 
@@ -416,7 +327,7 @@ class TurnWatch:
             return None
         if re.split(r"[\s(]", command, maxsplit=1)[0] in self.tools:
             return None  # a tool written as a command: the named-not-called nudge's case
-        if "run_cmd" not in self.tools or not self._once("shown"):
+        if "run_cmd" not in self.tools or not self.once("shown"):
             return None
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         call = self.show_call("run_cmd", {"command": command})
@@ -432,7 +343,7 @@ class TurnWatch:
         for match in _BACKTICKED.finditer(text):
             path = (self.root / match.group(1)).resolve()
             if is_inside_root(path, self.root) and path.is_file() and path not in self.read_paths:
-                if not self._once("open"):
+                if not self.once("open"):
                     return None
                 call = self.show_call("read_file", {"filepath": match.group(1)})
                 return OPEN_IT_YOURSELF.format(path=match.group(1), call=call)
@@ -454,7 +365,7 @@ class TurnWatch:
         if names is None or not self.acted or self.find is None:
             return None
         places = self.find(names[0])
-        if not places or not self._once("rename"):
+        if not places or not self.once("rename"):
             return None
         shown = "\n".join(places.splitlines()[:RENAME_PLACES])
         return RENAME_LEFT.format(old=names[0], places=shown)
@@ -465,7 +376,7 @@ class TurnWatch:
         if self.show_call is None or "write_file" not in self.tools or _is_question(self.request):
             return None
         version = shown_version(text, self.touched)
-        if version is None or not self._once("version"):
+        if version is None or not self.once("version"):
             return None
         path, content = version
         self.read_paths.update(p for p, shown in self.touched.items() if shown == path)
@@ -483,7 +394,7 @@ class TurnWatch:
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
-    def _unseen_number(self, text: str, bare: bool = False) -> str | None:
+    def unseen_number(self, text: str, bare: bool = False) -> str | None:
         """A number the answer states that neither the request nor any result of this turn
         showed (a made-up port, count or total); None when every one was seen. `bare`: check
         one-digit numbers too."""
@@ -521,87 +432,9 @@ class TurnWatch:
         kept, so the model can apply what it wrote."""
         return self.last_kind in _REPLY_KEPT
 
-    def _once(self, kind: str) -> bool:
+    def once(self, kind: str) -> bool:
         if kind in self.sent:
             return False
         self.sent.add(kind)
         self.last_kind = kind
         return True
-
-
-KEEP_TESTS = (
-    "Not changed: the user asked you to leave the tests as they are, and {path} is a test. "
-    "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
-    "and why, then edit that function's file."
-)
-_LEAVES_TESTS = re.compile(
-    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
-    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
-    re.I,
-)
-_TEST_FILE = re.compile(
-    r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.[a-z]+$|[^/]*\.(?:test|spec)\.[a-z]+$)", re.I
-)
-
-
-def leaves_tests(request: str) -> bool:
-    """The request says to keep the tests unchanged ("without changing the test", "leave
-    the tests themselves alone")."""
-    return bool(_LEAVES_TESTS.search(request))
-
-
-def is_test_path(shown: str) -> bool:
-    return bool(_TEST_FILE.search(shown.replace("\\", "/")))
-
-
-def missing_script(call: ToolCall, ctx: ToolContext) -> str | None:
-    """Why `python hello.py` is not run when the project has no hello.py: small models run
-    the file of the prompt's example, or a name they guessed, and then flounder over the
-    error. The refusal names the closest files that do exist."""
-    command = call.arguments.get("command")
-    match = _SCRIPT_RUN.match(command.strip()) if isinstance(command, str) else None
-    if match is None or match.group(1).startswith("/"):
-        return None
-    try:
-        script = ctx.resolve(match.group(1))
-        if script.exists():
-            return None
-    except (OSError, RuntimeError, ValueError, ToolError):
-        return None
-    close = closest_paths(script, ctx.root)
-    closest = f" Closest existing paths: {', '.join(close)}." if close else ""
-    return NO_SCRIPT.format(path=match.group(1), closest=closest)
-
-
-def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
-    """Why a call waits, before it runs (None: it runs). read_file marks a path as seen;
-    write_file over an unseen existing file waits once, and so does one that would delete
-    most of a file it has read. A change to a test file is refused whenever the request said
-    to leave the tests alone: small models make a failing test pass by editing it."""
-    if call.name == "run_cmd":
-        return missing_script(call, ctx)
-    filepath = call.arguments.get("filepath")
-    if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
-        return None
-    if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
-        return KEEP_TESTS.format(path=filepath)
-    try:
-        path = ctx.resolve(filepath).resolve()
-    except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
-        return None
-    if call.name == "read_file":
-        watch.saw_read(path, filepath)
-        return None
-    if call.name == "edit_file":
-        watch.touched[path] = filepath  # a missed edit shows a short file whole
-        return None
-    content = call.arguments.get("content")
-    if isinstance(content, str) and not path.exists():
-        made_up = watch.unseen_written(content)
-        if made_up is not None:
-            return made_up
-    readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
-    unread = watch.overwrite_refusal(path, filepath, readable)
-    if unread is not None or not readable or not isinstance(content, str):
-        return unread
-    return watch.shrink_refusal(path, filepath, content)

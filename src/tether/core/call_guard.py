@@ -1,0 +1,186 @@
+"""Guards before a call runs: a write that would lose what the model never saw, a made-up count,
+a change to a test the user said to leave alone, a script that is not there.
+
+Each returns why the call waits (its result instead of running it), or None. The turn's
+TurnWatch says what the model has read and which guards it has had; a guard that holds a
+call back once lets the same call through the second time, so the model decides.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..tools._paths import is_inside_root
+from ..tools.nearby import closest_paths
+from .messages import ToolCall
+from .nudges import TurnWatch
+from .reply_shapes import file_text
+from .toolspec import ToolContext, ToolError
+
+UNREAD_OVERWRITE = (
+    "{path} already exists and you had not read it, so it was not overwritten. {shown}"
+    "Change only the part that needs changing: edit_file, or write_file again with the whole "
+    "new content. (Send the same write_file again only if you really mean to replace it all.)"
+)
+UNREAD_SHOWN = "It holds now:\n{text}\n"
+UNREAD_TOO_LONG = "Read it with read_file first. "
+SHOW_UNREAD_CHARS = 3_000
+"""A file this short is shown in the refusal, so the next call can be the right write."""
+SHRINKING_WRITE = (
+    "Not written: write_file replaces the whole file, and this content would delete {lost} of "
+    "the {total} lines {path} has now. {shown}To add to the file, send write_file again with the "
+    "whole new file (the lines it has now and your new ones), or change one part with edit_file. "
+    "(Send the same write_file again only if you really mean to delete those lines.){merged}"
+)
+SHRINK_MERGED = "\nTo keep the file and add your code at its end, reply with only:\n{call}\n"
+UNSEEN_WRITTEN = (
+    "Not written: no tool result showed {number}, so it is not a count you looked up. Count "
+    "with a tool first (run_cmd with `grep -c PATTERN FILE` prints the number of matching "
+    "lines; search_in_file's last line says how many lines matched), then write the number "
+    "it gave.{last}"
+)
+LAST_COUNT = " Your last search said: {count}"
+_COUNT_LINE = re.compile(r"^\(\d+ matching lines in \d+ files?\)$", re.M)
+_BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+NO_SCRIPT = (
+    "Not run: {path} does not exist in this project, so the command could only fail.{closest} "
+    "Only run files the project has (they are listed in the first message); if the task needs "
+    "nothing run, do not run anything: go on with the task itself."
+)
+_SCRIPT_RUN = re.compile(r"^(?:python3?|node|bash|sh|ruby|perl)\s+([\w./-]+\.(?:py|js|mjs|sh|rb|pl))(?:\s|$)")
+SHRINK_CHECK_BYTES = 64 * 1024
+"""Files up to this size are compared line by line before a whole-file write replaces them."""
+
+def _current_text(path: Path) -> str:
+    """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
+    text = file_text(path, SHOW_UNREAD_CHARS)
+    return UNREAD_TOO_LONG if text is None else UNREAD_SHOWN.format(text=text.rstrip("\n"))
+
+
+def lines_lost(old: str, new: str) -> tuple[int, int]:
+    """(how many of `old`'s non-blank lines `new` no longer has, how many it had); indentation
+    and order do not count, so a rewrite that keeps the code is not a loss."""
+    kept = {line.strip() for line in new.splitlines()}
+    old_lines = [line.strip() for line in old.splitlines() if line.strip()]
+    return sum(line not in kept for line in old_lines), len(old_lines)
+
+
+def overwrite_refusal(watch: TurnWatch, path: Path, shown: str, readable: bool) -> str | None:
+    """Why a whole-file write of an existing file not read this turn waits (once per path):
+    small models rewrite a file from a guess and lose what they never saw. `readable`: the
+    file may be shown in the refusal (inside the project, no deny rule, not a key file)."""
+    if path in watch.read_paths or path in watch.warned_paths or not path.is_file():
+        return None
+    watch.warned_paths.add(path)
+    current = _current_text(path) if readable else UNREAD_TOO_LONG
+    return UNREAD_OVERWRITE.format(path=shown, shown=current)
+
+def shrink_refusal(watch: TurnWatch, path: Path, shown: str, content: str) -> str | None:
+    """Why a whole-file write that would delete most of a file waits (once per path): a
+    small model asked to add a function writes only the new one, and the rest is gone."""
+    if path in watch.shrink_warned or not path.is_file():
+        return None
+    old = file_text(path, SHRINK_CHECK_BYTES)
+    if old is None:
+        return None
+    lost, total = lines_lost(old, content)
+    if total < 3 or lost * 2 <= total:
+        return None
+    watch.shrink_warned.add(path)
+    merged = ""
+    if watch.show_call is not None and len(old) + len(content) <= SHOW_UNREAD_CHARS:
+        # what such a write almost always meant: the new code added to the old file
+        whole = old.rstrip("\n") + "\n\n\n" + content.lstrip("\n")
+        merged = SHRINK_MERGED.format(call=watch.show_call("write_file", {"filepath": shown, "content": whole}))
+    current = "" if merged else _current_text(path)  # the offered call holds the old text
+    return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=current, merged=merged)
+
+def unseen_written(watch: TurnWatch, content: str) -> str | None:
+    """Why a new file holding only a number no result showed waits (once per turn): asked
+    to count into a file, a small model writes a number it made up."""
+    if not _BARE_NUMBER.fullmatch(content) or watch.unseen_number(content.strip(), bare=True) is None:
+        return None
+    if not watch.once("written"):
+        return None
+    counts = [m.group() for seen in watch.seen for m in _COUNT_LINE.finditer(seen)]
+    last = LAST_COUNT.format(count=counts[-1]) if counts else ""
+    return UNSEEN_WRITTEN.format(number=content.strip(), last=last)
+
+
+KEEP_TESTS = (
+    "Not changed: the user asked you to leave the tests as they are, and {path} is a test. "
+    "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
+    "and why, then edit that function's file."
+)
+_LEAVES_TESTS = re.compile(
+    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
+    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
+    re.I,
+)
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.[a-z]+$|[^/]*\.(?:test|spec)\.[a-z]+$)", re.I
+)
+
+
+def leaves_tests(request: str) -> bool:
+    """The request says to keep the tests unchanged ("without changing the test", "leave
+    the tests themselves alone")."""
+    return bool(_LEAVES_TESTS.search(request))
+
+
+def is_test_path(shown: str) -> bool:
+    return bool(_TEST_FILE.search(shown.replace("\\", "/")))
+
+
+def missing_script(call: ToolCall, ctx: ToolContext) -> str | None:
+    """Why `python hello.py` is not run when the project has no hello.py: small models run
+    the file of the prompt's example, or a name they guessed, and then flounder over the
+    error. The refusal names the closest files that do exist."""
+    command = call.arguments.get("command")
+    match = _SCRIPT_RUN.match(command.strip()) if isinstance(command, str) else None
+    if match is None or match.group(1).startswith("/"):
+        return None
+    try:
+        script = ctx.resolve(match.group(1))
+        if script.exists():
+            return None
+    except (OSError, RuntimeError, ValueError, ToolError):
+        return None
+    close = closest_paths(script, ctx.root)
+    closest = f" Closest existing paths: {', '.join(close)}." if close else ""
+    return NO_SCRIPT.format(path=match.group(1), closest=closest)
+
+
+def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
+    """Why a call waits, before it runs (None: it runs). read_file marks a path as seen;
+    write_file over an unseen existing file waits once, and so does one that would delete
+    most of a file it has read. A change to a test file is refused whenever the request said
+    to leave the tests alone: small models make a failing test pass by editing it."""
+    if call.name == "run_cmd":
+        return missing_script(call, ctx)
+    filepath = call.arguments.get("filepath")
+    if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
+        return None
+    if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
+        return KEEP_TESTS.format(path=filepath)
+    try:
+        path = ctx.resolve(filepath).resolve()
+    except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
+        return None
+    if call.name == "read_file":
+        watch.saw_read(path, filepath)
+        return None
+    if call.name == "edit_file":
+        watch.touched[path] = filepath  # a missed edit shows a short file whole
+        return None
+    content = call.arguments.get("content")
+    if isinstance(content, str) and not path.exists():
+        made_up = unseen_written(watch, content)
+        if made_up is not None:
+            return made_up
+    readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
+    unread = overwrite_refusal(watch, path, filepath, readable)
+    if unread is not None or not readable or not isinstance(content, str):
+        return unread
+    return shrink_refusal(watch, path, filepath, content)
