@@ -60,16 +60,16 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
     """(shown path, content) when a code block of the reply is a new version of one of `files`
     (resolved path -> how the model named it): it keeps at least half of the file's lines and
     differs from it. The block most like a file wins; None when none is a version of any."""
+    blocks = [m.group(2) for m in _CODE_BLOCK.finditer(text) if m.group(1).lower() not in _SHELL_LABELS]
+    if not blocks:
+        return None
+    olds = {shown: file_text(path, VERSION_MAX_CHARS) or "" for path, shown in files.items()}  # each read once
     best: tuple[float, str, str] | None = None
-    for match in _CODE_BLOCK.finditer(text):
-        if match.group(1).lower() in _SHELL_LABELS:
-            continue
-        body = match.group(2)
+    for body in blocks:
         lines = {line.strip() for line in body.splitlines() if line.strip()}
-        for path, shown in files.items():
-            old = file_text(path, VERSION_MAX_CHARS)
-            old_lines = [line.strip() for line in (old or "").splitlines() if line.strip()]
-            if not old_lines or body.strip() == (old or "").strip():
+        for shown, old in olds.items():
+            old_lines = [line.strip() for line in old.splitlines() if line.strip()]
+            if not old_lines or body.strip() == old.strip():
                 continue
             kept = sum(line in lines for line in old_lines) / len(old_lines)
             if kept >= 0.5 and (best is None or kept > best[0]):
