@@ -9,6 +9,10 @@ machine the wall time measures the queue for the core, the CPU time the app's ow
 
 simple-harness lives in a virtual environment of its own:
     python -m venv /tmp/sh-venv && /tmp/sh-venv/bin/pip install simple-harness==0.6.0
+Both read compiled bytecode from one scratch cache (PYTHONPYCACHEPREFIX), filled by one
+uncounted warm-up start each, as an installed package would have it: an environment with
+PYTHONDONTWRITEBYTECODE set would otherwise recompile tether's source (an editable install)
+on every start while simple-harness's wheel install reads its compiled files.
 Prints the medians and their ratio (no assertions: machines are shared and noisy).
 Run: python bench/bench_vs_simple_harness.py [runs] [simple-harness python]
 """
@@ -33,8 +37,20 @@ TIMEOUT = 60.0
 DEFAULT_OTHER = "/tmp/sh-venv/bin/python"
 
 
+BYTECODE = Path(tempfile.gettempdir()) / "tether-bench-bytecode"
+"""The compiled-bytecode cache both apps share for the run (see the module's docstring)."""
+
+
+def with_bytecode(env: dict[str, str]) -> dict[str, str]:
+    """The app's environment, reading and writing compiled bytecode under BYTECODE."""
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(BYTECODE)
+    return env
+
+
 def tether_app(url: str, scratch: Path) -> PtyApp:
-    return PtyApp(openai_args(url), cwd=scratch / "project", env=app_env(scratch / "home"))
+    env = with_bytecode(app_env(scratch / "home"))
+    return PtyApp(openai_args(url), cwd=scratch / "project", env=env)
 
 
 def harness_app(python: str) -> Callable[[str, Path], PtyApp]:
@@ -44,7 +60,7 @@ def harness_app(python: str) -> Callable[[str, Path], PtyApp]:
         connection = {"active": "openai", "providers": {
             "openai": {"base_url": url + "/v1", "model": "fake", "api_key": "x"}}}
         (home / "providers.json").write_text(json.dumps(connection))
-        env = app_env(home, LOCALCHAT_HOME=str(home), SIMPLE_HARNESS_ACCEPT_TERMS="1")
+        env = with_bytecode(app_env(home, LOCALCHAT_HOME=str(home), SIMPLE_HARNESS_ACCEPT_TERMS="1"))
         return PtyApp([], cwd=scratch / "project", env=env, program=python,
                       python_args=("-m", "simple_harness"))
     return start
@@ -84,6 +100,8 @@ def main() -> None:
     wall: dict[str, list[float]] = {name: [] for name in apps}
     cpu: dict[str, list[float]] = {name: [] for name in apps}
     with FakeServer() as server:
+        for start, marker in apps.values():  # the warm-up start that fills the bytecode cache
+            one_run(start, marker, server.url)
         for _ in range(runs):
             for name, (start, marker) in apps.items():
                 took, used = one_run(start, marker, server.url)
