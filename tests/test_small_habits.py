@@ -814,3 +814,40 @@ async def test_no_read_is_offered_for_a_file_that_is_not_in_the_project(tmp_path
         request="How many times does the uploader retry?", tools=file_tools(tmp_path),
     )
     assert not any("tells the user to open" in n for n in nudges_of(provider))
+
+
+# ---------------------------------------------------------------- the harness's note repeated back
+
+
+async def test_a_reply_that_repeats_the_note_it_was_sent_is_no_answer(tmp_path: Path) -> None:
+    from tether.core.nudges import ECHOED, NOT_RUN
+
+    request = "Run report.py and tell me the grand total it prints."
+    steps = "1. Open a terminal.\n2. Run:\n```sh\npython report.py\n```"
+    provider, _, result = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "report.py"})), say(steps), say(NOT_RUN), say("It prints the grand total last.")],
+        request=request,
+    )
+    assert nudges_of(provider) == [NOT_RUN, ECHOED]
+    assert result.text == "It prints the grand total last."
+
+
+async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an_echo(tmp_path: Path) -> None:
+    from tether.core.nudges import ECHOED, NOT_RUN
+
+    request = "Run report.py and tell me the grand total it prints."
+    steps = "1. Open a terminal.\n2. Run:\n```sh\npython report.py\n```"
+    provider, _, result = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "report.py"})), say(steps), say(NOT_RUN), say(NOT_RUN)],
+        request=request,
+    )
+    assert nudges_of(provider) == [NOT_RUN, ECHOED]  # the second echo ends the turn: no loop
+    assert result.text.strip() == NOT_RUN.strip()
+    provider, _, _ = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "report.py"})), say(steps), say("The task is hard; I cannot run it.")],
+        request=request,
+    )
+    assert nudges_of(provider) == [NOT_RUN]

@@ -29,6 +29,10 @@ LOOK_FIRST = (
     "search_in_file (or run_cmd) to see the files, then act. Do not guess."
 )
 EMPTY_REPLY = "Your reply was empty. Continue: make the next tool call, or give your final answer."
+ECHOED = ("Your reply repeated the note you were sent instead of doing what it says. "
+          "Continue: make the next tool call, or give your final answer.")
+_ECHO_CHARS = 40
+"""How much of a nudge a reply has to repeat, word for word, to be its echo."""
 NOT_APPLIED = (
     "The task is not done: you have only answered or described it. Do it now with the tools: "
     "reply with the next tool call only (write_file creates or replaces a file, edit_file "
@@ -241,6 +245,8 @@ class TurnWatch:
     answered: bool = True
     """Input went to a program since the last waiting nudge (or none was sent yet)."""
     waiting_nudges: int = 0
+    nudged: list[str] = field(default_factory=list)
+    """The nudges sent this turn (a reply that repeats one is no answer)."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -287,7 +293,20 @@ class TurnWatch:
 
     def nudge(self, reply_text: str) -> str | None:
         """The message to send instead of ending the turn on this reply, or None."""
-        text = reply_text.strip()
+        message = self._pick(reply_text.strip())
+        if message is not None:
+            self.nudged.append(message)
+        return message
+
+    def _echoes_nudge(self, text: str) -> bool:
+        """The reply repeats a nudge word for word: small models echo the harness's note
+        (the final answer "The task is not done: ..."), which answers nothing."""
+        flat = " ".join(text.split())
+        return any(" ".join(sent.split())[:_ECHO_CHARS] in flat for sent in self.nudged)
+
+    def _pick(self, text: str) -> str | None:
+        if self._echoes_nudge(text):
+            return ECHOED if self.once("echo") else None
         if not text:
             return EMPTY_REPLY if self.once("empty") else None
         shown = self._shown_command(text)
