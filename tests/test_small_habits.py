@@ -707,6 +707,22 @@ def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_
     assert said is not None and "Closest existing paths: tools/textstats.py." in said
 
 
+
+def test_the_example_script_refused_names_the_projects_own_scripts_the_looked_at_first(tmp_path: Path) -> None:
+    from tether.core.call_guard import missing_script
+    from tether.core.messages import ToolCall
+
+    for name in ("a_tool.py", "report.py", "test_report.py", "notes.txt"):
+        (tmp_path / name).write_text("print(1)\n")
+    run = ToolCall("c", "run_cmd", {"command": "python hello.py"})
+    said = missing_script(run, ToolContext(root=tmp_path), looked_at=["report.py", "notes.txt"])
+    assert said is not None
+    assert "hello.py is the instructions' example, not a file of this project." in said
+    assert "The project's .py files: report.py, a_tool.py." in said  # the test file left out
+    guessed = missing_script(ToolCall("c", "run_cmd", {"command": "node zzz.js"}), ToolContext(root=tmp_path))
+    assert guessed is not None and "example" not in guessed and "files:" not in guessed  # none of that kind
+
+
 # ---------------------------------------------------------------- a new version of a file, shown not written
 
 GREETER = "import sys\n\n\ndef main():\n    name = sys.argv[1]\n    print(f'Hello, {name}')\n"

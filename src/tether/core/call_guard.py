@@ -9,12 +9,14 @@ call back once lets the same call through the second time, so the model decides.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..tools._paths import is_inside_root
 from ..tools.nearby import closest_paths
 from .messages import ToolCall
 from .nudges import TurnWatch
+from .prompts import EXAMPLE_FILE
 from .reply_shapes import file_text
 from .toolspec import ToolContext, ToolError
 
@@ -133,10 +135,11 @@ def is_test_path(shown: str) -> bool:
     return bool(_TEST_FILE.search(shown.replace("\\", "/")))
 
 
-def missing_script(call: ToolCall, ctx: ToolContext) -> str | None:
+def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = ()) -> str | None:
     """Why `python hello.py` is not run when the project has no hello.py: small models run
     the file of the prompt's example, or a name they guessed, and then flounder over the
-    error. The refusal names the closest files that do exist."""
+    error. The refusal names the closest files that do exist, or else the project's files
+    of that kind (those the turn looked at first), so the next call has a real file to run."""
     command = call.arguments.get("command")
     match = _SCRIPT_RUN.match(command.strip()) if isinstance(command, str) else None
     if match is None or match.group(1).startswith("/"):
@@ -148,8 +151,25 @@ def missing_script(call: ToolCall, ctx: ToolContext) -> str | None:
     except (OSError, RuntimeError, ValueError, ToolError):
         return None
     close = closest_paths(script, ctx.root)
-    closest = f" Closest existing paths: {', '.join(close)}." if close else ""
+    if close:
+        closest = f" Closest existing paths: {', '.join(close)}."
+    else:
+        kind = same_kind_files(ctx, script.suffix, looked_at)
+        closest = f" The project's {script.suffix} files: {', '.join(kind)}." if kind else ""
+    if script.name == EXAMPLE_FILE:
+        closest = f" {EXAMPLE_FILE} is the instructions' example, not a file of this project." + closest
     return NO_SCRIPT.format(path=match.group(1), closest=closest)
+
+
+def same_kind_files(ctx: ToolContext, suffix: str, looked_at: Iterable[str], limit: int = 5) -> list[str]:
+    """Up to `limit` project files with this suffix, tests left out, the ones the turn
+    looked at (as the model named them) first."""
+    first = [shown for shown in looked_at if Path(shown).suffix == suffix]
+    found = sorted(
+        path.relative_to(ctx.root).as_posix() for path in ctx.files.paths() if path.suffix == suffix
+    )
+    others = [name for name in found if not is_test_path(name) and name not in first]
+    return list(dict.fromkeys(first + others))[:limit]
 
 
 def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
@@ -158,7 +178,7 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     most of a file it has read. A change to a test file is refused whenever the request said
     to leave the tests alone: small models make a failing test pass by editing it."""
     if call.name == "run_cmd":
-        return missing_script(call, ctx)
+        return missing_script(call, ctx, watch.touched.values())
     filepath = call.arguments.get("filepath")
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
         return None

@@ -31,7 +31,9 @@ Make changes with the tools (edit_file or write_file); do not just show code to 
 If a call fails, read the error and try again another way.
 When the task is done, give a short final answer in plain text, without a tool call."""
 
-EXAMPLE_TASK = 'Example. User: "make hello.py greet Ann"'
+EXAMPLE_FILE = "hello.py"
+"""The worked example's file (small models run it in projects that have none)."""
+EXAMPLE_TASK = f'Example. User: "make {EXAMPLE_FILE} greet Ann"'
 
 
 @dataclass(frozen=True)
