@@ -90,6 +90,12 @@ class ProjectFiles:
         self.listings = 0
         """How many times the list was taken (the cache's effect, for tests and figures)."""
 
+    def names(self, limit: int = LIST_LIMIT) -> tuple[str, ...]:
+        """Up to `limit` listed files as relative names (the chat's @ completion)."""
+        with self._lock:
+            self._refresh()
+            return self._names[:limit]
+
     def paths(self) -> Iterator[Path]:
         """Every listed file, made a path as it is taken."""
         with self._lock:

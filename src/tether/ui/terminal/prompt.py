@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -17,7 +14,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
-from tether.safety.git_guard import GitConfigError, run_hardened
+from tether.core.project_files import ProjectFiles
 from tether.tools._regular import open_regular, read_at_most
 
 from .paste import Pastes
@@ -26,47 +23,8 @@ MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
 MAX_ATTACH_BYTES = 4 * MAX_ATTACH_CHARS
 """Bytes read of an attached file: enough for its first MAX_ATTACH_CHARS characters."""
-FILE_LIST_TTL = 5.0
-SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache"}
-
-
-class ProjectFiles:
-    """The project's file names for @completion, refreshed at most every few seconds."""
-
-    def __init__(self, root: Path, limit: int = 5000) -> None:
-        self.root = root
-        self.limit = limit
-        self._names: list[str] = []
-        self._at = 0.0
-
-    def names(self) -> list[str]:
-        if time.monotonic() - self._at > FILE_LIST_TTL:
-            self._names = self._git_files() or self._walk()
-            self._at = time.monotonic()
-        return self._names
-
-    def _git_files(self) -> list[str]:
-        try:
-            # Hardened: no program the repository configures (fsmonitor, ...) runs.
-            out = run_hardened(
-                self.root, "ls-files", "--cached", "--others", "--exclude-standard", "-z", timeout=2
-            )
-        except (GitConfigError, OSError, subprocess.SubprocessError):
-            return []
-        if out.returncode != 0:
-            return []
-        names = [os.fsdecode(name) for name in out.stdout.split(b"\0") if name]
-        return names[: self.limit]
-
-    def _walk(self) -> list[str]:
-        found: list[str] = []
-        for folder, dirs, files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-            rel = Path(folder).relative_to(self.root)
-            found.extend(str(rel / f) if str(rel) != "." else f for f in files)
-            if len(found) >= self.limit:
-                break
-        return found[: self.limit]
+COMPLETED_FILES = 5000
+"""Project files offered to @ completion (a huge tree is not listed whole per key press)."""
 
 
 class TetherCompleter(Completer):
@@ -86,7 +44,7 @@ class TetherCompleter(Completer):
         word = text.rsplit(None, 1)[-1] if text.strip() else ""
         if word.startswith("@"):
             partial = word[1:]
-            for name in self.files.names():
+            for name in self.files.names(COMPLETED_FILES):
                 if partial.lower() in name.lower():
                     yield Completion("@" + name, -len(word))
 
