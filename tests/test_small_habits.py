@@ -867,3 +867,32 @@ async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an
         request=request,
     )
     assert nudges_of(provider) == [NOT_RUN]
+
+
+async def test_a_described_run_of_the_script_the_request_names_gets_its_run_cmd_call(tmp_path: Path) -> None:
+    from tether.core.nudges import NOT_RUN
+
+    (tmp_path / "report.py").write_text("print('grand total: 12.50')\n")
+    steps = "1. Open a terminal.\n2. Type the command and read the total."
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "report.py"})), say(steps), say("I cannot run it.")],
+        request="Run report.py and tell me the grand total it prints.",
+        tools=[make_tool("read_file", lambda args, ctx: "print('grand total: 12.50')"), *write_and_run_tools()],
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(NOT_RUN)
+    assert '{"name": "run_cmd", "arguments": {"command": "python report.py"}}' in nudge
+    assert [e.call.name for e in result.evidence] == ["read_file"]  # written out for the model, never run
+
+
+def test_the_requested_command_is_only_for_one_named_script_the_project_has(tmp_path: Path) -> None:
+    from tether.core.reply_shapes import requested_command
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "stats.py").write_text("print(1)\n")
+    (tmp_path / "run.sh").write_text("echo 1\n")
+    assert requested_command("Run tools/stats.py on the notes and report it", tmp_path) == "python tools/stats.py"
+    assert requested_command("run run.sh, please", tmp_path) == "bash run.sh"
+    assert requested_command("Run missing.py and tell me", tmp_path) is None
+    assert requested_command("Run run.sh then tools/stats.py", tmp_path) is None  # two: not guessed
+    assert requested_command("Run the report", tmp_path) is None

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..tools._paths import is_inside_root
 from .dispatch import first_line
 from .messages import Evidence
-from .reply_shapes import looks_like_command, shown_command, shown_version
+from .reply_shapes import looks_like_command, requested_command, shown_command, shown_version
 from .toolspec import ToolContext, ToolError
 
 OPENING_NOTE = (
@@ -44,6 +44,7 @@ NOT_RUN = (
     "run_cmd call only. A program that asks questions keeps running; answer it with "
     "send_input, one answer at a time, and read what it prints."
 )
+NOT_RUN_CALL = " The call that runs it:\n{call}"
 AFTER_FAILURE = (
     "Your last tool call failed ({error}). Do not stop here: fix the call or try another "
     "way, then finish the task. If it really cannot be done, say why."
@@ -328,7 +329,7 @@ class TurnWatch:
         if told is not None:
             return told
         if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
-            return NOT_RUN if self._asks_to_run() else NOT_APPLIED
+            return self._not_run() if self._asks_to_run() else NOT_APPLIED
         left = self._rename_left()
         if left is not None:
             return left
@@ -401,6 +402,14 @@ class TurnWatch:
         self.read_paths.update(p for p, shown in self.touched.items() if shown == path)
         call = self.show_call("write_file", {"filepath": path, "content": content})
         return VERSION_SHOWN.format(path=path, call=call)
+
+    def _not_run(self) -> str:
+        """NOT_RUN, with the run_cmd call written out when the request names a script the
+        project has (the model sent the example's `python hello.py` instead)."""
+        command = requested_command(self.request, self.root)
+        if command is None or self.show_call is None or "run_cmd" not in self.tools:
+            return NOT_RUN
+        return NOT_RUN + NOT_RUN_CALL.format(call=self.show_call("run_cmd", {"command": command}))
 
     def _named_not_called(self, tool: str, value: str | None) -> str:
         main_arg = self.tools.get(tool)

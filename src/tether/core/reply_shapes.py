@@ -75,3 +75,17 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
             if kept >= 0.5 and (best is None or kept > best[0]):
                 best = (kept, shown, body)
     return None if best is None else (best[1], best[2])
+
+
+_NAMED_SCRIPT = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(py|js|sh))(?![\w/-])")
+_RUNNERS = {"py": "python", "js": "node", "sh": "bash"}
+
+
+def requested_command(request: str, root: Path | None) -> str | None:
+    """The command that runs the one script the request names ("run report.py and tell me
+    the total"), when the project has it; None when it names none, several, or a missing one."""
+    named = {match.group(1): match.group(2) for match in _NAMED_SCRIPT.finditer(request)}
+    if root is None or len(named) != 1:
+        return None
+    (script, suffix), = named.items()
+    return f"{_RUNNERS[suffix]} {script}" if (root / script).is_file() else None
