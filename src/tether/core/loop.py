@@ -202,7 +202,7 @@ class TurnLoop:
     """Told when a turn starts (sub-agents' per-turn budget starts again)."""
     hooks: TurnHooks | None = None
     """The user's hooks on a submitted request and on the end of a turn."""
-    _turn: _Turn | None = field(default=None, init=False, repr=False)
+    _turn: TurnState | None = field(default=None, init=False, repr=False)
     _system: Message | None = field(default=None, init=False, repr=False)
     """The latest request's system message, sent again while its text is the same: the
     same object lets the provider reuse what it worked out for the history behind it."""
@@ -215,7 +215,7 @@ class TurnLoop:
         if self.on_turn is not None:
             self.on_turn()
         watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
-        turn = self._turn = _Turn(conv, start=len(conv.messages) - 1, watch=watch)
+        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
@@ -258,7 +258,7 @@ class TurnLoop:
         """The tools on the menu now (the whole table unless a menu defers some)."""
         return self.menu.offered() if self.menu is not None else list(self.table)
 
-    async def ask(self, turn: _Turn, *, tools: bool, note: str = "") -> Reply:
+    async def ask(self, turn: TurnState, *, tools: bool, note: str = "") -> Reply:
         offered = self.offered() if tools and self.mode == "native" else None
         system = self._system = system_message(self.system_prompt(self.mode), self._system)
         if self.guard is not None:
@@ -331,7 +331,7 @@ class TurnLoop:
             parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
         return parsed
 
-    async def dispatch_all(self, turn: _Turn, reply: Reply, parsed: ParseResult) -> None:
+    async def dispatch_all(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> None:
         """Run the calls of one reply; results come back in call order."""
         turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
         results: dict[str, ToolResult] = {}
@@ -343,7 +343,7 @@ class TurnLoop:
             CONVERSATION.reset(history)
             self.record(turn, parsed, results)
 
-    def record(self, turn: _Turn, parsed: ParseResult, results: dict[str, ToolResult]) -> None:
+    def record(self, turn: TurnState, parsed: ParseResult, results: dict[str, ToolResult]) -> None:
         if parsed.calls:
             ordered: list[Part] = []
             for call in parsed.calls:
@@ -355,7 +355,7 @@ class TurnLoop:
         if parsed.errors:
             turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
 
-    def send_nudge(self, turn: _Turn, reply: Reply, parsed: ParseResult, nudge: str) -> None:
+    def send_nudge(self, turn: TurnState, reply: Reply, parsed: ParseResult, nudge: str) -> None:
         """Keep the reply (unless the history is terse and the nudge says it was wrong), then
         ask again with the nudge, which never makes a call itself."""
         watch = turn.watch
@@ -364,10 +364,10 @@ class TurnLoop:
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
-    def checks_of(self, turn: _Turn, text: str) -> list[str]:
+    def checks_of(self, turn: TurnState, text: str) -> list[str]:
         return answer_problems(text, turn, self.table) if self.settings.answer_checks else []
 
-    def finish(self, turn: _Turn, reply: Reply, text: str, stop: str | None = None,
+    def finish(self, turn: TurnState, reply: Reply, text: str, stop: str | None = None,
                checks: list[str] | None = None) -> TurnResult:
         parts: list[Part] = []
         if self.settings.keep_thinking and reply.thinking:
@@ -379,12 +379,12 @@ class TurnLoop:
         show_checks(self.ui, checks)
         return turn.result(text, stop_reason, checks=checks)
 
-    def fail(self, turn: _Turn, exc: ProviderError) -> TurnResult:
+    def fail(self, turn: TurnState, exc: ProviderError) -> TurnResult:
         visible = self.keep_partial(turn)
         self.ui.notice(str(exc), "error")
         return turn.result(visible, "error", error=str(exc))
 
-    def keep_partial(self, turn: _Turn) -> str:
+    def keep_partial(self, turn: TurnState) -> str:
         """Keep the text that arrived before a stream broke or was cancelled."""
         partial = turn.pending.text if turn.pending else ""
         visible = parse_reply(partial, self.table).text if partial else ""
@@ -395,7 +395,7 @@ class TurnLoop:
 
     # ------------------------------------------------------------ helpers
 
-    async def _run_one(self, turn: _Turn, call: ToolCall, results: dict[str, ToolResult]) -> None:
+    async def _run_one(self, turn: TurnState, call: ToolCall, results: dict[str, ToolResult]) -> None:
         tool = self.table.get(call.name)
         key = call_key(call)
         reusable = tool is not None and tool.read_only
@@ -452,7 +452,10 @@ def system_message(text: str, previous: Message | None) -> Message:
 
 
 @dataclass
-class _Turn:
+class TurnState:
+    """One turn in progress: its conversation, requests, usage and what the nudges watch;
+    the loop's and turn_end's shared state (no one else holds it)."""
+
     conv: Conversation
     start: int = 0
     """Index of this turn's user message in conv.messages."""
@@ -488,7 +491,7 @@ async def closing_reply(loop: TurnLoop, conv: Conversation, note: str) -> TurnRe
     """One request without tools on the history as it stands, with `note` (a sub-agent a
     budget stopped reports from what it has); the reply ends the history."""
     users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
-    turn = loop._turn = _Turn(conv, start=users[-1] if users else 0)
+    turn = loop._turn = TurnState(conv, start=users[-1] if users else 0)
     try:
         reply = await loop.ask(turn, tools=False, note=note)
     except ProviderError as exc:

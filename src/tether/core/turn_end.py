@@ -16,7 +16,7 @@ from .toolspec import ToolTable
 from .ui_protocol import UI
 
 if TYPE_CHECKING:
-    from .loop import Conversation, ParseResult, Reply, TurnLoop, TurnResult, _Turn
+    from .loop import Conversation, ParseResult, Reply, TurnLoop, TurnResult, TurnState
 
 CHECKS_NOTE = (
     "Checks of your answer against this turn's tool results found problems:\n{found}\n"
@@ -71,7 +71,7 @@ async def stop_reason(hooks: TurnHooks | None, answer: str, holds: int) -> str:
     return f"A Stop hook asks you to go on: {reason}" if reason else ""
 
 
-def answer_problems(text: str, turn: _Turn, table: ToolTable) -> list[str]:
+def answer_problems(text: str, turn: TurnState, table: ToolTable) -> list[str]:
     """The answer checks on `text`, the answer to `turn`."""
     conv, start = turn.conv, turn.start
     messages = conv.messages
@@ -85,7 +85,7 @@ def correction_note(checks: list[str]) -> str:
     return CHECKS_NOTE.format(found="\n".join(f"- {check}" for check in checks))
 
 
-async def conclude(loop: TurnLoop, turn: _Turn, reply: Reply, parsed: ParseResult) -> TurnResult | None:
+async def conclude(loop: TurnLoop, turn: TurnState, reply: Reply, parsed: ParseResult) -> TurnResult | None:
     """The turn's answer, unless a Stop hook's reason to go on becomes the next message (None);
     checked, and with feedback on, corrected once in a tool-free request."""
     from .dispatch import first_line
