@@ -870,7 +870,7 @@ async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an
 
 
 async def test_a_described_run_of_the_script_the_request_names_gets_its_run_cmd_call(tmp_path: Path) -> None:
-    from tether.core.nudges import NOT_RUN
+    from tether.core.nudges import NOT_RUN, RUN_IT
 
     (tmp_path / "report.py").write_text("print('grand total: 12.50')\n")
     steps = "1. Open a terminal.\n2. Type the command and read the total."
@@ -880,9 +880,16 @@ async def test_a_described_run_of_the_script_the_request_names_gets_its_run_cmd_
         tools=[make_tool("read_file", lambda args, ctx: "print('grand total: 12.50')"), *write_and_run_tools()],
     )
     nudge = nudges_of(provider)[0]
-    assert nudge.startswith(NOT_RUN)
+    assert nudge.startswith(RUN_IT) and "send_input" not in nudge  # report.py asks nothing
     assert '{"name": "run_cmd", "arguments": {"command": "python report.py"}}' in nudge
     assert [e.call.name for e in result.evidence] == ["read_file"]  # written out for the model, never run
+    (tmp_path / "report.py").write_text("name = input('Name? ')\nprint(name)\n")
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "report.py"})), say(steps), say("I cannot run it.")],
+        request="Run report.py and tell me the grand total it prints.",
+        tools=[make_tool("read_file", lambda args, ctx: "input()"), *write_and_run_tools()],
+    )
+    assert nudges_of(provider)[0].startswith(NOT_RUN)  # it asks: answer it with send_input
 
 
 def test_the_requested_command_is_only_for_one_named_script_the_project_has(tmp_path: Path) -> None:
@@ -896,3 +903,5 @@ def test_the_requested_command_is_only_for_one_named_script_the_project_has(tmp_
     assert requested_command("Run missing.py and tell me", tmp_path) is None
     assert requested_command("Run run.sh then tools/stats.py", tmp_path) is None  # two: not guessed
     assert requested_command("Run the report", tmp_path) is None
+    (tmp_path / "out.py").symlink_to("/etc/hostname")
+    assert requested_command("Run out.py", tmp_path) is None  # a link out of the project

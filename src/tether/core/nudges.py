@@ -17,7 +17,13 @@ from pathlib import Path
 from ..tools._paths import is_inside_root
 from .dispatch import first_line
 from .messages import Evidence
-from .reply_shapes import looks_like_command, requested_command, shown_command, shown_version
+from .reply_shapes import (
+    looks_like_command,
+    reads_input,
+    requested_command,
+    shown_command,
+    shown_version,
+)
 from .toolspec import ToolContext, ToolError
 
 OPENING_NOTE = (
@@ -39,11 +45,15 @@ NOT_APPLIED = (
     "changes part of one, run_cmd runs a command). If the task asked for no change, repeat "
     "your final answer."
 )
-NOT_RUN = (
+RUN_IT = (
     "The task is not done: you have only described it. Run it yourself now: reply with a "
-    "run_cmd call only. A program that asks questions keeps running; answer it with "
+    "run_cmd call only."
+)
+ANSWER_IT = (
+    " A program that asks questions keeps running; answer it with "
     "send_input, one answer at a time, and read what it prints."
 )
+NOT_RUN = RUN_IT + ANSWER_IT
 NOT_RUN_CALL = " The call that runs it:\n{call}"
 AFTER_FAILURE = (
     "Your last tool call failed ({error}). Do not stop here: fix the call or try another "
@@ -206,6 +216,24 @@ def _is_question(request: str) -> bool:
     return asks and not _CHANGE_WORDS.search(text) and not _RUN_WORDS.search(text)
 
 
+def echoes(text: str, nudged: list[str]) -> bool:
+    """The reply repeats a nudge word for word: small models echo the harness's note
+    (the final answer "The task is not done: ..."), which answers nothing."""
+    flat = " ".join(text.split())
+    return any(" ".join(sent.split())[:_ECHO_CHARS] in flat for sent in nudged)
+
+
+def not_run(watch: TurnWatch) -> str:
+    """NOT_RUN, with the run_cmd call written out when the request names a script the
+    project has (the model sent the example's `python hello.py` instead); the send_input
+    advice only for a script that reads input (it was sent to one that asks nothing)."""
+    command = requested_command(watch.request, watch.root)
+    if command is None or watch.root is None or watch.show_call is None or "run_cmd" not in watch.tools:
+        return NOT_RUN
+    asks = ANSWER_IT if reads_input(watch.root / command.split(" ", 1)[1]) else ""
+    return RUN_IT + asks + NOT_RUN_CALL.format(call=watch.show_call("run_cmd", {"command": command}))
+
+
 @dataclass
 class TurnWatch:
     """What one turn has done so far, and which nudges it has had."""
@@ -299,14 +327,8 @@ class TurnWatch:
             self.nudged.append(message)
         return message
 
-    def _echoes_nudge(self, text: str) -> bool:
-        """The reply repeats a nudge word for word: small models echo the harness's note
-        (the final answer "The task is not done: ..."), which answers nothing."""
-        flat = " ".join(text.split())
-        return any(" ".join(sent.split())[:_ECHO_CHARS] in flat for sent in self.nudged)
-
     def _pick(self, text: str) -> str | None:
-        if self._echoes_nudge(text):
+        if echoes(text, self.nudged):
             return ECHOED if self.once("echo") else None
         if not text:
             return EMPTY_REPLY if self.once("empty") else None
@@ -329,7 +351,7 @@ class TurnWatch:
         if told is not None:
             return told
         if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
-            return self._not_run() if self._asks_to_run() else NOT_APPLIED
+            return not_run(self) if self._asks_to_run() else NOT_APPLIED
         left = self._rename_left()
         if left is not None:
             return left
@@ -402,14 +424,6 @@ class TurnWatch:
         self.read_paths.update(p for p, shown in self.touched.items() if shown == path)
         call = self.show_call("write_file", {"filepath": path, "content": content})
         return VERSION_SHOWN.format(path=path, call=call)
-
-    def _not_run(self) -> str:
-        """NOT_RUN, with the run_cmd call written out when the request names a script the
-        project has (the model sent the example's `python hello.py` instead)."""
-        command = requested_command(self.request, self.root)
-        if command is None or self.show_call is None or "run_cmd" not in self.tools:
-            return NOT_RUN
-        return NOT_RUN + NOT_RUN_CALL.format(call=self.show_call("run_cmd", {"command": command}))
 
     def _named_not_called(self, tool: str, value: str | None) -> str:
         main_arg = self.tools.get(tool)

@@ -88,4 +88,16 @@ def requested_command(request: str, root: Path | None) -> str | None:
     if root is None or len(named) != 1:
         return None
     (script, suffix), = named.items()
-    return f"{_RUNNERS[suffix]} {script}" if (root / script).is_file() else None
+    path = (root / script).resolve()
+    inside = path.is_relative_to(root.resolve())  # a link out of the project is not read
+    return f"{_RUNNERS[suffix]} {script}" if inside and path.is_file() else None
+
+
+_READS_INPUT = re.compile(r"input\(|stdin|readline|\bread\s+-?\w|prompt\(")
+_SCRIPT_READ_LIMIT = 64 * 1024
+
+
+def reads_input(script: Path) -> bool:
+    """The script may ask questions (it reads its input); True when it cannot be read."""
+    text = file_text(script, _SCRIPT_READ_LIMIT)
+    return text is None or bool(_READS_INPUT.search(text))
