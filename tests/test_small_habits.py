@@ -905,3 +905,23 @@ def test_the_requested_command_is_only_for_one_named_script_the_project_has(tmp_
     assert requested_command("Run the report", tmp_path) is None
     (tmp_path / "out.py").symlink_to("/etc/hostname")
     assert requested_command("Run out.py", tmp_path) is None  # a link out of the project
+
+
+async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_again_gets_that_call(
+    tmp_path: Path,
+) -> None:
+    from tether.core.nudges import EMPTY_AFTER_OFFER, OFFER_AGAIN
+
+    shown = "Run this:\n```sh\npython tools/stats.py --min 5\n```"
+    again = "Use this command:\n```\npython tools/stats.py --min 5\n```"
+    the_call = '{"name": "run_cmd", "arguments": {"command": "python tools/stats.py --min 5"}}'
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "notes.txt"})), say(shown), say(""), say(again), say(again)],
+        request="How many long words are in notes.txt? Use tools/stats.py.", tools=[
+            make_tool("read_file", lambda args, ctx: "some notes"), *write_and_run_tools()],
+    )
+    sent = nudges_of(provider)
+    assert len(sent) == 3 and all(the_call in nudge for nudge in sent)
+    assert sent[1] == EMPTY_AFTER_OFFER.format(call=the_call)
+    assert sent[2] == OFFER_AGAIN.format(call=the_call)  # the third showing ends the turn
+    assert [e.call.name for e in result.evidence] == ["read_file"]  # offered, never run for the model

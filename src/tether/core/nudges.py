@@ -35,6 +35,9 @@ LOOK_FIRST = (
     "search_in_file (or run_cmd) to see the files, then act. Do not guess."
 )
 EMPTY_REPLY = "Your reply was empty. Continue: make the next tool call, or give your final answer."
+EMPTY_AFTER_OFFER = "Your reply was empty. Reply with only the call you were given:\n{call}"
+OFFER_AGAIN = ("Do not show the command to the user: you run it. Reply with only this call, "
+               "then read its result:\n{call}")
 ECHOED = ("Your reply repeated the note you were sent instead of doing what it says. "
           "Continue: make the next tool call, or give your final answer.")
 _ECHO_CHARS = 40
@@ -223,6 +226,24 @@ def echoes(text: str, nudged: list[str]) -> bool:
     return any(" ".join(sent.split())[:_ECHO_CHARS] in flat for sent in nudged)
 
 
+def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
+    """The nudge for a command shown to the user instead of run (once per turn)."""
+    command = shown_command(text)
+    if command is None or command in watch.commands or watch.show_call is None:
+        return None
+    if re.split(r"[\s(]", command, maxsplit=1)[0] in watch.tools:
+        return None  # a tool written as a command: the named-not-called nudge's case
+    if "run_cmd" not in watch.tools:
+        return None
+    if "shown" in watch.sent:  # shown again after its call was written out: once more, firmly
+        again = bool(watch.offered) and command in watch.offered and watch.once("again")
+        return OFFER_AGAIN.format(call=watch.offered) if again else None
+    watch.once("shown")
+    question = FIND_IT_YOURSELF if _is_question(watch.request) else ""
+    call = watch.offer("run_cmd", {"command": command})
+    return SHOWN_COMMAND.format(command=command, call=call, question=question)
+
+
 def not_run(watch: TurnWatch) -> str:
     """NOT_RUN, with the run_cmd call written out when the request names a script the
     project has (the model sent the example's `python hello.py` instead); the send_input
@@ -231,7 +252,7 @@ def not_run(watch: TurnWatch) -> str:
     if command is None or watch.root is None or watch.show_call is None or "run_cmd" not in watch.tools:
         return NOT_RUN
     asks = ANSWER_IT if reads_input(watch.root / command.split(" ", 1)[1]) else ""
-    return RUN_IT + asks + NOT_RUN_CALL.format(call=watch.show_call("run_cmd", {"command": command}))
+    return RUN_IT + asks + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": command}))
 
 
 @dataclass
@@ -276,10 +297,13 @@ class TurnWatch:
     waiting_nudges: int = 0
     nudged: list[str] = field(default_factory=list)
     """The nudges sent this turn (a reply that repeats one is no answer)."""
+    offered: str = ""
+    """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
         self.calls += 1
+        self.offered = ""
         if self.seen_chars < SEEN_TEXT_CAP:
             # the call's own arguments count as seen: a number in a path it named
             # (notes/meeting-2024-04-18.txt) was not made up
@@ -331,8 +355,10 @@ class TurnWatch:
         if echoes(text, self.nudged):
             return ECHOED if self.once("echo") else None
         if not text:
-            return EMPTY_REPLY if self.once("empty") else None
-        shown = self._shown_command(text)
+            if not self.once("empty"):
+                return None
+            return EMPTY_AFTER_OFFER.format(call=self.offered) if self.offered else EMPTY_REPLY
+        shown = shown_command_nudge(self, text)
         if shown is not None:
             return shown
         if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self.once("look"):
@@ -362,19 +388,6 @@ class TurnWatch:
             return UNSEEN_NUMBER.format(number=unseen)
         return None
 
-    def _shown_command(self, text: str) -> str | None:
-        """The nudge for a command shown to the user instead of run (once per turn)."""
-        command = shown_command(text)
-        if command is None or command in self.commands or self.show_call is None:
-            return None
-        if re.split(r"[\s(]", command, maxsplit=1)[0] in self.tools:
-            return None  # a tool written as a command: the named-not-called nudge's case
-        if "run_cmd" not in self.tools or not self.once("shown"):
-            return None
-        question = FIND_IT_YOURSELF if _is_question(self.request) else ""
-        call = self.show_call("run_cmd", {"command": command})
-        return SHOWN_COMMAND.format(command=command, call=call, question=question)
-
     def _told_to_open(self, text: str) -> str | None:
         """The nudge for steps that tell the user to open a project file and look (once per
         turn), with the read_file call for the first such file the model has not read."""
@@ -387,9 +400,16 @@ class TurnWatch:
             if is_inside_root(path, self.root) and path.is_file() and path not in self.read_paths:
                 if not self.once("open"):
                     return None
-                call = self.show_call("read_file", {"filepath": match.group(1)})
+                call = self.offer("read_file", {"filepath": match.group(1)})
                 return OPEN_IT_YOURSELF.format(path=match.group(1), call=call)
         return None
+
+    def offer(self, tool: str, arguments: dict[str, str]) -> str:
+        """A call written out in the protocol's form for the model to send (remembered until
+        it makes a call, for a reply that comes back empty)."""
+        assert self.show_call is not None
+        self.offered = self.show_call(tool, arguments)
+        return self.offered
 
     def _still_waiting(self) -> bool:
         """Whether to say the program still waits. Unlike the other nudges this one may come
@@ -422,7 +442,7 @@ class TurnWatch:
             return None
         path, content = version
         self.read_paths.update(p for p, shown in self.touched.items() if shown == path)
-        call = self.show_call("write_file", {"filepath": path, "content": content})
+        call = self.offer("write_file", {"filepath": path, "content": content})
         return VERSION_SHOWN.format(path=path, call=call)
 
     def _named_not_called(self, tool: str, value: str | None) -> str:
@@ -430,9 +450,9 @@ class TurnWatch:
         form = ""
         if tool == "send_input" and value and self.waiting is None and looks_like_command(value):
             if self.show_call is not None and "run_cmd" in self.tools:
-                return START_FIRST.format(call=self.show_call("run_cmd", {"command": value}))
+                return START_FIRST.format(call=self.offer("run_cmd", {"command": value}))
         if value is not None and main_arg and self.show_call is not None:
-            form = NAMED_FORM.format(call=self.show_call(tool, {main_arg: value}))
+            form = NAMED_FORM.format(call=self.offer(tool, {main_arg: value}))
         question = FIND_IT_YOURSELF if _is_question(self.request) else ""
         return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
