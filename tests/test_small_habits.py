@@ -749,6 +749,24 @@ async def test_a_new_version_of_a_read_file_shown_in_prose_gets_its_write_file_c
     assert (tmp_path / "greeter.py").read_text() == GREETER  # offered, never written by the harness
 
 
+async def test_a_made_up_script_run_beside_a_shown_version_is_refused_with_the_write_offered(tmp_path: Path) -> None:
+    new = GREETER.replace("print(f'Hello, {name}')", "print(f'HELLO, {name}')")
+    (tmp_path / "greeter.py").write_text(GREETER)
+    shown = f"Here is the updated file:\n```python\n{new}```\nThen run it:"
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "greeter.py"})),
+        call(("run_cmd", {"command": "python hello.py"}), text=shown),
+        say("I could not do it."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=[*file_tools(tmp_path), write_and_run_tools()[1]], nudges=True)
+    conv = Conversation()
+    await loop.run_turn(conv, "make greeter.py shout the greeting")
+    refusal = [r.content for m in conv.messages if m.role == "tool" for r in m.tool_results][-1]
+    assert refusal.startswith("Not run: hello.py does not exist")
+    assert "Your reply shows a new version of greeter.py" in refusal and '"name": "write_file"' in refusal
+    assert (tmp_path / "greeter.py").read_text() == GREETER  # offered, never written by the harness
+
+
 @pytest.mark.parametrize("block", [
     GREETER,  # the file as it is: nothing to write
     "def shout(text):\n    return text.upper()\n",  # not a version of the file (keeps none of it)

@@ -178,7 +178,11 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     most of a file it has read. A change to a test file is refused whenever the request said
     to leave the tests alone: small models make a failing test pass by editing it."""
     if call.name == "run_cmd":
-        return missing_script(call, ctx, watch.touched.values())
+        refused = missing_script(call, ctx, watch.touched.values())
+        # the reply that ran a made-up script may also show the new version of a file:
+        # no nudge answers a reply with a call, so the refusal offers that write
+        version = watch.version_offer(watch.reply_text) if refused else None
+        return f"{refused}\n{version}" if refused and version else refused
     filepath = call.arguments.get("filepath")
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
         return None

@@ -334,6 +334,8 @@ class TurnLoop:
     async def dispatch_all(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> None:
         """Run the calls of one reply; results come back in call order."""
         turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
+        if turn.watch is not None:
+            turn.watch.reply_text = parsed.text
         results: dict[str, ToolResult] = {}
         history = CONVERSATION.set(turn.conv.messages)
         try:

@@ -299,6 +299,8 @@ class TurnWatch:
     """The nudges sent this turn (a reply that repeats one is no answer)."""
     offered: str = ""
     """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
+    reply_text: str = ""
+    """The text of the reply whose calls are running (a refusal can answer what it showed)."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -365,7 +367,7 @@ class TurnWatch:
             return LOOK_FIRST
         if self._still_waiting():
             return STILL_WAITING.format(session=self.waiting)
-        version = self._shown_version(text)
+        version = self.version_offer(text)
         if version is not None:
             return version
         if self.last_failure is not None and self.once("failure"):
@@ -432,7 +434,7 @@ class TurnWatch:
         shown = "\n".join(places.splitlines()[:RENAME_PLACES])
         return RENAME_LEFT.format(old=names[0], places=shown)
 
-    def _shown_version(self, text: str) -> str | None:
+    def version_offer(self, text: str) -> str | None:
         """The nudge for a new version of a file shown in a code block instead of written
         (once per turn), with the write_file call that would write it."""
         if self.show_call is None or "write_file" not in self.tools or _is_question(self.request):
