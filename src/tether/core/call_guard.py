@@ -165,9 +165,7 @@ def same_kind_files(ctx: ToolContext, suffix: str, looked_at: Iterable[str], lim
     """Up to `limit` project files with this suffix, tests left out, the ones the turn
     looked at (as the model named them) first."""
     first = [shown for shown in looked_at if Path(shown).suffix == suffix]
-    found = sorted(
-        path.relative_to(ctx.root).as_posix() for path in ctx.files.paths() if path.suffix == suffix
-    )
+    found = sorted(name for name in ctx.files.names() if name.endswith(suffix))
     others = [name for name in found if not is_test_path(name) and name not in first]
     return list(dict.fromkeys(first + others))[:limit]
 

@@ -20,7 +20,8 @@ from .messages import Evidence
 from .reply_shapes import (
     looks_like_command,
     reads_input,
-    requested_command,
+    requested_script,
+    run_command,
     shown_command,
     shown_version,
 )
@@ -248,11 +249,11 @@ def not_run(watch: TurnWatch) -> str:
     """NOT_RUN, with the run_cmd call written out when the request names a script the
     project has (the model sent the example's `python hello.py` instead); the send_input
     advice only for a script that reads input (it was sent to one that asks nothing)."""
-    command = requested_command(watch.request, watch.root)
-    if command is None or watch.root is None or watch.show_call is None or "run_cmd" not in watch.tools:
+    script = requested_script(watch.request, watch.root)
+    if script is None or watch.root is None or watch.show_call is None or "run_cmd" not in watch.tools:
         return NOT_RUN
-    asks = ANSWER_IT if reads_input(watch.root / command.split(" ", 1)[1]) else ""
-    return RUN_IT + asks + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": command}))
+    asks = ANSWER_IT if reads_input(watch.root / script) else ""
+    return RUN_IT + asks + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": run_command(script)}))
 
 
 @dataclass

@@ -81,16 +81,27 @@ _NAMED_SCRIPT = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(py|js|sh))(?![\w/
 _RUNNERS = {"py": "python", "js": "node", "sh": "bash"}
 
 
-def requested_command(request: str, root: Path | None) -> str | None:
-    """The command that runs the one script the request names ("run report.py and tell me
-    the total"), when the project has it; None when it names none, several, or a missing one."""
-    named = {match.group(1): match.group(2) for match in _NAMED_SCRIPT.finditer(request)}
+def requested_script(request: str, root: Path | None) -> str | None:
+    """The one script the request names ("run report.py and tell me the total"), when the
+    project has it; None when it names none, several, or a missing one."""
+    named = {match.group(1) for match in _NAMED_SCRIPT.finditer(request)}
     if root is None or len(named) != 1:
         return None
-    (script, suffix), = named.items()
+    script = named.pop()
     path = (root / script).resolve()
     inside = path.is_relative_to(root.resolve())  # a link out of the project is not read
-    return f"{_RUNNERS[suffix]} {script}" if inside and path.is_file() else None
+    return script if inside and path.is_file() else None
+
+
+def run_command(script: str) -> str:
+    """The command that runs a script by its suffix (python, node, bash)."""
+    return f"{_RUNNERS[script.rsplit('.', 1)[1]]} {script}"
+
+
+def requested_command(request: str, root: Path | None) -> str | None:
+    """The command that runs the one script the request names (see requested_script)."""
+    script = requested_script(request, root)
+    return None if script is None else run_command(script)
 
 
 _READS_INPUT = re.compile(r"input\(|stdin|readline|\bread\s+-?\w|prompt\(")
