@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,6 +18,16 @@ def pytest_configure(config: pytest.Config) -> None:
     interrupt tests send. A handler of our own is reset to the default at exec."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` means one worker per core, up to MAX_WORKERS: most of the suite's time is
+    spent waiting on real subprocesses and pseudo-terminals, and past a few workers the start-up
+    of each one costs more than it saves."""
+    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
 
 
 @pytest.fixture
