@@ -29,7 +29,23 @@ def test_one_line_repeated_stops_at_the_limit_and_cuts_after_its_first_copy() ->
     assert stop.cut == len(head + LOOPED) and stop.line == LOOPED.strip()
 
 
+def test_a_line_that_grows_by_a_piece_each_time_is_a_loop_too() -> None:
+    """What the model wrote in add_slugify: each assert the last one with " 12345" added."""
+    head = "def test_slugify():\n"
+    grown = [f'    assert slugify("Hello, World!{" 12345" * n}") == "hello-world{"-12345" * n}"\n'
+             for n in range(1, REPEAT_LIMIT + 1)]
+    stop = RepeatStop()
+    assert feed_in_pieces(stop, head + "".join(grown))
+    assert stop.cut == len(head + grown[0])
+
+
+DATES = "".join(f'    assert parse("2024-01-{d:02}") == date(2024, 1, {d})\n' for d in range(1, 20))
+TABLE = "".join(f'    {{"name": "user{n}", "age": {20 + n}, "city": "Paris"}},\n' for n in range(1, 20))
+
+
 @pytest.mark.parametrize("text", [
+    DATES,  # alike lines of real code: the same length, not each one longer
+    TABLE,
     "x = 1\n" + LOOPED * (REPEAT_LIMIT - 1),  # one copy short
     "    )\n" * 50,  # short lines repeat in real code
     (LOOPED + "    pass_a_line_that_differs()\n") * 10,  # not in a row
