@@ -25,6 +25,7 @@ from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
 from tether.tools.file_search import SearchInFileParams, search_in_file
+from tether.tools.files import FILE_TOOLS
 
 # ---------------------------------------------------------------- the same call again
 
@@ -350,7 +351,21 @@ async def test_a_broken_call_is_answered_with_where_it_breaks_and_three_in_a_row
     assert len(provider.requests) == MAX_UNREADABLE  # not the whole step budget
     errors = [m.text for m in provider.requests[1].messages if m.role == "user"][-1]
     assert "not valid JSON (Expecting value at: ..." in errors and "str(name)" in errors
+    assert "`str(name)` is code, and no one runs it" in errors  # what to do instead
     assert result.evidence == [] and result.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize(("src", "hint"), [
+    ('{"name": "write_file", "arguments": {"filepath": "n.txt", "content": todo_count}}', "`todo_count`"),
+    ('{"name": "write_file", "arguments": {"content": len(lines), "filepath": "n.txt"}}', "`len(lines)`"),
+    ('{"name": "read_file", "arguments": {"filepath": "a.py",}}', None),  # broken, but no code in it
+    ('{"name": "read_file", "arguments": {"filepath": "a.py", "x": true,}}', None),
+])
+def test_the_broken_call_refusal_names_a_value_written_as_code(src: str, hint: str | None) -> None:
+    from tether.protocol.refusals import _invalid_json_error
+
+    error = _invalid_json_error(src)
+    assert (f"{hint} is code" in error) if hint else ("is code" not in error)
 
 
 async def test_a_readable_call_between_broken_ones_starts_the_count_again(tmp_path: Path) -> None:
@@ -943,3 +958,63 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
     assert sent[1] == EMPTY_AFTER_OFFER.format(call=the_call)
     assert sent[2] == OFFER_AGAIN.format(call=the_call)  # the third showing ends the turn
     assert [e.call.name for e in result.evidence] == ["read_file"]  # offered, never run for the model
+
+
+# ---------------------------------------------------------------- a variable's name given for its value
+
+
+def ledger(root: Path) -> None:
+    (root / "ledger").mkdir()
+    (root / "ledger" / "server.py").write_text("cfg = settings()\nserve((cfg.host, cfg.port))\n")
+    (root / "ledger" / "settings.py").write_text('port = int(env.get("LEDGER_PORT", defaults.PORT))\n')
+    (root / "ledger" / "defaults.py").write_text("PORT = 7341\nHOST = 'localhost'\n")
+
+
+PORT_QUESTION = "which port does the ledger service listen on by default?"
+
+
+async def test_an_answer_giving_the_variable_for_a_value_gets_the_search_that_finds_it(tmp_path: Path) -> None:
+    from tether.core.nudges import NAME_NOT_VALUE
+
+    ledger(tmp_path)
+    look = call(("search_in_file", {"pattern": "port", "path": "ledger/server.py"}))
+    follow = call(("search_in_file", {"pattern": "port", "path": "."}))
+    provider, _, result = await run_nudged(
+        tmp_path,
+        [look, say("It listens on `cfg.port`."), follow, say("On `defaults.PORT`."), say("Port 7341.")],
+        request=PORT_QUESTION, tools=list(FILE_TOOLS),
+    )
+    sent = nudges_of(provider)
+    assert sent[0].startswith(NAME_NOT_VALUE.split("{")[0] + "cfg.port")
+    assert '{"name": "search_in_file", "arguments": {"pattern": "port", "path": "."}}' in sent[0]
+    assert "`defaults.PORT`" in sent[1]  # the next name on the way gets its nudge too
+    assert result.text == "Port 7341."
+    assert "PORT = 7341" in "\n".join(e.result for e in result.evidence)
+
+
+@pytest.mark.parametrize(("request_text", "answer"), [
+    (PORT_QUESTION, "It listens on port 7341 (`defaults.PORT`)."),  # the value is there
+    ("which file sets the default port?", "`ledger/defaults.py` sets it."),  # a name was asked
+    ("which setting holds the port?", "`cfg.port`."),
+    (PORT_QUESTION, "It listens on the port the config gives."),  # no name from the code
+    (PORT_QUESTION, "It listens on `cfg.timeout`."),  # a name no result showed: not this nudge's
+])
+async def test_no_value_nudge_when_the_answer_has_a_value_or_a_name_was_asked(
+    tmp_path: Path, request_text: str, answer: str,
+) -> None:
+    ledger(tmp_path)
+    look = call(("search_in_file", {"pattern": "port", "path": "ledger/server.py"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [look, say(answer), say("Done.")], request=request_text, tools=list(FILE_TOOLS),
+    )
+    assert not any("a name in the code" in n for n in nudges_of(provider))
+
+
+def test_a_name_is_code_only_when_dotted_underscored_or_in_capitals() -> None:
+    from tether.core.reply_shapes import name_given_for_value
+
+    seen = "serve((cfg.host, cfg.port))\nMAX_RETRIES = RETRIES\nconfig.toml"
+    assert name_given_for_value("It is `cfg.port`.", seen) == "cfg.port"
+    assert name_given_for_value("It is MAX_RETRIES.", seen) == "MAX_RETRIES"
+    assert name_given_for_value("See config.toml.", seen) is None  # a file name
+    assert name_given_for_value("It is `serve`.", seen) is None  # a plain word

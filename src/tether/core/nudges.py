@@ -18,12 +18,15 @@ from ..tools._paths import is_inside_root
 from .dispatch import first_line
 from .messages import Evidence
 from .reply_shapes import (
+    asks_for_value,
     looks_like_command,
+    name_given_for_value,
     reads_input,
     requested_script,
     run_command,
     shown_command,
     shown_version,
+    value_search_pattern,
 )
 from .toolspec import ToolContext, ToolError
 
@@ -67,6 +70,13 @@ UNSEEN_NUMBER = (
     "Your answer says {number}, but no tool result showed {number}. Check it with the tools "
     "(search for where it is set, read that file), then answer."
 )
+NAME_NOT_VALUE = (
+    "Your answer gives `{name}`, a name in the code, not its value. Find where it gets its "
+    "value (follow it to the line that sets it), then answer with the value itself. To search "
+    "the project, reply with only:\n{call}"
+)
+MAX_NAME_NUDGES = 3
+"""A value is often two names away (cfg.port, then defaults.PORT): one nudge per name, up to this."""
 UNCHECKED = (
     "You changed {path} but have not run anything since. Check your work first: run it, or "
     "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
@@ -245,6 +255,23 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
 
+def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
+    """The nudge for an answer that gives a variable's name where its value was asked (once
+    per name, MAX_NAME_NUDGES a turn), with the search that leads to where it is set."""
+    if watch.show_call is None or "search_in_file" not in watch.tools or watch.calls == 0:
+        return None
+    if not (_is_question(watch.request) and asks_for_value(watch.request)):
+        return None
+    name = name_given_for_value(text, "\n".join(watch.seen))
+    if name is None or f"value:{name}" in watch.sent:
+        return None
+    if sum(key.startswith("value:") for key in watch.sent) >= MAX_NAME_NUDGES:
+        return None
+    watch.once(f"value:{name}")
+    call = watch.offer("search_in_file", {"pattern": value_search_pattern(name), "path": "."})
+    return NAME_NOT_VALUE.format(name=name, call=call)
+
+
 def not_run(watch: TurnWatch) -> str:
     """NOT_RUN, with the run_cmd call written out when the request names a script the
     project has (the model sent the example's `python hello.py` instead); the send_input
@@ -386,6 +413,9 @@ class TurnWatch:
             return left
         if self.unchecked is not None and self.once("check"):
             return UNCHECKED.format(path=self.unchecked)
+        valued = name_not_value_nudge(self, text)
+        if valued is not None:
+            return valued
         unseen = self.unseen_number(text)
         if unseen is not None and self.once("unseen"):
             return UNSEEN_NUMBER.format(number=unseen)

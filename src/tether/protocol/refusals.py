@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from ..core.toolspec import ToolTable
 
@@ -41,13 +42,32 @@ def _snippet(src: str) -> str:
     return flat if len(flat) <= _SNIPPET_CHARS else flat[:_SNIPPET_CHARS] + "..."
 
 
+_CODE_VALUE = re.compile(r'"\w+"\s*:\s*([A-Za-z_][\w.]*(?:\([^(){}]*\))?)\s*[,}]')
+"""A value written as code (`"content": str(todo_count)`): a name or a call, unquoted."""
+_JSON_WORDS = frozenset({"true", "false", "null"})
+
+
 def _invalid_json_error(src: str) -> str:
     return (
         f"Your tool call is not valid JSON ({_where_it_breaks(src)}); nothing was run. "
         'Send one JSON object like {"name": "TOOL", "arguments": {...}} inside <tool_call>...</tool_call>. '
         'Every value must be JSON: text in double quotes (a " inside it written \\"), a number, '
-        "true, false or null; not code to evaluate."
+        "true, false or null; not code to evaluate." + _code_value_hint(src)
     )
+
+
+def _code_value_hint(src: str) -> str:
+    """What to do about a value written as code: small models put the variable of the script
+    they described (`str(todo_count)`) where the value goes, and send it again unchanged when
+    told only that it is not JSON. Nothing will ever run that code, so the value is unknown."""
+    for match in _CODE_VALUE.finditer(src):
+        code = match.group(1)
+        if code not in _JSON_WORDS:
+            return (
+                f" `{code}` is code, and no one runs it: write the value itself. If you do not "
+                "know the value yet, find it with a tool call first, then send this call with it."
+            )
+    return ""
 
 
 def _where_it_breaks(src: str) -> str:
