@@ -240,6 +240,19 @@ def test_a_search_of_one_file_names_matches_in_the_other_files(tmp_path: Path) -
     assert output.summary == "1 matches in 1 files"
 
 
+def test_the_other_files_preview_puts_whole_word_matches_before_longer_words(tmp_path: Path) -> None:
+    """"port" also matches every `import` line: those filled the preview in ask_default_port."""
+    from tether.tools.file_search import ELSEWHERE_LINES
+
+    (tmp_path / "server.py").write_text("serve(cfg.port)\n")
+    imports = "".join(f"import mod{n}\n" for n in range(ELSEWHERE_LINES))
+    (tmp_path / "settings.py").write_text(imports + "port = int(env.get('LEDGER_PORT', defaults.PORT))\n")
+    output = search_in_file(SearchInFileParams(pattern="port", path="server.py"), ToolContext(root=tmp_path))
+    preview = output.text.partition("Other files in the project match too")[2].splitlines()[1:]
+    assert preview[0] == "settings.py:6: port = int(env.get('LEDGER_PORT', defaults.PORT))"
+    assert preview[1:] == [f"settings.py:{n + 1}: import mod{n}" for n in range(ELSEWHERE_LINES - 1)]
+
+
 def test_a_folder_search_or_no_other_match_adds_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("PORT = 1\n")
     (tmp_path / "b.py").write_text("HOST = 2\n")
@@ -978,7 +991,7 @@ async def test_an_answer_giving_the_variable_for_a_value_gets_the_search_that_fi
 
     ledger(tmp_path)
     look = call(("search_in_file", {"pattern": "port", "path": "ledger/server.py"}))
-    follow = call(("search_in_file", {"pattern": "port", "path": "."}))
+    follow = call(("search_in_file", {"pattern": r"\bport\b", "path": "."}))
     provider, _, result = await run_nudged(
         tmp_path,
         [look, say("It listens on `cfg.port`."), follow, say("On `defaults.PORT`."), say("Port 7341.")],
@@ -986,7 +999,7 @@ async def test_an_answer_giving_the_variable_for_a_value_gets_the_search_that_fi
     )
     sent = nudges_of(provider)
     assert sent[0].startswith(NAME_NOT_VALUE.split("{")[0] + "cfg.port")
-    assert '{"name": "search_in_file", "arguments": {"pattern": "port", "path": "."}}' in sent[0]
+    assert '{"name": "search_in_file", "arguments": {"pattern": "\\\\bport\\\\b", "path": "."}}' in sent[0]
     assert "`defaults.PORT`" in sent[1]  # the next name on the way gets its nudge too
     assert result.text == "Port 7341."
     assert "PORT = 7341" in "\n".join(e.result for e in result.evidence)

@@ -156,6 +156,7 @@ def name_given_for_value(text: str, seen: str) -> str | None:
 
 
 def value_search_pattern(name: str) -> str:
-    """What to search the project for to find where `name` gets its value: its last part,
-    in lower case (search_in_file then matches any case: `port`, `PORT`)."""
-    return name.rsplit(".", 1)[-1].lower()
+    """What to search the project for to find where `name` gets its value: its last part as
+    a whole word, in lower case (search_in_file then matches any case: `port`, `PORT`, not
+    `import`)."""
+    return rf"\b{re.escape(name.rsplit('.', 1)[-1].lower())}\b"

@@ -120,7 +120,7 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     output = _render_search(report, args.pattern, shown)
     if not report.matches and target.is_file() and report.files_searched == 1:
         output = _with_short_file(output, report.last_text, shown)
-    return _with_elsewhere(output, elsewhere) if elsewhere else output
+    return _with_elsewhere(output, elsewhere, regex) if elsewhere else output
 
 
 def _search_files(
@@ -204,8 +204,20 @@ def _relative_name(target: Path, root: Path) -> str | None:
     return target.relative_to(resolved_root).as_posix()
 
 
-def _with_elsewhere(output: ToolOutput, report: _SearchReport) -> ToolOutput:
-    shown = report.matches[:ELSEWHERE_LINES]
+def _whole_words_first(matches: list[str], regex: re.Pattern[str]) -> list[str]:
+    """The lines where the pattern matches as a whole word first (`port = 7341` before
+    `import os` for the pattern "port"), each group in its own order: the preview has room
+    for a few lines, and the ones inside longer words are rarely the answer."""
+    try:
+        inner = regex.pattern.removeprefix("(?i)")  # _smart_case's flag: kept in regex.flags
+        whole = re.compile(rf"(?<!\w)(?:{inner})(?!\w)", regex.flags)
+    except re.error:
+        return matches
+    return sorted(matches, key=lambda line: whole.search(line.split(": ", 1)[-1]) is None)
+
+
+def _with_elsewhere(output: ToolOutput, report: _SearchReport, regex: re.Pattern[str]) -> ToolOutput:
+    shown = _whole_words_first(report.matches, regex)[:ELSEWHERE_LINES]
     more = f", {len(report.matches)} lines in {report.files_matched} files" if len(
         report.matches
     ) > len(shown) else ""
