@@ -1031,3 +1031,71 @@ def test_a_name_is_code_only_when_dotted_underscored_or_in_capitals() -> None:
     assert name_given_for_value("It is MAX_RETRIES.", seen) == "MAX_RETRIES"
     assert name_given_for_value("See config.toml.", seen) is None  # a file name
     assert name_given_for_value("It is `serve`.", seen) is None  # a plain word
+
+
+# ---------------------------------------------------------------- a reply that began with a tool result
+
+
+def result_marker_reply() -> list:
+    """What the server sends when the model's reply began "[Tool Result for '": the stop at
+    the marker keeps none of it, but the tokens were produced."""
+    from tether.core.messages import Done, Usage
+
+    return [Done(Usage(900, 5), "end_turn")]
+
+
+def nudges_in(conv: Conversation) -> list[str]:
+    """The nudges of a text-mode turn (the requests merge them with the tool results)."""
+    return [m.text for m in conv.messages[1:] if m.role == "user" and not m.tool_results]
+
+
+async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_again_warmer(tmp_path: Path) -> None:
+    from tether.core.nudges import RESULT_FIRST_NEXT
+    from tether.core.repeatstop import LOOP_TEMPERATURE
+
+    provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("It prints hi.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    (tmp_path / "a.py").write_text("print('hi')\n")
+    conv = Conversation()
+    result = await loop.run_turn(conv, "what does a.py print?")
+    assert nudges_in(conv) == [RESULT_FIRST_NEXT]
+    assert provider.requests[1].options.temperature in (None, 0.0)
+    assert provider.requests[2].options.temperature == LOOP_TEMPERATURE  # off the knife edge
+    assert result.text == "It prints hi."
+
+
+async def test_a_result_written_after_an_offered_call_gets_that_call_then_the_empty_note(tmp_path: Path) -> None:
+    from tether.core.nudges import EMPTY_AFTER_OFFER, RESULT_FIRST_OFFER
+
+    (tmp_path / "uploader").mkdir()
+    (tmp_path / "uploader" / "client.py").write_text("RETRIES = 11\n")
+    (tmp_path / "uploader" / "__init__.py").write_text("from .client import RETRIES\n")
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "uploader/__init__.py"})), say(TUTORIAL),
+        result_marker_reply(), result_marker_reply(), say("It retries 11 times."), say("11 times."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    conv = Conversation()
+    await loop.run_turn(conv, "How many times does the uploader retry?")
+    offered = '{"name": "read_file", "arguments": {"filepath": "uploader/client.py"}}'
+    sent = nudges_in(conv)
+    assert sent[0].startswith("Your reply tells the user to open uploader/client.py")
+    assert sent[1:3] == [RESULT_FIRST_OFFER.format(call=offered), EMPTY_AFTER_OFFER.format(call=offered)]
+
+
+async def test_an_empty_reply_after_the_empty_note_gets_what_is_left_to_do(tmp_path: Path) -> None:
+    """add_slugify: the empty note was spent after the first read; the model wrote a test
+    file, then replied empty, and the turn ended with the new code never run."""
+    from tether.core.nudges import EMPTY_REPLY, UNCHECKED
+
+    provider, _, result = await run_nudged(
+        tmp_path,
+        [call(("read_file", {"filepath": "a.py"})), say(""),
+         call(("write_file", {"filepath": "test_a.py", "content": "def test(): pass\n"})), say(""), say("")],
+        request="add a test for a.py", tools=file_tools(tmp_path),
+    )
+    (tmp_path / "a.py").write_text("x = 1\n")
+    assert nudges_of(provider) == [EMPTY_REPLY, UNCHECKED.format(path="test_a.py")]
+    assert result.text == ""  # nothing left to nudge: the turn ends

@@ -128,6 +128,8 @@ class Reply:
     stop_reason: str = "end_turn"
     repeated: str = ""
     """The line the reply looped on, when its stream was stopped for that (see repeatstop.py)."""
+    stops_at_markers: bool = False
+    """The request asked the server to stop at the text protocol's result markers."""
 
     @property
     def text(self) -> str:
@@ -136,6 +138,20 @@ class Reply:
     @property
     def thinking(self) -> str:
         return "".join(self.thinking_chunks)
+
+    @property
+    def result_first(self) -> bool:
+        """The stop at a result marker cut the reply to nothing: the model began by writing
+        a tool result (it produced tokens, none of them kept)."""
+        return self.stops_at_markers and began_with_result(self)
+
+
+def began_with_result(reply: Reply) -> bool:
+    """An empty reply that still produced tokens: in the text protocol that is the stop at a
+    result marker, hit before anything else ("[Tool Result for '" is five tokens). Providers
+    that report no usage never show this, and the reply is a plain empty one."""
+    empty = not reply.text.strip() and not reply.calls and not reply.thinking
+    return empty and reply.stop_reason == "end_turn" and reply.usage.output_tokens >= 2
 
 
 @dataclass
@@ -223,7 +239,8 @@ class TurnLoop:
                 reply = await self.ask(turn, tools=True, note=self._note(step, watch))
                 parsed = self.parse(reply)
                 if not parsed.calls and not parsed.errors:
-                    nudge = watch.nudge(parsed.text) if self.settings.nudges and watch else None
+                    nudges = self.settings.nudges and watch
+                    nudge = watch.nudge(parsed.text, reply.result_first) if nudges and watch else None
                     if nudge is None:
                         result = await conclude(self, turn, reply, parsed)
                         if result is not None:
@@ -266,10 +283,10 @@ class TurnLoop:
         request = self._request_messages(turn.conv.messages, note, system)
         stop = RESULT_MARKERS if self.mode == "text" else ()
         temperature = self.settings.temperature
-        if turn.looped:  # greedy decoding would write the same loop again
+        if turn.looped:  # greedy decoding would write the same loop (or result) again
             temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
         options = RequestOptions(self.settings.model, temperature, self.settings.max_reply_tokens, stop=stop)
-        reply = Reply()
+        reply = Reply(stops_at_markers=bool(stop))
         turn.pending = reply
         shown = StreamFilter()
         watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
@@ -294,7 +311,7 @@ class TurnLoop:
             raise ProviderError(f"the request to the model failed: {type(exc).__name__}: {exc}",
                                 "stream") from exc
         self._show(shown.flush())
-        turn.looped = bool(reply.repeated)
+        turn.looped = bool(reply.repeated) or reply.result_first
         turn.pending = None
         turn.requests += 1
         turn.usage = turn.usage + reply.usage
@@ -470,7 +487,8 @@ class TurnState:
     """What the turn has done, for the nudges; None when nudges are off."""
     unreadable_in_a_row: int = 0
     looped: bool = False
-    """The last reply was stopped for repeating one line (see repeatstop.py)."""
+    """The last reply was stopped for repeating one line (see repeatstop.py), or began with
+    a tool result: asked the same at temperature 0, the model writes the same again."""
 
     def unreadable(self, parsed: ParseResult) -> bool:
         """Whether the model has now sent MAX_UNREADABLE replies in a row that held calls it
@@ -522,9 +540,13 @@ def turn_watch(
         return None
 
     def as_written(name: str, arguments: dict[str, str]) -> str:
-        """A call as this protocol writes it (the text protocol's tags, or native JSON)."""
+        """A call as this protocol writes it, for the model to send: native JSON, or the text
+        protocol's form without its tags. Shown whole in a message of ours, a tagged call
+        reads as one already made: the model went on with the result it expected (the stop at
+        the result marker left its reply empty, at any temperature), and sent the call the
+        same message held without the tags."""
         if mode == "text":
-            return render_call_as_text(ToolCall("example", name, dict(arguments)), table)
+            return render_call_as_text(ToolCall("example", name, dict(arguments)), table, tagged=False)
         return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
     tools = {tool.name: tool.main_arg for tool in table}

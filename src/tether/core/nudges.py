@@ -40,6 +40,12 @@ LOOK_FIRST = (
 )
 EMPTY_REPLY = "Your reply was empty. Continue: make the next tool call, or give your final answer."
 EMPTY_AFTER_OFFER = "Your reply was empty. Reply with only the call you were given:\n{call}"
+RESULT_FIRST = (
+    "Your reply began with a tool result, so it was cut off there and nothing ran: results "
+    "come from me, after you send a call. "
+)
+RESULT_FIRST_NEXT = RESULT_FIRST + "Make the next tool call, or give your final answer."
+RESULT_FIRST_OFFER = RESULT_FIRST + "Reply with only the call:\n{call}"
 OFFER_AGAIN = ("Do not show the command to the user: you run it. Reply with only this call, "
                "then read its result:\n{call}")
 ECHOED = ("Your reply repeated the note you were sent instead of doing what it says. "
@@ -255,6 +261,25 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
 
+def empty_reply_nudge(watch: TurnWatch) -> str | None:
+    """The nudge for an empty reply. One that began with a tool result (cut off by the text
+    protocol's stop at the result marker: a small model writes the result it expects, often
+    right after being given a call to send) is told so, once; any other empty reply gets the
+    plain note once. After those, what is left to do (a program waiting for input, a failed
+    call, a code change never run) gets its own nudge: an empty reply is no answer."""
+    if watch.result_first and watch.once("result_first"):
+        return RESULT_FIRST_OFFER.format(call=watch.offered) if watch.offered else RESULT_FIRST_NEXT
+    if watch.once("empty"):
+        return EMPTY_AFTER_OFFER.format(call=watch.offered) if watch.offered else EMPTY_REPLY
+    if watch.still_waiting():
+        return STILL_WAITING.format(session=watch.waiting)
+    if watch.last_failure is not None and watch.once("failure"):
+        return AFTER_FAILURE.format(error=watch.last_failure)
+    if watch.unchecked is not None and watch.once("check"):
+        return UNCHECKED.format(path=watch.unchecked)
+    return None
+
+
 def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
     """The nudge for an answer that gives a variable's name where its value was asked (once
     per name, MAX_NAME_NUDGES a turn), with the search that leads to where it is set."""
@@ -329,6 +354,8 @@ class TurnWatch:
     """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
     reply_text: str = ""
     """The text of the reply whose calls are running (a refusal can answer what it showed)."""
+    result_first: bool = False
+    """The reply being judged began with a tool result (the stop marker cut it to nothing)."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -374,8 +401,10 @@ class TurnWatch:
         """The reminder sent beside the request in the turn's first request ("" for chat)."""
         return OPENING_NOTE if len(self.request.split()) >= _SHORT_CHAT else ""
 
-    def nudge(self, reply_text: str) -> str | None:
-        """The message to send instead of ending the turn on this reply, or None."""
+    def nudge(self, reply_text: str, result_first: bool = False) -> str | None:
+        """The message to send instead of ending the turn on this reply, or None.
+        `result_first`: the reply began with a tool result (see loop.began_with_result)."""
+        self.result_first = result_first
         message = self._pick(reply_text.strip())
         if message is not None:
             self.nudged.append(message)
@@ -385,15 +414,13 @@ class TurnWatch:
         if echoes(text, self.nudged):
             return ECHOED if self.once("echo") else None
         if not text:
-            if not self.once("empty"):
-                return None
-            return EMPTY_AFTER_OFFER.format(call=self.offered) if self.offered else EMPTY_REPLY
+            return empty_reply_nudge(self)
         shown = shown_command_nudge(self, text)
         if shown is not None:
             return shown
         if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self.once("look"):
             return LOOK_FIRST
-        if self._still_waiting():
+        if self.still_waiting():
             return STILL_WAITING.format(session=self.waiting)
         version = self.version_offer(text)
         if version is not None:
@@ -444,7 +471,7 @@ class TurnWatch:
         self.offered = self.show_call(tool, arguments)
         return self.offered
 
-    def _still_waiting(self) -> bool:
+    def still_waiting(self) -> bool:
         """Whether to say the program still waits. Unlike the other nudges this one may come
         again in a turn, but only after the model answered the program since the last one (a
         guessing game takes several answers), so it cannot repeat without progress."""

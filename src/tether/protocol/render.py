@@ -117,8 +117,9 @@ def _fits_block(name: str, value: Any) -> bool:
     return isinstance(value, str) and f"</{name}>" not in value and CALL_CLOSE not in value
 
 
-def render_call_as_text(call: ToolCall, table: ToolTable) -> str:
-    """A call as the text protocol writes it: JSON, then raw blocks for the block params."""
+def render_call_as_text(call: ToolCall, table: ToolTable, tagged: bool = True) -> str:
+    """A call as the text protocol writes it: JSON, then raw blocks for the block params,
+    inside the call tags unless `tagged` is False (the parser takes a call without them)."""
     tool = table.get(call.name)
     block_names = tool.block_params if tool else ()
     blocks = [
@@ -129,7 +130,5 @@ def render_call_as_text(call: ToolCall, table: ToolTable) -> str:
     in_blocks = {n for n, _ in blocks}
     json_args = {k: v for k, v in call.arguments.items() if k not in in_blocks}
     head = json.dumps({"name": call.name, "arguments": json_args}, ensure_ascii=False, default=str)
-    lines = [CALL_OPEN, head]
-    lines += [f"<{name}>\n{value}</{name}>" for name, value in blocks]
-    lines.append(CALL_CLOSE)
-    return "\n".join(lines)
+    lines = [head] + [f"<{name}>\n{value}</{name}>" for name, value in blocks]
+    return "\n".join([CALL_OPEN, *lines, CALL_CLOSE] if tagged else lines)
