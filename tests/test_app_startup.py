@@ -40,11 +40,14 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-def test_the_prompt_is_up_before_the_runtime_is_built(project: Path, home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("rules", [[], ["--allow", "run_cmd(pytest*)", "--deny", "run_cmd(rm*)"]])
+def test_the_prompt_is_up_before_the_runtime_is_built(
+    project: Path, home: Path, tmp_path: Path, rules: list[str]
+) -> None:
     gate = tmp_path / "gate"
     os.mkfifo(gate)
     with FakeServer([Reply(text="Built and answered."), Reply(text="Title")]) as server:
-        app = PtyApp([str(gate), *openai_args(server.url)], cwd=project, env=app_env(home),
+        app = PtyApp([str(gate), *openai_args(server.url), *rules], cwd=project, env=app_env(home),
                      python_args=("-c", HELD_BUILD))
         with app:
             app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
@@ -59,6 +62,16 @@ def test_the_prompt_is_up_before_the_runtime_is_built(project: Path, home: Path,
         asked = server.bodies("/v1/chat/completions")
     assert shown.index("Type a request") < shown.index("› hello") < shown.index("Built and answered.")
     assert asked and asked[0]["messages"][-1]["content"] == "hello"
+
+
+def test_a_bad_command_line_rule_stops_the_chat_before_its_prompt(project: Path, home: Path) -> None:
+    with FakeServer() as server:
+        app = PtyApp([*openai_args(server.url), "--allow", "write_file()"], cwd=project, env=app_env(home))
+        with app:
+            assert app.wait_exit() == 2
+            shown = app.text()
+    assert "--allow 'write_file()'" in shown and "Type a request" not in shown
+    assert "Traceback" not in shown
 
 
 @pytest.mark.parametrize(("error", "code", "said"), [

@@ -463,6 +463,15 @@ def load_rules(
     return rules, warnings
 
 
+def check_command_line_rules(allow: Sequence[str], deny: Sequence[str]) -> None:
+    """Raise RuleError for the first --allow or --deny rule that does not parse. The app
+    checks them before its prompt is drawn, so the runtime that loads them can wait until
+    the prompt is up and a bad rule is still a usage error at once."""
+    for kind, texts in (("allow", allow), ("deny", deny)):
+        for text in texts:
+            _command_line_rule(kind, text)
+
+
 def _command_line_rule(kind: RuleKind, text: str) -> Rule:
     try:
         return Rule.parse(text, "command line")

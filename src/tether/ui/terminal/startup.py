@@ -76,13 +76,17 @@ class StartUp:
 
     def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
         """The prompt, and the runtime unless it can wait until the prompt is up (it cannot
-        for a continued session or a start-up question); ValueError for a usage problem."""
+        for a continued session or a start-up question); ValueError for a usage problem
+        (the --allow and --deny rules are checked here, before the prompt)."""
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(command_names, files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
                                    warn=self.warn_anytime, pastes=self.pastes)
-        self.deferred = not (resume or continue_last or self.options.allow or self.options.deny
-                             or asks_at_start(self.options))
+        if self.options.allow or self.options.deny:  # a bad rule stops the start at once
+            from tether.safety.permissions import check_command_line_rules
+
+            check_command_line_rules(self.options.allow, self.options.deny)
+        self.deferred = not (resume or continue_last or asks_at_start(self.options))
         if not self.deferred:
             self.build(resume, continue_last)
 
