@@ -1085,6 +1085,20 @@ async def test_a_result_written_after_an_offered_call_gets_that_call_then_the_em
     assert sent[1:3] == [RESULT_FIRST_OFFER.format(call=offered), EMPTY_AFTER_OFFER.format(call=offered)]
 
 
+def test_only_a_few_tokens_make_an_empty_reply_one_that_began_with_a_result() -> None:
+    from tether.core.loop import MARKER_TOKENS_AT_MOST, Reply
+    from tether.core.messages import Usage
+
+    def empty(tokens: int, markers: bool = True) -> Reply:
+        return Reply(usage=Usage(900, tokens), stops_at_markers=markers)
+
+    assert empty(5).result_first
+    assert not empty(0).result_first  # nothing produced: a plain empty reply
+    assert not empty(MARKER_TOKENS_AT_MOST + 1).result_first  # hidden reasoning, not a marker
+    assert not empty(5, markers=False).result_first  # no stop was asked for (native tools)
+    assert not Reply(chunks=["It prints hi."], usage=Usage(900, 5), stops_at_markers=True).result_first
+
+
 async def test_an_empty_reply_after_the_empty_note_gets_what_is_left_to_do(tmp_path: Path) -> None:
     """add_slugify: the empty note was spent after the first read; the model wrote a test
     file, then replied empty, and the turn ended with the new code never run."""

@@ -146,12 +146,18 @@ class Reply:
         return self.stops_at_markers and began_with_result(self)
 
 
+MARKER_TOKENS_AT_MOST = 12
+"""The most tokens a reply cut to nothing at a result marker is taken to have produced."""
+
+
 def began_with_result(reply: Reply) -> bool:
-    """An empty reply that still produced tokens: in the text protocol that is the stop at a
-    result marker, hit before anything else ("[Tool Result for '" is five tokens). Providers
-    that report no usage never show this, and the reply is a plain empty one."""
+    """An empty reply that still produced a few tokens: in the text protocol that is the stop
+    at a result marker, hit before anything else ("[Tool Result for '" is five tokens). Many
+    more are hidden reasoning, not a marker; providers that report no usage never show this,
+    and the reply is a plain empty one."""
     empty = not reply.text.strip() and not reply.calls and not reply.thinking
-    return empty and reply.stop_reason == "end_turn" and reply.usage.output_tokens >= 2
+    marker_sized = 2 <= reply.usage.output_tokens <= MARKER_TOKENS_AT_MOST
+    return empty and reply.stop_reason == "end_turn" and marker_sized
 
 
 @dataclass
