@@ -467,7 +467,8 @@ def check_command_line_rules(allow: Sequence[str], deny: Sequence[str]) -> None:
     """Raise RuleError for the first --allow or --deny rule that does not parse. The app
     checks them before its prompt is drawn, so the runtime that loads them can wait until
     the prompt is up and a bad rule is still a usage error at once."""
-    for kind, texts in (("allow", allow), ("deny", deny)):
+    kinds: tuple[tuple[RuleKind, Sequence[str]], ...] = (("allow", allow), ("deny", deny))
+    for kind, texts in kinds:
         for text in texts:
             _command_line_rule(kind, text)
 
