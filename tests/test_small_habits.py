@@ -4,6 +4,7 @@ new part, a changed line wrapped in made-up braces, and a search of the wrong fi
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -839,6 +840,29 @@ async def test_a_rename_that_left_the_old_name_in_the_code_is_shown_where(tmp_pa
     assert "render.py:1: limit = settings['max_items']" in nudges[0]
     assert "settings.json" not in nudges[0]  # renamed there
     assert (tmp_path / "render.py").read_text() == "limit = settings['max_items']\n"  # nothing changed for it
+
+
+async def test_a_described_rename_gets_the_edit_for_each_place_while_places_are_left(tmp_path: Path) -> None:
+    """rename_function: the model searched, then described the edits in prose."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "cart.py").write_text("def calc_total(cart):\n    return sum(cart)\n")
+    (tmp_path / "app.py").write_text("from shop.cart import calc_total\nprint(calc_total([1]))\n")
+    prose = "1. Rename the function in `shop/cart.py`.\n2. Replace the calls."
+    first = {"filepath": "app.py", "old_content": "from shop.cart import calc_total",
+             "new_content": "from shop.cart import compute_order_total"}
+    provider = ScriptedProvider([
+        call(("search_in_file", {"pattern": "calc_total", "path": "."})), say(prose),
+        call(("edit_file", first)), say("Done."), say("Done."), say("Done."),
+    ])
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "search_in_file")]
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop.menu = None  # every tool offered, edit_file among them, as in the small profile
+    await loop.run_turn(Conversation(), "Rename calc_total to compute_order_total everywhere it is used.")
+    sent = nudges_of(provider)
+    assert sent[0].startswith("The old name calc_total is still in the project")
+    assert json.dumps(first) in sent[0]  # the first place's edit, written out
+    assert "print(calc_total([1]))" in sent[1] and "compute_order_total([1])" in sent[1]  # the next one
+    assert len([n for n in sent if "The old name" in n]) == 2  # no progress after it: no third
 
 
 async def test_a_finished_rename_gets_no_rename_nudge(tmp_path: Path) -> None:

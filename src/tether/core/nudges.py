@@ -133,7 +133,9 @@ RENAME_LEFT = (
     "The old name {old} is still in the project, so the rename is not done:\n{places}\n"
     "Rename it there too (edit_file), then check with search_in_file that {old} is gone."
 )
+RENAME_NEXT = " Change one line at a time. For the first, reply with only:\n{call}"
 RENAME_PLACES = 6
+_FOUND_LINE = re.compile(r"^(.+?):(\d+): ?(.*)$")
 """Lines of the old name shown in the rename nudge."""
 _RENAME = re.compile(r"\brename\b(.*?)\s(?:to|into|as)\s+(.*)", re.I | re.S)
 _RENAME_NOUNS = frozenset({
@@ -259,6 +261,40 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
     question = FIND_IT_YOURSELF if _is_question(watch.request) else ""
     call = watch.offer("run_cmd", {"command": command})
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
+
+
+def rename_left_nudge(watch: TurnWatch) -> str | None:
+    """The nudge for a rename answered while the old name is still in the project: the lines
+    where it is, and the edit_file call that renames it in the first. Small models rename it
+    in the file the request names and stop, or describe the edits instead of making them. It
+    comes again after each edit that leaves fewer such lines (never twice for one count, so
+    it cannot repeat without progress)."""
+    names = renamed_names(watch.request)
+    if names is None or watch.find is None or watch.calls == 0:
+        return None
+    places = watch.find(names[0]).splitlines()
+    found = [line for line in places if _FOUND_LINE.match(line)]
+    if not found or not watch.once(f"rename:{len(found)}"):
+        return None
+    message = RENAME_LEFT.format(old=names[0], places="\n".join(found[:RENAME_PLACES]))
+    edit = rename_edit(found[0], *names)
+    if edit is None or watch.show_call is None or "edit_file" not in watch.tools:
+        return message
+    return message + RENAME_NEXT.format(call=watch.offer("edit_file", edit))
+
+
+def rename_edit(found: str, old: str, new: str) -> dict[str, str] | None:
+    """The edit_file arguments that rename `old` in one line search_in_file found
+    ("shop/cart.py:3: def calc_total(cart):"): that line's text, and the same with the name
+    changed wherever it is a whole word."""
+    match = _FOUND_LINE.match(found)
+    if match is None or not match.group(3).strip():
+        return None
+    line = match.group(3).strip()
+    renamed = re.sub(rf"(?<![\w]){re.escape(old)}(?![\w])", new, line)
+    if renamed == line:
+        return None
+    return {"filepath": match.group(1), "old_content": line, "new_content": renamed}
 
 
 def empty_reply_nudge(watch: TurnWatch) -> str | None:
@@ -427,6 +463,9 @@ class TurnWatch:
             return version
         if self.last_failure is not None and self.once("failure"):
             return AFTER_FAILURE.format(error=self.last_failure)
+        left = rename_left_nudge(self)
+        if left is not None:
+            return left
         named = _named_call(text, self.tools)
         if named is not None and self.once("named"):
             return self._named_not_called(*named)
@@ -435,9 +474,6 @@ class TurnWatch:
             return told
         if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
             return not_run(self) if self._asks_to_run() else NOT_APPLIED
-        left = self._rename_left()
-        if left is not None:
-            return left
         if self.unchecked is not None and self.once("check"):
             return UNCHECKED.format(path=self.unchecked)
         valued = name_not_value_nudge(self, text)
@@ -479,18 +515,6 @@ class TurnWatch:
             return False
         self.answered, self.waiting_nudges, self.last_kind = False, self.waiting_nudges + 1, "waiting"
         return True
-
-    def _rename_left(self) -> str | None:
-        """The nudge for a rename that left the old name somewhere (once per turn): small
-        models rename it in the file the request names and stop there."""
-        names = renamed_names(self.request)
-        if names is None or not self.acted or self.find is None:
-            return None
-        places = self.find(names[0])
-        if not places or not self.once("rename"):
-            return None
-        shown = "\n".join(places.splitlines()[:RENAME_PLACES])
-        return RENAME_LEFT.format(old=names[0], places=shown)
 
     def version_offer(self, text: str) -> str | None:
         """The nudge for a new version of a file shown in a code block instead of written
