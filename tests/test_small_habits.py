@@ -815,7 +815,7 @@ async def test_a_block_that_is_not_a_new_version_of_the_file_offers_no_write(tmp
     ("what does the rename script do?", None),
 ])
 def test_which_requests_are_renames(request_text: str, names: tuple[str, str] | None) -> None:
-    from tether.core.nudges import renamed_names
+    from tether.core.renames import renamed_names
 
     assert renamed_names(request_text) == names
 
@@ -995,6 +995,33 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
     assert sent[1] == EMPTY_AFTER_OFFER.format(call=the_call)
     assert sent[2] == OFFER_AGAIN.format(call=the_call)  # the third showing ends the turn
     assert [e.call.name for e in result.evidence] == ["read_file"]  # offered, never run for the model
+
+
+async def test_an_answer_that_says_it_ran_when_nothing_ran_gets_the_run_call(tmp_path: Path) -> None:
+    """run_report_total: the model copied the worked example's last line without running."""
+    from tether.core.nudges import CLAIMED_RUN
+
+    (tmp_path / "report.py").write_text("print('grand total: 12.50')\n")
+    claim = 'Done: report.py now prints "paid orders: 10" (I ran it).'
+    run = call(("run_cmd", {"command": "python report.py"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "report.py"})), say(claim), run, say("It prints hello.")],
+        request="Run report.py and tell me the grand total it prints.",
+        tools=[make_tool("read_file", lambda args, ctx: "print('grand total: 12.50')"), *write_and_run_tools()],
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(CLAIMED_RUN)
+    assert '{"name": "run_cmd", "arguments": {"command": "python report.py"}}' in nudge
+    assert result.text == "It prints hello."
+
+
+async def test_no_ran_nudge_when_a_command_did_run(tmp_path: Path) -> None:
+    run = call(("run_cmd", {"command": "python report.py"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [run, say("I ran it: it prints hello.")],
+        request="Run report.py and tell me what it prints.", tools=write_and_run_tools(),
+    )
+    assert not any("no command ran" in n for n in nudges_of(provider))
 
 
 # ---------------------------------------------------------------- a variable's name given for its value

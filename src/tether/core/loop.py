@@ -46,7 +46,8 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch, occurrences
+from .nudges import REPEATED_CALL, TurnWatch
+from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu

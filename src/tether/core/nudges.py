@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools._paths import is_inside_root
+from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .dispatch import first_line
 from .messages import Evidence
+from .renames import rename_left_nudge
 from .reply_shapes import (
     asks_for_value,
     looks_like_command,
@@ -28,7 +30,6 @@ from .reply_shapes import (
     shown_version,
     value_search_pattern,
 )
-from .toolspec import ToolContext, ToolError
 
 OPENING_NOTE = (
     "(Do this yourself with the tools, one call at a time. Look at the files first; never "
@@ -129,19 +130,10 @@ OPEN_IT_YOURSELF = (
 _BACKTICKED = re.compile(r"`([\w./-]+\.\w{1,5})`")
 MAX_WAITING_NUDGES = 8
 """The most times a turn is told a program still waits (each after new input went to it)."""
-RENAME_LEFT = (
-    "The old name {old} is still in the project, so the rename is not done:\n{places}\n"
-    "Rename it there too (edit_file), then check with search_in_file that {old} is gone."
+CLAIMED_RUN = (
+    "Your answer says it ran, but no command ran in this turn: nothing was run, so its "
+    "output is not known. Run it with run_cmd, then answer from what it prints."
 )
-RENAME_NEXT = " Change one line at a time. For the first, reply with only:\n{call}"
-RENAME_PLACES = 6
-_FOUND_LINE = re.compile(r"^(.+?):(\d+): ?(.*)$")
-"""Lines of the old name shown in the rename nudge."""
-_RENAME = re.compile(r"\brename\b(.*?)\s(?:to|into|as)\s+(.*)", re.I | re.S)
-_RENAME_NOUNS = frozenset({
-    "the", "a", "an", "setting", "function", "method", "class", "variable", "field", "key",
-    "option", "constant", "module", "attribute", "parameter", "argument", "property", "everywhere",
-})
 REPEATED_FAILURE = (
     "\n(Note: this is the same call that already failed. Repeating it will not help: "
     "change the arguments or do something else.)"
@@ -195,35 +187,6 @@ def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | Non
     return None
 
 
-def occurrences(name: str, ctx: ToolContext) -> str:
-    """The project's lines that hold `name` as a whole word, as search_in_file shows them (its
-    rules apply: ignored, denied and binary files are skipped); "" when there are none."""
-    from ..tools.file_search import SearchInFileParams, search_in_file  # the tool, only when asked
-
-    try:
-        output = search_in_file(SearchInFileParams(pattern=rf"\b{re.escape(name)}\b", path="."), ctx)
-    except (ToolError, OSError):
-        return ""
-    return "" if output.summary.startswith("0 ") else output.text
-
-
-def renamed_names(request: str) -> tuple[str, str] | None:
-    """(old, new) when the request asks to rename one name to another ("rename the max_items
-    setting to item_limit"); None otherwise."""
-    match = _RENAME.search(request)
-    if match is None:
-        return None
-
-    def names(words: str) -> list[str]:
-        cleaned = (w.strip("`'\".,;:()") for w in words.split())
-        return [w for w in cleaned if w.lower() not in _RENAME_NOUNS and re.fullmatch(r"[A-Za-z_][\w.-]*", w)]
-
-    before, after = names(match.group(1)), names(match.group(2))
-    if not before or not after or before[-1] == after[0]:
-        return None
-    return before[-1], after[0]
-
-
 _QUESTION_START = re.compile(
     r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
     r"describe|show|list|find|count)\b", re.I
@@ -263,38 +226,18 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
 
-def rename_left_nudge(watch: TurnWatch) -> str | None:
-    """The nudge for a rename answered while the old name is still in the project: the lines
-    where it is, and the edit_file call that renames it in the first. Small models rename it
-    in the file the request names and stop, or describe the edits instead of making them. It
-    comes again after each edit that leaves fewer such lines (never twice for one count, so
-    it cannot repeat without progress)."""
-    names = renamed_names(watch.request)
-    if names is None or watch.find is None or watch.calls == 0:
+def claimed_run_nudge(watch: TurnWatch, text: str) -> str | None:
+    """The nudge for an answer that says it ran something when nothing ran this turn (once
+    per turn), with the run_cmd call for the script the request names, if it names one: the
+    model copies the worked example's last line, "Done: ... (I ran it).", without running."""
+    if watch.commands or "run_cmd" not in watch.tools or watch.calls == 0:
         return None
-    places = watch.find(names[0]).splitlines()
-    found = [line for line in places if _FOUND_LINE.match(line)]
-    if not found or not watch.once(f"rename:{len(found)}"):
+    if not (RAN_CLAIM.search(text) or PASS_CLAIM.search(text)) or not watch.once("claimed"):
         return None
-    message = RENAME_LEFT.format(old=names[0], places="\n".join(found[:RENAME_PLACES]))
-    edit = rename_edit(found[0], *names)
-    if edit is None or watch.show_call is None or "edit_file" not in watch.tools:
-        return message
-    return message + RENAME_NEXT.format(call=watch.offer("edit_file", edit))
-
-
-def rename_edit(found: str, old: str, new: str) -> dict[str, str] | None:
-    """The edit_file arguments that rename `old` in one line search_in_file found
-    ("shop/cart.py:3: def calc_total(cart):"): that line's text, and the same with the name
-    changed wherever it is a whole word."""
-    match = _FOUND_LINE.match(found)
-    if match is None or not match.group(3).strip():
-        return None
-    line = match.group(3).strip()
-    renamed = re.sub(rf"(?<![\w]){re.escape(old)}(?![\w])", new, line)
-    if renamed == line:
-        return None
-    return {"filepath": match.group(1), "old_content": line, "new_content": renamed}
+    script = requested_script(watch.request, watch.root)
+    if script is None or watch.show_call is None:
+        return CLAIMED_RUN
+    return CLAIMED_RUN + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": run_command(script)}))
 
 
 def empty_reply_nudge(watch: TurnWatch) -> str | None:
@@ -463,7 +406,7 @@ class TurnWatch:
             return version
         if self.last_failure is not None and self.once("failure"):
             return AFTER_FAILURE.format(error=self.last_failure)
-        left = rename_left_nudge(self)
+        left = rename_left_nudge(self) or claimed_run_nudge(self, text)
         if left is not None:
             return left
         named = _named_call(text, self.tools)
