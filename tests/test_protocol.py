@@ -327,6 +327,18 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
+        "a call sent alone, then a fence closed that was never opened (seen on a 1.5B model)",
+        f"{R}\n```\n",
+        [READ_A],
+        "",
+    ),
+    (
+        "a write call in the form it was offered, then a stray closing fence",
+        f'{W}\n<content>\nx = 45\n</content>\n```',
+        [("write_file", {"filepath": "game.py", "content": "x = 45\n"})],
+        "",
+    ),
+    (
         "python None and single-quoted keys",
         "{'name': 'read_file', 'arguments': {'filepath': 'a.py', 'offset': None}}",
         [("read_file", {"filepath": "a.py", "offset": None})],

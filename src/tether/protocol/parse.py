@@ -239,6 +239,9 @@ class _ReplyParser:
             text = text[len(token) :].lstrip() if text.startswith(token) else text
         if not text.startswith(("{", "[")):
             return
+        if text.count("```") == 1 and text.endswith("```"):
+            # a fence closed that was never opened: small models end a call sent alone with one
+            text = text[:-3].rstrip()
         found = self._untagged_call_with_blocks(text) or self._loose_calls(
             text, at_eof=True, report_invalid=not self.native  # a whole reply that is a broken call
         )
