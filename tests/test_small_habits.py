@@ -618,6 +618,25 @@ async def test_the_waiting_nudge_comes_again_only_after_the_program_was_answered
     assert [e.call.name for e in result.evidence] == ["run_cmd", "send_input"]
 
 
+async def test_a_reply_playing_the_waiting_program_itself_gets_its_first_answer_sent(tmp_path: Path) -> None:
+    """interactive_guess: after the waiting nudge the model wrote the whole game in prose."""
+    from tether.core.nudges import STILL_WAITING
+
+    (tmp_path / "signup.py").write_text("input()\n")
+    start = call(("run_cmd", {"command": "python signup.py"}))
+    played = "Your name: Ada\nTeam: blue\nYour ticket is T-99.\nDone (I ran it)."
+    sent_ada = call(("send_input", {"session": "s1", "text": "Ada"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [start, say("It asks for a name."), say(played), sent_ada, say("The ticket is T-1.")],
+        request="Run signup.py and register Ada. What ticket did it give?", tools=waiting_tools(),
+    )
+    sent = nudges_of(provider)
+    assert sent[0] == STILL_WAITING.format(session="s1")  # nothing answered in the first reply
+    assert "It asks 'Your name:'; your answer to that was 'Ada'" in sent[1]
+    assert '{"name": "send_input", "arguments": {"session": "s1", "text": "Ada"}}' in sent[1]
+    assert result.text == "The ticket is T-1."
+
+
 async def test_no_waiting_nudge_once_the_program_has_ended(tmp_path: Path) -> None:
     (tmp_path / "signup.py").write_text("input()\n")
     start = call(("run_cmd", {"command": "python signup.py"}))

@@ -113,6 +113,11 @@ STILL_WAITING = (
     "output is above). Answer it with send_input (session \"{session}\", text: what it asks "
     "for), read what it prints, and go on until it ends. Then answer."
 )
+WAITING_ANSWER = (
+    " Your reply wrote the program's part itself, which is made up. It asks {prompt!r}; your "
+    "answer to that was {value!r}. To send it, reply with only:\n{call}"
+)
+PLAYED = "The program in session {session} is still waiting for input, and nothing was sent to it."
 FIND_IT_YOURSELF = " Do not tell the user how to find the answer: find it yourself, then answer."
 REPEATED_CALL = (
     "(You already made this exact call in this turn, and its result above has not changed. "
@@ -240,6 +245,29 @@ def claimed_run_nudge(watch: TurnWatch, text: str) -> str | None:
     return CLAIMED_RUN + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": run_command(script)}))
 
 
+def waiting_answer(watch: TurnWatch, text: str) -> str:
+    """When the reply plays the waiting program's dialogue itself ("Your guess: 25 / Too
+    low. / ..."), the send_input call for its first answer to the program's question: the
+    model's own answer, sent where it belongs instead of the rest it invented. "" when the
+    reply holds no answer after the question the program asked."""
+    prompt = watch.waiting_prompt.strip()
+    if not prompt or watch.waiting is None or watch.show_call is None or "send_input" not in watch.tools:
+        return ""
+    match = re.search(rf"{re.escape(prompt)}[ \t]*([^\n]+)", text)
+    value = match.group(1).strip().strip("`*") if match else ""
+    if not value:
+        return ""
+    call = watch.offer("send_input", {"session": watch.waiting, "text": value})
+    return WAITING_ANSWER.format(prompt=prompt, value=value, call=call)
+
+
+def waiting_prompt(result: str) -> str:
+    """The question a waiting program asked last: the last line of its output above the
+    status line ("Your guess:")."""
+    lines = [line for line in result.splitlines() if line.strip() and not line.startswith("[")]
+    return lines[-1] if lines else ""
+
+
 def empty_reply_nudge(watch: TurnWatch) -> str | None:
     """The nudge for an empty reply. One that began with a tool result (cut off by the text
     protocol's stop at the result marker: a small model writes the result it expects, often
@@ -324,6 +352,8 @@ class TurnWatch:
     """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
     waiting: str | None = None
     """The session of the last command that is still waiting for input (None: none is)."""
+    waiting_prompt: str = ""
+    """What that program asked last (the last line of its output)."""
     answered: bool = True
     """Input went to a program since the last waiting nudge (or none was sent yet)."""
     waiting_nudges: int = 0
@@ -349,6 +379,7 @@ class TurnWatch:
         if evidence.command is not None:
             waits = evidence.command.state == "waiting_for_input"
             self.waiting = evidence.command.session if waits else None
+            self.waiting_prompt = waiting_prompt(evidence.result) if waits else ""
             self.answered = self.answered or evidence.call.name == "send_input"
         if evidence.call.name == "run_cmd":
             self.commands.add(str(evidence.call.arguments.get("command", "")).strip())
@@ -400,7 +431,11 @@ class TurnWatch:
         if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self.once("look"):
             return LOOK_FIRST
         if self.still_waiting():
-            return STILL_WAITING.format(session=self.waiting)
+            return STILL_WAITING.format(session=self.waiting) + waiting_answer(self, text)
+        if self.waiting is not None and "played" not in self.sent:  # once, even with no answer since
+            played = waiting_answer(self, text)
+            if played and self.once("played"):
+                return PLAYED.format(session=self.waiting) + played
         version = self.version_offer(text)
         if version is not None:
             return version
