@@ -479,7 +479,7 @@ async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) 
     ("fix the failing test", False),
 ])
 def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
-    from tether.core.call_guard import leaves_tests
+    from tether.core.reply_shapes import leaves_tests
 
     assert leaves_tests(request_text) is kept
 
@@ -776,13 +776,25 @@ def test_the_example_script_refused_names_the_projects_own_scripts_the_looked_at
 GREETER = "import sys\n\n\ndef main():\n    name = sys.argv[1]\n    print(f'Hello, {name}')\n"
 
 
-async def run_version(tmp_path: Path, block: str):  # noqa: ANN201
-    (tmp_path / "greeter.py").write_text(GREETER)
+async def run_version(tmp_path: Path, block: str, path: str = "greeter.py",  # noqa: ANN201
+                      request: str = "add a --shout option to greeter.py"):
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text(GREETER)
     reply = f"Here is the updated file:\n```python\n{block}```\nNow it shouts."
-    provider = ScriptedProvider([call(("read_file", {"filepath": "greeter.py"})), say(reply), say("Done.")])
+    provider = ScriptedProvider([call(("read_file", {"filepath": path})), say(reply), say("Done.")])
     loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
-    await loop.run_turn(Conversation(), "add a --shout option to greeter.py")
+    await loop.run_turn(Conversation(), request)
     return nudges_of(provider)
+
+
+async def test_no_write_is_offered_for_a_new_version_of_a_test_to_leave_alone(tmp_path: Path) -> None:
+    """fix_median: the offered write_file of tests/test_core.py, which the guard then refused."""
+    block = GREETER.replace("Hello", "HELLO")
+    request = "tests/test_greeter.py is failing. Fix the code so it passes, without changing the test."
+    nudges = await run_version(tmp_path, block, path="tests/test_greeter.py", request=request)
+    assert not any("new version of" in n for n in nudges)
+    offered = await run_version(tmp_path / "b", block, path="tests/test_greeter.py", request="make the test shout")
+    assert any("new version of tests/test_greeter.py" in n for n in offered)  # not told to leave it
 
 
 async def test_a_new_version_of_a_read_file_shown_in_prose_gets_its_write_file_call(tmp_path: Path) -> None:

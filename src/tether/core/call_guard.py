@@ -17,7 +17,7 @@ from ..tools.nearby import closest_paths
 from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
-from .reply_shapes import file_text
+from .reply_shapes import file_text, is_test_path, leaves_tests
 from .toolspec import ToolContext, ToolError
 
 UNREAD_OVERWRITE = (
@@ -115,26 +115,6 @@ KEEP_TESTS = (
     "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
     "and why, then edit that function's file."
 )
-_LEAVES_TESTS = re.compile(
-    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
-    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
-    re.I,
-)
-_TEST_FILE = re.compile(
-    r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.[a-z]+$|[^/]*\.(?:test|spec)\.[a-z]+$)", re.I
-)
-
-
-def leaves_tests(request: str) -> bool:
-    """The request says to keep the tests unchanged ("without changing the test", "leave
-    the tests themselves alone")."""
-    return bool(_LEAVES_TESTS.search(request))
-
-
-def is_test_path(shown: str) -> bool:
-    return bool(_TEST_FILE.search(shown.replace("\\", "/")))
-
-
 def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = ()) -> str | None:
     """Why `python hello.py` is not run when the project has no hello.py: small models run
     the file of the prompt's example, or a name they guessed, and then flounder over the

@@ -21,6 +21,8 @@ from .messages import Evidence
 from .renames import rename_left_nudge
 from .reply_shapes import (
     asks_for_value,
+    is_test_path,
+    leaves_tests,
     looks_like_command,
     name_given_for_value,
     reads_input,
@@ -500,6 +502,8 @@ class TurnWatch:
         if self.show_call is None or "write_file" not in self.tools or _is_question(self.request):
             return None
         version = shown_version(text, self.touched)
+        if version is not None and leaves_tests(self.request) and is_test_path(version[0]):
+            return None  # the test it was told to leave alone (the write would be refused)
         if version is None or not self.once("version"):
             return None
         path, content = version

@@ -160,3 +160,23 @@ def value_search_pattern(name: str) -> str:
     a whole word, in lower case (search_in_file then matches any case: `port`, `PORT`, not
     `import`)."""
     return rf"\b{re.escape(name.rsplit('.', 1)[-1].lower())}\b"
+
+
+_LEAVES_TESTS = re.compile(
+    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
+    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
+    re.I,
+)
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.[a-z]+$|[^/]*\.(?:test|spec)\.[a-z]+$)", re.I
+)
+
+
+def leaves_tests(request: str) -> bool:
+    """The request says to keep the tests unchanged ("without changing the test", "leave
+    the tests themselves alone")."""
+    return bool(_LEAVES_TESTS.search(request))
+
+
+def is_test_path(shown: str) -> bool:
+    return bool(_TEST_FILE.search(shown.replace("\\", "/")))
