@@ -339,6 +339,18 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
+        "a call then the start of an output it made up, cut by the stop (seen on a 1.5B model)",
+        f"{R}\n<outp",
+        [READ_A],
+        "",
+    ),
+    (
+        "a run call then an unclosed output block it made up",
+        '{"name": "run_cmd", "arguments": {"command": "pytest"}}\n<output>\n3 passed',
+        [("run_cmd", {"command": "pytest"})],
+        "",
+    ),
+    (
         "python None and single-quoted keys",
         "{'name': 'read_file', 'arguments': {'filepath': 'a.py', 'offset': None}}",
         [("read_file", {"filepath": "a.py", "offset": None})],

@@ -260,6 +260,8 @@ class _ReplyParser:
         tool = self.table.get(name) if name else None
         if tool is None:
             return None
+        if self._invented_result(tool, text[end:]):
+            return self._json_call(text[:end], closed=True)
         # A tool that only reads has no use for a block: one after it is an invented result.
         following = re.findall(r"<([A-Za-z_][\w\-]*)>", text[end:])
         tool = tool if tool.read_only else self._block_owner(tool, following)
@@ -271,6 +273,19 @@ class _ReplyParser:
         if not names or not re.fullmatch(rf"(?:\s*<({names})>.*?</\1>)+\s*", text[end:], re.S):
             return None
         return self._json_call(text[:end] if tool.read_only else text, closed=True)
+
+    def _invented_result(self, tool: Tool, rest: str) -> bool:
+        """What follows a whole call is the start of a result the model made up: a block no
+        tool takes (`<output>`), closed or not, or a tag the stop cut off (`<outp`), after a
+        call that needs no block (run_cmd's stdin is optional). The model writes the output
+        it expects after the call; the call stands without it. A call whose required block
+        is missing (write_file's content) is no call, whatever follows."""
+        match = re.match(r"\s*<([A-Za-z_][\w\-]*)(>|$)", rest)
+        fields = tool.params.model_fields
+        if match is None or any(fields[n].is_required() for n in tool.block_params if n in fields):
+            return False
+        takes = {name for other in self.table for name in other.block_params}
+        return not any(name.startswith(match.group(1)) for name in takes)
 
     def _block_owner(self, tool: Tool, blocks: list[str]) -> Tool:
         """The tool a call's raw blocks belong to: `write_file` sent with <old_content> and
