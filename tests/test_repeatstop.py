@@ -117,3 +117,14 @@ async def test_the_request_after_a_loop_is_sampled_warmer_then_greedy_again(tmp_
     await loop.run_turn(Conversation(), "again")
     assert provider.temperatures[:2] == [0.0, LOOP_TEMPERATURE]
     assert provider.temperatures[2] == 0.0  # a new turn starts greedy
+
+
+def test_long_lines_count_only_word_for_word() -> None:
+    """Past GROWN_MAX_CHARS a line is not compared piece by piece (that is quadratic, on
+    every streamed line), so long growing lines stream on; the same long line still stops."""
+    from tether.core.repeatstop import GROWN_MAX_CHARS
+
+    base = "x = [" + "1, " * (GROWN_MAX_CHARS // 3)
+    grown = "".join(base + "2, " * n + "]\n" for n in range(1, REPEAT_LIMIT + 2))
+    assert not feed_in_pieces(RepeatStop(), grown)
+    assert feed_in_pieces(RepeatStop(), (base + "]\n") * REPEAT_LIMIT)

@@ -246,8 +246,8 @@ class TurnLoop:
                 reply = await self.ask(turn, tools=True, note=self._note(step, watch))
                 parsed = self.parse(reply)
                 if not parsed.calls and not parsed.errors:
-                    nudges = self.settings.nudges and watch
-                    nudge = watch.nudge(parsed.text, reply.result_first) if nudges and watch else None
+                    nudging = watch if self.settings.nudges else None
+                    nudge = nudging.nudge(parsed.text, reply.result_first) if nudging else None
                     if nudge is None:
                         result = await conclude(self, turn, reply, parsed)
                         if result is not None:

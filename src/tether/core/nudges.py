@@ -241,10 +241,8 @@ def claimed_run_nudge(watch: TurnWatch, text: str) -> str | None:
         return None
     if not (RAN_CLAIM.search(text) or PASS_CLAIM.search(text)) or not watch.once("claimed"):
         return None
-    script = requested_script(watch.request, watch.root)
-    if script is None or watch.show_call is None:
-        return CLAIMED_RUN
-    return CLAIMED_RUN + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": run_command(script)}))
+    requested = requested_run(watch)
+    return CLAIMED_RUN + (NOT_RUN_CALL.format(call=requested[1]) if requested else "")
 
 
 def waiting_answer(watch: TurnWatch, text: str) -> str:
@@ -270,13 +268,13 @@ def waiting_prompt(result: str) -> str:
     return lines[-1] if lines else ""
 
 
-def empty_reply_nudge(watch: TurnWatch) -> str | None:
+def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
     """The nudge for an empty reply. One that began with a tool result (cut off by the text
     protocol's stop at the result marker: a small model writes the result it expects, often
     right after being given a call to send) is told so, once; any other empty reply gets the
     plain note once. After those, what is left to do (a program waiting for input, a failed
     call, a code change never run) gets its own nudge: an empty reply is no answer."""
-    if watch.result_first and watch.once("result_first"):
+    if result_first and watch.once("result_first"):
         return RESULT_FIRST_OFFER.format(call=watch.offered) if watch.offered else RESULT_FIRST_NEXT
     if watch.once("empty"):
         return EMPTY_AFTER_OFFER.format(call=watch.offered) if watch.offered else EMPTY_REPLY
@@ -310,11 +308,21 @@ def not_run(watch: TurnWatch) -> str:
     """NOT_RUN, with the run_cmd call written out when the request names a script the
     project has (the model sent the example's `python hello.py` instead); the send_input
     advice only for a script that reads input (it was sent to one that asks nothing)."""
-    script = requested_script(watch.request, watch.root)
-    if script is None or watch.root is None or watch.show_call is None or "run_cmd" not in watch.tools:
+    requested = requested_run(watch)
+    if requested is None or watch.root is None:
         return NOT_RUN
+    script, call = requested
     asks = ANSWER_IT if reads_input(watch.root / script) else ""
-    return RUN_IT + asks + NOT_RUN_CALL.format(call=watch.offer("run_cmd", {"command": run_command(script)}))
+    return RUN_IT + asks + NOT_RUN_CALL.format(call=call)
+
+
+def requested_run(watch: TurnWatch) -> tuple[str, str] | None:
+    """(script, its run_cmd call written out) for the script the request names and the
+    project has; None when it names none or the call cannot be offered."""
+    script = requested_script(watch.request, watch.root)
+    if script is None or watch.show_call is None or "run_cmd" not in watch.tools:
+        return None
+    return script, watch.offer("run_cmd", {"command": run_command(script)})
 
 
 @dataclass
@@ -365,8 +373,6 @@ class TurnWatch:
     """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
     reply_text: str = ""
     """The text of the reply whose calls are running (a refusal can answer what it showed)."""
-    result_first: bool = False
-    """The reply being judged began with a tool result (the stop marker cut it to nothing)."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -416,17 +422,16 @@ class TurnWatch:
     def nudge(self, reply_text: str, result_first: bool = False) -> str | None:
         """The message to send instead of ending the turn on this reply, or None.
         `result_first`: the reply began with a tool result (see loop.began_with_result)."""
-        self.result_first = result_first
-        message = self._pick(reply_text.strip())
+        message = self._pick(reply_text.strip(), result_first)
         if message is not None:
             self.nudged.append(message)
         return message
 
-    def _pick(self, text: str) -> str | None:
+    def _pick(self, text: str, result_first: bool) -> str | None:
         if echoes(text, self.nudged):
             return ECHOED if self.once("echo") else None
         if not text:
-            return empty_reply_nudge(self)
+            return empty_reply_nudge(self, result_first)
         shown = shown_command_nudge(self, text)
         if shown is not None:
             return shown

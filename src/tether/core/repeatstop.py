@@ -24,6 +24,9 @@ REPEAT_LIMIT = 6
 """Copies in a row of one line that mean the reply is looping."""
 REPEAT_MIN_CHARS = 16
 """Lines shorter than this (without their indentation) never count as a loop."""
+GROWN_MAX_CHARS = 400
+"""Longer lines are not compared piece by piece (the comparison is quadratic, and it runs on
+every streamed line); word for word they still count."""
 GROWN_KEEPS = 0.9
 """A longer line that keeps this share of the previous line's characters, in order, is
 that line grown (the loop that adds a piece each time)."""
@@ -75,7 +78,7 @@ def repeats(last: str, line: str) -> bool:
         return False
     if line == last:
         return True
-    if len(line) <= len(last) or len(last.strip()) < REPEAT_MIN_CHARS:
+    if len(line) <= len(last) or len(last.strip()) < REPEAT_MIN_CHARS or len(line) > GROWN_MAX_CHARS:
         return False
     kept = sum(b.size for b in SequenceMatcher(None, last, line, autojunk=False).get_matching_blocks())
     return kept >= GROWN_KEEPS * len(last)
