@@ -11,6 +11,10 @@ import pytest
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
+from tether.core.messages import Message, Text
+from tether.safety.trusted_folders import PROJECT_FILE as RULES_FILE
+from tether.safety.trusted_folders import TrustStore
+from tether.store.session import SessionStore
 from tether.ui.terminal.startup import STARTING
 
 HELD_BUILD = """
@@ -62,6 +66,76 @@ def test_the_prompt_is_up_before_the_runtime_is_built(
         asked = server.bodies("/v1/chat/completions")
     assert shown.index("Type a request") < shown.index("› hello") < shown.index("Built and answered.")
     assert asked and asked[0]["messages"][-1]["content"] == "hello"
+
+
+def held_start(project: Path, home: Path, gate: Path, url: str, *flags: str) -> PtyApp:
+    return PtyApp([str(gate), *openai_args(url), *flags], cwd=project, env=app_env(home),
+                  python_args=("-c", HELD_BUILD))
+
+
+def test_a_continued_session_shows_where_it_left_off_before_the_runtime_is_built(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    store = SessionStore(home)
+    record = store.new(project, "openai", "fake")
+    record.title = "port question"
+    record.messages = [Message.user("which port does it use?"),
+                       Message("assistant", [Text("It listens on 8080.")])]
+    store.save(record)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    with FakeServer([Reply(text="Still 8080.")]) as server:
+        with held_start(project, home, gate, server.url, "-c") as app:
+            app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
+            before = app.text()
+            app.line("and now?")
+            with gate.open("w"):
+                pass
+            app.wait_for_text("Still 8080.")
+            app.wait_for_prompt()
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+        asked = server.bodies("/v1/chat/completions")
+    assert "Continuing session port question (2 messages)." in before
+    assert "› which port does it use?" in before and "It listens on 8080." in before
+    sent = [m["content"] for m in asked[0]["messages"] if m["role"] != "system"]
+    assert sent[0] == "which port does it use?" and sent[-1] == "and now?"
+    assert len(store.load(record.id).messages) == 4, "the exchange is saved to the same session"
+
+
+def test_a_trusted_folder_with_rules_asks_nothing_so_its_prompt_comes_first(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    (project / RULES_FILE).write_text('{"allow": ["run_cmd(pytest*)"]}\n')
+    TrustStore(home).trust(project)
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    with FakeServer([Reply(text="Ready.")]) as server:
+        with held_start(project, home, gate, server.url) as app:
+            app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
+            with gate.open("w"):
+                pass
+            app.line("hi")
+            app.wait_for_text("Ready.")
+            app.wait_for_prompt()
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+            shown = app.text()
+    assert "Trust this folder" not in shown
+
+
+def test_an_untrusted_folder_with_rules_is_asked_before_its_prompt(project: Path, home: Path) -> None:
+    (project / RULES_FILE).write_text('{"allow": ["run_cmd(pytest*)"]}\n')
+    with FakeServer() as server:
+        with PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
+            app.wait_for_text("Trust this folder")
+            assert STARTING not in app.text()
+            app.line("n")
+            app.wait_for_prompt()
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+            shown = app.text()
+    assert shown.index("Trust this folder") < shown.index("Not trusted")
 
 
 def test_a_bad_command_line_rule_stops_the_chat_before_its_prompt(project: Path, home: Path) -> None:

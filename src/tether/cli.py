@@ -443,16 +443,14 @@ class OneShotSession:
                notice: Notice) -> OneShotSession | None:
         """None without -c or -r; -r finds the session by title or id (LookupError,
         SessionCorrupt); -c takes the folder's latest, or starts one to continue later."""
-        from .store.session import SessionStore, no_earlier_session
+        from .store.session import SessionStore, continued_record
 
         if not (args.resume or args.continue_last):
             return None
         store = SessionStore(home)
-        record = store.load(args.resume, root) if args.resume else store.latest(root)
-        if record is None:
-            notice(no_earlier_session(store, root), "warning")
-            record = store.new(root, "", "")
-        return cls(store, record)
+        record = continued_record(store, root, lambda text: notice(text, "warning"),
+                                  args.resume, continue_last=True)
+        return cls(store, record if record is not None else store.new(root, "", ""))
 
     def conversation(self) -> Conversation:
         return self.record.to_conversation()

@@ -19,7 +19,7 @@ import json
 import re
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -296,6 +296,22 @@ class SessionStore:
             candidate = f"{stamp}-{secrets.token_hex(2)}"
             if not self.path_for(candidate).exists():
                 return candidate
+
+
+def continued_record(store: SessionStore, root: Path, warn: Callable[[str], None],
+                     resume: str | None = None, continue_last: bool = False
+                     ) -> SessionRecord | None:
+    """The saved session -r (by title or id: LookupError, SessionCorrupt) or -c (the folder's
+    latest; `warn` says so when there is none) continues; None for a new one. It needs no
+    runtime, so the chat opens it before its first prompt and shows where it left off."""
+    if resume:
+        return store.load(resume, root)
+    if not continue_last:
+        return None
+    latest = store.latest(root)
+    if latest is None:
+        warn(no_earlier_session(store, root))
+    return latest
 
 
 def no_earlier_session(store: SessionStore, root: Path) -> str:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the 
     from tether.core.messages import Message
     from tether.core.ui_protocol import NoticeLevel
     from tether.runtime import Runtime
+    from tether.store.session import SessionRecord
 
     from .sessions import Sessions
     from .terminal_ui import TerminalUI
@@ -78,6 +79,8 @@ class App(StartUp):
     built: bool = False
     failure: BaseException | None = None
     """Why the runtime could not be built while the prompt was up: it ends the app."""
+    continuing: SessionRecord | None = None
+    """The saved session -c or -r continues (read before the first prompt)."""
 
     # ------------------------------------------------------------ start-up
 
@@ -91,17 +94,17 @@ class App(StartUp):
     def banner(self) -> None:
         self.console.print(Text(f"tether {__version__}", style="bold"),
                            Text(f"· {self.settings.provider} · {self.model_name}", style="status"))
-        if self.built and self.sessions.conv.messages:
-            record = self.sessions.record
+        record = self.continuing
+        if record is not None and record.messages:
             self.say(f"Continuing session {record.title or record.id} "
-                     f"({len(self.sessions.conv.messages)} messages).")
-            self.recap()
+                     f"({len(record.messages)} messages).")
+            self.recap(record.messages)
         self.say("Type a request, /help for commands, Ctrl-D to exit.")
 
-    def recap(self, exchanges: int = RECAP_EXCHANGES) -> None:
+    def recap(self, messages: list[Message], exchanges: int = RECAP_EXCHANGES) -> None:
         """The last few exchanges of the conversation being continued, so the user sees where
         it left off: each request after the prompt mark, the answer's first lines below it."""
-        for request, answer in recent_exchanges(self.sessions.conv.messages, exchanges):
+        for request, answer in recent_exchanges(messages, exchanges):
             self.console.print(shown("› " + clipped_lines(request, 2, RECAP_WIDTH), "status"))
             if answer:
                 self.console.print(shown(clipped_lines(answer, RECAP_LINES, RECAP_WIDTH)))

@@ -16,7 +16,7 @@ from tether.store.session import (
     SessionStore,
     SessionSummary,
     clean_title,
-    no_earlier_session,
+    continued_record,
     title_prompt,
 )
 
@@ -44,14 +44,17 @@ class Sessions:
                resume: str | None = None, continue_last: bool = False) -> Sessions:
         """The session the app starts with: `resume` by title or id (LookupError,
         SessionCorrupt), else with `continue_last` the folder's latest, else a new one."""
-        if resume:
-            record = store.load(resume, root)
-        else:
-            latest = store.latest(root) if continue_last else None
-            if continue_last and latest is None:
-                say(no_earlier_session(store, root), "warning")
-            record = latest if latest is not None else store.new(
-                root, runtime().settings.provider, runtime().model)
+        record = continued_record(store, root, lambda text: say(text, "warning"), resume,
+                                  continue_last)
+        return cls.with_record(store, root, runtime, say, record)
+
+    @classmethod
+    def with_record(cls, store: SessionStore, root: Path, runtime: Callable[[], Runtime],
+                    say: Say, record: SessionRecord | None) -> Sessions:
+        """The app's sessions, starting with `record` (from `continued_record`), or with a
+        new one when there is none to continue."""
+        if record is None:
+            record = store.new(root, runtime().settings.provider, runtime().model)
         return cls(store, root, runtime, say, record)
 
     def _fresh_record(self) -> SessionRecord:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from tether.core.ui_protocol import NoticeLevel
     from tether.runtime import Runtime
     from tether.store.config import Settings
+    from tether.store.session import SessionRecord
 
     from .paste import Pastes
     from .sessions import Sessions
@@ -63,6 +64,7 @@ class StartUp:
     building: asyncio.Future | None
     built: bool
     failure: BaseException | None
+    continuing: SessionRecord | None
 
     if TYPE_CHECKING:  # the app's own, which the start uses
         def say(self, message: str, level: NoticeLevel = "info") -> None: ...
@@ -75,9 +77,10 @@ class StartUp:
         async def rebuild(self, settings: Settings | None = None) -> None: ...
 
     def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
-        """The prompt, and the runtime unless it can wait until the prompt is up (it cannot
-        for a continued session or a start-up question); ValueError for a usage problem
-        (the --allow and --deny rules are checked here, before the prompt)."""
+        """The prompt, the session to continue (-r, -c: read now, so the banner shows where it
+        left off), and the runtime unless it can wait until the prompt is up (it cannot when
+        the start may ask a question); ValueError for a usage problem (the --allow and --deny
+        rules are checked here, before the prompt), LookupError or SessionCorrupt for -r."""
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(command_names, files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
@@ -86,13 +89,18 @@ class StartUp:
             from tether.safety.permissions import check_command_line_rules
 
             check_command_line_rules(self.options.allow, self.options.deny)
-        self.deferred = not (resume or continue_last or asks_at_start(self.options))
-        if not self.deferred:
-            self.build(resume, continue_last)
+        from tether.store.session import SessionStore, continued_record
 
-    def build(self, resume: str | None = None, continue_last: bool = False) -> None:
-        """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session.
-        In a thread when deferred: nothing here may print."""
+        self.continuing = continued_record(SessionStore(self.options.home), self.options.root,
+                                           lambda text: self.say(text, "warning"),
+                                           resume, continue_last)
+        self.deferred = not asks_at_start(self.options)
+        if not self.deferred:
+            self.build()
+
+    def build(self) -> None:
+        """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session
+        (`continuing`, or a new one). In a thread when deferred: nothing here may print."""
         from tether.runtime import build_runtime
         from tether.store.session import SessionStore
 
@@ -113,8 +121,8 @@ class StartUp:
             self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
         self.runtime = build_runtime(self.settings, self.options, ui, self.env)
         self.trust, self.ui = trust, ui
-        self.sessions = Sessions.opened(SessionStore(self.options.home), self.options.root,
-                                        lambda: self.runtime, self.say, resume, continue_last)
+        self.sessions = Sessions.with_record(SessionStore(self.options.home), self.options.root,
+                                             lambda: self.runtime, self.say, self.continuing)
         self.built = True
 
     async def run(self) -> int:
@@ -219,13 +227,17 @@ class StartUp:
 
 
 def asks_at_start(options: RunOptions) -> bool:
-    """Whether the start may ask a question (trust this folder's rules or hooks, start its
-    MCP servers), which needs the runtime before the prompt."""
+    """Whether the start may ask a question, which needs the runtime before the prompt:
+    trust a folder never trusted whose rules or hooks would count, or start a trusted
+    folder's MCP servers (an untrusted folder's servers are skipped with a notice)."""
     from tether.safety.trusted_folders import PROJECT_FILE as PROJECT_RULES_FILE
+    from tether.safety.trusted_folders import TrustStore
 
     root = options.root
-    return ((root / PROJECT_RULES_FILE).exists() or (root / PROJECT_MCP_FILE).exists()
-            or project_declares_hooks(root))
+    trusted = options.trusted or TrustStore(options.home).is_trusted(root)
+    if not trusted and ((root / PROJECT_RULES_FILE).exists() or project_declares_hooks(root)):
+        return True
+    return trusted and (root / PROJECT_MCP_FILE).exists()
 
 
 def command_names() -> list[tuple[str, str]]:
