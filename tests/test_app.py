@@ -273,7 +273,7 @@ def test_approval_always_saves_a_rule_and_stops_asking(
         assert app.text().count("Allow?") == 1, "the second identical call asked again"
     last = turn_bodies(server)[-1]
     results = [m["content"] for m in last["messages"] if m["role"] == "tool"]
-    assert results[-1].startswith("Overwrote notes/a.md")
+    assert results[-1].startswith("Unchanged: notes/a.md"), "it ran, unasked (the same content)"
 
 
 def test_always_in_the_home_folder_trusts_nothing_and_says_where_the_rule_went(

@@ -241,6 +241,27 @@ def test_a_search_of_one_file_names_matches_in_the_other_files(tmp_path: Path) -
     assert output.summary == "1 matches in 1 files"
 
 
+def test_the_other_files_note_offers_the_searched_files_top_folder_before_the_whole_project(
+    tmp_path: Path,
+) -> None:
+    """count_todos: "the python files under src/"; one file of src/ searched, the note said
+    search "." (docs and tests too). It names src first, and counts the other lines as more."""
+    (tmp_path / "src" / "app").mkdir(parents=True)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "src" / "app" / "orders.py").write_text("# TODO: paginate\n")
+    for n in range(6):
+        (tmp_path / "src" / f"m{n}.py").write_text(f"x = {n}  # TODO: {n}\n")
+    (tmp_path / "docs" / "notes.md").write_text("- TODO: the guide\n")
+    out = search_in_file(SearchInFileParams(pattern="TODO", path="src/app/orders.py"),
+                         ToolContext(root=tmp_path)).text
+    assert ('Other files in the project match too (search path "src" for all of src/, "." for '
+            'the whole project; 7 more lines in 7 other files):') in out
+    at_root = tmp_path / "top.py"
+    at_root.write_text("TODO = 1\n")
+    out = search_in_file(SearchInFileParams(pattern="TODO", path="top.py"), ToolContext(root=tmp_path)).text
+    assert 'match too (search path "." to see them all; ' in out
+
+
 def test_the_other_files_preview_puts_whole_word_matches_before_longer_words(tmp_path: Path) -> None:
     """"port" also matches every `import` line: those filled the preview in ask_default_port."""
     from tether.tools.file_search import ELSEWHERE_LINES

@@ -195,6 +195,32 @@ def test_write_creates_with_parents_then_overwrites(ctx: ToolContext, tmp_path: 
     assert [p.name for p in target.parent.iterdir()] == ["new.txt"]  # no temp file left
 
 
+def test_a_write_of_what_the_file_already_holds_changes_nothing_and_says_so(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    """A small model asked to add a function wrote strings.py back as it was: no change to
+    commit, and a result that says nothing was added (not "Overwrote")."""
+    target = tmp_path / "strings.py"
+    target.write_text("def a():\n    return 1\n")
+    before = target.stat().st_mtime_ns
+    out = write_file(WriteFileParams(filepath="strings.py", content="def a():\n    return 1\n"), ctx)
+    assert out.text == "Unchanged: strings.py already held exactly this content; nothing was written."
+    assert out.changed_paths == () and target.stat().st_mtime_ns == before
+
+
+def test_a_write_that_changes_only_blank_lines_is_made_and_says_the_code_is_as_it_was(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    target = tmp_path / "strings.py"
+    target.write_text("def a():\n    return 1\n\n\ndef b():\n    return 2\n")
+    respaced = "def a():\n    return 1\n    \ndef b():\n    return 2  \n"
+    out = write_file(WriteFileParams(filepath="strings.py", content=respaced), ctx)
+    assert target.read_text() == respaced, "a whitespace change may be what was asked"
+    assert out.text == ("Overwrote strings.py (5 lines): only blank lines and spacing changed, "
+                        "every other line is as it was.")
+    assert out.changed_paths == (target,)
+
+
 def test_write_keeps_mode_and_follows_symlink(ctx: ToolContext, tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
     script.write_text("#!/bin/sh\n")

@@ -120,7 +120,7 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     output = _render_search(report, args.pattern, shown)
     if not report.matches and target.is_file() and report.files_searched == 1:
         output = _with_short_file(output, report.last_text, shown)
-    return _with_elsewhere(output, elsewhere, regex) if elsewhere else output
+    return _with_elsewhere(output, elsewhere, regex, shown) if elsewhere else output
 
 
 def _search_files(
@@ -216,16 +216,28 @@ def _whole_words_first(matches: list[str], regex: re.Pattern[str]) -> list[str]:
     return sorted(matches, key=lambda line: whole.search(line.split(": ", 1)[-1]) is None)
 
 
-def _with_elsewhere(output: ToolOutput, report: _SearchReport, regex: re.Pattern[str]) -> ToolOutput:
+def _with_elsewhere(
+    output: ToolOutput, report: _SearchReport, regex: re.Pattern[str], searched: str
+) -> ToolOutput:
     shown = _whole_words_first(report.matches, regex)[:ELSEWHERE_LINES]
-    more = f", {len(report.matches)} lines in {report.files_matched} files" if len(
+    more = f"; {len(report.matches)} more lines in {report.files_matched} other files" if len(
         report.matches
     ) > len(shown) else ""
     body = (
-        f"{output.text}\nOther files in the project match too (search path \".\" to see them "
-        f"all{more}):\n" + "\n".join(shown)
+        f"{output.text}\nOther files in the project match too ({_folder_searches(searched)}"
+        f"{more}):\n" + "\n".join(shown)
     )
     return ToolOutput(body, summary=output.summary)
+
+
+def _folder_searches(searched: str) -> str:
+    """How to search more than the one file: its top folder and the whole project. A request
+    about a folder ("the python files under src/") is answered from that folder, and a model
+    offered only "." counts the docs and tests too."""
+    top, sep, _ = searched.partition("/")
+    if not sep or top in ("", ".", ".."):
+        return 'search path "." to see them all'
+    return f'search path "{top}" for all of {top}/, "." for the whole project'
 
 
 @dataclass

@@ -24,6 +24,7 @@ from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.tools._paths import display_path
 from tether.tools._regular import (
     copy_regular,
+    read_small_file,
     refuse_special,
 )
 
@@ -43,6 +44,8 @@ from .file_text import (
 READ_LINE_LIMIT = 400
 READ_CHAR_CAP = 30_000
 LIST_ENTRY_CAP = 500
+COMPARE_MAX_BYTES = 2 * 1024 * 1024
+"""A write_file over a file up to this size is compared with what it holds."""
 
 
 # --- parameters -----------------------------------------------------------
@@ -131,14 +134,36 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
         raise ToolError(f"{shown} is a directory; give a file path to write.")
     refuse_special(path)
     existed = path.exists()
-    _write_bytes(path, args.content.encode("utf-8"))
+    new = args.content.encode("utf-8")
+    old = _current_bytes(path) if existed else None
+    if old == new:  # not an error: a write sent again after it ran is done, not failed
+        return ToolOutput(f"Unchanged: {shown} already held exactly this content; nothing was "
+                          "written.", summary=f"unchanged {shown}")
+    _write_bytes(path, new)
     verb = "Overwrote" if existed else "Created"
     count = _count_lines(args.content)
+    same_code = old is not None and _code_lines(old) == _code_lines(new)
     return ToolOutput(
-        f"{verb} {shown} ({count:,} lines).",
+        f"{verb} {shown} ({count:,} lines)"
+        + (": only blank lines and spacing changed, every other line is as it was." if same_code
+           else "."),
         summary=f"{verb.lower()} {shown}",
         changed_paths=(path,),
     )
+
+
+def _current_bytes(path: Path) -> bytes | None:
+    """What `path` holds now, when it is small enough to compare (None otherwise)."""
+    try:
+        return read_small_file(path, COMPARE_MAX_BYTES)
+    except OSError:  # too large, unreadable: written without the comparison
+        return None
+
+
+def _code_lines(data: bytes) -> list[bytes]:
+    """The lines that are not blank, without their trailing spaces: a small model asked to
+    add something often writes the file back unchanged but for its blank lines."""
+    return [line.rstrip() for line in data.splitlines() if line.strip()]
 
 
 # --- delete_file, copy_file, create_dir ---------------------------------------
