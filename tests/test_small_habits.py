@@ -1067,6 +1067,38 @@ async def test_an_answer_that_says_it_ran_when_nothing_ran_gets_the_run_call(tmp
     assert result.text == "It prints hello."
 
 
+async def test_an_answer_to_a_run_request_before_anything_ran_gets_the_run_call(tmp_path: Path) -> None:
+    """interactive_guess: "play guess.py until you win and tell me the prize code"; the model
+    read guess.py and answered with a code of its own, and again after the "apply" nudge.
+    Once a turn, after that nudge."""
+    from tether.core.nudges import RUN_IT, UNRUN_ANSWER
+
+    (tmp_path / "guess.py").write_text("n = input('Your guess: ')\n")
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "guess.py"})), say("The prize code is `99-001`."),
+                   say("The prize code is 99-001."), say("It is 99-001.")],
+        request="play guess.py until you win and tell me the prize code it gives you",
+        tools=[make_tool("read_file", lambda args, ctx: "n = input('Your guess: ')"), *write_and_run_tools()],
+    )
+    sent = nudges_of(provider)
+    the_call = '{"name": "run_cmd", "arguments": {"command": "python guess.py"}}'
+    assert sent[0].startswith(RUN_IT) and the_call in sent[0]
+    assert sent[1].startswith(UNRUN_ANSWER) and the_call in sent[1]
+    assert "no command ran" not in " ".join(sent[2:]), "once a turn"
+    assert [e.call.name for e in result.evidence] == ["read_file"], "no call is made for the model"
+
+
+async def test_a_question_answered_without_running_gets_no_run_nudge(tmp_path: Path) -> None:
+    (tmp_path / "guess.py").write_text("print('hi')\n")
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "guess.py"})), say("It prints hi.")],
+        request="what does guess.py print?",
+        tools=[make_tool("read_file", lambda args, ctx: "print('hi')"), *write_and_run_tools()],
+    )
+    assert not any("no command ran" in n for n in nudges_of(provider))
+    assert result.text == "It prints hi."
+
+
 async def test_no_ran_nudge_when_a_command_did_run(tmp_path: Path) -> None:
     run = call(("run_cmd", {"command": "python report.py"}))
     provider, _, _ = await run_nudged(

@@ -141,6 +141,10 @@ CLAIMED_RUN = (
     "Your answer says it ran, but no command ran in this turn: nothing was run, so its "
     "output is not known. Run it with run_cmd, then answer from what it prints."
 )
+UNRUN_ANSWER = (
+    "The request asks you to run it, but no command ran in this turn, so this answer is not "
+    "from its output. Run it with run_cmd, then answer from what it prints."
+)
 REPEATED_FAILURE = (
     "\n(Note: this is the same call that already failed. Repeating it will not help: "
     "change the arguments or do something else.)"
@@ -233,16 +237,21 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
 
-def claimed_run_nudge(watch: TurnWatch, text: str) -> str | None:
-    """The nudge for an answer that says it ran something when nothing ran this turn (once
-    per turn), with the run_cmd call for the script the request names, if it names one: the
-    model copies the worked example's last line, "Done: ... (I ran it).", without running."""
+def claimed_run_nudge(watch: TurnWatch, text: str, plain: bool = False) -> str | None:
+    """The nudge for an answer that says it ran something when nothing ran this turn, or that
+    answers a request to run something ("play guess.py and tell me the prize code") before
+    anything ran (once per turn), with the run_cmd call for the script the request names, if
+    it names one: the model copies the worked example's last line, "Done: ... (I ran it).",
+    or makes up what the program would print, without running it. An answer that claims
+    nothing gets it only when `plain` (the plainer nudges had their turn)."""
     if watch.commands or "run_cmd" not in watch.tools or watch.calls == 0:
         return None
-    if not (RAN_CLAIM.search(text) or PASS_CLAIM.search(text)) or not watch.once("claimed"):
+    claims = bool(RAN_CLAIM.search(text) or PASS_CLAIM.search(text))
+    if not (claims or watch.asks_to_run() and plain) or not watch.once("claimed"):
         return None
     requested = requested_run(watch)
-    return CLAIMED_RUN + (NOT_RUN_CALL.format(call=requested[1]) if requested else "")
+    return (CLAIMED_RUN if claims else UNRUN_ANSWER) + (
+        NOT_RUN_CALL.format(call=requested[1]) if requested else "")
 
 
 def waiting_answer(watch: TurnWatch, text: str) -> str:
@@ -458,7 +467,10 @@ class TurnWatch:
         if told is not None:
             return told
         if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
-            return not_run(self) if self._asks_to_run() else NOT_APPLIED
+            return not_run(self) if self.asks_to_run() else NOT_APPLIED
+        unrun = claimed_run_nudge(self, text, plain=True)
+        if unrun is not None:
+            return unrun
         if self.unchecked is not None and self.once("check"):
             return UNCHECKED.format(path=self.unchecked)
         valued = name_not_value_nudge(self, text)
@@ -555,7 +567,7 @@ class TurnWatch:
             or _ACTION_WORDS.search(self.request)
         )
 
-    def _asks_to_run(self) -> bool:
+    def asks_to_run(self) -> bool:
         """The request asks to run something and asks for no change to the files."""
         return bool(_RUN_WORDS.search(self.request)) and not _CHANGE_WORDS.search(self.request)
 
