@@ -216,7 +216,10 @@ async def test_small_edit_file_takes_one_mode_and_shows_the_right_form(tmp_path:
     with pytest.raises(ToolError) as caught:
         edit.handler(missed, ctx)
     assert "start_anchor" not in str(caught.value) and "The whole file now reads" in str(caught.value)
-    assert str(caught.value).endswith("x = 1\ny = 2\n")
+    assert "reads (copy old_content from it exactly):\nx = 1\ny = 2\n" in str(caught.value)
+    assert str(caught.value).endswith(  # the one setting line it changes, offered as it really is
+        'a.py sets x on line 1: x = 1. The call that changes the one your old_content names:\n'
+        '{"name": "edit_file", "arguments": {"filepath": "a.py", "old_content": "x = 1", "new_content": "x = 3"}}')
     good = edit.params.model_validate({"filepath": "a.py", "old_content": "y = 2", "new_content": "y = 5"})
     edit.handler(good, ctx)
     assert (root / "a.py").read_text() == "x = 1\ny = 5\n"

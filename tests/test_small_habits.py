@@ -210,6 +210,56 @@ async def test_spread_context_that_is_ambiguous_far_or_more_than_one_change_stay
     assert path.read_text() == TOML
 
 
+SERVICES = (
+    "# scale with care\nservices:\n  web:\n    image: shop-web:1.8\n    replicas: 2\n"
+    "  worker:\n    image: shop-worker:1.8\n    replicas: 3\n    env:\n      QUEUE: orders\n"
+    "  cron:\n    replicas: 1\n"
+)
+GUESSED = "kind: Deployment\nmetadata:\n  name: worker\nspec:\n  replicas: 1\n  selector: x\n"
+
+
+async def test_a_guessed_config_edit_is_told_where_the_key_is_and_offered_the_call_for_its_section(
+    tmp_path: Path, home: Path,
+) -> None:
+    """edit_yaml_replicas: a Deployment written from a guess (replicas: 1, which is cron's
+    line), sent three times. The miss names every replicas line and writes out the edit for
+    the worker's, the section the guess names; sent, it changes that line only."""
+    edit, path = small_edit(tmp_path, home, "services.yaml", SERVICES)
+    with pytest.raises(ToolError) as failed:
+        edit(GUESSED, GUESSED.replace("replicas: 1", "replicas: 5"))
+    message = str(failed.value)
+    assert path.read_text() == SERVICES
+    assert ("services.yaml sets replicas on line 5 (in web): replicas: 2; line 8 (in worker): "
+            "replicas: 3; line 12 (in cron): replicas: 1.") in message
+    offered = json.loads(message.rsplit("\n", 1)[1])
+    assert offered["arguments"]["old_content"] == "  worker:\n    image: shop-worker:1.8\n    replicas: 3"
+    edit(offered["arguments"]["old_content"], offered["arguments"]["new_content"])
+    assert path.read_text() == SERVICES.replace("replicas: 3", "replicas: 5")
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ("replicas: 4\n", "replicas: 5\n", "Send the edit for the one you mean"),  # names no section
+    ("worker:\n  replicas: 4\n", "worker:\n  replicas: 3\n", "Line 8 already sets it to 3."),
+])
+async def test_a_guessed_config_edit_gets_no_call_when_it_names_no_one_place_or_changes_nothing(
+    tmp_path: Path, home: Path, old: str, new: str, said: str,
+) -> None:
+    edit, path = small_edit(tmp_path, home, "services.yaml", SERVICES)
+    with pytest.raises(ToolError) as failed:
+        edit(old, new)
+    assert said in str(failed.value) and '"name": "edit_file"' not in str(failed.value)
+    assert path.read_text() == SERVICES
+
+
+async def test_a_guessed_json_value_in_made_up_braces_is_offered_its_real_line(tmp_path: Path, home: Path) -> None:
+    edit, path = small_edit(tmp_path, home, "app.json", '{\n  "api": {\n    "timeout_s": 30,\n    "x": 1\n  }\n}\n')
+    with pytest.raises(ToolError) as failed:
+        edit('{"timeout_s": 20}', '{"timeout_s": 45}')
+    offered = json.loads(str(failed.value).rsplit("\n", 1)[1])["arguments"]
+    assert offered["old_content"] == '  "api": {\n    "timeout_s": 30,'
+    assert offered["new_content"] == '  "api": {\n    "timeout_s": 45,'
+
+
 @pytest.mark.parametrize(("old", "new"), [
     ("spec:\n  replicas: 2\n", "spec:\n  replicas: 5\n"),  # context with words may name another place
     ('{\n"timeout_s": 3\n}', '{\n"timeout_s": 4\n}'),  # 3 is only the start of 30

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from .edit_places import places_hint
 from .files import EditFileParams
 
 RIGHT_FORM = (
@@ -240,7 +241,8 @@ def simple_edit_tool(full: Tool) -> Tool:
             repaired = _one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
             if repaired is not None:
                 return repaired
-            raise ToolError(message + _shown_whole(_current_text(path))) from None
+            places = places_hint(current, params.old_content or "", params.new_content, args.filepath)
+            raise ToolError(message + _shown_whole(_current_text(path)) + places) from None
         return output
 
     return replace(
