@@ -154,10 +154,14 @@ class AllowingUI(SilentUI):
         return Decision(True, "")
 
 
-def menu_loop(provider: ScriptedProvider, tmp_path: Path, tools=None, nudges: bool = False):  # noqa: ANN001
+MENU = ("read_file", "write_file", "run_cmd", "send_input", "search_in_file")
+
+
+def menu_loop(provider: ScriptedProvider, tmp_path: Path, tools=None, nudges: bool = False,  # noqa: ANN001
+              menu_names: tuple[str, ...] = MENU):
     table = ToolTable(tools if tools is not None else [make_tool(n, _read) for n in ("read_file", "git_diff")])
     ui = AllowingUI()
-    menu = ToolMenu(table, ["read_file", "write_file", "run_cmd", "send_input", "search_in_file"])
+    menu = ToolMenu(table, list(menu_names))
     table.add(tool_search_tool(menu))
     loop = TurnLoop(
         provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,
@@ -309,9 +313,10 @@ def nudges_of(provider: ScriptedProvider) -> list[str]:
     ]
 
 
-async def run_nudged(tmp_path: Path, replies: list, request: str = "what does a.py print?", tools=None):  # noqa: ANN001
+async def run_nudged(tmp_path: Path, replies: list, request: str = "what does a.py print?", tools=None,  # noqa: ANN001
+                     menu_names: tuple[str, ...] = MENU):
     provider = ScriptedProvider(replies)
-    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True, menu_names=menu_names)
     conv = Conversation()
     result = await loop.run_turn(conv, request)
     return provider, conv, result

@@ -1298,3 +1298,85 @@ async def test_an_empty_reply_after_the_empty_note_gets_what_is_left_to_do(tmp_p
     (tmp_path / "a.py").write_text("x = 1\n")
     assert nudges_of(provider) == [EMPTY_REPLY, UNCHECKED.format(path="test_a.py")]
     assert result.text == ""  # nothing left to nudge: the turn ends
+
+
+# ---------------------------------------------------------------- a function fixed in prose
+
+
+CORE = (
+    "def mean(values):\n    return sum(values) / len(values)\n\n\n"
+    "def median(values):\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]\n\n\n"
+    "def spread(values):\n    return max(values) - min(values)\n"
+)
+FIXED_MEDIAN = (
+    "def median(lst):\n    s = sorted(lst)\n    n = len(s)\n    if n % 2 == 1:\n        return s[n // 2]\n"
+    "    return (s[n // 2 - 1] + s[n // 2]) / 2"
+)
+
+
+def stats_project(root: Path) -> None:
+    (root / "stats").mkdir()
+    (root / "stats" / "core.py").write_text(CORE)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_core.py").write_text(
+        "from stats.core import median\n\n\ndef median_of_two():\n    return median([1, 2])\n\n\n"
+        "def test_median_even():\n    assert median([4, 1, 3, 2]) == 2.5\n")
+
+
+async def test_a_function_fixed_in_a_code_block_gets_the_edit_that_puts_it_in_its_file(tmp_path: Path) -> None:
+    """fix_median: after the failing test the model wrote the right median() in prose, in a
+    file it never opened, and the nudge sent it back to the failure. The edit for the one
+    file that defines median() (the test file, which the request keeps, left out) is offered;
+    sent, it replaces just that function."""
+    from tether.core.function_offer import FUNCTION_SHOWN
+
+    stats_project(tmp_path)
+    prose = f"The median is wrong for even lists. Here's the corrected version:\n\n```python\n{FIXED_MEDIAN}\n```\n"
+    old = "def median(values):\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]"
+    offered = {"filepath": "stats/core.py", "old_content": old, "new_content": FIXED_MEDIAN}
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "write_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "tests/test_core.py"})), say(prose),
+                   call(("edit_file", offered)), say("Fixed median.")],
+        request="tests/test_core.py is failing. Fix the code so it passes, without changing the test.",
+        tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "write_file", "run_cmd"),
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(FUNCTION_SHOWN.split("{")[0] + "median() but did not change stats/core.py")
+    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == offered
+    assert (tmp_path / "stats" / "core.py").read_text() == CORE.replace(old, FIXED_MEDIAN)
+    assert [e.call.name for e in result.evidence] == ["read_file", "edit_file"]
+
+
+@pytest.mark.parametrize(("block", "why"), [
+    ("def mean(values):\n    return sum(values) / len(values)", "the function as it is"),
+    ("def nowhere(x):\n    return x", "a function no file defines"),
+    ("def helper():\n    return 1", "defined in two files"),
+])
+async def test_no_function_edit_is_offered_without_one_changed_definition(
+    tmp_path: Path, block: str, why: str,
+) -> None:
+    stats_project(tmp_path)
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("def helper():\n    return 0\n")
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "stats/core.py"})), say(f"```python\n{block}\n```"), say("ok")],
+        request="fix the helper in the code", tools=[*tools, *write_and_run_tools()],
+    )
+    assert not any("did not change" in n for n in nudges_of(provider)), why
+
+
+def test_a_method_shown_at_the_top_level_is_put_back_at_its_own_indentation(tmp_path: Path) -> None:
+    """Only files the search may read count (a denied file's total() is not a second place)."""
+    from tether.core.function_offer import shown_function_fix
+    from tether.core.renames import occurrences
+
+    (tmp_path / "shop.py").write_text("class Cart:\n    def total(self):\n        return 0\n\n    def size(self):\n        return 1\n")
+    (tmp_path / "secret.py").write_text("def total(self):\n    return 1\n")
+    ctx = ToolContext(root=tmp_path, may_read=lambda path: path.name != "secret.py")
+    fix = shown_function_fix("```\ndef total(self):\n    return sum(self.items)\n```", tmp_path,
+                             lambda pattern: occurrences(pattern, ctx), skip_tests=False)
+    assert fix is not None and fix.path == "shop.py"
+    assert fix.old == "    def total(self):\n        return 0"
+    assert fix.new == "    def total(self):\n        return sum(self.items)"

@@ -558,7 +558,7 @@ def turn_watch(
 
     tools = {tool.name: tool.main_arg for tool in table}
     return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
-                     find=lambda name: occurrences(name, ctx))
+                     find=lambda pattern: occurrences(pattern, ctx))
 
 
 def call_key(call: ToolCall) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..tools._paths import is_inside_root
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .dispatch import first_line
+from .function_offer import function_fix_nudge
 from .messages import Evidence
 from .renames import rename_left_nudge
 from .reply_shapes import (
@@ -366,7 +367,8 @@ class TurnWatch:
     root: Path | None = None
     """The project root, to tell a path the reply names from one it made up."""
     find: Callable[[str], str] | None = None
-    """Where a name still occurs in the project ("path:line: text" lines, "" for nowhere)."""
+    """The project's lines that match a pattern, by the search tool and under its rules
+    ("path:line: text" lines, "" for none)."""
     commands: set[str] = field(default_factory=set)
     """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
     waiting: str | None = None
@@ -452,7 +454,8 @@ class TurnWatch:
             played = waiting_answer(self, text)
             if played and self.once("played"):
                 return PLAYED.format(session=self.waiting) + played
-        version = self.version_offer(text)
+        version = self.version_offer(text) or (
+            None if _is_question(self.request) else function_fix_nudge(self, text))
         if version is not None:
             return version
         if self.last_failure is not None and self.once("failure"):

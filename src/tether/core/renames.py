@@ -30,13 +30,13 @@ _RENAME_NOUNS = frozenset({
 })
 
 
-def occurrences(name: str, ctx: ToolContext) -> str:
-    """The project's lines that hold `name` as a whole word, as search_in_file shows them (its
-    rules apply: ignored, denied and binary files are skipped); "" when there are none."""
+def occurrences(pattern: str, ctx: ToolContext) -> str:
+    """The project's lines that match `pattern`, as search_in_file shows them (its rules
+    apply: ignored, denied and binary files are skipped); "" when there are none."""
     from ..tools.file_search import SearchInFileParams, search_in_file  # the tool, only when asked
 
     try:
-        output = search_in_file(SearchInFileParams(pattern=rf"\b{re.escape(name)}\b", path="."), ctx)
+        output = search_in_file(SearchInFileParams(pattern=pattern, path="."), ctx)
     except (ToolError, OSError):
         return ""
     return "" if output.summary.startswith("0 ") else output.text
@@ -68,7 +68,7 @@ def rename_left_nudge(watch: TurnWatch) -> str | None:
     names = renamed_names(watch.request)
     if names is None or watch.find is None or watch.calls == 0:
         return None
-    places = watch.find(names[0]).splitlines()
+    places = watch.find(rf"\b{re.escape(names[0])}\b").splitlines()
     found = [line for line in places if _FOUND_LINE.match(line)]
     if not found or not watch.once(f"rename:{len(found)}"):
         return None

@@ -1,0 +1,125 @@
+"""A function fixed in prose: the edit that puts it in place.
+
+After a failing test, a small model often writes the right function in a code block
+("Here's the corrected version of the `median` function: ...") and stops, in a file it never
+opened, so the offer of a new version of a file it read (`shown_version`) has nothing to
+offer. When the block defines a Python function that one file of the project defines (a test
+file is left out when the request keeps the tests), the function there is replaced by the
+block's: the edit_file call that does it is written out for the model to send. Nothing is
+changed for it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .reply_shapes import file_text, is_test_path, leaves_tests
+
+if TYPE_CHECKING:
+    from .nudges import TurnWatch
+
+_CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*(python|py|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", re.M)
+_HIT = re.compile(r"^(.+?):(\d+): ", re.M)
+MAX_FILE_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class FunctionFix:
+    path: str
+    """The file, relative to the root."""
+    old: str
+    """The function as the file has it."""
+    new: str
+    """The block's function, indented as the file's."""
+
+
+Finder = Callable[[str], str]
+"""The project search (TurnWatch.find): matching lines as "path:line: text", under the rules."""
+
+
+def shown_function_fix(text: str, root: Path, find: Finder, skip_tests: bool) -> FunctionFix | None:
+    """The fix a reply's Python code block shows for a function one project file defines
+    (the first block function that is found and differs); None when there is none."""
+    for body in (m.group(2) for m in _CODE_BLOCK.finditer(text)):
+        for found in _DEF.finditer(body):
+            fix = _fix_for(found.group(2), _function_at(body, found.start()), root, find, skip_tests)
+            if fix is not None:
+                return fix
+    return None
+
+
+def _fix_for(name: str, shown: str, root: Path, find: Finder, skip_tests: bool) -> FunctionFix | None:
+    places = _definitions(name, root, find, skip_tests)
+    if len(places) != 1:
+        return None  # nowhere, or several: which one is meant is a guess
+    path, old = places[0]
+    indent = old[: len(old) - len(old.lstrip())]
+    new = _reindented(shown, indent)
+    if " ".join(new.split()) == " ".join(old.split()):
+        return None  # the function as it is: nothing to apply
+    return FunctionFix(path, old, new)
+
+
+def _definitions(name: str, root: Path, find: Finder, skip_tests: bool) -> list[tuple[str, str]]:
+    """(file, function text) for each definition of `name` in the project's Python files.
+    The search finds them, so only files its rules let it read are read here."""
+    wanted = re.compile(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(")
+    found = []
+    for hit in _HIT.finditer(find(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(")):
+        relative, number = hit.group(1), int(hit.group(2))
+        if not relative.endswith(".py") or (skip_tests and is_test_path(relative)):
+            continue
+        text = file_text(root / relative, MAX_FILE_CHARS)
+        lines = text.split("\n") if text is not None else []
+        if number <= len(lines) and wanted.match(lines[number - 1]):
+            start = sum(len(line) + 1 for line in lines[: number - 1])
+            found.append((relative, _function_at(text or "", start)))
+    return found
+
+
+def _function_at(text: str, start: int) -> str:
+    """The function whose `def` line starts at `start`: to the last line before the next one
+    indented no deeper than the def (blank lines at its end left out)."""
+    lines = text[start:].split("\n")
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    taken = [lines[0]]
+    for line in lines[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        taken.append(line)
+    while taken and not taken[-1].strip():
+        taken.pop()
+    return "\n".join(taken)
+
+
+def _reindented(function: str, indent: str) -> str:
+    """The function moved to `indent` (a method shown at the top level of a block)."""
+    lines = function.split("\n")
+    own = len(lines[0]) - len(lines[0].lstrip())
+    return "\n".join(indent + line[own:] if line.strip() else "" for line in lines)
+
+
+FUNCTION_SHOWN = (
+    "Your reply shows a new version of {name}() but did not change {path}, so the code is "
+    "unchanged. If that version is right, put it in place: reply with only:\n{call}"
+)
+
+
+def function_fix_nudge(watch: TurnWatch, text: str) -> str | None:
+    """FUNCTION_SHOWN with the edit_file call for the function a reply's code block fixes
+    (once per turn); None when it shows none, or cannot offer the call."""
+    if watch.root is None or watch.find is None or watch.show_call is None or "edit_file" not in watch.tools:
+        return None
+    if "```" not in text or "function" in watch.sent:
+        return None
+    fix = shown_function_fix(text, watch.root, watch.find, skip_tests=leaves_tests(watch.request))
+    if fix is None or not watch.once("function"):
+        return None
+    name = _DEF.search(fix.old)
+    call = watch.offer("edit_file", {"filepath": fix.path, "old_content": fix.old, "new_content": fix.new})
+    return FUNCTION_SHOWN.format(name=name.group(2) if name else "the function", path=fix.path, call=call)
