@@ -351,6 +351,13 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
+        "a whole call on a line of its own among prose (seen on a 1.5B model)",
+        'To fix the call, the command should be:\n'
+        '{"name": "run_cmd", "arguments": {"command": "python t.py --min 5 a.txt"}}\nThen use its output.',
+        [("run_cmd", {"command": "python t.py --min 5 a.txt"})],
+        "To fix the call, the command should be:",
+    ),
+    (
         "python None and single-quoted keys",
         "{'name': 'read_file', 'arguments': {'filepath': 'a.py', 'offset': None}}",
         [("read_file", {"filepath": "a.py", "offset": None})],
@@ -539,6 +546,13 @@ NOT_CALLS: list[tuple[str, str]] = [
         "a bare write call followed by prose, not only blocks",
         '{"name": "write_file", "arguments": {"filepath": "a.py"}}\nThen put print(1) in it.',
     ),
+    (
+        "two call lines among prose: which one is meant is a guess",
+        f"First:\n{R}\nor else:\n" + '{"name": "run_cmd", "arguments": {"command": "ls"}}\n',
+    ),
+    ("a call line that goes on in words", f"Send this:\n{R} and then stop."),
+    ("a call line among prose without its required block", f"Write it:\n{W}\nwith print(1) in it."),
+    ("a call line inside a fence among prose", f"Like this:\n```text\n{R}\nmore\n```\nDone."),
     (
         "a write call followed by a block the tool does not take",
         '{"name": "write_file", "arguments": {"filepath": "a.py"}}\n<code>\nprint(1)\n</code>',

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..core.messages import ToolCall, new_call_id
 from ..core.toolspec import Tool, ToolTable
 from .jsonrepair import (
@@ -50,6 +52,8 @@ _CALL_FENCE_LABELS = ("tool_call", "tool_code", "tool", "function_call")
 _LOOSE_FENCE_LABELS = ("json", "")
 _CALL_PREFIX_TOKENS = ("<|python_tag|>", "[TOOL_CALLS]")
 """Special tokens some chat templates leak in front of a bare JSON call."""
+_CALL_LINE = re.compile(r'^[ \t]*\{(?=\s*"name"\s*:)', re.M)
+"""A line that opens a call object (`{"name": ...`)."""
 
 
 @dataclass
@@ -238,6 +242,7 @@ class _ReplyParser:
         for token in _CALL_PREFIX_TOKENS:
             text = text[len(token) :].lstrip() if text.startswith(token) else text
         if not text.startswith(("{", "[")):
+            self._call_line_in_prose(text)
             return
         if text.count("```") == 1 and text.endswith("```"):
             # a fence closed that was never opened: small models end a call sent alone with one
@@ -248,6 +253,39 @@ class _ReplyParser:
         if found:
             self.found.extend(found)
             self.visible = []
+
+    def _call_line_in_prose(self, text: str) -> None:
+        """A reply of prose with one whole call on a line of its own ("The correct command
+        should be:\n{"name": "run_cmd", ...}\nThen use its output."): small models write the
+        call they mean among words, the way a nudge shows a call to send. Only under the text
+        protocol, outside fences, one object that is a valid call to a real tool and closes
+        on its own line (a call that needs a raw block is not whole without it); the words
+        before it stay the reply's text."""
+        if self.native:
+            return
+        starts = [m.end() - 1 for m in _CALL_LINE.finditer(text)
+                  if text.count("```", 0, m.start()) % 2 == 0]
+        if len(starts) != 1:
+            return
+        start = starts[0]
+        end = _json_extent(text, start)
+        if text[end:].split("\n", 1)[0].strip():
+            return  # more on the line: the call is quoted in a sentence
+        found = self._loose_calls(text[start:end], at_eof=False, report_invalid=False)
+        if found and len(found) == 1 and isinstance(found[0], ToolCall) and self._valid(found[0]):
+            self.found.extend(found)
+            self.visible = [text[:start].rstrip()]
+
+    def _valid(self, call: ToolCall) -> bool:
+        """The call's arguments are all there and of the right types."""
+        tool = self.table.get(call.name)
+        if tool is None:
+            return False
+        try:
+            tool.params.model_validate(call.arguments)
+        except ValidationError:
+            return False
+        return True
 
     def _untagged_call_with_blocks(self, text: str) -> _Found | None:
         """`{"name": "write_file", ...}` then `<content>...</content>`: a whole call in the
