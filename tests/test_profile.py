@@ -677,6 +677,6 @@ async def test_an_answer_to_a_question_that_quotes_the_code_is_not_nudged_to_app
     ("count the TODO lines and write the number to todo.txt", False),
 ])
 def test_questions_are_told_from_requests_for_a_change(request_text: str, question: bool) -> None:
-    from tether.core.nudges import _is_question
+    from tether.core.reply_shapes import is_question
 
-    assert _is_question(request_text) is question
+    assert is_question(request_text) is question

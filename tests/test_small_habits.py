@@ -1328,7 +1328,7 @@ async def test_a_function_fixed_in_a_code_block_gets_the_edit_that_puts_it_in_it
     file it never opened, and the nudge sent it back to the failure. The edit for the one
     file that defines median() (the test file, which the request keeps, left out) is offered;
     sent, it replaces just that function."""
-    from tether.core.function_offer import FUNCTION_SHOWN
+    from tether.core.shown_code import FUNCTION_SHOWN
 
     stats_project(tmp_path)
     prose = f"The median is wrong for even lists. Here's the corrected version:\n\n```python\n{FIXED_MEDIAN}\n```\n"
@@ -1369,8 +1369,8 @@ async def test_no_function_edit_is_offered_without_one_changed_definition(
 
 def test_a_method_shown_at_the_top_level_is_put_back_at_its_own_indentation(tmp_path: Path) -> None:
     """Only files the search may read count (a denied file's total() is not a second place)."""
-    from tether.core.function_offer import shown_function_fix
     from tether.core.renames import occurrences
+    from tether.core.shown_code import shown_function_fix
 
     (tmp_path / "shop.py").write_text("class Cart:\n    def total(self):\n        return 0\n\n    def size(self):\n        return 1\n")
     (tmp_path / "secret.py").write_text("def total(self):\n    return 1\n")
@@ -1380,3 +1380,49 @@ def test_a_method_shown_at_the_top_level_is_put_back_at_its_own_indentation(tmp_
     assert fix is not None and fix.path == "shop.py"
     assert fix.old == "    def total(self):\n        return 0"
     assert fix.new == "    def total(self):\n        return sum(self.items)"
+
+
+# ---------------------------------------------------------------- a new file shown, not created
+
+TOTAL_SCRIPT = "import csv, sys\n\nrows = csv.DictReader(open(sys.argv[1]))\nprint(sum(float(r[sys.argv[2]]) for r in rows))\n"
+CSV_REQUEST = "write a script total.py that prints the sum of one column of a CSV file, used like: python total.py FILE COLUMN"
+
+
+async def test_the_code_of_the_new_file_the_request_names_gets_its_write_call(tmp_path: Path) -> None:
+    """script_csv_total: the model showed total.py in a python fence and stopped."""
+    from tether.core.shown_code import NEW_FILE_SHOWN
+
+    (tmp_path / "sales.csv").write_text("amount\n1.5\n")
+    shown = f"Here's the script:\n\n```python\n{TOTAL_SCRIPT}```\n\nRun it with:\n```sh\npython total.py sales.csv amount\n```"
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "sales.csv"})), say(shown),
+                   call(("write_file", {"filepath": "total.py", "content": TOTAL_SCRIPT})), say("Written.")],
+        request=CSV_REQUEST, tools=[*tools, *write_and_run_tools()[1:]],
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(NEW_FILE_SHOWN.split("{")[0] + "total.py but did not create it")
+    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == {"filepath": "total.py", "content": TOTAL_SCRIPT}
+    assert (tmp_path / "total.py").read_text() == TOTAL_SCRIPT
+
+
+@pytest.mark.parametrize(("request_text", "reply", "why"), [
+    (CSV_REQUEST, f"```python\n{TOTAL_SCRIPT}```\n```python\nprint(1)\n```", "two python fences: which is it"),
+    ("write the count to count.txt", "```\n12\n```", "a text file: a fence may hold a made-up count"),
+    ("write a script total.py and another.py", f"```python\n{TOTAL_SCRIPT}```", "two files named"),
+    (CSV_REQUEST, f"```js\n{TOTAL_SCRIPT}```", "a fence in another language"),
+])
+def test_no_new_file_is_offered_when_the_file_or_its_code_is_unclear(
+    tmp_path: Path, request_text: str, reply: str, why: str,
+) -> None:
+    from tether.core.reply_shapes import shown_new_file
+
+    assert shown_new_file(reply, request_text, tmp_path) is None, why
+
+
+def test_a_file_that_exists_is_no_new_file(tmp_path: Path) -> None:
+    from tether.core.reply_shapes import shown_new_file
+
+    assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) == ("total.py", TOTAL_SCRIPT)
+    (tmp_path / "total.py").write_text("print(0)\n")
+    assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) is None

@@ -18,6 +18,7 @@ from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
 from .reply_shapes import file_text, is_test_path, leaves_tests
+from .shown_code import version_nudge
 from .toolspec import ToolContext, ToolError
 
 UNREAD_OVERWRITE = (
@@ -159,7 +160,7 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         refused = missing_script(call, ctx, watch.touched.values())
         # the reply that ran a made-up script may also show the new version of a file:
         # no nudge answers a reply with a call, so the refusal offers that write
-        version = watch.version_offer(watch.reply_text) if refused else None
+        version = version_nudge(watch, watch.reply_text) if refused else None
         return f"{refused}\n{version}" if refused and version else refused
     filepath = call.arguments.get("filepath")
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):

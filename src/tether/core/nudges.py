@@ -9,6 +9,7 @@ sent at most once per turn, and a nudge never makes a call: the model decides.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,22 +18,24 @@ from pathlib import Path
 from ..tools._paths import is_inside_root
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .dispatch import first_line
-from .function_offer import function_fix_nudge
 from .messages import Evidence
 from .renames import rename_left_nudge
 from .reply_shapes import (
+    CHANGE_VERBS,
+    CHANGE_WORDS,
+    RUN_VERBS,
+    RUN_WORDS,
     asks_for_value,
-    is_test_path,
-    leaves_tests,
+    is_question,
     looks_like_command,
     name_given_for_value,
     reads_input,
     requested_script,
     run_command,
     shown_command,
-    shown_version,
     value_search_pattern,
 )
+from .shown_code import function_fix_nudge, version_nudge
 
 OPENING_NOTE = (
     "(Do this yourself with the tools, one call at a time. Look at the files first; never "
@@ -126,11 +129,6 @@ REPEATED_CALL = (
     "(You already made this exact call in this turn, and its result above has not changed. "
     "Do not send it again: use what it showed. Make a different call, or give the final answer.)"
 )
-VERSION_SHOWN = (
-    "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
-    "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
-    "that differ, with edit_file.)"
-)
 OPEN_IT_YOURSELF = (
     "Your reply tells the user to open {path} and look: do it yourself. To read it, reply with "
     "only:\n{call}\nThen answer from what it shows."
@@ -153,16 +151,7 @@ REPEATED_FAILURE = (
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
 _NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
-_CHANGE_VERBS = (
-    "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
-    "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
-)
-_CHANGE_WORDS = re.compile(rf"\b({_CHANGE_VERBS})\b", re.I)
-_RUN_VERBS = "run|execute|play|register|start|launch"
-_RUN_WORDS = re.compile(rf"\b({_RUN_VERBS})\b", re.I)
-"""A request to run something ("run report.py and tell me the total?") is not a question
-about the code: its answer comes from running it."""
-_ACTION_WORDS = re.compile(rf"\b({_CHANGE_VERBS}|{_RUN_VERBS})\b", re.I)
+_ACTION_WORDS = re.compile(rf"\b({CHANGE_VERBS}|{RUN_VERBS})\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
 _ANY_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,_]*\d)?(?:\.\d+)?(?![\w])")
@@ -199,20 +188,6 @@ def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | Non
     return None
 
 
-_QUESTION_START = re.compile(
-    r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
-    r"describe|show|list|find|count)\b", re.I
-)
-
-
-def _is_question(request: str) -> bool:
-    """A request that asks about the project and asks for no change ("how many times does
-    it retry?", "which file decides ...?"); "can you fix the parser?" is not one."""
-    text = request.strip()
-    asks = text.endswith("?") or bool(_QUESTION_START.match(text))
-    return asks and not _CHANGE_WORDS.search(text) and not _RUN_WORDS.search(text)
-
-
 def echoes(text: str, nudged: list[str]) -> bool:
     """The reply repeats a nudge word for word: small models echo the harness's note
     (the final answer "The task is not done: ..."), which answers nothing."""
@@ -233,7 +208,7 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
         again = bool(watch.offered) and command in watch.offered and watch.once("again")
         return OFFER_AGAIN.format(call=watch.offered) if again else None
     watch.once("shown")
-    question = FIND_IT_YOURSELF if _is_question(watch.request) else ""
+    question = FIND_IT_YOURSELF if is_question(watch.request) else ""
     call = watch.offer("run_cmd", {"command": command})
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
@@ -302,7 +277,7 @@ def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
     per name, MAX_NAME_NUDGES a turn), with the search that leads to where it is set."""
     if watch.show_call is None or "search_in_file" not in watch.tools or watch.calls == 0:
         return None
-    if not (_is_question(watch.request) and asks_for_value(watch.request)):
+    if not (is_question(watch.request) and asks_for_value(watch.request)):
         return None
     name = name_given_for_value(text, "\n".join(watch.seen))
     if name is None or f"value:{name}" in watch.sent:
@@ -366,6 +341,8 @@ class TurnWatch:
     shrink_warned: set[Path] = field(default_factory=set)
     root: Path | None = None
     """The project root, to tell a path the reply names from one it made up."""
+    written: set[str] = field(default_factory=set)
+    """The paths write_file and edit_file changed this turn, as the calls named them."""
     find: Callable[[str], str] | None = None
     """The project's lines that match a pattern, by the search tool and under its rules
     ("path:line: text" lines, "" for none)."""
@@ -413,6 +390,8 @@ class TurnWatch:
             self.unchecked = None
         elif tool in ("write_file", "edit_file"):
             path = evidence.call.arguments.get("filepath")
+            if isinstance(path, str):
+                self.written.add(os.path.normpath(path))
             if isinstance(path, str) and Path(path).suffix.lower() in CODE_SUFFIXES:
                 self.unchecked = path
 
@@ -454,8 +433,8 @@ class TurnWatch:
             played = waiting_answer(self, text)
             if played and self.once("played"):
                 return PLAYED.format(session=self.waiting) + played
-        version = self.version_offer(text) or (
-            None if _is_question(self.request) else function_fix_nudge(self, text))
+        version = version_nudge(self, text) or (
+            None if is_question(self.request) else function_fix_nudge(self, text))
         if version is not None:
             return version
         if self.last_failure is not None and self.once("failure"):
@@ -516,21 +495,6 @@ class TurnWatch:
         self.answered, self.waiting_nudges, self.last_kind = False, self.waiting_nudges + 1, "waiting"
         return True
 
-    def version_offer(self, text: str) -> str | None:
-        """The nudge for a new version of a file shown in a code block instead of written
-        (once per turn), with the write_file call that would write it."""
-        if self.show_call is None or "write_file" not in self.tools or _is_question(self.request):
-            return None
-        version = shown_version(text, self.touched)
-        if version is not None and leaves_tests(self.request) and is_test_path(version[0]):
-            return None  # the test it was told to leave alone (the write would be refused)
-        if version is None or not self.once("version"):
-            return None
-        path, content = version
-        self.read_paths.update(p for p, shown in self.touched.items() if shown == path)
-        call = self.offer("write_file", {"filepath": path, "content": content})
-        return VERSION_SHOWN.format(path=path, call=call)
-
     def _named_not_called(self, tool: str, value: str | None) -> str:
         main_arg = self.tools.get(tool)
         form = ""
@@ -539,7 +503,7 @@ class TurnWatch:
                 return START_FIRST.format(call=self.offer("run_cmd", {"command": value}))
         if value is not None and main_arg and self.show_call is not None:
             form = NAMED_FORM.format(call=self.offer(tool, {main_arg: value}))
-        question = FIND_IT_YOURSELF if _is_question(self.request) else ""
+        question = FIND_IT_YOURSELF if is_question(self.request) else ""
         return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
     def unseen_number(self, text: str, bare: bool = False) -> str | None:
@@ -550,7 +514,7 @@ class TurnWatch:
             return None  # look_first covers an answer given without looking
         known = self.request + "\n" + "\n".join(self.seen)
         digits_seen = {m.group().replace(",", "").replace("_", "") for m in _ANY_NUMBER.finditer(known)}
-        bare = bare or (len(text.split()) <= _BARE_ANSWER_WORDS and _is_question(self.request))
+        bare = bare or (len(text.split()) <= _BARE_ANSWER_WORDS and is_question(self.request))
         checked = _ANY_NUMBER if bare else _NUMBER
         for m in checked.finditer(_LIST_MARKER.sub("", text)):
             number = m.group()
@@ -562,7 +526,7 @@ class TurnWatch:
         """The reply shows or describes a change the request asked for. A question asks for
         none: an answer that quotes the code in a fence is an answer (nudging it made the
         model "apply" its answer to the file it quoted)."""
-        if _is_question(self.request):
+        if is_question(self.request):
             return False
         return bool(
             _FENCED_CODE.search(text)
@@ -572,7 +536,7 @@ class TurnWatch:
 
     def asks_to_run(self) -> bool:
         """The request asks to run something and asks for no change to the files."""
-        return bool(_RUN_WORDS.search(self.request)) and not _CHANGE_WORDS.search(self.request)
+        return bool(RUN_WORDS.search(self.request)) and not CHANGE_WORDS.search(self.request)
 
     def keeps_reply(self) -> bool:
         """Whether the reply the last nudge answers is worth keeping in the history. A wrong

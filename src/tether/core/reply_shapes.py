@@ -17,6 +17,30 @@ _COMMAND_START = re.compile(
 _NOT_SUGGESTED = re.compile(
     r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source)\b"
 )
+CHANGE_VERBS = (
+    "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
+    "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
+)
+CHANGE_WORDS = re.compile(rf"\b({CHANGE_VERBS})\b", re.I)
+RUN_VERBS = "run|execute|play|register|start|launch"
+RUN_WORDS = re.compile(rf"\b({RUN_VERBS})\b", re.I)
+"""A request to run something ("run report.py and tell me the total?") is not a question
+about the code: its answer comes from running it."""
+
+_QUESTION_START = re.compile(
+    r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
+    r"describe|show|list|find|count)\b", re.I
+)
+
+
+def is_question(request: str) -> bool:
+    """A request that asks about the project and asks for no change ("how many times does
+    it retry?", "which file decides ...?"); "can you fix the parser?" is not one."""
+    text = request.strip()
+    asks = text.endswith("?") or bool(_QUESTION_START.match(text))
+    return asks and not CHANGE_WORDS.search(text) and not RUN_WORDS.search(text)
+
+
 _CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
 _SHELL_LABELS = frozenset({"sh", "bash", "shell", "console", "zsh"})
 VERSION_MAX_CHARS = 3_000
@@ -75,6 +99,37 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
             if kept >= 0.5 and (best is None or kept > best[0]):
                 best = (kept, shown, body)
     return None if best is None else (best[1], best[2])
+
+
+_LANGUAGE_LABELS = {
+    "py": {"python", "py", "python3"}, "js": {"javascript", "js", "node"},
+    "ts": {"typescript", "ts"}, "rb": {"ruby", "rb"}, "go": {"go", "golang"},
+    "rs": {"rust", "rs"}, "json": {"json"}, "toml": {"toml"}, "yaml": {"yaml", "yml"},
+    "yml": {"yaml", "yml"},
+}
+"""Files a reply may show whole for the request to create, by suffix: the labels of their
+fences (a shell block is a command, a text block may be a made-up count)."""
+_REQUESTED_FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(\w+))(?![\w/-])")
+
+
+def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str] | None:
+    """(path, content) when the request names one code file that does not exist yet
+    ("write a script total.py that ...") and the reply shows its code in a fence instead of
+    creating it: the one fence labelled in that file's language, or the only fence."""
+    if root is None:
+        return None
+    named = {m.group(1): m.group(2).lower() for m in _REQUESTED_FILE.finditer(request)}
+    wanted = [(name, suffix) for name, suffix in named.items() if suffix in _LANGUAGE_LABELS]
+    if len(wanted) != 1 or (root / wanted[0][0]).exists():
+        return None
+    name, suffix = wanted[0]
+    blocks = [(m.group(1).lower(), m.group(2)) for m in _CODE_BLOCK.finditer(text)]
+    fitting = [body for label, body in blocks if label in _LANGUAGE_LABELS[suffix]]
+    if not fitting and len(blocks) == 1 and not blocks[0][0]:
+        fitting = [blocks[0][1]]
+    if len(fitting) != 1 or not fitting[0].strip():
+        return None
+    return name, fitting[0]
 
 
 _NAMED_SCRIPT = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(py|js|sh))(?![\w/-])")

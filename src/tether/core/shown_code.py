@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .reply_shapes import file_text, is_test_path, leaves_tests
+from .reply_shapes import (
+    file_text,
+    is_question,
+    is_test_path,
+    leaves_tests,
+    shown_new_file,
+    shown_version,
+)
 
 if TYPE_CHECKING:
     from .nudges import TurnWatch
@@ -123,3 +130,37 @@ def function_fix_nudge(watch: TurnWatch, text: str) -> str | None:
     name = _DEF.search(fix.old)
     call = watch.offer("edit_file", {"filepath": fix.path, "old_content": fix.old, "new_content": fix.new})
     return FUNCTION_SHOWN.format(name=name.group(2) if name else "the function", path=fix.path, call=call)
+
+
+VERSION_SHOWN = (
+    "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
+    "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
+    "that differ, with edit_file.)"
+)
+NEW_FILE_SHOWN = (
+    "Your reply shows the code of {path} but did not create it, so it does not exist yet. "
+    "If that code is right, write it: reply with only:\n{call}"
+)
+
+
+def version_nudge(watch: TurnWatch, text: str) -> str | None:
+    """The nudge for a new version of a file shown in a code block instead of written,
+    or for the code of the new file the request names (once per turn), with the
+    write_file call that would write it."""
+    if watch.show_call is None or "write_file" not in watch.tools or is_question(watch.request):
+        return None
+    version = shown_version(text, watch.touched)
+    if version is not None and leaves_tests(watch.request) and is_test_path(version[0]):
+        return None  # the test it was told to leave alone (the write would be refused)
+    if version is None:
+        created = shown_new_file(text, watch.request, watch.root)
+        if created is None or created[0] in watch.written or not watch.once("version"):
+            return None
+        call = watch.offer("write_file", {"filepath": created[0], "content": created[1]})
+        return NEW_FILE_SHOWN.format(path=created[0], call=call)
+    if not watch.once("version"):
+        return None
+    path, content = version
+    watch.read_paths.update(p for p, shown in watch.touched.items() if shown == path)
+    call = watch.offer("write_file", {"filepath": path, "content": content})
+    return VERSION_SHOWN.format(path=path, call=call)
