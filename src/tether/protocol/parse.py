@@ -179,7 +179,7 @@ class _ReplyParser:
             return None if self.native else _unknown_tool_error(name, self.table)
         if blocks_cut:
             return _cut_off_error(name)
-        tool = self._block_owner(tool, list(blocks))
+        tool = _block_owner(tool, list(blocks), self.table)
         resolved = _arguments(tool, rest)
         if resolved is None:
             return _bad_arguments_error(name)
@@ -272,20 +272,9 @@ class _ReplyParser:
         if text[end:].split("\n", 1)[0].strip():
             return  # more on the line: the call is quoted in a sentence
         found = self._loose_calls(text[start:end], at_eof=False, report_invalid=False)
-        if found and len(found) == 1 and isinstance(found[0], ToolCall) and self._valid(found[0]):
+        if found and len(found) == 1 and isinstance(found[0], ToolCall) and _valid_call(found[0], self.table):
             self.found.extend(found)
             self.visible = [text[:start].rstrip()]
-
-    def _valid(self, call: ToolCall) -> bool:
-        """The call's arguments are all there and of the right types."""
-        tool = self.table.get(call.name)
-        if tool is None:
-            return False
-        try:
-            tool.params.model_validate(call.arguments)
-        except ValidationError:
-            return False
-        return True
 
     def _untagged_call_with_blocks(self, text: str) -> _Found | None:
         """`{"name": "write_file", ...}` then `<content>...</content>`: a whole call in the
@@ -298,11 +287,11 @@ class _ReplyParser:
         tool = self.table.get(name) if name else None
         if tool is None:
             return None
-        if self._invented_result(tool, text[end:]):
+        if _invented_result(tool, text[end:], self.table):
             return self._json_call(text[:end], closed=True)
         # A tool that only reads has no use for a block: one after it is an invented result.
         following = re.findall(r"<([A-Za-z_][\w\-]*)>", text[end:])
-        tool = tool if tool.read_only else self._block_owner(tool, following)
+        tool = tool if tool.read_only else _block_owner(tool, following, self.table)
         names = (
             r"[A-Za-z_][\w\-]*"
             if tool.read_only
@@ -311,33 +300,6 @@ class _ReplyParser:
         if not names or not re.fullmatch(rf"(?:\s*<({names})>.*?</\1>)+\s*", text[end:], re.S):
             return None
         return self._json_call(text[:end] if tool.read_only else text, closed=True)
-
-    def _invented_result(self, tool: Tool, rest: str) -> bool:
-        """What follows a whole call is the start of a result the model made up: a block no
-        tool takes (`<output>`), closed or not, or a tag the stop cut off (`<outp`), after a
-        call that needs no block (run_cmd's stdin is optional). The model writes the output
-        it expects after the call; the call stands without it. A call whose required block
-        is missing (write_file's content) is no call, whatever follows."""
-        match = re.match(r"\s*<([A-Za-z_][\w\-]*)(>|$)", rest)
-        fields = tool.params.model_fields
-        if match is None or any(fields[n].is_required() for n in tool.block_params if n in fields):
-            return False
-        takes = {name for other in self.table for name in other.block_params}
-        return not any(name.startswith(match.group(1)) for name in takes)
-
-    def _block_owner(self, tool: Tool, blocks: list[str]) -> Tool:
-        """The tool a call's raw blocks belong to: `write_file` sent with <old_content> and
-        <new_content> is an edit_file call under the wrong name (small models mix the two).
-        Only when the named tool takes none of the blocks and exactly one other tool that
-        changes files the same way takes them all; otherwise the named tool."""
-        if not blocks or tool.read_only or any(_accepts_block(tool, b) for b in blocks):
-            return tool
-        owners = [
-            other for other in self.table
-            if other.block_params and set(blocks) <= set(other.block_params)
-            and other.writes_files == tool.writes_files and other.main_arg == tool.main_arg
-        ]
-        return owners[0] if len(owners) == 1 else tool
 
     def _loose_calls(self, src: str, at_eof: bool, report_invalid: bool) -> _Found | None:
         """Calls from text that is only JSON; None unless every object is a call to a real tool."""
@@ -363,6 +325,47 @@ class _ReplyParser:
                     return None
                 found.append(call)
         return found or None
+
+
+def _invented_result(tool: Tool, rest: str, table: ToolTable) -> bool:
+    """What follows a whole call is the start of a result the model made up: a block no
+    tool takes (`<output>`), closed or not, or a tag the stop cut off (`<outp`), after a
+    call that needs no block (run_cmd's stdin is optional). The model writes the output
+    it expects after the call; the call stands without it. A call whose required block
+    is missing (write_file's content) is no call, whatever follows."""
+    match = re.match(r"\s*<([A-Za-z_][\w\-]*)(>|$)", rest)
+    fields = tool.params.model_fields
+    if match is None or any(fields[n].is_required() for n in tool.block_params if n in fields):
+        return False
+    takes = {name for other in table for name in other.block_params}
+    return not any(name.startswith(match.group(1)) for name in takes)
+
+
+def _block_owner(tool: Tool, blocks: list[str], table: ToolTable) -> Tool:
+    """The tool a call's raw blocks belong to: `write_file` sent with <old_content> and
+    <new_content> is an edit_file call under the wrong name (small models mix the two).
+    Only when the named tool takes none of the blocks and exactly one other tool that
+    changes files the same way takes them all; otherwise the named tool."""
+    if not blocks or tool.read_only or any(_accepts_block(tool, b) for b in blocks):
+        return tool
+    owners = [
+        other for other in table
+        if other.block_params and set(blocks) <= set(other.block_params)
+        and other.writes_files == tool.writes_files and other.main_arg == tool.main_arg
+    ]
+    return owners[0] if len(owners) == 1 else tool
+
+
+def _valid_call(call: ToolCall, table: ToolTable) -> bool:
+    """The call's arguments are all there and of the right types."""
+    tool = table.get(call.name)
+    if tool is None:
+        return False
+    try:
+        tool.params.model_validate(call.arguments)
+    except ValidationError:
+        return False
+    return True
 
 
 def _loose_object(obj: Any, table: ToolTable) -> ToolCall | None:
