@@ -731,7 +731,7 @@ async def test_send_input_named_with_a_command_and_no_live_program_is_told_to_st
 
 
 def searched_retry(args, ctx):  # noqa: ANN001
-    return 'uploader/client.py:11:    """Send one file, retrying with backoff."""'
+    return 'uploader/client.py:11:    """Send one file, retrying with backoff."""\nuploader/policy.py:4: MAX_UPLOAD_RETRIES = 11'
 
 
 @pytest.mark.parametrize(("answer", "nudged"), [
@@ -1426,3 +1426,22 @@ def test_a_file_that_exists_is_no_new_file(tmp_path: Path) -> None:
     assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) == ("total.py", TOTAL_SCRIPT)
     (tmp_path / "total.py").write_text("print(0)\n")
     assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) is None
+
+
+def policy_file(args, ctx):  # noqa: ANN001
+    return "1| \"\"\"How hard it tries.\"\"\"\n2| \n3| MAX_DOWNLOAD_RETRIES = 4\n4| MAX_UPLOAD_RETRIES = 11"
+
+
+@pytest.mark.parametrize(("answer", "nudged"), [
+    ("3", True),  # ask_retry_limit: the line number of MAX_DOWNLOAD_RETRIES, given as the count
+    ("11", False),
+    ("Line 3.", False),  # an answer about lines may give a line number
+])
+async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, answer: str, nudged: bool) -> None:
+    from tether.core.nudges import UNSEEN_NUMBER
+
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "uploader/policy.py"})), say(answer), say(answer)],
+        request="How many times does the uploader retry a failed upload?", tools=[make_tool("read_file", policy_file)],
+    )
+    assert nudges_of(provider) == ([UNSEEN_NUMBER.format(number="3")] if nudged else [])

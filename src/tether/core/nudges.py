@@ -155,6 +155,9 @@ _ACTION_WORDS = re.compile(rf"\b({CHANGE_VERBS}|{RUN_VERBS})\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
 _ANY_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,_]*\d)?(?:\.\d+)?(?![\w])")
+_LINE_PREFIX = re.compile(r"^(?:\d+(?::[0-9a-f]{2})?\| ?|[^\s:]+:\d+: )", re.M)
+"""The line numbers read_file and search_in_file put before each line they show."""
+_SAYS_LINE = re.compile(r"\blines?\b", re.I)
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
 _BARE_ANSWER_WORDS = 4
 """A bare answer to a question ("2", "It is 2.") is checked even when its number has one
@@ -513,6 +516,8 @@ class TurnWatch:
         if self.calls == 0 and not bare:
             return None  # look_first covers an answer given without looking
         known = self.request + "\n" + "\n".join(self.seen)
+        if not _SAYS_LINE.search(text):  # "3" from the `3| MAX = 4` of a file is no value
+            known = _LINE_PREFIX.sub("", known)
         digits_seen = {m.group().replace(",", "").replace("_", "") for m in _ANY_NUMBER.finditer(known)}
         bare = bare or (len(text.split()) <= _BARE_ANSWER_WORDS and is_question(self.request))
         checked = _ANY_NUMBER if bare else _NUMBER
