@@ -1445,3 +1445,62 @@ async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, a
         request="How many times does the uploader retry a failed upload?", tools=[make_tool("read_file", policy_file)],
     )
     assert nudges_of(provider) == ([UNSEEN_NUMBER.format(number="3")] if nudged else [])
+
+
+# ---------------------------------------------------------------- a folder's count taken from one file
+
+TODO_REQUEST = "count the lines that contain TODO in the python files under src/ and write just the number to todo_count.txt"
+
+
+def todo_project(root: Path) -> None:
+    (root / "src" / "app").mkdir(parents=True)
+    (root / "src" / "app" / "orders.py").write_text("# TODO: paginate\n# TODO: filter\n")
+    (root / "src" / "lib.py").write_text("x = 1  # TODO: name\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "notes.md").write_text("- TODO: guide\n")
+
+
+async def test_a_count_over_a_folder_taken_from_one_file_gets_the_folder_search(tmp_path: Path) -> None:
+    """count_todos: the model searched src/app/handlers/orders.py only, then wrote steps."""
+    from tether.core.count_scope import FOLDER_COUNT
+
+    todo_project(tmp_path)
+    steps = "1. List the files.\n2. Search each one.\n3. Write the count."
+    folder = call(("search_in_file", {"pattern": "TODO", "path": "src"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("search_in_file", {"pattern": "TODO", "path": "src/app/orders.py"})), say(steps),
+                   folder, say("3 lines.")],
+        request=TODO_REQUEST, tools=list(FILE_TOOLS),
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(FOLDER_COUNT.split("{")[0] + "src/, but your last search looked at one file of it")
+    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == {"pattern": "TODO", "path": "src"}
+    assert "(3 matching lines in 2 files)" in result.evidence[-1].result
+
+
+@pytest.mark.parametrize(("request_text", "path", "why"), [
+    (TODO_REQUEST, "src", "the folder itself was searched"),
+    (TODO_REQUEST, "docs/notes.md", "a file outside the folder"),
+    ("explain the TODO lines in src/app/orders.py", "src/app/orders.py", "no count asked"),
+    ("count the TODO lines under nowhere/", "src/app/orders.py", "no such folder"),
+])
+async def test_no_folder_search_is_offered_when_the_count_is_not_over_that_folder(
+    tmp_path: Path, request_text: str, path: str, why: str,
+) -> None:
+    todo_project(tmp_path)
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("search_in_file", {"pattern": "TODO", "path": path})), say("It is 2."), say("2")],
+        request=request_text, tools=list(FILE_TOOLS),
+    )
+    assert not any("your last search looked at one file" in n for n in nudges_of(provider)), why
+
+
+def test_the_folder_a_count_names_is_found_with_a_slash_or_in_words(tmp_path: Path) -> None:
+    from tether.core.count_scope import requested_folder
+
+    todo_project(tmp_path)
+    assert requested_folder("how many TODO lines are under src/?", tmp_path) == "src"
+    assert requested_folder("count the TODOs in the src folder", tmp_path) == "src"
+    assert requested_folder("count TODOs in src/app/", tmp_path) == "src/app"
+    assert requested_folder("count TODOs in src/ and docs/", tmp_path) is None  # two folders
+    assert requested_folder("count TODOs under ../", tmp_path) is None

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..tools._paths import is_inside_root
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
+from .count_scope import count_scope_nudge
 from .dispatch import first_line
 from .messages import Evidence
 from .renames import rename_left_nudge
@@ -344,6 +345,8 @@ class TurnWatch:
     shrink_warned: set[Path] = field(default_factory=set)
     root: Path | None = None
     """The project root, to tell a path the reply names from one it made up."""
+    last_search: dict[str, str] | None = None
+    """The arguments of this turn's last search_in_file that worked."""
     written: set[str] = field(default_factory=set)
     """The paths write_file and edit_file changed this turn, as the calls named them."""
     find: Callable[[str], str] | None = None
@@ -391,6 +394,8 @@ class TurnWatch:
         tool = evidence.call.name
         if tool == "run_cmd":
             self.unchecked = None
+        elif tool == "search_in_file":
+            self.last_search = {k: str(v) for k, v in evidence.call.arguments.items()}
         elif tool in ("write_file", "edit_file"):
             path = evidence.call.arguments.get("filepath")
             if isinstance(path, str):
@@ -436,6 +441,9 @@ class TurnWatch:
             played = waiting_answer(self, text)
             if played and self.once("played"):
                 return PLAYED.format(session=self.waiting) + played
+        scoped = count_scope_nudge(self)
+        if scoped is not None:
+            return scoped
         version = version_nudge(self, text) or (
             None if is_question(self.request) else function_fix_nudge(self, text))
         if version is not None:
