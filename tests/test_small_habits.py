@@ -1149,6 +1149,23 @@ async def test_a_question_answered_without_running_gets_no_run_nudge(tmp_path: P
     assert result.text == "It prints hi."
 
 
+async def test_a_reply_cut_at_a_result_marker_right_after_a_read_for_a_change_is_told_to_make_it(
+    tmp_path: Path,
+) -> None:
+    """add_slugify, script_csv_total: right after read_file the reply began with a result, and
+    after the plain note the model wrote the file it had read back unchanged. For a change
+    request the note says the text is above and asks for the edit."""
+    from tether.core.nudges import RESULT_FIRST_AFTER_READ
+
+    provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    (tmp_path / "a.py").write_text("print('hi')\n")
+    conv = Conversation()
+    await loop.run_turn(conv, "add a greet(name) function to a.py")
+    assert nudges_in(conv)[0] == RESULT_FIRST_AFTER_READ.format(path="a.py")
+
+
 async def test_no_ran_nudge_when_a_command_did_run(tmp_path: Path) -> None:
     run = call(("run_cmd", {"command": "python report.py"}))
     provider, _, _ = await run_nudged(

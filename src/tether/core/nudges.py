@@ -19,7 +19,7 @@ from ..tools._paths import is_inside_root
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .count_scope import count_scope_nudge
 from .dispatch import first_line
-from .messages import Evidence
+from .messages import Evidence, ToolCall
 from .renames import rename_left_nudge
 from .reply_shapes import (
     CHANGE_VERBS,
@@ -53,6 +53,11 @@ RESULT_FIRST = (
     "come from me, after you send a call. "
 )
 RESULT_FIRST_NEXT = RESULT_FIRST + "Make the next tool call, or give your final answer."
+RESULT_FIRST_AFTER_READ = RESULT_FIRST + (
+    "You have read {path}: its text is above, so do not repeat it. Now make the change the "
+    "request asks for: reply with only an edit_file call (old_content copied exactly from "
+    "it, new_content with the change), or a write_file call for a new file."
+)
 RESULT_FIRST_OFFER = RESULT_FIRST + "Reply with only the call:\n{call}"
 OFFER_AGAIN = ("Do not show the command to the user: you run it. Reply with only this call, "
                "then read its result:\n{call}")
@@ -264,7 +269,13 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
     plain note once. After those, what is left to do (a program waiting for input, a failed
     call, a code change never run) gets its own nudge: an empty reply is no answer."""
     if result_first and watch.once("result_first"):
-        return RESULT_FIRST_OFFER.format(call=watch.offered) if watch.offered else RESULT_FIRST_NEXT
+        if watch.offered:
+            return RESULT_FIRST_OFFER.format(call=watch.offered)
+        read = watch.last_call.arguments.get("filepath") if watch.last_call else None
+        changes = CHANGE_WORDS.search(watch.request) and not is_question(watch.request)
+        if watch.last_call and watch.last_call.name == "read_file" and read and changes:
+            return RESULT_FIRST_AFTER_READ.format(path=read)  # it was about to echo the file
+        return RESULT_FIRST_NEXT
     if watch.once("empty"):
         return EMPTY_AFTER_OFFER.format(call=watch.offered) if watch.offered else EMPTY_REPLY
     if watch.still_waiting():
@@ -345,6 +356,8 @@ class TurnWatch:
     shrink_warned: set[Path] = field(default_factory=set)
     root: Path | None = None
     """The project root, to tell a path the reply names from one it made up."""
+    last_call: ToolCall | None = None
+    """The turn's last call, when it worked."""
     last_search: dict[str, str] | None = None
     """The arguments of this turn's last search_in_file that worked."""
     written: set[str] = field(default_factory=set)
@@ -372,6 +385,7 @@ class TurnWatch:
         """Record one finished call (`key`: its name and arguments)."""
         self.calls += 1
         self.offered = ""
+        self.last_call = evidence.call if not failed(evidence) else None
         if self.seen_chars < SEEN_TEXT_CAP:
             # the call's own arguments count as seen: a number in a path it named
             # (notes/meeting-2024-04-18.txt) was not made up
