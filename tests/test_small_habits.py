@@ -967,6 +967,22 @@ async def test_a_described_rename_gets_the_edit_for_each_place_while_places_are_
     assert len([n for n in sent if "The old name" in n]) == 2  # no progress after it: no third
 
 
+async def test_a_rename_nudge_comes_once_more_for_the_same_count_after_other_calls(tmp_path: Path) -> None:
+    """multi_rename_setting: offered the edit for feed/render.py, the model ran the program
+    instead and answered; the nudge comes once more (with a call between), never a third time."""
+    (tmp_path / "settings.json").write_text('{"item_limit": 4}\n')
+    (tmp_path / "render.py").write_text("limit = settings['max_items']\n")
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "settings.json"})), say("Renamed."),
+        call(("read_file", {"filepath": "settings.json"})), say("Renamed."), say("Renamed."),
+        call(("read_file", {"filepath": "render.py"})), say("Renamed."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    await loop.run_turn(Conversation(), "rename the max_items setting to item_limit, in settings.json and the code")
+    renames = [n for n in nudges_of(provider) if n.startswith("The old name max_items")]
+    assert len(renames) == 2
+
+
 async def test_a_finished_rename_gets_no_rename_nudge(tmp_path: Path) -> None:
     nudges = await run_rename(tmp_path, edited_render=True)
     assert not any("old name" in n for n in nudges)

@@ -63,20 +63,33 @@ def rename_left_nudge(watch: TurnWatch) -> str | None:
     """The nudge for a rename answered while the old name is still in the project: the lines
     where it is, and the edit_file call that renames it in the first. Small models rename it
     in the file the request names and stop, or describe the edits instead of making them. It
-    comes again after each edit that leaves fewer such lines (never twice for one count, so
-    it cannot repeat without progress)."""
+    comes again after each edit that leaves fewer such lines, and once more for a count when
+    the model made other calls in between (it ran the program instead of sending the edit);
+    so at most twice for one count, and never without a call between."""
     names = renamed_names(watch.request)
     if names is None or watch.find is None or watch.calls == 0:
         return None
     places = watch.find(rf"\b{re.escape(names[0])}\b").splitlines()
     found = [line for line in places if _FOUND_LINE.match(line)]
-    if not found or not watch.once(f"rename:{len(found)}"):
+    if not found or not _rename_nudge_due(watch, len(found)):
         return None
     message = RENAME_LEFT.format(old=names[0], places="\n".join(found[:RENAME_PLACES]))
     edit = rename_edit(found[0], *names)
     if edit is None or watch.show_call is None or "edit_file" not in watch.tools:
         return message
     return message + RENAME_NEXT.format(call=watch.offer("edit_file", edit))
+
+
+def _rename_nudge_due(watch: TurnWatch, count: int) -> bool:
+    """Whether the rename nudge may come for `count` places left: the first time, or once
+    more when calls were made since that first time."""
+    first = f"rename:{count}"
+    if watch.once(first):
+        watch.sent.add(f"{first}@{watch.calls}")
+        return True
+    earlier = [key for key in watch.sent if key.startswith(first + "@")]
+    made_calls = any(int(key.rpartition("@")[2]) < watch.calls for key in earlier)
+    return made_calls and watch.once(first + ":again")
 
 
 def rename_edit(found: str, old: str, new: str) -> dict[str, str] | None:
