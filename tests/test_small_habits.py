@@ -1537,3 +1537,26 @@ def test_the_folder_a_count_names_is_found_with_a_slash_or_in_words(tmp_path: Pa
     assert requested_folder("count TODOs in src/app/", tmp_path) == "src/app"
     assert requested_folder("count TODOs in src/ and docs/", tmp_path) is None  # two folders
     assert requested_folder("count TODOs under ../", tmp_path) is None
+
+
+# ---------------------------------------------------------------- an edit that copies the file into both halves
+
+
+async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request_repeated(tmp_path: Path) -> None:
+    """script_csv_total, fix_pagination: right after read_file the model sent the file it had
+    read as both old_content and new_content."""
+    from tether.core.call_guard import SAME_EDIT
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    same = call(("edit_file", {"filepath": "a.py", "old_content": "x = 1\n", "new_content": "x = 1\n"}))
+    spacing = call(("edit_file", {"filepath": "a.py", "old_content": "x = 1", "new_content": "x  =  1"}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "a.py"})), same, spacing, say("Done.")],
+        request="set x to 2 in a.py", tools=[*tools, *write_and_run_tools()[1:]],
+        menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    refused = result.evidence[1]
+    assert refused.error and refused.result == SAME_EDIT.format(path="a.py", request="set x to 2 in a.py")
+    assert not result.evidence[2].error, "a change of spacing alone is an edit"
+    assert (tmp_path / "a.py").read_text() == "x  =  1\n"

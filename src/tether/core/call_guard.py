@@ -18,6 +18,7 @@ from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
 from .reply_shapes import file_text, is_test_path, leaves_tests
+from .textclip import clip_words
 from .shown_code import version_nudge
 from .toolspec import ToolContext, ToolError
 
@@ -116,6 +117,21 @@ KEEP_TESTS = (
     "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
     "and why, then edit that function's file."
 )
+SAME_EDIT = (
+    "Not changed: old_content and new_content are the same text, so this edit of {path} "
+    "would change nothing. The request is: \"{request}\". Send the edit again with that "
+    "change made in new_content."
+)
+REQUEST_SHOWN = 300
+"""Characters of the request a refusal repeats (a small model loses it after a long read)."""
+
+
+def _same_text(old: object, new: object) -> bool:
+    """Both are the same text: a small model copies the file it just read into both halves
+    of an edit (a change of spacing alone may be what was asked, so it is no copy)."""
+    return isinstance(old, str) and isinstance(new, str) and old == new
+
+
 def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = ()) -> str | None:
     """Why `python hello.py` is not run when the project has no hello.py: small models run
     the file of the prompt's example, or a name they guessed, and then flounder over the
@@ -167,6 +183,8 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
         return KEEP_TESTS.format(path=filepath)
+    if call.name == "edit_file" and _same_text(call.arguments.get("old_content"), call.arguments.get("new_content")):
+        return SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
     try:
         path = ctx.resolve(filepath).resolve()
     except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
