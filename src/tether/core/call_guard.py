@@ -18,8 +18,8 @@ from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
 from .reply_shapes import file_text, is_test_path, leaves_tests
-from .textclip import clip_words
 from .shown_code import version_nudge
+from .textclip import clip_words
 from .toolspec import ToolContext, ToolError
 
 UNREAD_OVERWRITE = (
