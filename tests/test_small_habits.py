@@ -589,6 +589,30 @@ async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tm
     assert edits == ["core.py"]
 
 
+async def test_the_refused_test_edit_names_the_code_it_imports_and_offers_the_test_run(tmp_path: Path) -> None:
+    """fix_pagination: refused, the model wrote steps; the refusal now names pager/pages.py and
+    pager/api.py and writes out the run of the test."""
+    from tether.core.call_guard import KEEP_TESTS
+
+    (tmp_path / "pager").mkdir()
+    (tmp_path / "pager" / "pages.py").write_text("def page_count(n, size):\n    return n // size\n")
+    (tmp_path / "pager" / "api.py").write_text("from .pages import page_count\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_pagination.py").write_text(
+        "import pytest\nfrom pager.api import listing\nfrom pager.pages import page_count\n\n"
+        "def test_partial():\n    assert page_count(41, 20) == 3\n")
+    edit_test = call(("edit_file", {"filepath": "tests/test_pagination.py", "old_content": "3", "new_content": "2"}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [edit_test, say("Done.")], request="the pagination tests fail - make them pass, but leave the tests themselves alone",
+        tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    refused = result.evidence[0].result
+    assert refused.startswith(KEEP_TESTS.format(path="tests/test_pagination.py"))
+    assert " The code it imports: pager/api.py, pager/pages.py." in refused
+    assert refused.endswith('{"name": "run_cmd", "arguments": {"command": "python -m pytest -q tests/test_pagination.py"}}')
+
+
 # ---------------------------------------------------------------- a command shown, a program left waiting
 
 

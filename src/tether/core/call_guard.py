@@ -117,6 +117,42 @@ KEEP_TESTS = (
     "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
     "and why, then edit that function's file."
 )
+_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w.]*))", re.M)
+TESTED_FILES = 3
+
+
+def keep_tests_refusal(watch: TurnWatch, filepath: str, ctx: ToolContext) -> str:
+    """KEEP_TESTS, with the project files the test imports (the code to fix) and the
+    run_cmd call that runs the test, when it can be offered."""
+    message = KEEP_TESTS.format(path=filepath)
+    code = tested_files(filepath, ctx)
+    if code:
+        message += f" The code it imports: {', '.join(code)}."
+    command = f"python -m pytest -q {filepath}"
+    if watch.show_call is None or "run_cmd" not in watch.tools or command in watch.commands:
+        return message
+    return message + " The call that runs it:\n" + watch.offer("run_cmd", {"command": command})
+
+
+def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
+    """The project's Python files a test file imports (`from pager.pages import ...` ->
+    pager/pages.py), read under the rules; [] when it cannot be read."""
+    try:
+        path = ctx.resolve(filepath).resolve()
+    except (OSError, RuntimeError, ValueError, ToolError):
+        return []
+    if not (is_inside_root(path, ctx.root) and ctx.may_read(path)):
+        return []
+    found: list[str] = []
+    for match in _IMPORT.finditer(file_text(path, 64 * 1024) or ""):
+        module = (match.group(1) or match.group(2)).replace(".", "/")
+        for name in (f"{module}.py", f"{module}/__init__.py"):
+            if (ctx.root / name).is_file() and name not in found and not is_test_path(name):
+                found.append(name)
+                break
+    return found[:TESTED_FILES]
+
+
 SAME_EDIT = (
     "Not changed: old_content and new_content are the same text, so this edit of {path} "
     "would change nothing. The request is: \"{request}\". Send the edit again with that "
@@ -182,7 +218,7 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
-        return KEEP_TESTS.format(path=filepath)
+        return keep_tests_refusal(watch, filepath, ctx)
     if call.name == "edit_file" and _same_text(call.arguments.get("old_content"), call.arguments.get("new_content")):
         return SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
     try:
