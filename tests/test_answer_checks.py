@@ -142,3 +142,16 @@ def test_stream_json_sends_the_warnings_as_a_line() -> None:
     line = json.loads(out.getvalue())
     assert line == {"type": "checks", "schema_version": SCHEMA_VERSION, "checks": ["no command ran"]}
     assert problems(line) == []  # the headless contract's schema for it
+
+
+@pytest.mark.parametrize(("text", "claims"), [
+    ("I ran the tests.", True),
+    ("After running `pytest`, all is well.", True),
+    ("I verified it by running the tests.", True),
+    ("You can do this by running the tests with `run_cmd`.", False),  # advice, not a claim
+    ("Fix it by running the formatter first.", False),
+])
+def test_what_counts_as_saying_something_ran(text: str, claims: bool) -> None:
+    from tether.core.answer_checks import RAN_CLAIM
+
+    assert bool(RAN_CLAIM.search(text)) is claims

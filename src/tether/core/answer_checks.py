@@ -44,7 +44,8 @@ FAILURE_WORDS = re.compile(r"\bfail\w*|\berrors?\b|\bbroke\w*", re.IGNORECASE)
 """A sentence that reports failures is no claim of success ("41 passed and 1 failed")."""
 RAN_CLAIM = re.compile(
     r"\bI(?:'ve| have)?\s+(?:just\s+|also\s+|then\s+|now\s+)?(?:ran|run|re-?ran|re-?run|"
-    r"executed|tested)\b|\b(?:after|by)\s+running\b|\brunning\s+`[^`]+`\s+(?:shows|gives|prints)\b",
+    r"executed|tested)\b|\bafter\s+running\b|\b(?:verified|checked|confirmed|tested)\s+(?:it\s+|this\s+)?"
+    r"by\s+running\b|\brunning\s+`[^`]+`\s+(?:shows|gives|prints)\b",
     re.IGNORECASE)
 
 
