@@ -1584,3 +1584,51 @@ async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request
     assert refused.error and refused.result == SAME_EDIT.format(path="a.py", request="set x to 2 in a.py")
     assert not result.evidence[2].error, "a change of spacing alone is an edit"
     assert (tmp_path / "a.py").read_text() == "x  =  1\n"
+
+
+# ---------------------------------------------------------------- a function added in place of another
+
+
+STRINGS = "def title_case(text):\n    return text.title()\n\n\ndef truncate(text, width):\n    return text[:width]\n"
+SLUGIFY = "def slugify(text):\n    return text.lower()\n"
+
+
+async def test_an_edit_that_puts_the_new_function_in_place_of_an_old_one_is_offered_the_edit_keeping_both(
+    tmp_path: Path,
+) -> None:
+    """add_slugify: asked to add slugify(), the model replaced title_case() with it."""
+    from tether.core.call_guard import DROPPED_DEFINITIONS
+
+    (tmp_path / "strings.py").write_text(STRINGS)
+    old = "def title_case(text):\n    return text.title()\n"
+    both = {"filepath": "strings.py", "old_content": old, "new_content": old.rstrip("\n") + "\n\n\n" + SLUGIFY}
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("edit_file", {"filepath": "strings.py", "old_content": old, "new_content": SLUGIFY})),
+                   call(("edit_file", both)), say("Added.")],
+        request="add a slugify(text) function to strings.py", tools=[*tools, *write_and_run_tools()[1:]],
+        menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    refused = result.evidence[0]
+    assert refused.error and refused.result.startswith(DROPPED_DEFINITIONS.split("{")[0] + "title_case() from strings.py")
+    assert json.loads(refused.result.split("\n")[1])["arguments"] == both
+    text = (tmp_path / "strings.py").read_text()
+    assert "def title_case" in text and "def slugify" in text and "def truncate" in text
+
+
+@pytest.mark.parametrize(("request_text", "new"), [
+    ("replace title_case with slugify in strings.py", SLUGIFY),  # asked to replace
+    ("add a docstring to title_case", 'def title_case(text):\n    """Title."""\n    return text.title()\n'),  # kept
+    ("make title_case faster", SLUGIFY),  # no add
+])
+async def test_an_edit_that_drops_a_definition_runs_when_the_request_allows_it(
+    tmp_path: Path, request_text: str, new: str,
+) -> None:
+    (tmp_path / "strings.py").write_text(STRINGS)
+    old = "def title_case(text):\n    return text.title()\n"
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
+    _, _, result = await run_nudged(
+        tmp_path, [call(("edit_file", {"filepath": "strings.py", "old_content": old, "new_content": new})), say("Done.")],
+        request=request_text, tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    assert not result.evidence[0].error

@@ -100,6 +100,35 @@ def shrink_refusal(watch: TurnWatch, path: Path, shown: str, content: str) -> st
     current = "" if merged else _current_text(path)  # the offered call holds the old text
     return SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=current, merged=merged)
 
+DROPPED_DEFINITIONS = (
+    "Not changed: this edit removes {names} from {path}, and the request asks to add, not "
+    "to remove. new_content replaces old_content, so to add code keep the old lines in it. "
+    "To keep them and put your code after them, reply with only:\n{call}\n(Send the same "
+    "edit again only if you really mean to remove them.)"
+)
+_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
+_ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
+_TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
+
+
+def dropped_definitions(watch: TurnWatch, call: ToolCall, shown: str) -> str | None:
+    """Why an edit that drops a function or class waits, for a request to add something
+    (once per file): a small model asked to add a function puts it in place of the one its
+    old_content named (slugify in place of title_case). The edit that keeps both is offered."""
+    old, new = call.arguments.get("old_content"), call.arguments.get("new_content")
+    if not (isinstance(old, str) and isinstance(new, str)) or not _ADDS.search(watch.request):
+        return None
+    if _TAKES_AWAY.search(watch.request):
+        return None
+    kept = set(_DEFINITION.findall(new))
+    gone = [name for name in dict.fromkeys(_DEFINITION.findall(old)) if name not in kept]
+    if not gone or not watch.once(f"dropped:{shown}") or watch.show_call is None:
+        return None
+    both = old.rstrip("\n") + "\n\n\n" + new.strip("\n") + ("\n" if old.endswith("\n") else "")
+    offered = watch.offer("edit_file", {"filepath": shown, "old_content": old, "new_content": both})
+    return DROPPED_DEFINITIONS.format(names=", ".join(f"{n}()" for n in gone), path=shown, call=offered)
+
+
 def unseen_written(watch: TurnWatch, content: str) -> str | None:
     """Why a new file holding only a number no result showed waits (once per turn): asked
     to count into a file, a small model writes a number it made up."""
@@ -230,7 +259,7 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name == "edit_file":
         watch.touched[path] = filepath  # a missed edit shows a short file whole
-        return None
+        return dropped_definitions(watch, call, filepath)
     content = call.arguments.get("content")
     if isinstance(content, str) and not path.exists():
         made_up = unseen_written(watch, content)
