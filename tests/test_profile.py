@@ -662,10 +662,12 @@ async def test_an_answer_to_a_question_that_quotes_the_code_is_not_nudged_to_app
     answer = "As MAX_UPLOAD_RETRIES says:\n```python\nretries = MAX_UPLOAD_RETRIES\n```"
     provider, _, result = await run_nudged(
         tmp_path,
-        [call(("read_file", {"filepath": "policy.py"})), say(answer)],
+        [call(("read_file", {"filepath": "policy.py"})), say(answer), say(answer)],
         request="How many times does the uploader retry a failed upload before it gives up?",
     )
-    assert nudges_of(provider) == [] and result.text == answer
+    from tether.core.nudges import NO_NUMBER
+
+    assert nudges_of(provider) == [NO_NUMBER] and result.text == answer  # no number, but nothing to apply
 
 
 @pytest.mark.parametrize("request_text, question", [

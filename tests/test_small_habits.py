@@ -1132,10 +1132,13 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
         request="How many long words are in notes.txt? Use tools/stats.py.", tools=[
             make_tool("read_file", lambda args, ctx: "some notes"), *write_and_run_tools()],
     )
+    from tether.core.nudges import NO_NUMBER
+
     sent = nudges_of(provider)
-    assert len(sent) == 3 and all(the_call in nudge for nudge in sent)
+    assert len(sent) == 4 and all(the_call in nudge for nudge in sent[:3])
     assert sent[1] == EMPTY_AFTER_OFFER.format(call=the_call)
-    assert sent[2] == OFFER_AGAIN.format(call=the_call)  # the third showing ends the turn
+    assert sent[2] == OFFER_AGAIN.format(call=the_call)
+    assert sent[3] == NO_NUMBER  # the third showing gets no call again: it still answers no "how many"
     assert [e.call.name for e in result.evidence] == ["read_file"]  # offered, never run for the model
 
 
@@ -1632,3 +1635,26 @@ async def test_an_edit_that_drops_a_definition_runs_when_the_request_allows_it(
         request=request_text, tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "run_cmd"),
     )
     assert not result.evidence[0].error
+
+
+# ---------------------------------------------------------------- a question about a number answered without one
+
+
+@pytest.mark.parametrize(("answer", "nudged"), [
+    ("The correct command should be `python tools/textstats.py --min-length 5 notes.txt`.", True),  # run_textstats
+    ("There are 12 of them.", False),
+    ("There are twelve of them.", False),
+    ("There are none.", False),
+])
+async def test_a_question_asking_how_many_answered_without_a_number_is_nudged_once(
+    tmp_path: Path, answer: str, nudged: bool,
+) -> None:
+    from tether.core.nudges import NO_NUMBER
+
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "notes.txt"})), say(answer), say(answer)],
+        request="Using tools/textstats.py, how many unique words of 5 or more letters are in the notes?",
+        tools=[make_tool("read_file", lambda args, ctx: "twelve words here, 12 of them long")],
+    )
+    assert (NO_NUMBER in nudges_of(provider)) is nudged
+    assert result.text == answer

@@ -26,7 +26,9 @@ from .reply_shapes import (
     CHANGE_WORDS,
     RUN_VERBS,
     RUN_WORDS,
+    asks_for_number,
     asks_for_value,
+    gives_number,
     is_question,
     looks_like_command,
     name_given_for_value,
@@ -84,6 +86,10 @@ NOT_RUN_CALL = " The call that runs it:\n{call}"
 AFTER_FAILURE = (
     "Your last tool call failed ({error}). Do not stop here: fix the call or try another "
     "way, then finish the task. If it really cannot be done, say why."
+)
+NO_NUMBER = (
+    "The question asks for a number, and your answer gives none. Find it with the tools (run "
+    "the program or search the files, and fix the call if it failed), then answer with it."
 )
 UNSEEN_NUMBER = (
     "Your answer says {number}, but no tool result showed {number}. Check it with the tools "
@@ -486,6 +492,8 @@ class TurnWatch:
         unseen = self.unseen_number(text)
         if unseen is not None and self.once("unseen"):
             return UNSEEN_NUMBER.format(number=unseen)
+        if self.calls and asks_for_number(self.request) and not gives_number(text, self.request) and self.once("no_number"):
+            return NO_NUMBER
         return None
 
     def _told_to_open(self, text: str) -> str | None:

@@ -191,6 +191,28 @@ def asks_for_value(request: str) -> bool:
     return bool(_VALUE_WORDS.search(request)) and not _NAME_WANTED.search(request)
 
 
+_NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
+_NUMBER_GIVEN = re.compile(
+    r"\d|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|none|no)\b", re.I)
+
+
+def asks_for_number(request: str) -> bool:
+    """A question whose answer is a number ("how many unique words ...?")."""
+    return is_question(request) and bool(_NUMBER_WANTED.search(request))
+
+
+_CODE_SPANS = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.S)
+
+
+def gives_number(text: str, request: str = "") -> bool:
+    """The answer states some number (in digits or as a word; "no" and "none" count),
+    outside code (`--min 5` in a command it shows is no answer) and other than the numbers
+    the request itself gives ("words of 5 or more letters")."""
+    given = set(re.findall(r"\d+", request))
+    prose = _CODE_SPANS.sub(" ", text)
+    return any(m.group() not in given for m in _NUMBER_GIVEN.finditer(prose))
+
+
 def name_given_for_value(text: str, seen: str) -> str | None:
     """The name from the code an answer gives where a value was asked (`cfg.port` for
     "which port ..."), or None. Only an answer with no number in it, and only a name that
