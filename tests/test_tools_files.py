@@ -809,3 +809,17 @@ def test_copy_never_writes_through_a_symlink_put_at_the_destination(tmp_path) ->
 def test_a_pattern_too_big_to_compile_gets_a_clear_message(ctx: ToolContext, pattern: str) -> None:
     with pytest.raises(ToolError, match="too big to compile"):
         search(ctx, pattern)
+
+
+def test_a_write_or_edit_that_leaves_a_python_file_broken_says_so(ctx: ToolContext, tmp_path: Path) -> None:
+    """script_csv_total: total.py was written holding the command that runs it."""
+    out = write_file(WriteFileParams(filepath="total.py", content="python total.py data.csv amount\n"), ctx)
+    assert (tmp_path / "total.py").read_text() == "python total.py data.csv amount\n", "written all the same"
+    assert out.text == ("Created total.py (1 lines).\nWarning: total.py is not valid Python now: invalid syntax "
+                        "(line 1). Fix it before running it.")
+    fine = write_file(WriteFileParams(filepath="ok.py", content="print(1)\n"), ctx)
+    assert "Warning" not in fine.text
+    notes = write_file(WriteFileParams(filepath="notes.txt", content="python total.py\n"), ctx)
+    assert "Warning" not in notes.text  # only Python files are parsed
+    edited = edit_file(EditFileParams(filepath="ok.py", old_content="print(1)", new_content="print(1"), ctx)
+    assert "Warning: ok.py is not valid Python now: '(' was never closed (line 1)." in edited.text

@@ -22,6 +22,7 @@ from .file_text import (
     _split_keepends,
     _write_bytes,
     line_hash,
+    python_syntax_note,
 )
 
 DIFF_CHAR_CAP = 4_000
@@ -70,7 +71,7 @@ def edit_file(args: EditFileParams, ctx: ToolContext) -> ToolOutput:
     _write_bytes(path, loaded.encode(edited, shown))
     diff, added, removed = _short_diff(loaded.text, edited, shown)
     return ToolOutput(
-        f"Edited {shown} (+{added} -{removed} lines).\n{diff}",
+        f"Edited {shown} (+{added} -{removed} lines).\n{diff}" + python_syntax_note(path, edited, shown),
         summary=f"edited {shown} (+{added} -{removed})",
         changed_paths=(path,),
     )

@@ -183,3 +183,23 @@ def _write_bytes(path: Path, data: bytes) -> None:
     from ctx.resolve with every symlink followed (so a link updates what it points at and
     stays a link): it is written as checked, not resolved a second time."""
     atomic_write_bytes(path, data)
+
+
+SYNTAX_CHECK_CHARS = 1_000_000
+"""Python files up to this size are parsed after a write, to say at once when they broke."""
+
+
+def python_syntax_note(path: Path, text: str, shown: str) -> str:
+    """A line for a write's result when a Python file no longer parses ("" otherwise): a
+    small model writes the command that runs a script as its code, or cuts a function in
+    half, and learns of it only when something runs it."""
+    if path.suffix not in (".py", ".pyw") or len(text) > SYNTAX_CHECK_CHARS:
+        return ""
+    try:
+        compile(text, shown, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        where = f" (line {err.lineno})" if err.lineno else ""
+        return f"\nWarning: {shown} is not valid Python now: {err.msg}{where}. Fix it before running it."
+    except ValueError:  # a NUL byte in the text
+        return f"\nWarning: {shown} is not valid Python now: it holds a NUL byte."
+    return ""

@@ -39,6 +39,7 @@ from .file_text import (
     _render_line,
     _split_keepends,
     _write_bytes,
+    python_syntax_note,
 )
 
 READ_LINE_LIMIT = 400
@@ -146,7 +147,7 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     return ToolOutput(
         f"{verb} {shown} ({count:,} lines)"
         + (": only blank lines and spacing changed, every other line is as it was." if same_code
-           else "."),
+           else ".") + python_syntax_note(path, args.content, shown),
         summary=f"{verb.lower()} {shown}",
         changed_paths=(path,),
     )
