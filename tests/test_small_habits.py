@@ -1658,3 +1658,36 @@ async def test_a_question_asking_how_many_answered_without_a_number_is_nudged_on
     )
     assert (NO_NUMBER in nudges_of(provider)) is nudged
     assert result.text == answer
+
+
+async def test_a_count_searched_but_never_written_to_the_file_asked_for_gets_its_write(tmp_path: Path) -> None:
+    """count_todos: the folder search said 9 matching lines; the model answered "10" in prose
+    and never wrote todo_count.txt."""
+    from tether.core.count_scope import COUNT_TO_FILE
+
+    todo_project(tmp_path)
+    write = call(("write_file", {"filepath": "todo_count.txt", "content": "3\n"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("search_in_file", {"pattern": "TODO", "path": "src"})), say("There are 10 TODO lines."),
+                   write, say("Written.")],
+        request=TODO_REQUEST, tools=list(FILE_TOOLS), menu_names=("read_file", "write_file", "search_in_file"),
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(COUNT_TO_FILE.split("{")[0] + "3 matching lines, and the request asks for the number in todo_count.txt")
+    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == {"filepath": "todo_count.txt", "content": "3\n"}
+    assert (tmp_path / "todo_count.txt").read_text() == "3\n"
+
+
+async def test_no_count_write_is_offered_once_the_file_is_written_or_not_asked_for(tmp_path: Path) -> None:
+    todo_project(tmp_path)
+    search = call(("search_in_file", {"pattern": "TODO", "path": "src"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [search, say("There are 3."), say("3")],
+        request="how many lines contain TODO under src/?", tools=list(FILE_TOOLS),
+    )
+    assert not any("the request asks for the number in" in n for n in nudges_of(provider))
+    (tmp_path / "todo_count.txt").write_text("3\n")
+    provider, _, _ = await run_nudged(
+        tmp_path, [search, say("Done."), say("Done.")], request=TODO_REQUEST, tools=list(FILE_TOOLS),
+    )
+    assert not any("the request asks for the number in" in n for n in nudges_of(provider))

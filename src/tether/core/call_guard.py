@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..tools._paths import is_inside_root
 from ..tools.nearby import closest_paths
+from .count_scope import COUNT_LINE
 from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
@@ -45,7 +46,6 @@ UNSEEN_WRITTEN = (
     "it gave.{last}"
 )
 LAST_COUNT = " Your last search said: {count}"
-_COUNT_LINE = re.compile(r"^\(\d+ matching lines in \d+ files?\)$", re.M)
 _BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 NO_SCRIPT = (
     "Not run: {path} does not exist in this project, so the command could only fail.{closest} "
@@ -136,7 +136,7 @@ def unseen_written(watch: TurnWatch, content: str) -> str | None:
         return None
     if not watch.once("written"):
         return None
-    counts = [m.group() for seen in watch.seen for m in _COUNT_LINE.finditer(seen)]
+    counts = [m.group() for seen in watch.seen for m in COUNT_LINE.finditer(seen)]
     last = LAST_COUNT.format(count=counts[-1]) if counts else ""
     return UNSEEN_WRITTEN.format(number=content.strip(), last=last)
 

@@ -1,11 +1,13 @@
-"""A count over a folder taken from one file of it.
+"""A count over a folder taken from one file of it, and a count found but never written.
 
 "Count the lines that contain TODO in the python files under src/": a small model searches
 the one file of src/ it guesses (the project map names it), then writes steps, code or a
 number from that one file. The search's own note names the folder to search; the model
 does not read it. When the request counts in a folder of the project and the turn's last
 search looked at one file inside it, the search of the whole folder is written out for the
-model to send (with the pattern it used).
+model to send (with the pattern it used). When the request asks for the number in a file and
+the turn's last search counted its matching lines, an answer that does not write it gets the
+write_file call with that count.
 """
 
 from __future__ import annotations
@@ -69,3 +71,30 @@ def _one_file_inside(root: Path, path: str, folder: str) -> bool:
         return target.is_file() and target.is_relative_to(scope)
     except (OSError, RuntimeError):
         return False
+
+
+COUNT_LINE = re.compile(r"^\((\d+) matching lines? in \d+ files?\)$", re.M)
+"""The count search_in_file ends a list of matches with."""
+_INTO_FILE = re.compile(r"\b(?:write|save|put|store)\b.*?\b(?:to|in|into)\s+`?((?:[\w-]+/)*[\w.-]+\.txt)\b", re.I)
+COUNT_TO_FILE = (
+    "Your last search counted {count} matching lines, and the request asks for the number in "
+    "{path}, which you have not written. If that search is the count asked for, write it: "
+    "reply with only:\n{call}"
+)
+
+
+def count_file_nudge(watch: TurnWatch) -> str | None:
+    """COUNT_TO_FILE with the write_file call for the count the last search reported, once
+    per turn, when the request counts into a text file that this turn has not written."""
+    if watch.root is None or watch.show_call is None or "write_file" not in watch.tools:
+        return None
+    wanted = _INTO_FILE.search(watch.request) if _COUNTS.search(watch.request) else None
+    if wanted is None or watch.last_search is None or not watch.seen or "count_file" in watch.sent:
+        return None
+    path = wanted.group(1)
+    counts = COUNT_LINE.findall(watch.seen[-1])
+    if not counts or path in watch.written or (watch.root / path).exists():
+        return None
+    watch.once("count_file")
+    call = watch.offer("write_file", {"filepath": path, "content": counts[-1] + "\n"})
+    return COUNT_TO_FILE.format(count=counts[-1], path=path, call=call)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..tools._paths import is_inside_root
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
-from .count_scope import count_scope_nudge
+from .count_scope import count_file_nudge, count_scope_nudge
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
 from .renames import rename_left_nudge
@@ -461,7 +461,7 @@ class TurnWatch:
             played = waiting_answer(self, text)
             if played and self.once("played"):
                 return PLAYED.format(session=self.waiting) + played
-        scoped = count_scope_nudge(self)
+        scoped = count_scope_nudge(self) or count_file_nudge(self)
         if scoped is not None:
             return scoped
         version = version_nudge(self, text) or (
