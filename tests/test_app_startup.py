@@ -44,33 +44,42 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
+def held_start(project: Path, home: Path, tmp_path: Path, url: str, *flags: str) -> tuple[PtyApp, Path]:
+    """The chat started with its build held until the returned FIFO is opened for writing."""
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    app = PtyApp([str(gate), *openai_args(url), *flags], cwd=project, env=app_env(home),
+                 python_args=("-c", HELD_BUILD))
+    return app, gate
+
+
+def ask_while_held(app: PtyApp, gate: Path, line: str, answer: str) -> tuple[str, str]:
+    """At the prompt drawn before the build: type `line` (before the build is let go, so the
+    request waits for it), let the build go, wait for `answer`, exit. (The screen at the
+    first prompt, the whole screen.)"""
+    app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
+    before = app.text()
+    app.line(line)
+    with gate.open("w"):
+        pass
+    app.wait_for_text(answer)
+    app.wait_for_prompt()
+    app.ctrl_d()
+    assert app.wait_exit() == 0
+    return before, app.text()
+
+
 @pytest.mark.parametrize("rules", [[], ["--allow", "run_cmd(pytest*)", "--deny", "run_cmd(rm*)"]])
 def test_the_prompt_is_up_before_the_runtime_is_built(
     project: Path, home: Path, tmp_path: Path, rules: list[str]
 ) -> None:
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
     with FakeServer([Reply(text="Built and answered."), Reply(text="Title")]) as server:
-        app = PtyApp([str(gate), *openai_args(server.url), *rules], cwd=project, env=app_env(home),
-                     python_args=("-c", HELD_BUILD))
+        app, gate = held_start(project, home, tmp_path, server.url, *rules)
         with app:
-            app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
-            app.line("hello")  # typed while the build is held: the request waits for it
-            with gate.open("w"):
-                pass
-            app.wait_for_text("Built and answered.")
-            app.wait_for_prompt()
-            app.ctrl_d()
-            assert app.wait_exit() == 0
-            shown = app.text()
+            _, shown = ask_while_held(app, gate, "hello", "Built and answered.")
         asked = server.bodies("/v1/chat/completions")
     assert shown.index("Type a request") < shown.index("› hello") < shown.index("Built and answered.")
     assert asked and asked[0]["messages"][-1]["content"] == "hello"
-
-
-def held_start(project: Path, home: Path, gate: Path, url: str, *flags: str) -> PtyApp:
-    return PtyApp([str(gate), *openai_args(url), *flags], cwd=project, env=app_env(home),
-                  python_args=("-c", HELD_BUILD))
 
 
 def test_a_continued_session_shows_where_it_left_off_before_the_runtime_is_built(
@@ -82,19 +91,10 @@ def test_a_continued_session_shows_where_it_left_off_before_the_runtime_is_built
     record.messages = [Message.user("which port does it use?"),
                        Message("assistant", [Text("It listens on 8080.")])]
     store.save(record)
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
     with FakeServer([Reply(text="Still 8080.")]) as server:
-        with held_start(project, home, gate, server.url, "-c") as app:
-            app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
-            before = app.text()
-            app.line("and now?")
-            with gate.open("w"):
-                pass
-            app.wait_for_text("Still 8080.")
-            app.wait_for_prompt()
-            app.ctrl_d()
-            assert app.wait_exit() == 0
+        app, gate = held_start(project, home, tmp_path, server.url, "-c")
+        with app:
+            before, _ = ask_while_held(app, gate, "and now?", "Still 8080.")
         asked = server.bodies("/v1/chat/completions")
     assert "Continuing session port question (2 messages)." in before
     assert "› which port does it use?" in before and "It listens on 8080." in before
@@ -108,19 +108,10 @@ def test_a_trusted_folder_with_rules_asks_nothing_so_its_prompt_comes_first(
 ) -> None:
     (project / RULES_FILE).write_text('{"allow": ["run_cmd(pytest*)"]}\n')
     TrustStore(home).trust(project)
-    gate = tmp_path / "gate"
-    os.mkfifo(gate)
     with FakeServer([Reply(text="Ready.")]) as server:
-        with held_start(project, home, gate, server.url) as app:
-            app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
-            with gate.open("w"):
-                pass
-            app.line("hi")
-            app.wait_for_text("Ready.")
-            app.wait_for_prompt()
-            app.ctrl_d()
-            assert app.wait_exit() == 0
-            shown = app.text()
+        app, gate = held_start(project, home, tmp_path, server.url)
+        with app:
+            _, shown = ask_while_held(app, gate, "hi", "Ready.")
     assert "Trust this folder" not in shown
 
 

@@ -122,7 +122,7 @@ def dropped_definitions(watch: TurnWatch, call: ToolCall, shown: str) -> str | N
         return None
     kept = set(_DEFINITION.findall(new))
     gone = [name for name in dict.fromkeys(_DEFINITION.findall(old)) if name not in kept]
-    if not gone or not watch.once(f"dropped:{shown}") or watch.show_call is None:
+    if not gone or watch.show_call is None or not watch.once(f"dropped:{shown}"):
         return None
     both = old.rstrip("\n") + "\n\n\n" + new.strip("\n") + ("\n" if old.endswith("\n") else "")
     offered = watch.offer("edit_file", {"filepath": shown, "old_content": old, "new_content": both})
@@ -148,6 +148,8 @@ KEEP_TESTS = (
 )
 _IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w.]*))", re.M)
 TESTED_FILES = 3
+TEST_READ_BYTES = 64 * 1024
+"""A test file up to this size is read for the imports that name the code it tests."""
 
 
 def keep_tests_refusal(watch: TurnWatch, filepath: str, ctx: ToolContext) -> str:
@@ -173,7 +175,7 @@ def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
     if not (is_inside_root(path, ctx.root) and ctx.may_read(path)):
         return []
     found: list[str] = []
-    for match in _IMPORT.finditer(file_text(path, 64 * 1024) or ""):
+    for match in _IMPORT.finditer(file_text(path, TEST_READ_BYTES) or ""):
         module = (match.group(1) or match.group(2)).replace(".", "/")
         for name in (f"{module}.py", f"{module}/__init__.py"):
             if (ctx.root / name).is_file() and name not in found and not is_test_path(name):

@@ -89,10 +89,10 @@ def count_file_nudge(watch: TurnWatch) -> str | None:
     if watch.root is None or watch.show_call is None or "write_file" not in watch.tools:
         return None
     wanted = _INTO_FILE.search(watch.request) if _COUNTS.search(watch.request) else None
-    if wanted is None or watch.last_search is None or not watch.seen or "count_file" in watch.sent:
+    if wanted is None or not watch.seen or "count_file" in watch.sent:
         return None
     path = wanted.group(1)
-    counts = COUNT_LINE.findall(watch.seen[-1])
+    counts = COUNT_LINE.findall(watch.seen[-1])  # only a search ends its result with one
     if not counts or path in watch.written or (watch.root / path).exists():
         return None
     watch.once("count_file")

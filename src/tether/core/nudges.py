@@ -277,10 +277,11 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
     if result_first and watch.once("result_first"):
         if watch.offered:
             return RESULT_FIRST_OFFER.format(call=watch.offered)
-        read = watch.last_call.arguments.get("filepath") if watch.last_call else None
+        last = watch.last_call
         changes = CHANGE_WORDS.search(watch.request) and not is_question(watch.request)
-        if watch.last_call and watch.last_call.name == "read_file" and read and changes:
-            return RESULT_FIRST_AFTER_READ.format(path=read)  # it was about to echo the file
+        if last is not None and last.name == "read_file" and changes:
+            # it was about to write out the file it had read
+            return RESULT_FIRST_AFTER_READ.format(path=last.arguments.get("filepath", "the file"))
         return RESULT_FIRST_NEXT
     if watch.once("empty"):
         return EMPTY_AFTER_OFFER.format(call=watch.offered) if watch.offered else EMPTY_REPLY
@@ -464,8 +465,7 @@ class TurnWatch:
         scoped = count_scope_nudge(self) or count_file_nudge(self)
         if scoped is not None:
             return scoped
-        version = version_nudge(self, text) or (
-            None if is_question(self.request) else function_fix_nudge(self, text))
+        version = version_nudge(self, text) or function_fix_nudge(self, text)
         if version is not None:
             return version
         if self.last_failure is not None and self.once("failure"):

@@ -41,7 +41,8 @@ def is_question(request: str) -> bool:
     return asks and not CHANGE_WORDS.search(text) and not RUN_WORDS.search(text)
 
 
-_CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+"""A fenced block: its label, its body."""
 _SHELL_LABELS = frozenset({"sh", "bash", "shell", "console", "zsh"})
 VERSION_MAX_CHARS = 3_000
 """Files up to this size are compared with a reply's code blocks (and offered back whole)."""
@@ -84,7 +85,7 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
     """(shown path, content) when a code block of the reply is a new version of one of `files`
     (resolved path -> how the model named it): it keeps at least half of the file's lines and
     differs from it. The block most like a file wins; None when none is a version of any."""
-    blocks = [m.group(2) for m in _CODE_BLOCK.finditer(text) if m.group(1).lower() not in _SHELL_LABELS]
+    blocks = [m.group(2) for m in CODE_BLOCK.finditer(text) if m.group(1).lower() not in _SHELL_LABELS]
     if not blocks:
         return None
     olds = {shown: file_text(path, VERSION_MAX_CHARS) or "" for path, shown in files.items()}  # each read once
@@ -109,7 +110,9 @@ _LANGUAGE_LABELS = {
 }
 """Files a reply may show whole for the request to create, by suffix: the labels of their
 fences (a shell block is a command, a text block may be a made-up count)."""
-_REQUESTED_FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(\w+))(?![\w/-])")
+_FILE_NAMED = r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.({suffixes}))(?![\w/-])"
+"""A file the request names (`total.py`, `tools/stats.py`), with one of `suffixes`."""
+_REQUESTED_FILE = re.compile(_FILE_NAMED.format(suffixes=r"\w+"))
 
 
 def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str] | None:
@@ -123,7 +126,7 @@ def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str
     if len(wanted) != 1 or (root / wanted[0][0]).exists():
         return None
     name, suffix = wanted[0]
-    blocks = [(m.group(1).lower(), m.group(2)) for m in _CODE_BLOCK.finditer(text)]
+    blocks = [(m.group(1).lower(), m.group(2)) for m in CODE_BLOCK.finditer(text)]
     fitting = [body for label, body in blocks if label in _LANGUAGE_LABELS[suffix]]
     if not fitting and len(blocks) == 1 and not blocks[0][0]:
         fitting = [blocks[0][1]]
@@ -132,7 +135,7 @@ def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str
     return name, fitting[0]
 
 
-_NAMED_SCRIPT = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(py|js|sh))(?![\w/-])")
+_NAMED_SCRIPT = re.compile(_FILE_NAMED.format(suffixes="py|js|sh"))
 _RUNNERS = {"py": "python", "js": "node", "sh": "bash"}
 
 

@@ -1,12 +1,12 @@
-"""A function fixed in prose: the edit that puts it in place.
+"""Code shown in a reply instead of applied, and the call that would apply it.
 
-After a failing test, a small model often writes the right function in a code block
-("Here's the corrected version of the `median` function: ...") and stops, in a file it never
-opened, so the offer of a new version of a file it read (`shown_version`) has nothing to
-offer. When the block defines a Python function that one file of the project defines (a test
-file is left out when the request keeps the tests), the function there is replaced by the
-block's: the edit_file call that does it is written out for the model to send. Nothing is
-changed for it.
+Small models show the change in a fenced block and stop. Three shapes are offered back as a
+call for the model to send (nothing is changed for it): a new version of a file it read or
+tried to edit (write_file), the code of the new file the request names (write_file), and a
+Python function fixed in prose after a failing test, often in a file it never opened
+("Here's the corrected version of the `median` function: ..."). For the last, when one
+file of the project defines that function (a test file is left out when the request keeps
+the tests), the edit_file call that replaces it there is written out.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .reply_shapes import (
+    CODE_BLOCK,
     file_text,
     is_question,
     is_test_path,
@@ -29,14 +30,15 @@ from .reply_shapes import (
 if TYPE_CHECKING:
     from .nudges import TurnWatch
 
-_CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*(python|py|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
-_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", re.M)
+_PYTHON_LABELS = frozenset({"python", "py", ""})
+_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", re.M)
 _HIT = re.compile(r"^(.+?):(\d+): ", re.M)
 MAX_FILE_CHARS = 100_000
 
 
 @dataclass(frozen=True)
 class FunctionFix:
+    name: str
     path: str
     """The file, relative to the root."""
     old: str
@@ -52,9 +54,9 @@ Finder = Callable[[str], str]
 def shown_function_fix(text: str, root: Path, find: Finder, skip_tests: bool) -> FunctionFix | None:
     """The fix a reply's Python code block shows for a function one project file defines
     (the first block function that is found and differs); None when there is none."""
-    for body in (m.group(2) for m in _CODE_BLOCK.finditer(text)):
+    for body in (m.group(2) for m in CODE_BLOCK.finditer(text) if m.group(1).lower() in _PYTHON_LABELS):
         for found in _DEF.finditer(body):
-            fix = _fix_for(found.group(2), _function_at(body, found.start()), root, find, skip_tests)
+            fix = _fix_for(found.group(1), _function_at(body, found.start()), root, find, skip_tests)
             if fix is not None:
                 return fix
     return None
@@ -69,7 +71,7 @@ def _fix_for(name: str, shown: str, root: Path, find: Finder, skip_tests: bool) 
     new = _reindented(shown, indent)
     if " ".join(new.split()) == " ".join(old.split()):
         return None  # the function as it is: nothing to apply
-    return FunctionFix(path, old, new)
+    return FunctionFix(name, path, old, new)
 
 
 def _definitions(name: str, root: Path, find: Finder, skip_tests: bool) -> list[tuple[str, str]]:
@@ -82,10 +84,12 @@ def _definitions(name: str, root: Path, find: Finder, skip_tests: bool) -> list[
         if not relative.endswith(".py") or (skip_tests and is_test_path(relative)):
             continue
         text = file_text(root / relative, MAX_FILE_CHARS)
-        lines = text.split("\n") if text is not None else []
+        if text is None:
+            continue
+        lines = text.split("\n")
         if number <= len(lines) and wanted.match(lines[number - 1]):
             start = sum(len(line) + 1 for line in lines[: number - 1])
-            found.append((relative, _function_at(text or "", start)))
+            found.append((relative, _function_at(text, start)))
     return found
 
 
@@ -119,17 +123,16 @@ FUNCTION_SHOWN = (
 
 def function_fix_nudge(watch: TurnWatch, text: str) -> str | None:
     """FUNCTION_SHOWN with the edit_file call for the function a reply's code block fixes
-    (once per turn); None when it shows none, or cannot offer the call."""
+    (once per turn, never for a question); None when it shows none, or cannot offer the call."""
     if watch.root is None or watch.find is None or watch.show_call is None or "edit_file" not in watch.tools:
         return None
-    if "```" not in text or "function" in watch.sent:
-        return None
+    if "```" not in text or "function" in watch.sent or is_question(watch.request):
+        return None  # an answer to a question may quote the code it explains
     fix = shown_function_fix(text, watch.root, watch.find, skip_tests=leaves_tests(watch.request))
     if fix is None or not watch.once("function"):
         return None
-    name = _DEF.search(fix.old)
     call = watch.offer("edit_file", {"filepath": fix.path, "old_content": fix.old, "new_content": fix.new})
-    return FUNCTION_SHOWN.format(name=name.group(2) if name else "the function", path=fix.path, call=call)
+    return FUNCTION_SHOWN.format(name=fix.name, path=fix.path, call=call)
 
 
 VERSION_SHOWN = (

@@ -107,7 +107,7 @@ def places_hint(text: str, old: str, new: str, filepath: str) -> str:
     if now is not None and now.group(3) == value:
         return note + f" Line {chosen.line} already sets it to {value}."
     return note + " The call that changes the one your old_content names:\n" + _edit_call(
-        lines, chosen, key, value, filepath)
+        lines, chosen, value, filepath)
 
 
 def _pointed_to(places: list[Place], old: str) -> Place | None:
@@ -119,7 +119,7 @@ def _pointed_to(places: list[Place], old: str) -> Place | None:
     return named[0] if len(named) == 1 else None
 
 
-def _edit_call(lines: list[str], place: Place, key: str, value: str, filepath: str) -> str:
+def _edit_call(lines: list[str], place: Place, value: str, filepath: str) -> str:
     near = place.section_line > 0 and place.line - place.section_line < MAX_BLOCK_LINES
     start = place.section_line if near else place.line
     block = lines[start - 1 : place.line]
