@@ -202,3 +202,22 @@ async def test_a_command_tool_that_never_returns_is_recorded_as_timed_out(tmp_pa
     _, read = await dispatcher.dispatch(ToolCall("c2", "read_file", {"filepath": "a", "content": "x"}))
     assert ran.error and ran.command == CommandStatus("timed_out", elapsed=0.2)
     assert read.error and read.command is None
+
+
+def test_stream_json_starts_with_init_even_when_a_notice_came_first() -> None:
+    """A missing sandbox is noticed while the runtime is built, before init is sent."""
+    out = io.StringIO()
+    ui = HeadlessUI("stream-json", out=out, err=io.StringIO())
+    ui.notice("Commands run without a sandbox", "warning")
+    ui.init({"provider": "openai"})
+    ui.notice("later")
+    types = [(e["type"], e.get("message")) for e in map(json.loads, out.getvalue().splitlines())]
+    assert types == [("init", None), ("notice", "Commands run without a sandbox"), ("notice", "later")]
+
+
+def test_a_run_that_ends_before_init_still_writes_its_notices() -> None:
+    out = io.StringIO()
+    ui = HeadlessUI("stream-json", out=out, err=io.StringIO())
+    ui.notice("no provider", "error")
+    ui.result({"type": "result", "result": ""})
+    assert [e["type"] for e in map(json.loads, out.getvalue().splitlines())] == ["notice", "result"]

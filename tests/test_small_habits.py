@@ -149,6 +149,67 @@ async def test_a_write_that_keeps_the_old_lines_goes_through(tmp_path: Path) -> 
     assert not result.evidence[1].error and (tmp_path / "strings.py").read_text() == whole
 
 
+SETTINGS = (
+    "# Restart after changing.\n\n[server]\nport = 9000\nworkers = 3\n\n"
+    "[telemetry]\n# sent daily\nenabled = false\nendpoint = \"https://x.invalid\"\n\n[cache]\nenabled = true\n"
+)
+
+
+async def test_a_settings_write_that_drops_a_section_waits_even_when_most_lines_stay(tmp_path: Path) -> None:
+    (tmp_path / "settings.toml").write_text(SETTINGS)
+    dropped = SETTINGS.replace('[telemetry]\n# sent daily\nenabled = false\nendpoint = "https://x.invalid"\n\n', "")
+    write = call(("write_file", {"filepath": "settings.toml", "content": dropped}))
+    provider = ScriptedProvider([call(("read_file", {"filepath": "settings.toml"})), write, say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    result = await loop.run_turn(Conversation(), "turn off telemetry in the settings file")
+    refused = result.evidence[1]
+    assert refused.error and "would delete 4 of the 10 lines settings.toml has now" in refused.result
+    assert "[telemetry]" in refused.result and "at its end" not in refused.result  # no code-append offer
+    assert (tmp_path / "settings.toml").read_text() == SETTINGS
+
+
+async def test_a_settings_write_goes_through_when_the_request_removes_or_one_value_changes(tmp_path: Path) -> None:
+    (tmp_path / "settings.toml").write_text(SETTINGS)
+    dropped = SETTINGS.replace('[telemetry]\n# sent daily\nenabled = false\nendpoint = "https://x.invalid"\n\n', "")
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "settings.toml"})),
+        call(("write_file", {"filepath": "settings.toml", "content": dropped})), say("Done."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    result = await loop.run_turn(Conversation(), "remove the telemetry section from settings.toml")
+    assert not result.evidence[1].error and (tmp_path / "settings.toml").read_text() == dropped
+    one = SETTINGS.replace("port = 9000", "port = 9100")
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "settings.toml"})),
+        call(("write_file", {"filepath": "settings.toml", "content": one})), say("Done."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    result = await loop.run_turn(Conversation(), "set the port to 9100")
+    assert not result.evidence[1].error and (tmp_path / "settings.toml").read_text() == one
+
+
+@pytest.mark.parametrize("marker", [False, True])
+async def test_an_empty_reply_after_a_change_that_worked_is_asked_for_the_summary(tmp_path: Path, marker: bool) -> None:
+    """edit_toml_flag: the edit worked, the reply was empty, and "continue" sent the model on to
+    rewrite the file without the section it had just fixed."""
+    (tmp_path / "settings.toml").write_text(SETTINGS)
+    edit = call(("write_file", {"filepath": "settings.toml", "content": SETTINGS.replace("9000", "9100")}))
+    read = call(("read_file", {"filepath": "settings.toml"}))
+    from tether.core.messages import Done, Usage
+
+    empty = result_marker_reply() if marker else [Done(Usage(900, 0), "end_turn")]
+    provider = ScriptedProvider([read, edit, empty, say("Set the port to 9100.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    conv = Conversation()
+    result = await loop.run_turn(conv, "set the server port to 9100")
+    nudges = nudges_in(conv)
+    assert len(nudges) == 1 and "Your last call worked: settings.toml is changed" in nudges[0]
+    assert nudges[0].startswith("Your reply began with a tool result" if marker else "Your reply was empty.")
+    assert "one short sentence saying what you changed" in nudges[0]
+    assert result.text == "Set the port to 9100." and len(result.evidence) == 2  # nothing invented
+
+
 def test_lines_lost_ignores_indentation_order_and_blank_lines() -> None:
     assert lines_lost("a = 1\n\n  b = 2\nc = 3\n", "c = 3\nb = 2\n    a = 1\n") == (0, 3)
     assert lines_lost("a = 1\nb = 2\nc = 3\n", "a = 1\n") == (2, 3)

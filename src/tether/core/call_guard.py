@@ -56,6 +56,21 @@ _SCRIPT_RUN = re.compile(r"^(?:python3?|node|bash|sh|ruby|perl)\s+([\w./-]+\.(?:
 SHRINK_CHECK_BYTES = 64 * 1024
 """Files up to this size are compared line by line before a whole-file write replaces them."""
 
+SETTINGS_SUFFIXES = frozenset({".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".conf", ".env"})
+SETTINGS_LINES_LOST = 3
+"""A whole-file write of a settings file that loses this many lines waits, even when most stay:
+a small model asked to change one value rewrites the file without the section it just edited."""
+_REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
+
+
+def _drops_settings(watch: TurnWatch, path: Path, lost: int) -> bool:
+    """Whether a write loses several lines of a settings file when the request asks to remove
+    nothing."""
+    if lost < SETTINGS_LINES_LOST or _REMOVES.search(watch.request):
+        return False
+    return path.suffix.lower() in SETTINGS_SUFFIXES or path.name.startswith(".env")
+
+
 def _current_text(path: Path) -> str:
     """What the file holds, for a refusal to overwrite it unseen ("read it first", if long)."""
     text = file_text(path, SHOW_UNREAD_CHARS)
@@ -89,11 +104,12 @@ def shrink_refusal(watch: TurnWatch, path: Path, shown: str, content: str) -> st
     if old is None:
         return None
     lost, total = lines_lost(old, content)
-    if total < 3 or lost * 2 <= total:
+    if total < 3 or not (lost * 2 > total or _drops_settings(watch, path, lost)):
         return None
     watch.shrink_warned.add(path)
     merged = ""
-    if watch.show_call is not None and len(old) + len(content) <= SHOW_UNREAD_CHARS:
+    settings = path.suffix.lower() in SETTINGS_SUFFIXES  # code added at the end is not what it meant
+    if watch.show_call is not None and not settings and len(old) + len(content) <= SHOW_UNREAD_CHARS:
         # what such a write almost always meant: the new code added to the old file
         whole = old.rstrip("\n") + "\n\n\n" + content.lstrip("\n")
         merged = SHRINK_MERGED.format(call=watch.show_call("write_file", {"filepath": shown, "content": whole}))

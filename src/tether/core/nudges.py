@@ -50,6 +50,10 @@ LOOK_FIRST = (
 )
 EMPTY_REPLY = "Your reply was empty. Continue: make the next tool call, or give your final answer."
 EMPTY_AFTER_OFFER = "Your reply was empty. Reply with only the call you were given:\n{call}"
+CHANGE_MADE = (
+    "Your last call worked: {path} is changed (its result is above). If that is all the request "
+    "asks, reply with one short sentence saying what you changed; if not, make the next tool call."
+)
 RESULT_FIRST = (
     "Your reply began with a tool result, so it was cut off there and nothing ran: results "
     "come from me, after you send a call. "
@@ -282,9 +286,12 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
         if last is not None and last.name == "read_file" and changes:
             # it was about to write out the file it had read
             return RESULT_FIRST_AFTER_READ.format(path=last.arguments.get("filepath", "the file"))
-        return RESULT_FIRST_NEXT
+        return RESULT_FIRST + changed if (changed := change_made(watch)) else RESULT_FIRST_NEXT
     if watch.once("empty"):
-        return EMPTY_AFTER_OFFER.format(call=watch.offered) if watch.offered else EMPTY_REPLY
+        if watch.offered:
+            return EMPTY_AFTER_OFFER.format(call=watch.offered)
+        changed = change_made(watch)
+        return f"Your reply was empty. {changed}" if changed else EMPTY_REPLY
     if watch.still_waiting():
         return STILL_WAITING.format(session=watch.waiting)
     if watch.last_failure is not None and watch.once("failure"):
@@ -292,6 +299,16 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
     if watch.unchecked is not None and watch.once("check"):
         return UNCHECKED.format(path=watch.unchecked)
     return None
+
+
+def change_made(watch: TurnWatch) -> str:
+    """CHANGE_MADE when the turn's last call was a write or an edit that worked ("" otherwise):
+    an empty reply right after one is often the end of the job, and "continue" sent the model
+    on to rewrite the file it had just fixed."""
+    last = watch.last_call
+    if last is None or last.name not in ("write_file", "edit_file"):
+        return ""
+    return CHANGE_MADE.format(path=last.arguments.get("filepath", "the file"))
 
 
 def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:

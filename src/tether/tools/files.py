@@ -41,6 +41,7 @@ from .file_text import (
     _write_bytes,
     python_syntax_note,
 )
+from .outside_values import outside_values_note
 
 READ_LINE_LIMIT = 400
 READ_CHAR_CAP = 30_000
@@ -105,7 +106,7 @@ def read_file(args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
     if loaded.encoding != "utf-8":
         page.insert(0, f"[note: not valid UTF-8; decoded as {loaded.encoding}]")
     summary = f"{shown}: lines {start}-{next_line - 1} of {len(lines):,}"
-    return ToolOutput("\n".join(page), summary=summary)
+    return ToolOutput("\n".join(page) + outside_values_note(path, loaded.text, ctx), summary=summary)
 
 
 def _page(lines: list[str], start: int, limit: int) -> tuple[list[str], int]:

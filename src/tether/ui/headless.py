@@ -59,6 +59,10 @@ class HeadlessUI:
         """The run's tool calls and commits, for the result's files, commits and refusals."""
         self.checks: list[str] = []
         """What the answer checks found: printed after the answer in text mode."""
+        self.before_init: list[dict[str, Any]] | None = []
+        """stream-json's notices sent before the init event (a missing sandbox, say found while
+        the runtime is built): held, so the stream starts with init as the contract says; None
+        once init is out."""
 
     # ------------------------------------------------------------ UI protocol
 
@@ -98,7 +102,11 @@ class HeadlessUI:
 
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
         if self.format == "stream-json":
-            self.emit({"type": "notice", "level": level, "message": message})
+            event = {"type": "notice", "level": level, "message": message}
+            if self.before_init is not None:
+                self.before_init.append(event)
+            else:
+                self.emit(event)
         else:
             prefix = {"error": "error: ", "warning": "warning: "}.get(level, "")
             self.progress(prefix + message)
@@ -156,6 +164,7 @@ class HeadlessUI:
     def init(self, info: dict[str, Any]) -> None:
         if self.format == "stream-json":
             self.emit({"type": "init", **info})
+            self._release_notices()
         elif self.answer is not None:
             self.answer.max_steps = info.get("max_steps")
 
@@ -166,7 +175,13 @@ class HeadlessUI:
             for warning in self.checks:  # after the answer, on stderr
                 self.progress(f"check: {warning}")
         else:
+            self._release_notices()  # a run that ended before init still says what it noticed
             self.emit({**obj, **self.record.fields()})
+
+    def _release_notices(self) -> None:
+        held, self.before_init = self.before_init or [], None
+        for event in held:
+            self.emit(event)
 
 
 def is_terminal(stream: TextIO) -> bool:
