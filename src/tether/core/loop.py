@@ -30,6 +30,7 @@ from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_guard import guard_call
 from .dispatch import Dispatcher
+from .failing_test import failing_test_note
 from .messages import (
     Done,
     Event,
@@ -448,8 +449,9 @@ class TurnLoop:
                 turn.read_cache.clear()  # something may have changed what reads would see
         if turn.watch is not None:
             note = turn.watch.repeat_note(key, evidence)
-            result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
             turn.watch.saw(key, evidence, changes_things=not reusable)
+            note += failing_test_note(turn.watch, evidence, self.dispatcher.ctx)  # may offer a call: after saw
+            result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 

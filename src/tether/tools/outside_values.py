@@ -77,15 +77,15 @@ def _imports(tree: ast.Module, path: Path, ctx: ToolContext) -> tuple[dict[str, 
     names: dict[str, tuple[Path, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            base = _package_dir(path, node.module, node.level, ctx.root)
+            base = package_dir(path, node.module, node.level, ctx.root)
             if base is None:
                 continue
             for alias in node.names:
                 local = alias.asname or alias.name
-                submodule = _module_file(base / alias.name)
+                submodule = module_file(base / alias.name)
                 if submodule is not None:
                     modules[local] = submodule
-                elif _CONSTANT.fullmatch(alias.name) and (module := _module_file(base)) is not None:
+                elif _CONSTANT.fullmatch(alias.name) and (module := module_file(base)) is not None:
                     names[local] = (module, alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
@@ -97,7 +97,7 @@ def _imports(tree: ast.Module, path: Path, ctx: ToolContext) -> tuple[dict[str, 
     return modules, names
 
 
-def _package_dir(path: Path, module: str | None, level: int, root: Path) -> Path | None:
+def package_dir(path: Path, module: str | None, level: int, root: Path) -> Path | None:
     """The folder (or module path without its suffix) an ImportFrom names."""
     parts = module.split(".") if module else []
     if level:
@@ -113,13 +113,13 @@ def _package_dir(path: Path, module: str | None, level: int, root: Path) -> Path
 
 def _absolute_module(dotted: str, root: Path) -> Path | None:
     for top in (root, root / "src"):
-        found = _module_file(top.joinpath(*dotted.split(".")))
+        found = module_file(top.joinpath(*dotted.split(".")))
         if found is not None:
             return found
     return None
 
 
-def _module_file(stem: Path) -> Path | None:
+def module_file(stem: Path) -> Path | None:
     """`stem.py`, or the package `stem/__init__.py`, when it is a file."""
     for candidate in (stem.with_name(stem.name + ".py"), stem / "__init__.py"):
         if candidate.is_file():

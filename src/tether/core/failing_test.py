@@ -1,0 +1,113 @@
+"""The code a failing test points at, named after the test run that failed.
+
+A small model that runs a failing test and reads "assert 3 == 2.5 ... where 3 = median([4, 1,
+3, 2])" runs the same test again, or rewrites the test, instead of opening the module that
+defines median (fix_median: the test run four times in a row, then the test file shown back in
+prose). The run's result gets one line naming the function the failure calls and the project
+file it comes from (found from the test file's imports), with the read_file call for that file
+when this turn has not read it. Once per file a turn; nothing is run for the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..tools._paths import display_path, is_inside_root
+from ..tools.outside_values import module_file, package_dir
+from .messages import Evidence
+from .reply_shapes import file_text, is_question, is_test_path, leaves_tests
+from .toolspec import ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from .nudges import TurnWatch
+
+FAILING_UNREAD = (
+    "\n\nThe failing test calls {name} from {module}, which you have not read yet{keep}. "
+    "To read it, reply with only:\n{call}"
+)
+FAILING_READ = (
+    "\n\nThe failing test calls {name}, which is defined in {module}: fix {name} there with "
+    "edit_file{keep}, then run the test again."
+)
+KEEP_TEST = " (the fix goes there, not in the test)"
+TEST_FILES_READ = 3
+TEST_BYTES = 64 * 1024
+_TEST_IN_OUTPUT = re.compile(r"""(?:^(?:FAILED|ERROR) |^|File ")([\w./\\-]+\.py)(?:::|:\d+:|", line)""", re.M)
+
+
+def failing_test_note(watch: TurnWatch, evidence: Evidence, ctx: ToolContext) -> str:
+    """The note for a failed test run: the function the failure calls and its file ("" when
+    the run was no failing test, or the file was named this turn already)."""
+    if evidence.call.name != "run_cmd" or not _failed_run(evidence) or is_question(watch.request):
+        return ""
+    output = evidence.result
+    for test in _tests_named(output, ctx):
+        found = _called_function(test, output, ctx)
+        if found is None or not ctx.may_read(found[1]):
+            continue
+        name, module = found
+        shown = display_path(module, ctx.root)
+        if not watch.once(f"failing:{shown}"):
+            return ""
+        keep = KEEP_TEST if leaves_tests(watch.request) else ""
+        if module in watch.read_paths or watch.show_call is None or "read_file" not in watch.tools:
+            return FAILING_READ.format(name=name, module=shown, keep=keep)
+        call = watch.offer("read_file", {"filepath": shown})
+        return FAILING_UNREAD.format(name=name, module=shown, keep=keep, call=call)
+    return ""
+
+
+def _failed_run(evidence: Evidence) -> bool:
+    return evidence.summary.startswith("exit ") and not evidence.summary.startswith("exit 0")
+
+
+def _tests_named(output: str, ctx: ToolContext) -> list[Path]:
+    """The test files the output names (pytest's FAILED lines and tracebacks, unittest's File
+    lines), resolved inside the project, first named first."""
+    found: list[Path] = []
+    for match in _TEST_IN_OUTPUT.finditer(output):
+        name = match.group(1)
+        if not is_test_path(name):
+            continue
+        try:
+            path = ctx.resolve(name).resolve()
+        except (OSError, RuntimeError, ValueError, ToolError):
+            continue
+        if path not in found and is_inside_root(path, ctx.root) and ctx.may_read(path):
+            found.append(path)
+        if len(found) == TEST_FILES_READ:
+            break
+    return found
+
+
+def _called_function(test: Path, output: str, ctx: ToolContext) -> tuple[str, Path] | None:
+    """(name, module file) of the project function the test imports that the output shows
+    called first ("where 3 = median([4, 1, 3, 2])"); None when there is none."""
+    try:
+        tree = ast.parse(file_text(test, TEST_BYTES) or "")
+    except (SyntaxError, ValueError):
+        return None
+    best: tuple[int, str, Path] | None = None
+    for name, module in _imported_names(tree, test, ctx.root):
+        called = re.search(rf"(?<![\w.]){re.escape(name)}\(", output)
+        if called is not None and (best is None or called.start() < best[0]):
+            best = (called.start(), name, module)
+    return None if best is None else (best[1], best[2])
+
+
+def _imported_names(tree: ast.Module, test: Path, root: Path) -> list[tuple[str, Path]]:
+    """(name, module file) for each name the test imports from a project module that is not a
+    test itself."""
+    names: list[tuple[str, Path]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = package_dir(test, node.module, node.level, root)
+        module = module_file(base) if base is not None else None
+        if module is None or is_test_path(str(module)) or not is_inside_root(module.resolve(), root):
+            continue
+        names.extend((alias.asname or alias.name, module.resolve()) for alias in node.names)
+    return names
