@@ -31,6 +31,7 @@ from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_guard import guard_call
 from .dispatch import Dispatcher
 from .failing_test import failing_test_note
+from .guessing import guess_range_note
 from .messages import (
     Done,
     Event,
@@ -451,6 +452,7 @@ class TurnLoop:
             note = turn.watch.repeat_note(key, evidence)
             turn.watch.saw(key, evidence, changes_things=not reusable)
             note += failing_test_note(turn.watch, evidence, self.dispatcher.ctx)  # may offer a call: after saw
+            note += guess_range_note([*turn.conv.evidence, evidence], evidence)
             result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
