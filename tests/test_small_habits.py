@@ -912,6 +912,21 @@ def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_
 
 
 
+async def test_a_package_run_as_a_script_gets_the_python_m_call_with_its_arguments(tmp_path: Path) -> None:
+    """multi_greeter_shout: `python greeter.py --name Ann --shout` where greeter/ is a package
+    with a __main__.py; the refusal named only `greeter`, and the model read a file instead."""
+    (tmp_path / "greeter").mkdir()
+    (tmp_path / "greeter" / "__main__.py").write_text("print('hi')\n")
+    run = call(("run_cmd", {"command": "python greeter.py --name Ann --shout"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [run, say("Done.")], request="give greeter a --shout option", tools=write_and_run_tools(),
+    )
+    refused = result.evidence[0]
+    assert refused.error and "greeter is a package with a __main__.py, so it runs as `python -m greeter`" in refused.result
+    assert refused.result.endswith('{"name": "run_cmd", "arguments": {"command": "python -m greeter --name Ann --shout"}}')
+    assert len(result.evidence) == 1  # offered, not run
+
+
 def test_the_example_script_refused_names_the_projects_own_scripts_the_looked_at_first(tmp_path: Path) -> None:
     from tether.core.call_guard import missing_script
     from tether.core.messages import ToolCall

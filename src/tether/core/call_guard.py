@@ -9,7 +9,7 @@ call back once lets the same call through the second time, so the model decides.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..tools._paths import is_inside_root
@@ -47,6 +47,10 @@ UNSEEN_WRITTEN = (
 )
 LAST_COUNT = " Your last search said: {count}"
 _BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+NO_SCRIPT_PACKAGE = (
+    "Not run: {path} does not exist, but {package} is a package with a __main__.py, so it runs as "
+    "`python -m {package}`. To run that with the same arguments, reply with only:\n{call}"
+)
 NO_SCRIPT = (
     "Not run: {path} does not exist in this project, so the command could only fail.{closest} "
     "Only run files the project has (they are listed in the first message); if the task needs "
@@ -215,11 +219,14 @@ def _same_text(old: object, new: object) -> bool:
     return isinstance(old, str) and isinstance(new, str) and old == new
 
 
-def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = ()) -> str | None:
+def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = (),
+                   offer: Callable[[str, dict[str, str]], str] | None = None) -> str | None:
     """Why `python hello.py` is not run when the project has no hello.py: small models run
     the file of the prompt's example, or a name they guessed, and then flounder over the
     error. The refusal names the closest files that do exist, or else the project's files
-    of that kind (those the turn looked at first), so the next call has a real file to run."""
+    of that kind (those the turn looked at first), so the next call has a real file to run.
+    `python greeter.py` where greeter/ is a package with a __main__.py gets the `python -m
+    greeter` command with the same arguments, as a call when `offer` writes one out."""
     command = call.arguments.get("command")
     match = _SCRIPT_RUN.match(command.strip()) if isinstance(command, str) else None
     if match is None or match.group(1).startswith("/"):
@@ -230,6 +237,12 @@ def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = 
             return None
     except (OSError, RuntimeError, ValueError, ToolError):
         return None
+    package = script.with_suffix("")
+    if script.suffix == ".py" and (package / "__main__.py").is_file():
+        dotted = match.group(1)[:-3].replace("/", ".")
+        as_module = f"python -m {dotted}" + str(command).strip()[match.end(1):]
+        return NO_SCRIPT_PACKAGE.format(path=match.group(1), package=dotted,
+                                        call=offer("run_cmd", {"command": as_module}) if offer else as_module)
     close = closest_paths(script, ctx.root)
     if close:
         closest = f" Closest existing paths: {', '.join(close)}."
@@ -256,7 +269,8 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     most of a file it has read. A change to a test file is refused whenever the request said
     to leave the tests alone: small models make a failing test pass by editing it."""
     if call.name == "run_cmd":
-        refused = missing_script(call, ctx, watch.touched.values())
+        offer = watch.offer if watch.show_call is not None and "run_cmd" in watch.tools else None
+        refused = missing_script(call, ctx, watch.touched.values(), offer)
         # the reply that ran a made-up script may also show the new version of a file:
         # no nudge answers a reply with a call, so the refusal offers that write
         version = version_nudge(watch, watch.reply_text) if refused else None
