@@ -345,6 +345,18 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
+        "a read call then a fence opened with the file it expects, cut by the stop (seen on a 1.5B model)",
+        f"{R}\n```\nimport argparse\n\n",
+        [READ_A],
+        "",
+    ),
+    (
+        "a run call then the output it expects in a closed fence",
+        '{"name": "run_cmd", "arguments": {"command": "pytest"}}\n```text\n3 passed\n```',
+        [("run_cmd", {"command": "pytest"})],
+        "",
+    ),
+    (
         "a run call then an unclosed output block it made up",
         '{"name": "run_cmd", "arguments": {"command": "pytest"}}\n<output>\n3 passed',
         [("run_cmd", {"command": "pytest"})],
@@ -542,6 +554,10 @@ NOT_CALLS: list[tuple[str, str]] = [
     ("unclosed json fence of data", '```json\n{"a": [1, 2'),
     # a whole file shown in a fence is a fix described, never a call to invent
     ("a whole file in a python fence", "Here is the fixed file:\n```python\ndef add(a, b):\n    return a + b\n```"),
+    (
+        "a bare write call whose content comes in a fence, not its block",
+        '{"name": "write_file", "arguments": {"filepath": "a.py"}}\n```\nprint(1)\n```',
+    ),
     (
         "a bare write call followed by prose, not only blocks",
         '{"name": "write_file", "arguments": {"filepath": "a.py"}}\nThen put print(1) in it.',

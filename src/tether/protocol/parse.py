@@ -329,14 +329,17 @@ class _ReplyParser:
 
 def _invented_result(tool: Tool, rest: str, table: ToolTable) -> bool:
     """What follows a whole call is the start of a result the model made up: a block no
-    tool takes (`<output>`), closed or not, or a tag the stop cut off (`<outp`), after a
-    call that needs no block (run_cmd's stdin is optional). The model writes the output
+    tool takes (`<output>`), closed or not, a tag the stop cut off (`<outp`), or a fence
+    opened on the next line (the file it asked to read, as it imagines it), after a call
+    that needs no block (run_cmd's stdin is optional). The model writes the output
     it expects after the call; the call stands without it. A call whose required block
     is missing (write_file's content) is no call, whatever follows."""
     match = re.match(r"\s*<([A-Za-z_][\w\-]*)(>|$)", rest)
     fields = tool.params.model_fields
-    if match is None or any(fields[n].is_required() for n in tool.block_params if n in fields):
+    if any(fields[n].is_required() for n in tool.block_params if n in fields):
         return False
+    if match is None:
+        return re.match(r"\s*\n```", rest) is not None  # a fence opened after it: the file or output it expects
     takes = {name for other in table for name in other.block_params}
     return not any(name.startswith(match.group(1)) for name in takes)
 
