@@ -1083,6 +1083,39 @@ async def test_a_rename_nudge_comes_once_more_for_the_same_count_after_other_cal
     assert len(renames) == 2
 
 
+async def test_each_rename_step_carries_the_edit_for_the_next_place_until_the_name_is_gone(tmp_path: Path) -> None:
+    """rename_function: after the search the model wandered (more searches, a run), and after
+    the offered edit of app.py it ran the program and stopped with two files left. Now the
+    search's result carries the first edit, each edit's result the next, the last one says done."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "cart.py").write_text("def calc_total(cart):\n    return sum(cart)\n")
+    (tmp_path / "app.py").write_text("from shop.cart import calc_total\nprint(calc_total([1]))\n")
+    edits = [
+        {"filepath": "app.py", "old_content": "from shop.cart import calc_total",
+         "new_content": "from shop.cart import compute_order_total"},
+        {"filepath": "app.py", "old_content": "print(calc_total([1]))", "new_content": "print(compute_order_total([1]))"},
+        {"filepath": "shop/cart.py", "old_content": "def calc_total(cart):", "new_content": "def compute_order_total(cart):"},
+    ]
+    provider = ScriptedProvider([
+        call(("search_in_file", {"pattern": "calc_total", "path": "."})),
+        *[call(("edit_file", edit)) for edit in edits], say("Renamed."), say("Renamed."),
+    ])
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "search_in_file")]
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop.menu = None
+    conv = Conversation()
+    result = await loop.run_turn(conv, "Rename calc_total to compute_order_total everywhere it is used.")
+    notes = [r.content for m in conv.messages if m.role == "tool" for r in m.tool_results]
+    for note, offered in zip(notes, edits, strict=False):
+        assert "Next, rename it in the first: reply with only:" in note and json.dumps(offered) in note
+    assert "calc_total is still in the project (3 left)" in notes[0]
+    assert "(1 left)" in notes[2]
+    assert notes[3].endswith("calc_total is no longer in the project: the rename is done. Run the program or its "
+                             "tests to check it, then answer.")
+    assert result.text == "Renamed." and len(result.evidence) == 4  # every edit was the model's own call
+    assert "calc_total" not in (tmp_path / "app.py").read_text() + (tmp_path / "shop" / "cart.py").read_text()
+
+
 async def test_a_finished_rename_gets_no_rename_nudge(tmp_path: Path) -> None:
     nudges = await run_rename(tmp_path, edited_render=True)
     assert not any("old name" in n for n in nudges)

@@ -49,7 +49,7 @@ from .messages import (
     new_call_id,
 )
 from .nudges import REPEATED_CALL, TurnWatch
-from .renames import occurrences
+from .renames import occurrences, rename_progress_note
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
@@ -453,6 +453,7 @@ class TurnLoop:
             turn.watch.saw(key, evidence, changes_things=not reusable)
             note += failing_test_note(turn.watch, evidence, self.dispatcher.ctx)  # may offer a call: after saw
             note += guess_range_note([*turn.conv.evidence, evidence], evidence)
+            note += rename_progress_note(turn.watch, evidence)
             result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
         results[call.id] = result
         turn.conv.evidence.append(evidence)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from .messages import Evidence
 from .toolspec import ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ RENAME_LEFT = (
     "Rename it there too (edit_file), then check with search_in_file that {old} is gone."
 )
 RENAME_NEXT = " Change one line at a time. For the first, reply with only:\n{call}"
+RENAME_PROGRESS = "\n\n{old} is still in the project ({count} left):\n{places}\nNext, rename it in the first: reply with only:\n{call}"
+RENAME_DONE = "\n\n{old} is no longer in the project: the rename is done. Run the program or its tests to check it, then answer."
 RENAME_PLACES = 6
 """Lines of the old name shown in the rename nudge."""
 _FOUND_LINE = re.compile(r"^(.+?):(\d+): ?(.*)$")
@@ -78,6 +81,29 @@ def rename_left_nudge(watch: TurnWatch) -> str | None:
     if edit is None or watch.show_call is None or "edit_file" not in watch.tools:
         return message
     return message + RENAME_NEXT.format(call=watch.offer("edit_file", edit))
+
+
+def rename_progress_note(watch: TurnWatch, evidence: Evidence) -> str:
+    """For a rename request, the note after a call that worked: the lines where the old name
+    still is, with the edit for the first, whenever that count changed since the last such
+    note or the call only looked (a search, a read); once the name is gone after an edit, that
+    the rename is done. So each edit's result carries the next one: small models edit one
+    place, then run the program or search again and stop with the others left."""
+    names = renamed_names(watch.request)
+    if names is None or watch.find is None or evidence.error or evidence.call.name == "run_cmd":
+        return ""
+    found = [line for line in watch.find(rf"\b{re.escape(names[0])}\b").splitlines() if _FOUND_LINE.match(line)]
+    changed = evidence.call.name in ("edit_file", "write_file")
+    if not found:
+        return RENAME_DONE.format(old=names[0]) if changed and watch.once("rename-done") else ""
+    looked = evidence.call.name in ("search_in_file", "read_file", "list_dir")
+    if not (looked or watch.once(f"rename-left:{len(found)}")):
+        return ""
+    edit = rename_edit(found[0], *names)
+    if edit is None or watch.show_call is None or "edit_file" not in watch.tools:
+        return ""
+    call = watch.offer("edit_file", edit)
+    return RENAME_PROGRESS.format(old=names[0], count=len(found), places="\n".join(found[:RENAME_PLACES]), call=call)
 
 
 def _rename_nudge_due(watch: TurnWatch, count: int) -> bool:
