@@ -1575,6 +1575,49 @@ async def test_the_code_of_the_new_file_the_request_names_gets_its_write_call(tm
     assert (tmp_path / "total.py").read_text() == TOTAL_SCRIPT
 
 
+EDIT_MENU = ("read_file", "write_file", "edit_file", "run_cmd")
+
+
+async def test_a_script_to_write_keeps_its_input_and_is_named_as_the_file_to_create(tmp_path: Path) -> None:
+    """script_csv_total: after reading data/sales.csv the reply began with a result; told to
+    "make the change", the model added a row to the CSV, then ran total.py, which did not exist."""
+    from tether.core.call_guard import NO_SCRIPT_YET
+    from tether.core.nudges import RESULT_FIRST_NEW_FILE
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sales.csv").write_text("amount\n1.5\n")
+    added = {"filepath": "data/sales.csv", "old_content": "1.5", "new_content": "1.5\n2.0"}
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file", "edit_file")]
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "data/sales.csv"})), result_marker_reply(),
+        call(("edit_file", added)), call(("run_cmd", {"command": "python total.py data/sales.csv amount"})),
+        say("Done."), say("Done."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=[*tools, *write_and_run_tools()[1:]], nudges=True,
+                        menu_names=EDIT_MENU)
+    loop.mode = "text"
+    conv = Conversation()
+    result = await loop.run_turn(conv, CSV_REQUEST)
+    assert nudges_in(conv)[0] == RESULT_FIRST_NEW_FILE.format(path="data/sales.csv", new="total.py")
+    _, kept, run = result.evidence
+    assert kept.error and kept.result.startswith("Not changed: the request asks you to create total.py")
+    assert (tmp_path / "data" / "sales.csv").read_text() == "amount\n1.5\n"
+    assert run.error and run.result == NO_SCRIPT_YET.format(path="total.py")
+
+
+async def test_a_data_file_the_request_names_or_sent_again_is_changed(tmp_path: Path) -> None:
+    (tmp_path / "sales.csv").write_text("amount\n1.5\n")
+    added = call(("edit_file", {"filepath": "sales.csv", "old_content": "1.5", "new_content": "2.5"}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
+    _, _, result = await run_nudged(tmp_path, [added, added, say("Done.")], request=CSV_REQUEST, tools=tools,
+                                    menu_names=EDIT_MENU)
+    assert result.evidence[0].error and not result.evidence[1].error  # once, then as the model insists
+    (tmp_path / "sales.csv").write_text("amount\n1.5\n")
+    _, _, result = await run_nudged(tmp_path, [added, say("Done.")], tools=tools, menu_names=EDIT_MENU,
+                                    request="fix sales.csv, then write a script total.py that sums it")
+    assert not result.evidence[0].error
+
+
 @pytest.mark.parametrize(("request_text", "reply", "why"), [
     (CSV_REQUEST, f"```python\n{TOTAL_SCRIPT}```\n```python\nprint(1)\n```", "two python fences: which is it"),
     ("write the count to count.txt", "```\n12\n```", "a text file: a fence may hold a made-up count"),

@@ -8,6 +8,7 @@ call back once lets the same call through the second time, so the model decides.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,7 +19,7 @@ from .count_scope import COUNT_LINE
 from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
-from .reply_shapes import file_text, is_test_path, leaves_tests
+from .reply_shapes import file_text, is_test_path, leaves_tests, requested_new_file
 from .shown_code import version_nudge
 from .textclip import clip_words
 from .toolspec import ToolContext, ToolError
@@ -47,6 +48,16 @@ UNSEEN_WRITTEN = (
 )
 LAST_COUNT = " Your last search said: {count}"
 _BARE_NUMBER = re.compile(r"\s*\d+(?:\.\d+)?\s*")
+NO_SCRIPT_YET = (
+    "Not run: {path} does not exist yet. The request asks you to write it: create it first with "
+    "a write_file call holding its whole content, then run it."
+)
+INPUT_KEPT = (
+    "Not changed: the request asks you to create {new}, and {path} is what it works on, so leave "
+    "{path} as it is. Reply with only a write_file call for {new} with its whole content. (Send "
+    "this call again only if the request really needs {path} changed.)"
+)
+DATA_SUFFIXES = frozenset({".csv", ".tsv", ".txt", ".log", ".dat", ".jsonl"})
 NO_SCRIPT_PACKAGE = (
     "Not run: {path} does not exist, but {package} is a package with a __main__.py, so it runs as "
     "`python -m {package}`. To run that with the same arguments, reply with only:\n{call}"
@@ -220,13 +231,15 @@ def _same_text(old: object, new: object) -> bool:
 
 
 def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = (),
-                   offer: Callable[[str, dict[str, str]], str] | None = None) -> str | None:
+                   offer: Callable[[str, dict[str, str]], str] | None = None,
+                   to_create: str | None = None) -> str | None:
     """Why `python hello.py` is not run when the project has no hello.py: small models run
     the file of the prompt's example, or a name they guessed, and then flounder over the
     error. The refusal names the closest files that do exist, or else the project's files
     of that kind (those the turn looked at first), so the next call has a real file to run.
     `python greeter.py` where greeter/ is a package with a __main__.py gets the `python -m
-    greeter` command with the same arguments, as a call when `offer` writes one out."""
+    greeter` command with the same arguments, as a call when `offer` writes one out. The file
+    the request asks to create (`to_create`) is named as that: write it first."""
     command = call.arguments.get("command")
     match = _SCRIPT_RUN.match(command.strip()) if isinstance(command, str) else None
     if match is None or match.group(1).startswith("/"):
@@ -237,6 +250,8 @@ def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = 
             return None
     except (OSError, RuntimeError, ValueError, ToolError):
         return None
+    if to_create is not None and os.path.normpath(match.group(1)) == os.path.normpath(to_create):
+        return NO_SCRIPT_YET.format(path=match.group(1))
     package = script.with_suffix("")
     if script.suffix == ".py" and (package / "__main__.py").is_file():
         dotted = match.group(1)[:-3].replace("/", ".")
@@ -263,6 +278,20 @@ def same_kind_files(ctx: ToolContext, suffix: str, looked_at: Iterable[str], lim
     return list(dict.fromkeys(first + others))[:limit]
 
 
+def input_kept(watch: TurnWatch, filepath: str) -> str | None:
+    """Why a change to an existing data file waits (once per path) when the request asks to
+    create a new code file and does not name that data file: script_csv_total's model, told to
+    write total.py, added a row to the data/sales.csv it had read."""
+    new = requested_new_file(watch.request, watch.root)
+    if new is None or watch.root is None or Path(filepath).suffix.lower() not in DATA_SUFFIXES:
+        return None
+    if Path(filepath).name in watch.request or not (watch.root / filepath).is_file():
+        return None
+    if not watch.once(f"input:{os.path.normpath(filepath)}"):
+        return None
+    return INPUT_KEPT.format(new=new, path=filepath)
+
+
 def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
     """Why a call waits, before it runs (None: it runs). read_file marks a path as seen;
     write_file over an unseen existing file waits once, and so does one that would delete
@@ -270,7 +299,8 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     to leave the tests alone: small models make a failing test pass by editing it."""
     if call.name == "run_cmd":
         offer = watch.offer if watch.show_call is not None and "run_cmd" in watch.tools else None
-        refused = missing_script(call, ctx, watch.touched.values(), offer)
+        to_create = requested_new_file(watch.request, watch.root)
+        refused = missing_script(call, ctx, watch.touched.values(), offer, to_create)
         # the reply that ran a made-up script may also show the new version of a file:
         # no nudge answers a reply with a call, so the refusal offers that write
         version = version_nudge(watch, watch.reply_text) if refused else None
@@ -280,6 +310,9 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
         return keep_tests_refusal(watch, filepath, ctx)
+    kept = input_kept(watch, filepath) if call.name != "read_file" else None
+    if kept is not None:
+        return kept
     if call.name == "edit_file" and _same_text(call.arguments.get("old_content"), call.arguments.get("new_content")):
         return SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
     try:

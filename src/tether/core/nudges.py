@@ -33,6 +33,7 @@ from .reply_shapes import (
     looks_like_command,
     name_given_for_value,
     reads_input,
+    requested_new_file,
     requested_script,
     run_command,
     shown_command,
@@ -63,6 +64,10 @@ RESULT_FIRST_AFTER_READ = RESULT_FIRST + (
     "You have read {path}: its text is above, so do not repeat it. Now make the change the "
     "request asks for: reply with only an edit_file call (old_content copied exactly from "
     "it, new_content with the change), or a write_file call for a new file."
+)
+RESULT_FIRST_NEW_FILE = RESULT_FIRST + (
+    "You have read {path}: its text is above, so do not repeat it. Now create {new}, the file "
+    "the request asks for: reply with only a write_file call for {new} with its whole content."
 )
 RESULT_FIRST_OFFER = RESULT_FIRST + "Reply with only the call:\n{call}"
 OFFER_AGAIN = ("Do not show the command to the user: you run it. Reply with only this call, "
@@ -285,7 +290,11 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
         changes = CHANGE_WORDS.search(watch.request) and not is_question(watch.request)
         if last is not None and last.name == "read_file" and changes:
             # it was about to write out the file it had read
-            return RESULT_FIRST_AFTER_READ.format(path=last.arguments.get("filepath", "the file"))
+            read = last.arguments.get("filepath", "the file")
+            new = requested_new_file(watch.request, watch.root)
+            if new is not None and new != read:  # not the read file: the one to create
+                return RESULT_FIRST_NEW_FILE.format(path=read, new=new)
+            return RESULT_FIRST_AFTER_READ.format(path=read)
         return RESULT_FIRST + changed if (changed := change_made(watch)) else RESULT_FIRST_NEXT
     if watch.once("empty"):
         if watch.offered:

@@ -115,17 +115,26 @@ _FILE_NAMED = r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.({suffixes}))(?![\w/-])"
 _REQUESTED_FILE = re.compile(_FILE_NAMED.format(suffixes=r"\w+"))
 
 
+def requested_new_file(request: str, root: Path | None) -> str | None:
+    """The one code file the request names that the project does not have yet ("write a
+    script total.py that ..."), as the request writes it; None otherwise."""
+    if root is None:
+        return None
+    named = {m.group(1): m.group(2).lower() for m in _REQUESTED_FILE.finditer(request)}
+    wanted = [name for name, suffix in named.items() if suffix in _LANGUAGE_LABELS]
+    if len(wanted) != 1 or (root / wanted[0]).exists():
+        return None
+    return wanted[0]
+
+
 def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str] | None:
     """(path, content) when the request names one code file that does not exist yet
     ("write a script total.py that ...") and the reply shows its code in a fence instead of
     creating it: the one fence labelled in that file's language, or the only fence."""
-    if root is None:
+    name = requested_new_file(request, root)
+    if name is None:
         return None
-    named = {m.group(1): m.group(2).lower() for m in _REQUESTED_FILE.finditer(request)}
-    wanted = [(name, suffix) for name, suffix in named.items() if suffix in _LANGUAGE_LABELS]
-    if len(wanted) != 1 or (root / wanted[0][0]).exists():
-        return None
-    name, suffix = wanted[0]
+    suffix = name.rsplit(".", 1)[1].lower()
     blocks = [(m.group(1).lower(), m.group(2)) for m in CODE_BLOCK.finditer(text)]
     fitting = [body for label, body in blocks if label in _LANGUAGE_LABELS[suffix]]
     if not fitting and len(blocks) == 1 and not blocks[0][0]:
