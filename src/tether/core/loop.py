@@ -56,6 +56,7 @@ from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
 from .ui_protocol import UI, RequestEvents, show_checks
+from .usage_fix import usage_fix_note
 
 ProtocolMode = Literal["native", "text"]
 MAX_UNREADABLE = 3
@@ -451,12 +452,21 @@ class TurnLoop:
         if turn.watch is not None:
             note = turn.watch.repeat_note(key, evidence)
             turn.watch.saw(key, evidence, changes_things=not reusable)
-            note += failing_test_note(turn.watch, evidence, self.dispatcher.ctx)  # may offer a call: after saw
-            note += guess_range_note([*turn.conv.evidence, evidence], evidence)
-            note += rename_progress_note(turn.watch, evidence)
+            note += self._result_notes(turn, turn.watch, evidence)  # they may offer a call: after saw
             result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
+
+    def _result_notes(self, turn: TurnState, watch: TurnWatch, evidence: Evidence) -> str:
+        """What the harness adds to a call's result for a small model: the code a failing test
+        points at, the options a program refused, the range a guessing game left, the places a
+        rename has left."""
+        return (
+            failing_test_note(watch, evidence, self.dispatcher.ctx)
+            + usage_fix_note(watch, evidence)
+            + guess_range_note([*turn.conv.evidence, evidence], evidence)
+            + rename_progress_note(watch, evidence)
+        )
 
     def _request_messages(self, history: Sequence[Message], note: str, system: Message) -> list[Message]:
         body = list(history)
