@@ -259,6 +259,9 @@ class Target:
         # The model's commands find this interpreter (and pytest) as `python`.
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
         env.setdefault("OPENAI_API_KEY", "none")
+        # This interpreter carries tether's own test plugins; pytest-asyncio's configuration
+        # warning would open every test run of the tasks, whose tests use none of it.
+        env["PYTEST_ADDOPTS"] = "-p no:asyncio"
         if self.levers_off:
             env["TETHER_PROFILE_OFF"] = self.levers_off
         return env
