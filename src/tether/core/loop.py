@@ -452,21 +452,10 @@ class TurnLoop:
         if turn.watch is not None:
             note = turn.watch.repeat_note(key, evidence)
             turn.watch.saw(key, evidence, changes_things=not reusable)
-            note += self._result_notes(turn, turn.watch, evidence)  # they may offer a call: after saw
+            note += result_notes(turn.watch, [*turn.conv.evidence, evidence], self.dispatcher.ctx)  # after saw: may offer
             result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
-
-    def _result_notes(self, turn: TurnState, watch: TurnWatch, evidence: Evidence) -> str:
-        """What the harness adds to a call's result for a small model: the code a failing test
-        points at, the options a program refused, the range a guessing game left, the places a
-        rename has left."""
-        return (
-            failing_test_note(watch, evidence, self.dispatcher.ctx)
-            + usage_fix_note(watch, evidence)
-            + guess_range_note([*turn.conv.evidence, evidence], evidence)
-            + rename_progress_note(watch, evidence)
-        )
 
     def _request_messages(self, history: Sequence[Message], note: str, system: Message) -> list[Message]:
         body = list(history)
@@ -485,6 +474,19 @@ class TurnLoop:
     def _show(self, pieces: list[tuple[str, str]]) -> None:
         for kind, chunk in pieces:
             (self.ui.thinking if kind == "thinking" else self.ui.text)(chunk)
+
+
+def result_notes(watch: TurnWatch, evidence: list[Evidence], ctx: ToolContext) -> str:
+    """What the harness adds to the result of the turn's last call (`evidence[-1]`) for a small
+    model: the code a failing test points at, the options a program refused, the range a
+    guessing game left, the places a rename has left."""
+    last = evidence[-1]
+    return (
+        failing_test_note(watch, last, ctx)
+        + usage_fix_note(watch, last)
+        + guess_range_note(evidence, last)
+        + rename_progress_note(watch, last)
+    )
 
 
 def system_message(text: str, previous: Message | None) -> Message:
