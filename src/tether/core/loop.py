@@ -30,8 +30,6 @@ from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_guard import guard_call
 from .dispatch import Dispatcher
-from .failing_test import failing_test_note
-from .guessing import guess_range_note
 from .messages import (
     Done,
     Event,
@@ -49,14 +47,14 @@ from .messages import (
     new_call_id,
 )
 from .nudges import REPEATED_CALL, TurnWatch
-from .renames import occurrences, rename_progress_note
+from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
+from .result_notes import noted_result
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
 from .ui_protocol import UI, RequestEvents, show_checks
-from .usage_fix import usage_fix_note
 
 ProtocolMode = Literal["native", "text"]
 MAX_UNREADABLE = 3
@@ -450,10 +448,7 @@ class TurnLoop:
             elif not reusable:
                 turn.read_cache.clear()  # something may have changed what reads would see
         if turn.watch is not None:
-            note = turn.watch.repeat_note(key, evidence)
-            turn.watch.saw(key, evidence, changes_things=not reusable)
-            note += result_notes(turn.watch, [*turn.conv.evidence, evidence], self.dispatcher.ctx)  # after saw: may offer
-            result = ToolResult(result.call_id, result.name, result.content + note, result.is_error)
+            result = noted_result(turn.watch, key, result, [*turn.conv.evidence, evidence], self.dispatcher.ctx, not reusable)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
@@ -474,19 +469,6 @@ class TurnLoop:
     def _show(self, pieces: list[tuple[str, str]]) -> None:
         for kind, chunk in pieces:
             (self.ui.thinking if kind == "thinking" else self.ui.text)(chunk)
-
-
-def result_notes(watch: TurnWatch, evidence: list[Evidence], ctx: ToolContext) -> str:
-    """What the harness adds to the result of the turn's last call (`evidence[-1]`) for a small
-    model: the code a failing test points at, the options a program refused, the range a
-    guessing game left, the places a rename has left."""
-    last = evidence[-1]
-    return (
-        failing_test_note(watch, last, ctx)
-        + usage_fix_note(watch, last)
-        + guess_range_note(evidence, last)
-        + rename_progress_note(watch, last)
-    )
 
 
 def system_message(text: str, previous: Message | None) -> Message:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools._paths import is_inside_root
+from .after_change import change_made
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .count_scope import count_file_nudge, count_scope_nudge
 from .dispatch import first_line
@@ -51,10 +52,6 @@ LOOK_FIRST = (
 )
 EMPTY_REPLY = "Your reply was empty. Continue: make the next tool call, or give your final answer."
 EMPTY_AFTER_OFFER = "Your reply was empty. Reply with only the call you were given:\n{call}"
-CHANGE_MADE = (
-    "Your last call worked: {path} is changed (its result is above). If that is all the request "
-    "asks, reply with one short sentence saying what you changed; if not, make the next tool call."
-)
 RESULT_FIRST = (
     "Your reply began with a tool result, so it was cut off there and nothing ran: results "
     "come from me, after you send a call. "
@@ -308,16 +305,6 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
     if watch.unchecked is not None and watch.once("check"):
         return UNCHECKED.format(path=watch.unchecked)
     return None
-
-
-def change_made(watch: TurnWatch) -> str:
-    """CHANGE_MADE when the turn's last call was a write or an edit that worked ("" otherwise):
-    an empty reply right after one is often the end of the job, and "continue" sent the model
-    on to rewrite the file it had just fixed."""
-    last = watch.last_call
-    if last is None or last.name not in ("write_file", "edit_file"):
-        return ""
-    return CHANGE_MADE.format(path=last.arguments.get("filepath", "the file"))
 
 
 def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:

@@ -1,0 +1,38 @@
+"""What the harness adds to a call's result for a small model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .failing_test import failing_test_note
+from .guessing import guess_range_note
+from .messages import Evidence, ToolResult
+from .renames import rename_progress_note
+from .toolspec import ToolContext
+from .usage_fix import usage_fix_note
+
+if TYPE_CHECKING:
+    from .nudges import TurnWatch
+
+
+def result_notes(watch: TurnWatch, evidence: list[Evidence], ctx: ToolContext) -> str:
+    """What the harness adds to the result of the turn's last call (`evidence[-1]`) for a small
+    model: the code a failing test points at, the options a program refused, the range a
+    guessing game left, the places a rename has left."""
+    last = evidence[-1]
+    return (
+        failing_test_note(watch, last, ctx)
+        + usage_fix_note(watch, last)
+        + guess_range_note(evidence, last)
+        + rename_progress_note(watch, last)
+    )
+
+
+def noted_result(watch: TurnWatch, key: str, result: ToolResult, evidence: list[Evidence], ctx: ToolContext,
+                 changes_things: bool) -> ToolResult:
+    """`result` of the turn's last call (`evidence[-1]`) with the repeat note and the result
+    notes added, after the watch has seen the call (a note may offer a call: it must come after)."""
+    note = watch.repeat_note(key, evidence[-1])
+    watch.saw(key, evidence[-1], changes_things)
+    note += result_notes(watch, evidence, ctx)
+    return ToolResult(result.call_id, result.name, result.content + note, result.is_error)
