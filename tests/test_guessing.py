@@ -30,13 +30,13 @@ def answered(text: str, output: str, session: str = "s1") -> Evidence:
 def test_the_bounds_narrow_with_each_answer_and_the_middle_is_given() -> None:
     history = [started("I am thinking of a number between 1 and 50.\nYour guess: ")]
     history.append(answered("25", "Too low.\nYour guess: "))
-    assert guess_range_note(history, history[-1]) == (
+    assert guess_range_note(history[:-1], history[-1]) == (
         "\n[So far the number is from 26 to 50. The middle of that range is 38.]")
     history.append(answered("40", "Too high.\nYour guess: "))
-    assert "from 26 to 39. The middle of that range is 32." in guess_range_note(history, history[-1])
+    assert "from 26 to 39. The middle of that range is 32." in guess_range_note(history[:-1], history[-1])
     history.append(answered("38", "Too high.\nYour guess: "))
     history.append(answered("36", "Too low!\nYour guess: "))
-    assert "the number is 37. The middle of that range is 37." in guess_range_note(history, history[-1])
+    assert "the number is 37. The middle of that range is 37." in guess_range_note(history[:-1], history[-1])
 
 
 @pytest.mark.parametrize(("history", "why"), [
@@ -47,7 +47,7 @@ def test_the_bounds_narrow_with_each_answer_and_the_middle_is_given() -> None:
      "another session's range, and answers that leave no range"),
 ])
 def test_no_note_without_a_range_to_halve(history: list[Evidence], why: str) -> None:
-    assert guess_range_note(history, history[-1]) == "", why
+    assert guess_range_note(history[:-1], history[-1]) == "", why
 
 
 GAME = (

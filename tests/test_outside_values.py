@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from tether.core.toolspec import ToolContext
 from tether.tools.files import ReadFileParams, read_file
 
@@ -79,8 +77,8 @@ def test_a_module_outside_the_project_or_denied_is_not_read(tmp_path: Path) -> N
     assert "[values" not in denied
 
 
-@pytest.mark.parametrize("count", [8])
-def test_at_most_a_few_values_are_shown(tmp_path: Path, count: int) -> None:
+def test_at_most_a_few_values_are_shown(tmp_path: Path) -> None:
+    count = 8
     write(tmp_path, {
         "k.py": "".join(f"K{i} = {i}\n" for i in range(count)),
         "use.py": "import k\nprint(" + ", ".join(f"k.K{i}" for i in range(count)) + ")\n",

@@ -8,14 +8,16 @@ call back once lets the same call through the second time, so the model decides.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ..tools._paths import is_inside_root
+from ..tools._paths import display_path, is_inside_root
 from ..tools.nearby import closest_paths
 from .count_scope import COUNT_LINE
+from .failing_test import imported_project_names
 from .messages import ToolCall
 from .nudges import TurnWatch
 from .prompts import EXAMPLE_FILE
@@ -177,7 +179,6 @@ KEEP_TESTS = (
     "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
     "and why, then edit that function's file."
 )
-_IMPORT = re.compile(r"^\s*(?:from\s+([A-Za-z_][\w.]*)\s+import|import\s+([A-Za-z_][\w.]*))", re.M)
 TESTED_FILES = 3
 TEST_READ_BYTES = 64 * 1024
 """A test file up to this size is read for the imports that name the code it tests."""
@@ -205,13 +206,12 @@ def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
         return []
     if not (is_inside_root(path, ctx.root) and ctx.may_read(path)):
         return []
-    found: list[str] = []
-    for match in _IMPORT.finditer(file_text(path, TEST_READ_BYTES) or ""):
-        module = (match.group(1) or match.group(2)).replace(".", "/")
-        for name in (f"{module}.py", f"{module}/__init__.py"):
-            if (ctx.root / name).is_file() and name not in found and not is_test_path(name):
-                found.append(name)
-                break
+    try:
+        tree = ast.parse(file_text(path, TEST_READ_BYTES) or "")
+    except (SyntaxError, ValueError):
+        return []
+    modules = (display_path(module, ctx.root) for _, module in imported_project_names(tree, path, ctx.root))
+    found = list(dict.fromkeys(modules))
     return found[:TESTED_FILES]
 
 
@@ -278,16 +278,14 @@ def same_kind_files(ctx: ToolContext, suffix: str, looked_at: Iterable[str], lim
     return list(dict.fromkeys(first + others))[:limit]
 
 
-def input_kept(watch: TurnWatch, filepath: str) -> str | None:
-    """Why a change to an existing data file waits (once per path) when the request asks to
+def input_kept(watch: TurnWatch, path: Path, filepath: str) -> str | None:
+    """Why a change to an existing data file (`path`, resolved) waits (once per path) when the request asks to
     create a new code file and does not name that data file: script_csv_total's model, told to
     write total.py, added a row to the data/sales.csv it had read."""
+    if path.suffix.lower() not in DATA_SUFFIXES or path.name in watch.request or not path.is_file():
+        return None
     new = requested_new_file(watch.request, watch.root)
-    if new is None or watch.root is None or Path(filepath).suffix.lower() not in DATA_SUFFIXES:
-        return None
-    if Path(filepath).name in watch.request or not (watch.root / filepath).is_file():
-        return None
-    if not watch.once(f"input:{os.path.normpath(filepath)}"):
+    if new is None or not watch.once(f"input:{path}"):
         return None
     return INPUT_KEPT.format(new=new, path=filepath)
 
@@ -310,9 +308,6 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
         return keep_tests_refusal(watch, filepath, ctx)
-    kept = input_kept(watch, filepath) if call.name != "read_file" else None
-    if kept is not None:
-        return kept
     if call.name == "edit_file" and _same_text(call.arguments.get("old_content"), call.arguments.get("new_content")):
         return SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
     try:
@@ -322,6 +317,9 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     if call.name == "read_file":
         watch.saw_read(path, filepath)
         return None
+    kept = input_kept(watch, path, filepath)
+    if kept is not None:
+        return kept
     if call.name == "edit_file":
         watch.touched[path] = filepath  # a missed edit shows a short file whole
         return dropped_definitions(watch, call, filepath)

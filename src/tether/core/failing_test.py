@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..tools._paths import display_path, is_inside_root
-from ..tools.outside_values import module_file, package_dir
+from ..tools.outside_values import absolute_module, module_file, package_dir
 from .messages import Evidence
 from .reply_shapes import file_text, is_question, is_test_path, leaves_tests
 from .toolspec import ToolContext, ToolError
@@ -41,7 +41,8 @@ _TEST_IN_OUTPUT = re.compile(r"""(?:^(?:FAILED|ERROR) |^|File ")([\w./\\-]+\.py)
 def failing_test_note(watch: TurnWatch, evidence: Evidence, ctx: ToolContext) -> str:
     """The note for a failed test run: the function the failure calls and its file ("" when
     the run was no failing test, or the file was named this turn already)."""
-    if evidence.call.name != "run_cmd" or not _failed_run(evidence) or is_question(watch.request):
+    ran = evidence.command
+    if evidence.call.name != "run_cmd" or ran is None or not ran.failed or is_question(watch.request):
         return ""
     output = evidence.result
     for test in _tests_named(output, ctx):
@@ -58,10 +59,6 @@ def failing_test_note(watch: TurnWatch, evidence: Evidence, ctx: ToolContext) ->
         call = watch.offer("read_file", {"filepath": shown})
         return FAILING_UNREAD.format(name=name, module=shown, keep=keep, call=call)
     return ""
-
-
-def _failed_run(evidence: Evidence) -> bool:
-    return evidence.summary.startswith("exit ") and not evidence.summary.startswith("exit 0")
 
 
 def _tests_named(output: str, ctx: ToolContext) -> list[Path]:
@@ -91,23 +88,27 @@ def _called_function(test: Path, output: str, ctx: ToolContext) -> tuple[str, Pa
     except (SyntaxError, ValueError):
         return None
     best: tuple[int, str, Path] | None = None
-    for name, module in _imported_names(tree, test, ctx.root):
+    for name, module in imported_project_names(tree, test, ctx.root):
         called = re.search(rf"(?<![\w.]){re.escape(name)}\(", output)
         if called is not None and (best is None or called.start() < best[0]):
             best = (called.start(), name, module)
     return None if best is None else (best[1], best[2])
 
 
-def _imported_names(tree: ast.Module, test: Path, root: Path) -> list[tuple[str, Path]]:
+def imported_project_names(tree: ast.Module, test: Path, root: Path) -> list[tuple[str, Path]]:
     """(name, module file) for each name the test imports from a project module that is not a
-    test itself."""
+    test itself (`import pkg.mod` gives the module under its dotted name)."""
     names: list[tuple[str, Path]] = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.ImportFrom):
+        found: list[tuple[str, Path | None]]
+        if isinstance(node, ast.ImportFrom):
+            base = package_dir(test, node.module, node.level, root)
+            module = module_file(base) if base is not None else None
+            found = [(alias.asname or alias.name, module) for alias in node.names] if module else []
+        elif isinstance(node, ast.Import):
+            found = [(alias.asname or alias.name, absolute_module(alias.name, root)) for alias in node.names]
+        else:
             continue
-        base = package_dir(test, node.module, node.level, root)
-        module = module_file(base) if base is not None else None
-        if module is None or is_test_path(str(module)) or not is_inside_root(module.resolve(), root):
-            continue
-        names.extend((alias.asname or alias.name, module.resolve()) for alias in node.names)
+        names.extend((name, m.resolve()) for name, m in found
+                     if m is not None and not is_test_path(str(m)) and is_inside_root(m.resolve(), root))
     return names

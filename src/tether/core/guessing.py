@@ -21,15 +21,16 @@ _RANGE = re.compile(r"\bbetween\s+(-?\d+)\s+and\s+(-?\d+)", re.I)
 _WHOLE = re.compile(r"\s*(-?\d+)\s*")
 
 
-def guess_range_note(evidence: Sequence[Evidence], latest: Evidence) -> str:
-    """The note for `latest` (a send_input) from the guesses sent to its session so far, in
-    `evidence` (the conversation's calls, `latest` among them); "" when its answer said
-    neither too low nor too high, or the bounds do not make a range."""
+def guess_range_note(earlier: Sequence[Evidence], latest: Evidence) -> str:
+    """The note for `latest` (a send_input) from the guesses sent to its session so far (the
+    turn's `earlier` calls, then `latest`); "" when its answer said neither too low nor too
+    high, or the bounds do not make a range."""
     session = latest.command.session if latest.command is not None else None
     if latest.call.name != "send_input" or session is None or not _direction(latest.result):
         return ""
     if not _WHOLE.fullmatch(str(latest.call.arguments.get("text", ""))):
         return ""  # an answer to something other than a guess
+    evidence = [*earlier, latest]  # built only for a guess's answer, not for every call
     low, high = _start_range(evidence, session)
     for item in evidence:
         if item.call.name != "send_input" or item.call.arguments.get("session") != session:

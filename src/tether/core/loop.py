@@ -448,7 +448,7 @@ class TurnLoop:
             elif not reusable:
                 turn.read_cache.clear()  # something may have changed what reads would see
         if turn.watch is not None:
-            result = noted_result(turn.watch, key, result, [*turn.conv.evidence, evidence], self.dispatcher.ctx, not reusable)
+            result = noted_result(turn.watch, key, result, turn.conv.evidence, evidence, self.dispatcher.ctx, not reusable)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 

@@ -15,24 +15,23 @@ if TYPE_CHECKING:
     from .nudges import TurnWatch
 
 
-def result_notes(watch: TurnWatch, evidence: list[Evidence], ctx: ToolContext) -> str:
-    """What the harness adds to the result of the turn's last call (`evidence[-1]`) for a small
-    model: the code a failing test points at, the options a program refused, the range a
-    guessing game left, the places a rename has left."""
-    last = evidence[-1]
+def result_notes(watch: TurnWatch, earlier: list[Evidence], last: Evidence, ctx: ToolContext) -> str:
+    """What the harness adds to the result of the turn's `last` call (after the `earlier` ones)
+    for a small model: the code a failing test points at, the options a program refused, the
+    range a guessing game left, the places a rename has left."""
     return (
         failing_test_note(watch, last, ctx)
         + usage_fix_note(watch, last)
-        + guess_range_note(evidence, last)
+        + guess_range_note(earlier, last)
         + rename_progress_note(watch, last)
     )
 
 
-def noted_result(watch: TurnWatch, key: str, result: ToolResult, evidence: list[Evidence], ctx: ToolContext,
-                 changes_things: bool) -> ToolResult:
-    """`result` of the turn's last call (`evidence[-1]`) with the repeat note and the result
-    notes added, after the watch has seen the call (a note may offer a call: it must come after)."""
-    note = watch.repeat_note(key, evidence[-1])
-    watch.saw(key, evidence[-1], changes_things)
-    note += result_notes(watch, evidence, ctx)
+def noted_result(watch: TurnWatch, key: str, result: ToolResult, earlier: list[Evidence], last: Evidence,
+                 ctx: ToolContext, changes_things: bool) -> ToolResult:
+    """`result` of the turn's `last` call with the repeat note and the result notes added, after
+    the watch has seen the call (a note may offer a call: it must come after)."""
+    note = watch.repeat_note(key, last)
+    watch.saw(key, last, changes_things)
+    note += result_notes(watch, earlier, last, ctx)
     return ToolResult(result.call_id, result.name, result.content + note, result.is_error)

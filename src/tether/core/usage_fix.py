@@ -33,7 +33,7 @@ def usage_fix_note(watch: TurnWatch, evidence: Evidence) -> str:
     command = evidence.call.arguments.get("command")
     if evidence.call.name != "run_cmd" or not isinstance(command, str) or watch.show_call is None:
         return ""
-    if "run_cmd" not in watch.tools or evidence.summary.startswith("exit 0"):
+    if "run_cmd" not in watch.tools or evidence.command is None or not evidence.command.failed:
         return ""
     unknown = _unknown_options(evidence.result)
     if not unknown:

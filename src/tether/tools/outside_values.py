@@ -41,8 +41,11 @@ def outside_values_note(path: Path, text: str, ctx: ToolContext) -> str:
     except (SyntaxError, ValueError):
         return ""
     found: list[str] = []
+    parsed: dict[Path, tuple[str, ast.Module] | None] = {}  # each module read and parsed once
     for shown_name, module, name in _outside_names(tree, path, ctx):
-        value = _defined_value(module, name, ctx)
+        if module not in parsed:
+            parsed[module] = _parsed_module(module, ctx)
+        value = _defined_value(parsed[module], name)
         if value is not None:
             line, expr = value
             found.append(f"  {shown_name} = {expr}  ({display_path(module, ctx.root)} line {line})")
@@ -91,7 +94,7 @@ def _imports(tree: ast.Module, path: Path, ctx: ToolContext) -> tuple[dict[str, 
             for alias in node.names:
                 if alias.asname is None and "." in alias.name:
                     continue  # used as pkg.mod.NAME: not followed
-                module = _absolute_module(alias.name, ctx.root)
+                module = absolute_module(alias.name, ctx.root)
                 if module is not None:
                     modules[alias.asname or alias.name] = module
     return modules, names
@@ -111,7 +114,7 @@ def package_dir(path: Path, module: str | None, level: int, root: Path) -> Path 
     return None
 
 
-def _absolute_module(dotted: str, root: Path) -> Path | None:
+def absolute_module(dotted: str, root: Path) -> Path | None:
     for top in (root, root / "src"):
         found = module_file(top.joinpath(*dotted.split(".")))
         if found is not None:
@@ -127,16 +130,23 @@ def module_file(stem: Path) -> Path | None:
     return None
 
 
-def _defined_value(module: Path, name: str, ctx: ToolContext) -> tuple[int, str] | None:
-    """(line, source of the value) where `module` binds `name` once at its top level to a short
-    expression; None when it does not, or the module may not be read."""
+def _parsed_module(module: Path, ctx: ToolContext) -> tuple[str, ast.Module] | None:
+    """The module's source and tree; None when it may not be read or does not parse."""
     source = _module_source(module, ctx)
     if source is None:
         return None
     try:
-        tree = ast.parse(source)
+        return source, ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+
+
+def _defined_value(parsed: tuple[str, ast.Module] | None, name: str) -> tuple[int, str] | None:
+    """(line, source of the value) where the parsed module binds `name` once at its top level to
+    a short expression; None when it does not, or the module could not be read."""
+    if parsed is None:
+        return None
+    source, tree = parsed
     bound = [node for node in tree.body if _binds(node, name)]
     if len(bound) != 1 or (value := _value_of(bound[0])) is None:
         return None
