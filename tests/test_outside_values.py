@@ -86,3 +86,34 @@ def test_at_most_a_few_values_are_shown(tmp_path: Path) -> None:
     note = read(tmp_path, "use.py").split("[values")[1]
     assert note.count(" = ") == 6
     assert "k.K0 = 0" in note and "k.K6" not in note
+
+
+def search(root: Path, pattern: str, path: str = ".") -> str:
+    from tether.tools.file_search import SearchInFileParams, search_in_file
+
+    return search_in_file(SearchInFileParams(pattern=pattern, path=path), ToolContext(root=root)).text
+
+
+def test_a_search_shows_the_values_its_matching_lines_read_from_other_modules(tmp_path: Path) -> None:
+    write(tmp_path, {"up/__init__.py": "", "up/client.py": CLIENT, "up/policy.py": POLICY})
+    text = search(tmp_path, "attempt", "up/client.py")
+    assert text.endswith("[values the matching lines read from other files:\n"
+                         "  policy.MAX_UPLOAD_RETRIES = 11  (up/policy.py line 2)]")
+    assert "up/client.py:4:" in text
+
+
+def test_only_the_matching_lines_count_and_a_line_already_shown_is_not_repeated(tmp_path: Path) -> None:
+    write(tmp_path, {"up/__init__.py": "", "up/client.py": CLIENT, "up/policy.py": POLICY})
+    assert "[values" not in search(tmp_path, "def upload", "up/client.py")  # line 3 reads nothing
+    both = search(tmp_path, "retr")  # policy.py:2 is among the matches: no note for it
+    assert "up/policy.py:2: MAX_UPLOAD_RETRIES = 11" in both
+    assert "[values" not in both
+
+
+def test_a_search_never_looks_up_values_past_a_deny_rule(tmp_path: Path) -> None:
+    write(tmp_path, {"up/__init__.py": "", "up/client.py": CLIENT, "up/policy.py": POLICY})
+    ctx = ToolContext(root=tmp_path, may_read=lambda p: p.name != "policy.py")  # type: ignore[call-arg]
+    from tether.tools.file_search import SearchInFileParams, search_in_file
+
+    text = search_in_file(SearchInFileParams(pattern="attempt", path="up/client.py"), ctx).text
+    assert "MAX_UPLOAD_RETRIES = 11" not in text

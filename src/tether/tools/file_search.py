@@ -34,6 +34,7 @@ from .file_text import (
     _os_errors_as_tool_errors,
     _split_keepends,
 )
+from .outside_values import VALUES_SHOWN, outside_values
 
 SEARCH_MATCH_CAP = 200
 SEARCH_TIME_LIMIT = 5.0
@@ -55,6 +56,8 @@ ELSEWHERE_BYTES = 1024 * 1024
 """Bytes it reads at the most: a few large files do not take the whole second."""
 NAMES_SCAN_CHARS = 20_000
 """How much of the searched file is read for the names of files it uses (imports come first)."""
+VALUES_FILES = 5
+"""Python files with matches whose constants from other modules are looked up."""
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -89,6 +92,9 @@ class _SearchReport:
     bytes_read: int = 0
     stopped: str = ""
     too_slow: bool = False
+    python_hits: list[tuple[Path, str, set[int]]] = field(default_factory=list)
+    """(file, text, matching line numbers) of the first Python files with matches, whose
+    lines may read constants set elsewhere (`_with_values`)."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,26 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     output = _render_search(report, args.pattern, shown)
     if not report.matches and target.is_file() and report.files_searched == 1:
         output = _with_short_file(output, report.last_text, shown)
+    output = _with_values(output, report, ctx)
     return _with_elsewhere(output, elsewhere, regex, shown) if elsewhere else output
+
+
+def _with_values(output: ToolOutput, report: _SearchReport, ctx: ToolContext) -> ToolOutput:
+    """The values of the constants the matching lines read from other project modules
+    (`for attempt in range(policy.MAX_UPLOAD_RETRIES + 1)` shows `... = 11`): a small model
+    answers with a number it sees on the line instead of opening the module that sets it."""
+    found: list[str] = []
+    for path, text, lines in report.python_hits:
+        for value in outside_values(path, text, ctx, lines):
+            shown = str(value)
+            matched = any(m.startswith(f"{value.module}:{value.line}: ") for m in report.matches)
+            if not matched and shown not in found:  # a line the search shows already is left out
+                found.append(shown)
+    if not found:
+        return output
+    body = f"{output.text}\n[values the matching lines read from other files:\n" + "\n".join(
+        found[:VALUES_SHOWN]) + "]"
+    return ToolOutput(body, summary=output.summary)
 
 
 def _search_files(
@@ -342,6 +367,8 @@ def _search_file(
         return
     except WorkerFailed as err:
         raise ToolError(f"search_in_file could not run the search: {err}.") from err
+    if hits and path.suffix == ".py" and len(report.python_hits) < VALUES_FILES:
+        report.python_hits.append((path, text, set(hits)))
     lines = text.split("\n")
     for number in hits:
         _add_match(report, f"{shown}:{number}: {_trim(lines[number - 1])}")

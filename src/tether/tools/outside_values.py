@@ -19,6 +19,7 @@ import ast
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from tether.core.toolspec import ToolContext, ToolError
 
@@ -34,34 +35,60 @@ _CONSTANT = re.compile(r"_?[A-Z][A-Z0-9_]*")
 def outside_values_note(path: Path, text: str, ctx: ToolContext) -> str:
     """Lines naming each constant `text` (the Python file at `path`) takes from another project
     module, with its value and where it is set; "" when there are none."""
-    if path.suffix != ".py":
+    found = outside_values(path, text, ctx)
+    if not found:
         return ""
+    return "\n[values this file reads from other files:\n" + "\n".join(map(str, found)) + "]"
+
+
+class OutsideValue(NamedTuple):
+    shown_name: str
+    """The name as the file writes it (`policy.MAX_UPLOAD_RETRIES`)."""
+    value: str
+    """The source of its value where it is set."""
+    module: str
+    """The module that sets it, as a path from the project root."""
+    line: int
+
+    def __str__(self) -> str:
+        return f"  {self.shown_name} = {self.value}  ({self.module} line {self.line})"
+
+
+def outside_values(
+    path: Path, text: str, ctx: ToolContext, lines: set[int] | None = None
+) -> list[OutsideValue]:
+    """Each constant the Python file takes from another project module, with its value and
+    where it is set; only those used on `lines` (1-based) when given."""
+    if path.suffix != ".py":
+        return []
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return ""
-    found: list[str] = []
+        return []
+    found: list[OutsideValue] = []
     parsed: dict[Path, tuple[str, ast.Module] | None] = {}  # each module read and parsed once
-    for shown_name, module, name in _outside_names(tree, path, ctx):
+    for shown_name, module, name in _outside_names(tree, path, ctx, lines):
         if module not in parsed:
             parsed[module] = _parsed_module(module, ctx)
         value = _defined_value(parsed[module], name)
         if value is not None:
             line, expr = value
-            found.append(f"  {shown_name} = {expr}  ({display_path(module, ctx.root)} line {line})")
+            found.append(OutsideValue(shown_name, expr, display_path(module, ctx.root), line))
         if len(found) == VALUES_SHOWN:
             break
-    if not found:
-        return ""
-    return "\n[values this file reads from other files:\n" + "\n".join(found) + "]"
+    return found
 
 
-def _outside_names(tree: ast.Module, path: Path, ctx: ToolContext) -> Iterator[tuple[str, Path, str]]:
-    """(name as the file writes it, module file, constant) for each constant used, once each, in
-    the order of first use."""
+def _outside_names(
+    tree: ast.Module, path: Path, ctx: ToolContext, lines: set[int] | None
+) -> Iterator[tuple[str, Path, str]]:
+    """(name as the file writes it, module file, constant) for each constant used (on `lines`
+    when given), once each, in the order of first use."""
     modules, names = _imports(tree, path, ctx)
     seen: set[str] = set()
     for node in ast.walk(tree):
+        if lines is not None and getattr(node, "lineno", None) not in lines:
+            continue
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in modules and _CONSTANT.fullmatch(node.attr)):
             key, module, name = f"{node.value.id}.{node.attr}", modules[node.value.id], node.attr
