@@ -83,3 +83,35 @@ async def test_a_real_game_gets_the_range_in_each_answer(tmp_path: Path) -> None
     assert "from 26 to 39. The middle of that range is 32." in results[1]
     assert "from 33 to 39. The middle of that range is 36." in results[2]
     assert "Correct!" in results[3] and "So far" not in results[3]
+
+
+@pytest.mark.skipif(not stdin_probe.proc_usable(), reason="telling a waiting program needs /proc")
+async def test_an_empty_reply_or_an_answer_mid_game_gets_the_middle_offered_as_the_call(tmp_path: Path) -> None:
+    """interactive_guess: after two guesses the model replied with nothing, then answered with
+    a made-up prize code; each time it is offered the send_input call of the range's middle."""
+    (tmp_path / "guess.py").write_text(GAME)
+    replies = [
+        call(("run_cmd", {"command": f"{sys.executable} guess.py"})),
+        call(("send_input", {"session": "s1", "text": "25"})),
+        say(""),
+        call(("send_input", {"session": "s1", "text": "38"})),
+        say("The prize code is 99-001."),
+        call(("send_input", {"session": "s1", "text": "37"})),
+        say("The prize code is AB-12."),
+    ]
+    sessions = ShellSessions(tmp_path)
+    try:
+        provider = ScriptedProvider(replies)
+        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
+                            menu_names=("run_cmd", "send_input"))
+        result = await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
+    finally:
+        await sessions.close_all()
+    nudges = [m.text for req in provider.requests for m in req.messages[-1:] if m.role == "user" and m.text]
+    offered = [n for n in nudges if "to send its middle, reply with only" in n]
+    assert len(offered) == 2
+    assert offered[0].startswith("Your reply was empty. The program in session s1 still waits for input.")
+    assert '{"name": "send_input", "arguments": {"session": "s1", "text": "38"}}' in offered[0]
+    assert '{"name": "send_input", "arguments": {"session": "s1", "text": "31"}}' in offered[1]
+    assert result.text == "The prize code is AB-12."
+    assert [e.call.arguments.get("text") for e in result.evidence][1:] == ["25", "38", "37"]

@@ -281,6 +281,28 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
+        "a made-up tag around a whole file's raw block (total.py began `<code>#!`)",
+        f"<tool_call>\n{W}\n<content>\n<code>import sys\nprint(1)\n</code></content>\n</tool_call>",
+        [("write_file", {"filepath": "game.py", "content": "import sys\nprint(1)\n"})],
+        "",
+    ),
+    (
+        "a markdown fence around a whole file's raw block",
+        f"<tool_call>\n{W}\n<content>\n```python\nprint(1)\n```\n</content>\n</tool_call>",
+        [("write_file", {"filepath": "game.py", "content": "print(1)\n"})],
+        "",
+    ),
+    (
+        "a fence in a markdown file, and text that only starts with a tag, are kept",
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "README.md"}}\n'
+        "<content>\n```sh\nrun\n```\n</content>\n</tool_call>"
+        '<tool_call>{"name": "write_file", "arguments": {"filepath": "t.py"}}\n'
+        "<content>\n<code> is a tag\nx = 1\n</content>\n</tool_call>",
+        [("write_file", {"filepath": "README.md", "content": "```sh\nrun\n```\n"}),
+         ("write_file", {"filepath": "t.py", "content": "<code> is a tag\nx = 1\n"})],
+        "",
+    ),
+    (
         "raw-block tags inside a tagged call's JSON string",
         '<tool_call>{"name": "edit_file", "arguments": {"filepath": "a.py", '
         '"old_content": "<old_content>x = 1</old_content>", "new_content": "x = 2"}}</tool_call>',

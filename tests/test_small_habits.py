@@ -834,7 +834,8 @@ async def test_a_one_digit_answer_to_a_question_is_checked(tmp_path: Path, answe
         request="How many times does the uploader retry a failed upload?",
         tools=[make_tool("read_file", searched_retry)],
     )
-    assert nudges_of(provider) == ([UNSEEN_NUMBER.format(number="2")] if nudged else [])
+    sent = nudges_of(provider)
+    assert len(sent) == nudged and all(n.startswith(UNSEEN_NUMBER.format(number="2")) for n in sent)
 
 
 async def test_a_one_digit_number_is_not_checked_in_a_change_request(tmp_path: Path) -> None:
@@ -1067,6 +1068,33 @@ async def test_a_described_rename_gets_the_edit_for_each_place_while_places_are_
     assert len([n for n in sent if "The old name" in n]) == 2  # no progress after it: no third
 
 
+async def test_an_empty_reply_gets_each_new_offered_call_again(tmp_path: Path) -> None:
+    """rename_function: the model sent the offered edit of the import, then replied empty to
+    the offer of the call's line (the empty note was spent) and the turn ended a place short."""
+    from tether.core.nudges import EMPTY_AFTER_OFFER
+
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "cart.py").write_text("def compute_order_total(cart):\n    return sum(cart)\n")
+    (tmp_path / "app.py").write_text("from shop.cart import calc_total\nprint(calc_total([1]))\n")
+    first = {"filepath": "app.py", "old_content": "from shop.cart import calc_total",
+             "new_content": "from shop.cart import compute_order_total"}
+    second = {"filepath": "app.py", "old_content": "print(calc_total([1]))",
+              "new_content": "print(compute_order_total([1]))"}
+    provider = ScriptedProvider([
+        call(("search_in_file", {"pattern": "calc_total", "path": "."})), say(""),
+        call(("edit_file", first)), say(""), call(("edit_file", second)), say("Renamed."), say("Renamed."),
+    ])
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "search_in_file")]
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop.menu = None
+    result = await loop.run_turn(Conversation(), "Rename calc_total to compute_order_total everywhere it is used.")
+    empties = [n for n in nudges_of(provider) if n.startswith("Your reply was empty. Reply with only the call")]
+    assert len(empties) == 2 and json.dumps(second) in empties[1]
+    assert empties[1] == EMPTY_AFTER_OFFER.format(call=json.dumps({"name": "edit_file", "arguments": second}))
+    assert "calc_total" not in (tmp_path / "app.py").read_text(), [e.result for e in result.evidence]
+    assert result.text == "Renamed.", nudges_of(provider)
+
+
 async def test_a_rename_nudge_comes_once_more_for_the_same_count_after_other_calls(tmp_path: Path) -> None:
     """multi_rename_setting: offered the edit for feed/render.py, the model ran the program
     instead and answered; the nudge comes once more (with a call between), never a third time."""
@@ -1151,6 +1179,23 @@ async def test_no_read_is_offered_for_a_file_that_is_not_in_the_project(tmp_path
         request="How many times does the uploader retry?", tools=file_tools(tmp_path),
     )
     assert not any("tells the user to open" in n for n in nudges_of(provider))
+
+
+async def test_steps_that_sum_up_a_finished_change_are_not_sent_back_to_read(tmp_path: Path) -> None:
+    """count_log_errors: the count was written, then the answer listed what was done ("1.
+    Read the `logs/server.log` file ..."); sending the model to read the log broke a solved task."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "server.log").write_text("ERROR a\nERROR b\n(2 entries)\n")
+    summary = ("To summarize:\n1. **Read the file**: the `logs/server.log` file was read.\n"
+               "2. **Write the count**: 2 went to `error_count.txt`.\n\nThere are 2 ERROR entries.")
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "logs/server.log"})),
+                   call(("write_file", {"filepath": "error_count.txt", "content": "2\n"})), say(summary)],
+        request="How many ERROR entries are in logs/server.log? Save the count to error_count.txt",
+        tools=file_tools(tmp_path),
+    )
+    assert not any("tells the user to open" in n for n in nudges_of(provider))
+    assert result.text == summary, nudges_of(provider)
 
 
 # ---------------------------------------------------------------- the harness's note repeated back
@@ -1656,7 +1701,8 @@ async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, a
         tmp_path, [call(("read_file", {"filepath": "uploader/policy.py"})), say(answer), say(answer)],
         request="How many times does the uploader retry a failed upload?", tools=[make_tool("read_file", policy_file)],
     )
-    assert nudges_of(provider) == ([UNSEEN_NUMBER.format(number="3")] if nudged else [])
+    sent = nudges_of(provider)
+    assert len(sent) == nudged and all(n.startswith(UNSEEN_NUMBER.format(number="3")) for n in sent)
 
 
 # ---------------------------------------------------------------- a folder's count taken from one file
@@ -1843,3 +1889,78 @@ async def test_no_count_write_is_offered_once_the_file_is_written_or_not_asked_f
         tmp_path, [search, say("Done."), say("Done.")], request=TODO_REQUEST, tools=list(FILE_TOOLS),
     )
     assert not any("the request asks for the number in" in n for n in nudges_of(provider))
+
+
+# ---------------------------------------------------------------- the same unseen number after more calls
+
+CLIENT_READ = (
+    "14|     for attempt in range(policy.MAX_UPLOAD_RETRIES + 1):\n"
+    "[values this file reads from other files:\n"
+    "  policy.MAX_UPLOAD_RETRIES = 11  (uploader/policy.py line 4)\n"
+    "  policy.MAX_DOWNLOAD_RETRIES = 4  (uploader/policy.py line 3)]"
+)
+
+
+async def test_an_unseen_number_given_again_after_more_calls_gets_the_values_the_results_showed(
+    tmp_path: Path,
+) -> None:
+    """ask_retry_limit: told no result showed 2, the model read client.py (whose note shows
+    MAX_UPLOAD_RETRIES = 11) and answered 2 again; the second nudge lists the values."""
+    from tether.core.nudges import UNSEEN_AGAIN, UNSEEN_NUMBER
+
+    read = call(("read_file", {"filepath": "uploader/client.py"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("search_in_file", {"filepath": "uploader"})), say("2"), read, say("2"), say("11")],
+        request="How many times does the uploader retry a failed upload before it gives up?",
+        tools=[make_tool("search_in_file", lambda a, c: "uploader/client.py:11: retrying"),
+               make_tool("read_file", lambda a, c: CLIENT_READ)],
+    )
+    values = "  policy.MAX_UPLOAD_RETRIES = 11\n  policy.MAX_DOWNLOAD_RETRIES = 4"
+    assert nudges_of(provider) == [UNSEEN_NUMBER.format(number="2"),
+                                   UNSEEN_AGAIN.format(number="2", values=values)]
+    assert result.text == "11" and [e.call.name for e in result.evidence] == ["search_in_file", "read_file"]
+
+
+async def test_the_unseen_number_comes_back_only_after_new_calls(tmp_path: Path) -> None:
+    from tether.core.nudges import UNSEEN_NUMBER, VALUES_SEEN
+
+    read = call(("read_file", {"filepath": "uploader/client.py"}))
+    provider, _, result = await run_nudged(
+        tmp_path, [read, say("2"), say("2")],
+        request="How many times does the uploader retry a failed upload before it gives up?",
+        tools=[make_tool("read_file", lambda a, c: CLIENT_READ)],
+    )
+    values = "  policy.MAX_UPLOAD_RETRIES = 11\n  policy.MAX_DOWNLOAD_RETRIES = 4"
+    first = UNSEEN_NUMBER.format(number="2") + VALUES_SEEN.format(values=values)
+    sent = nudges_of(provider)
+    assert sent == [first]  # no call since: the same answer ends the turn, nothing is invented
+    assert result.text == "2"
+
+
+# ---------------------------------------------------------------- a program to run, changed instead
+
+
+async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_run(tmp_path: Path) -> None:
+    """interactive_signup: asked to run signup.py and register Ada, the model edited and then
+    rewrote signup.py (the nudges offered the rewrite) and never answered the program."""
+    from tether.core.call_guard import RUN_NOT_CHANGE
+
+    program = "name = input('Your name: ')\nprint('Ticket T-1 for', name)\n"
+    (tmp_path / "signup.py").write_text(program)
+    edit = {"filepath": "signup.py", "old_content": "Ticket T-1", "new_content": "Ticket T-2"}
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "signup.py"})), call(("edit_file", edit)),
+                   call(("write_file", {"filepath": "signup.py", "content": "print('x')\n"})),
+                   call(("write_file", {"filepath": "notes.txt", "content": "Ada, blue\n"})), say("Done.")],
+        request="Run signup.py and register Ada on the blue team. What ticket number did it give?",
+        tools=[*(t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "write_file")),
+               *write_and_run_tools()[1:]],
+        menu_names=("read_file", "edit_file", "write_file", "run_cmd"),
+    )
+    refused = [e for e in result.evidence if e.error]
+    offered = '{"name": "run_cmd", "arguments": {"command": "python signup.py"}}'
+    assert [e.call.name for e in refused] == ["edit_file", "write_file"]
+    assert refused[0].result.startswith(RUN_NOT_CHANGE.format(path="signup.py", call="")[:60])
+    assert offered in refused[0].result
+    assert (tmp_path / "signup.py").read_text() == program  # the program stays as it is
+    assert (tmp_path / "notes.txt").exists()  # a new file is no change to the program

@@ -60,3 +60,33 @@ async def test_a_usage_error_gets_the_command_without_the_refused_options(projec
     assert "The program does not take --count (its usage line is above)." in first
     assert first.endswith('{"name": "run_cmd", "arguments": {"command": "' + fixed + '"}}')
     assert "unique: 3" in result.evidence[1].result and "does not take" not in result.evidence[1].result
+
+
+async def test_an_option_named_like_a_positional_argument_keeps_its_value_as_that_argument(project: Path) -> None:
+    """multi_greeter_shout: `--name Ann` for a program whose usage says `name`; dropping the
+    option and its value left a command that failed for want of the name."""
+    bad = f"{sys.executable} stats.py --file notes/april.txt --min-length 5"
+    fixed = f"{sys.executable} stats.py notes/april.txt --min-length 5"
+    sessions = ShellSessions(project)
+    try:
+        provider = ScriptedProvider([
+            call(("run_cmd", {"command": bad})), call(("run_cmd", {"command": fixed})), say("3 unique words."),
+        ])
+        loop, _ = menu_loop(provider, project, tools=list(shell_tools(sessions)), nudges=True,
+                            menu_names=("run_cmd",))
+        result = await loop.run_turn(Conversation(), "how many unique words of 5 or more letters are in the notes?")
+    finally:
+        await sessions.close_all()
+    first = provider.requests[1].messages[-1].tool_results[0].content
+    assert "usage: stats.py [-h] [--min-length MIN_LENGTH] file" in first  # the real usage line
+    assert first.endswith('{"name": "run_cmd", "arguments": {"command": "' + fixed + '"}}')
+    assert "unique: " in result.evidence[1].result
+
+
+def test_a_positional_option_keeps_its_value_in_either_form() -> None:
+    positional = {"name"}
+    assert without_options("python -m greeter --name Ann --shout", ["--name"], None, positional) == (
+        "python -m greeter Ann --shout")
+    assert without_options("python -m greeter --name=Ann", ["--name=Ann"], None, positional) == (
+        "python -m greeter Ann")
+    assert without_options("python -m greeter --name Ann", ["--name"], None) == "python -m greeter"

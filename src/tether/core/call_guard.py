@@ -19,7 +19,7 @@ from ..tools.nearby import closest_paths
 from .count_scope import COUNT_LINE
 from .failing_test import imported_project_names
 from .messages import ToolCall
-from .nudges import TurnWatch
+from .nudges import TurnWatch, requested_run
 from .prompts import EXAMPLE_FILE
 from .reply_shapes import file_text, is_test_path, leaves_tests, requested_new_file
 from .shown_code import version_nudge
@@ -215,6 +215,11 @@ def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
     return found[:TESTED_FILES]
 
 
+RUN_NOT_CHANGE = (
+    "Not changed: the request asks you to run the program and report what it does, not to change "
+    "{path}. Run it as it is with run_cmd (answer its questions with send_input), then answer "
+    "from what it prints.{call}"
+)
 SAME_EDIT = (
     "Not changed: old_content and new_content are the same text, so this edit of {path} "
     "would change nothing. The request is: \"{request}\". Send the edit again with that "
@@ -290,6 +295,13 @@ def input_kept(watch: TurnWatch, path: Path, filepath: str) -> str | None:
     return INPUT_KEPT.format(new=new, path=filepath)
 
 
+def run_not_change(watch: TurnWatch, filepath: str) -> str:
+    """RUN_NOT_CHANGE, with the run_cmd call of the script the request names (interactive_signup:
+    asked to run signup.py and register Ada, the model rewrote signup.py and never answered it)."""
+    offered = requested_run(watch)
+    return RUN_NOT_CHANGE.format(path=filepath, call=f" The call that runs it:\n{offered[1]}" if offered else "")
+
+
 def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
     """Why a call waits, before it runs (None: it runs). read_file marks a path as seen;
     write_file over an unseen existing file waits once, and so does one that would delete
@@ -308,6 +320,8 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
         return keep_tests_refusal(watch, filepath, ctx)
+    if watch.asks_to_run() and call.name != "read_file" and (ctx.root / filepath).exists():
+        return run_not_change(watch, filepath)
     if call.name == "edit_file" and _same_text(call.arguments.get("old_content"), call.arguments.get("new_content")):
         return SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
     try:

@@ -464,6 +464,8 @@ class TurnLoop:
         if step == 1 and self.settings.opening_note and watch is not None:
             return watch.opening_note()
         pressing = step > self.settings.soft_pressure_after
+        if watch is not None and watch.waiting is not None:
+            return ""  # "finish soon" made the model answer with a game half played
         return pressure_note(step - 1, self.settings.max_steps) if pressing else ""
 
     def _show(self, pieces: list[tuple[str, str]]) -> None:

@@ -40,6 +40,7 @@ from .reply_shapes import (
     shown_command,
     value_search_pattern,
 )
+from .seen_values import seen_values
 from .shown_code import function_fix_nudge, version_nudge
 
 OPENING_NOTE = (
@@ -108,6 +109,11 @@ NAME_NOT_VALUE = (
 )
 MAX_NAME_NUDGES = 3
 """A value is often two names away (cfg.port, then defaults.PORT): one nudge per name, up to this."""
+UNSEEN_AGAIN = (
+    "Your answer says {number} again, but no tool result showed {number}. The results showed "
+    "these values; answer with the one the question asks about:\n{values}"
+)
+VALUES_SEEN = "\nValues the results showed so far:\n{values}"
 UNCHECKED = (
     "You changed {path} but have not run anything since. Check your work first: run it, or "
     "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
@@ -141,6 +147,8 @@ WAITING_ANSWER = (
     " Your reply wrote the program's part itself, which is made up. It asks {prompt!r}; your "
     "answer to that was {value!r}. To send it, reply with only:\n{call}"
 )
+NEXT_GUESS = " Its answers so far leave a range; to send its middle, reply with only:\n{call}"
+_MIDDLE = re.compile(r"The middle of that range is (-?\d+)\.\]")
 PLAYED = "The program in session {session} is still waiting for input, and nothing was sent to it."
 FIND_IT_YOURSELF = " Do not tell the user how to find the answer: find it yourself, then answer."
 REPEATED_CALL = (
@@ -267,6 +275,18 @@ def waiting_answer(watch: TurnWatch, text: str) -> str:
     return WAITING_ANSWER.format(prompt=prompt, value=value, call=call)
 
 
+def next_guess(watch: TurnWatch) -> str:
+    """For a guessing program still waiting, the send_input call of the middle its last
+    answer's range note gave ("" when the last result has none): told to go on, the model sent
+    a guess of its own or nothing, and stopped with the game half played (interactive_guess)."""
+    if watch.waiting is None or watch.show_call is None or "send_input" not in watch.tools:
+        return ""
+    middle = _MIDDLE.findall(watch.last_note)
+    if not middle:
+        return ""
+    return NEXT_GUESS.format(call=watch.offer("send_input", {"session": watch.waiting, "text": middle[-1]}))
+
+
 def waiting_prompt(result: str) -> str:
     """The question a waiting program asked last: the last line of its output above the
     status line ("Your guess:")."""
@@ -293,13 +313,17 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
                 return RESULT_FIRST_NEW_FILE.format(path=read, new=new)
             return RESULT_FIRST_AFTER_READ.format(path=read)
         return RESULT_FIRST + changed if (changed := change_made(watch)) else RESULT_FIRST_NEXT
+    if watch.offered and watch.once(f"empty:{watch.offered}") and watch.once_more("empty_offer", 3):
+        # again for each new call offered (a rename's next place): the model that sent one
+        # offered call and replied empty to the next ended the turn with a file left
+        return EMPTY_AFTER_OFFER.format(call=watch.offered)
     if watch.once("empty"):
-        if watch.offered:
-            return EMPTY_AFTER_OFFER.format(call=watch.offered)
+        if (guess := next_guess(watch)):
+            return f"Your reply was empty. The program in session {watch.waiting} still waits for input.{guess}"
         changed = change_made(watch)
         return f"Your reply was empty. {changed}" if changed else EMPTY_REPLY
     if watch.still_waiting():
-        return STILL_WAITING.format(session=watch.waiting)
+        return STILL_WAITING.format(session=watch.waiting) + next_guess(watch)
     if watch.last_failure is not None and watch.once("failure"):
         return AFTER_FAILURE.format(error=watch.last_failure)
     if watch.unchecked is not None and watch.once("check"):
@@ -322,6 +346,20 @@ def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
     watch.once(f"value:{name}")
     call = watch.offer("search_in_file", {"pattern": value_search_pattern(name), "path": "."})
     return NAME_NOT_VALUE.format(name=name, call=call)
+
+
+def unseen_number_nudge(watch: TurnWatch, number: str) -> str | None:
+    """UNSEEN_NUMBER once; once more, with the values the results showed that share words with
+    the request, when the same kind of answer comes back after more calls (ask_retry_limit: told
+    that no result showed 2, the model read the file that showed 11 and answered 2 again)."""
+    values = "\n".join(f"  {v}" for v in seen_values(watch.seen, watch.request))
+    if "unseen" not in watch.sent:
+        watch.once("unseen")
+        watch.unseen_at = watch.calls
+        return UNSEEN_NUMBER.format(number=number) + (VALUES_SEEN.format(values=values) if values else "")
+    if values and watch.calls > watch.unseen_at and watch.once("unseen_again"):
+        return UNSEEN_AGAIN.format(number=number, values=values)
+    return None
 
 
 def not_run(watch: TurnWatch) -> str:
@@ -400,6 +438,12 @@ class TurnWatch:
     """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
     reply_text: str = ""
     """The text of the reply whose calls are running (a refusal can answer what it showed)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """How often each kind of nudge that may repeat was sent (once_more)."""
+    last_note: str = ""
+    """What the harness added to the last call's result (result_notes)."""
+    unseen_at: int = 0
+    """How many calls had run when the unseen-number nudge was sent."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -470,7 +514,7 @@ class TurnWatch:
         if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self.once("look"):
             return LOOK_FIRST
         if self.still_waiting():
-            return STILL_WAITING.format(session=self.waiting) + waiting_answer(self, text)
+            return STILL_WAITING.format(session=self.waiting) + (waiting_answer(self, text) or next_guess(self))
         if self.waiting is not None and "played" not in self.sent:  # once, even with no answer since
             played = waiting_answer(self, text)
             if played and self.once("played"):
@@ -503,8 +547,8 @@ class TurnWatch:
         if valued is not None:
             return valued
         unseen = self.unseen_number(text)
-        if unseen is not None and self.once("unseen"):
-            return UNSEEN_NUMBER.format(number=unseen)
+        if unseen is not None and (message := unseen_number_nudge(self, unseen)) is not None:
+            return message
         if self.calls and asks_for_number(self.request) and not gives_number(text, self.request) and self.once("no_number"):
             return NO_NUMBER
         return None
@@ -513,6 +557,8 @@ class TurnWatch:
         """The nudge for steps that tell the user to open a project file and look (once per
         turn), with the read_file call for the first such file the model has not read."""
         if self.root is None or self.show_call is None or "read_file" not in self.tools:
+            return None
+        if self.acted:  # steps after the change are a summary ("1. Read the file ..."), not a task
             return None
         if not _NUMBERED_STEPS.search(text + "\n"):
             return None
@@ -591,6 +637,11 @@ class TurnWatch:
         answer kept there anchors a small model, which repeats it; a fix shown in prose is
         kept, so the model can apply what it wrote."""
         return self.last_kind in _REPLY_KEPT
+
+    def once_more(self, kind: str, limit: int) -> bool:
+        """Whether `kind` may be sent again: fewer than `limit` times so far this turn."""
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return self.counts[kind] <= limit
 
     def once(self, kind: str) -> bool:
         if kind in self.sent:

@@ -84,7 +84,8 @@ def looks_like_command(value: str) -> bool:
 def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
     """(shown path, content) when a code block of the reply is a new version of one of `files`
     (resolved path -> how the model named it): it keeps at least half of the file's lines and
-    differs from it. The block most like a file wins; None when none is a version of any."""
+    has a line the file does not (fix_pagination: a copy of the file missing its last function
+    was offered as the write to send). The block most like a file wins; None when none is a version of any."""
     blocks = [m.group(2) for m in CODE_BLOCK.finditer(text) if m.group(1).lower() not in _SHELL_LABELS]
     if not blocks:
         return None
@@ -94,8 +95,8 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
         lines = {line.strip() for line in body.splitlines() if line.strip()}
         for shown, old in olds.items():
             old_lines = [line.strip() for line in old.splitlines() if line.strip()]
-            if not old_lines or body.strip() == old.strip():
-                continue
+            if not old_lines or lines <= set(old_lines):
+                continue  # no line new or changed: a copy of the file (or of part of it), no version
             kept = sum(line in lines for line in old_lines) / len(old_lines)
             if kept >= 0.5 and (best is None or kept > best[0]):
                 best = (kept, shown, body)

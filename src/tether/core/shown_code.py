@@ -152,6 +152,8 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
     write_file call that would write it."""
     if watch.show_call is None or "write_file" not in watch.tools or is_question(watch.request):
         return None
+    if watch.asks_to_run():
+        return None  # a program to run as it is: its code shown again is no change to make
     version = shown_version(text, watch.touched)
     if version is not None and leaves_tests(watch.request) and is_test_path(version[0]):
         return None  # the test it was told to leave alone (the write would be refused)

@@ -24,6 +24,7 @@ UNKNOWN_OPTIONS = (
     "them, to send as it is or to fix further, is:\n{call}"
 )
 _ARGPARSE = re.compile(r"error: unrecognized arguments: (.+)$", re.M)
+_USAGE = re.compile(r"^usage: (.+)$", re.M)
 _CLICK = re.compile(r"Error: No such option: (--?[\w-]+)", re.M)
 
 
@@ -38,7 +39,7 @@ def usage_fix_note(watch: TurnWatch, evidence: Evidence) -> str:
     unknown = _unknown_options(evidence.result)
     if not unknown:
         return ""
-    fixed = without_options(command, unknown, watch.root)
+    fixed = without_options(command, unknown, watch.root, positionals(evidence.result))
     if fixed is None or fixed in watch.commands or not watch.once(f"usage:{fixed}"):
         return ""
     options = ", ".join(token for token in unknown if token.startswith("-"))
@@ -52,25 +53,42 @@ def _unknown_options(output: str) -> list[str]:
     return [m.group(1) for m in _CLICK.finditer(output)]
 
 
-def without_options(command: str, unknown: list[str], root: Path | None) -> str | None:
+def positionals(output: str) -> set[str]:
+    """The positional arguments argparse's usage line names (`usage: greeter [-h] [--times
+    TIMES] name` -> {"name"}), lower-cased."""
+    found = _USAGE.search(output)
+    if found is None:
+        return set()
+    bare = re.sub(r"\[[^\[\]]*\]", " ", re.sub(r"\[[^\[\]]*\]", " ", found.group(1)))  # nested once
+    return {word.lower() for word in bare.split()[1:] if re.fullmatch(r"[A-Za-z_][\w-]*", word)}
+
+
+def without_options(command: str, unknown: list[str], root: Path | None,
+                    positional: set[str] | frozenset[str] = frozenset()) -> str | None:
     """`command` less each unknown option (`--count`, `--count=5`) and the value after one
-    when that value is no existing file; None when the command cannot be split, names none of
-    them, or would be left unchanged."""
+    when that value is no existing file; an option named like one of the program's
+    `positional` arguments (`--name Ann` where the usage says `name`) keeps its value, as that
+    argument. None when the command cannot be split, names none of them, or would be left
+    unchanged."""
     try:
         tokens = shlex.split(command)
     except ValueError:
         return None
     drop = {token.split("=", 1)[0] for token in unknown if token.startswith("-")}
     kept: list[str] = []
-    skip_value = False
+    skip_value = keep_value = False
     for token in tokens:
-        if skip_value:
-            skip_value = False
-            if not token.startswith("-") and not _is_file(token, root):
+        if skip_value or keep_value:
+            skip_value, was_kept, keep_value = False, keep_value, False
+            if not token.startswith("-") and not was_kept and not _is_file(token, root):
                 continue
-        name = token.split("=", 1)[0]
+        name, _, value = token.partition("=")
         if name in drop:
-            skip_value = "=" not in token
+            as_positional = name.lstrip("-").replace("-", "_").lower() in positional
+            if as_positional and value:
+                kept.append(value)
+            keep_value = as_positional and "=" not in token
+            skip_value = not as_positional and "=" not in token
             continue
         kept.append(token)
     if kept == tokens:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from ..core.messages import ToolCall
@@ -210,8 +211,31 @@ def _without_block_tags(name: str, value: str) -> str:
     return _strip_raw_block(inner[: -len(closing)])
 
 
+_WRAPPER = re.compile(r"\A\s*<(code|python|py|file|script|source|text|content)>[ \t]*\n?(.*?)\n?</\1>\s*\Z", re.S)
+_FENCED = re.compile(r"\A\s*```[\w+.-]*[ \t]*\n(.*?)\n?```\s*\Z", re.S)
+_MARKUP = frozenset({".html", ".htm", ".xhtml", ".xml", ".svg", ".vue", ".jsx", ".tsx", ".md", ".markdown",
+                     ".mdx", ".rst"})
+"""Files where a tag or a fence around the whole text may be meant."""
+
+
+def _unwrapped(value: str, filepath: object) -> str:
+    """A whole file's text without a tag (`<code>...</code>`) or a markdown fence a small model put
+    around all of it (total.py was written starting `<code>#!/usr/bin/env python3`); a file
+    whose kind may hold such a wrapper, or a wrapper met again inside, is left as written."""
+    if not isinstance(filepath, str) or Path(filepath).suffix.lower() in _MARKUP:
+        return value
+    tagged = _WRAPPER.match(value)
+    if tagged is not None and f"<{tagged.group(1)}>" not in tagged.group(2):
+        return tagged.group(2) + "\n"
+    fenced = _FENCED.match(value)
+    if fenced is not None and "```" not in fenced.group(1):
+        return fenced.group(1) + "\n"
+    return value
+
+
 def repair_block_values(call: ToolCall, table: ToolTable) -> ToolCall:
-    """The call with raw-block tags taken out of its block parameters' JSON values."""
+    """The call with raw-block tags taken out of its block parameters' JSON values, and a
+    wrapper around a whole file's text taken off (`_unwrapped`)."""
     tool = table.get(call.name)
     if tool is None:
         return call
@@ -219,6 +243,8 @@ def repair_block_values(call: ToolCall, table: ToolTable) -> ToolCall:
         k: _without_block_tags(k, v) if k in tool.block_params and isinstance(v, str) else v
         for k, v in call.arguments.items()
     }
+    if isinstance(fixed.get("content"), str) and "content" in tool.block_params:
+        fixed["content"] = _unwrapped(fixed["content"], fixed.get("filepath"))
     return call if fixed == call.arguments else ToolCall(call.id, call.name, fixed)
 
 

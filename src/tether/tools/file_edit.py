@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.tools._paths import display_path
 
+from .code_notes import code_notes
 from .file_text import (
     _bare,
     _load_text,
@@ -22,7 +23,6 @@ from .file_text import (
     _split_keepends,
     _write_bytes,
     line_hash,
-    python_syntax_note,
 )
 
 DIFF_CHAR_CAP = 4_000
@@ -71,7 +71,7 @@ def edit_file(args: EditFileParams, ctx: ToolContext) -> ToolOutput:
     _write_bytes(path, loaded.encode(edited, shown))
     diff, added, removed = _short_diff(loaded.text, edited, shown)
     return ToolOutput(
-        f"Edited {shown} (+{added} -{removed} lines).\n{diff}" + python_syntax_note(path, edited, shown),
+        f"Edited {shown} (+{added} -{removed} lines).\n{diff}" + code_notes(path, edited, shown, ctx),
         summary=f"edited {shown} (+{added} -{removed})",
         changed_paths=(path,),
     )

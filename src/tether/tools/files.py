@@ -28,6 +28,7 @@ from tether.tools._regular import (
     refuse_special,
 )
 
+from .code_notes import code_notes
 from .file_edit import EditFileParams, edit_file
 from .file_search import SearchInFileParams, search_in_file
 from .file_text import (
@@ -39,7 +40,6 @@ from .file_text import (
     _render_line,
     _split_keepends,
     _write_bytes,
-    python_syntax_note,
 )
 from .outside_values import outside_values_note
 
@@ -148,7 +148,7 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     return ToolOutput(
         f"{verb} {shown} ({count:,} lines)"
         + (": only blank lines and spacing changed, every other line is as it was." if same_code
-           else ".") + python_syntax_note(path, args.content, shown),
+           else ".") + code_notes(path, args.content, shown, ctx),
         summary=f"{verb.lower()} {shown}",
         changed_paths=(path,),
     )

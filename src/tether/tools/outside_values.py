@@ -159,7 +159,7 @@ def module_file(stem: Path) -> Path | None:
 
 def _parsed_module(module: Path, ctx: ToolContext) -> tuple[str, ast.Module] | None:
     """The module's source and tree; None when it may not be read or does not parse."""
-    source = _module_source(module, ctx)
+    source = module_source(module, ctx)
     if source is None:
         return None
     try:
@@ -183,7 +183,7 @@ def _defined_value(parsed: tuple[str, ast.Module] | None, name: str) -> tuple[in
     return bound[0].lineno, expr
 
 
-def _module_source(module: Path, ctx: ToolContext) -> str | None:
+def module_source(module: Path, ctx: ToolContext) -> str | None:
     try:
         resolved = ctx.resolve(str(module))
         resolved.relative_to(ctx.root.resolve())

@@ -1,0 +1,20 @@
+"""What a write's or an edit's result says about the code it left: it no longer parses, it
+imports names its project modules lack, it adds options nothing reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tether.core.toolspec import ToolContext
+
+from .file_text import python_syntax_note
+from .import_check import missing_imports_note
+from .option_check import unread_options_note
+
+
+def code_notes(path: Path, text: str, shown: str, ctx: ToolContext) -> str:
+    """The warnings for `text`, now the content of `path` ("" for none)."""
+    broken = python_syntax_note(path, text, shown)
+    if broken:
+        return broken  # the other checks need a file that parses
+    return missing_imports_note(path, text, ctx) + unread_options_note(path, text, ctx)
