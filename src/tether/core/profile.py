@@ -133,8 +133,8 @@ SMALL = Profile(
     max_reply_tokens=1500,
     terse_history=True,
     temperature=0.0,
-    max_steps=14,
-    soft_pressure_after=10,
+    max_steps=18,
+    soft_pressure_after=14,
 )
 PROFILES: dict[str, Profile] = {"small": SMALL, "full": FULL}
 
