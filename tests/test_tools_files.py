@@ -204,7 +204,8 @@ def test_a_write_of_what_the_file_already_holds_changes_nothing_and_says_so(
     target.write_text("def a():\n    return 1\n")
     before = target.stat().st_mtime_ns
     out = write_file(WriteFileParams(filepath="strings.py", content="def a():\n    return 1\n"), ctx)
-    assert out.text == "Unchanged: strings.py already held exactly this content; nothing was written."
+    assert out.text == ("Unchanged: strings.py already held exactly this content; nothing was written. "
+                        "If you meant to change it, this content does not hold the change.")
     assert out.changed_paths == () and target.stat().st_mtime_ns == before
 
 
@@ -216,8 +217,9 @@ def test_a_write_that_changes_only_blank_lines_is_made_and_says_the_code_is_as_i
     respaced = "def a():\n    return 1\n    \ndef b():\n    return 2  \n"
     out = write_file(WriteFileParams(filepath="strings.py", content=respaced), ctx)
     assert target.read_text() == respaced, "a whitespace change may be what was asked"
-    assert out.text == ("Overwrote strings.py (5 lines): only blank lines and spacing changed, "
-                        "every other line is as it was.")
+    assert out.text.startswith("Overwrote strings.py (5 lines): only blank lines and spacing changed, "
+                               "every other line is as it was, so what the code does is unchanged. To add "
+                               "code, use edit_file: old_content the file's last lines")
     assert out.changed_paths == (target,)
 
 

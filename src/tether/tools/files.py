@@ -140,14 +140,17 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     old = _current_bytes(path) if existed else None
     if old == new:  # not an error: a write sent again after it ran is done, not failed
         return ToolOutput(f"Unchanged: {shown} already held exactly this content; nothing was "
-                          "written.", summary=f"unchanged {shown}")
+                          "written. If you meant to change it, this content does not hold the change.",
+                          summary=f"unchanged {shown}")
     _write_bytes(path, new)
     verb = "Overwrote" if existed else "Created"
     count = _count_lines(args.content)
     same_code = old is not None and _code_lines(old) == _code_lines(new)
     return ToolOutput(
         f"{verb} {shown} ({count:,} lines)"
-        + (": only blank lines and spacing changed, every other line is as it was." if same_code
+        + (": only blank lines and spacing changed, every other line is as it was, so what the code "
+           "does is unchanged. To add code, use edit_file: old_content the file's last lines, "
+           "new_content those lines with the new code after them." if same_code
            else ".") + code_notes(path, args.content, shown, ctx),
         summary=f"{verb.lower()} {shown}",
         changed_paths=(path,),

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_places import places_hint
+from .edit_syntax import syntax_guard
 from .files import EditFileParams
 
 RIGHT_FORM = (
@@ -207,6 +208,17 @@ class SimpleEditParams(BaseModel):
     new_content: str = Field(description="Replacement text.")
 
 
+def _guarded(full: Tool, params: EditFileParams, ctx: ToolContext) -> Any:
+    """syntax_guard's answer for an edit of a readable file (None: run the edit as sent)."""
+    try:
+        path = ctx.resolve(params.filepath)
+    except (ToolError, OSError, ValueError):
+        return None  # the edit itself says why
+    if not ctx.may_read(path):
+        return None
+    return syntax_guard(full, params, ctx, _current_text(path, limit=None), path)
+
+
 def simple_edit_tool(full: Tool) -> Tool:
     """The one-mode variant of the built-in edit_file tool `full`."""
 
@@ -230,6 +242,9 @@ def simple_edit_tool(full: Tool) -> Tool:
             start_anchor=None,
             end_anchor=None,
         )
+        guarded = _guarded(full, params, ctx)
+        if guarded is not None:
+            return guarded
         try:
             output: ToolOutput = full.handler(params, ctx)  # type: ignore[assignment]
         except ToolError as exc:

@@ -1,0 +1,80 @@
+"""The small profile's edit_file against an edit that would break a Python file: a def line
+given alone for a whole new function replaces the function; anything else that breaks a file
+that parses is refused, and the file is left as it was (the real tools, real files)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.core.toolspec import ToolContext, ToolError
+from tether.tools.files import FILE_TOOLS
+from tether.tools.simple_edit import simple_edit_tool
+
+CORE = (
+    "def mean(values):\n    return sum(values) / len(values)\n\n\n"
+    "def median(values):\n    ordered = sorted(values)\n    middle = len(ordered) // 2\n    return ordered[middle]\n\n\n"
+    "def spread(values):\n    return max(values) - min(values)\n"
+)
+
+
+def edit(root: Path, old: str, new: str, path: str = "stats/core.py") -> str:
+    tool = simple_edit_tool(next(t for t in FILE_TOOLS if t.name == "edit_file"))
+    params = tool.params.model_validate({"filepath": path, "old_content": old, "new_content": new})
+    return tool.handler(params, ToolContext(root=root)).text
+
+
+@pytest.fixture
+def stats(tmp_path: Path) -> Path:
+    (tmp_path / "stats").mkdir()
+    (tmp_path / "stats" / "__init__.py").write_text("")
+    (tmp_path / "stats" / "core.py").write_text(CORE)
+    return tmp_path
+
+
+def median_of(root: Path, values: list[int]) -> str:
+    code = f"from stats.core import median, spread; print(median({values}), spread([1, 5]))"
+    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_def_line_given_alone_for_a_new_function_replaces_the_whole_function(stats: Path) -> None:
+    new = ("def median(values):\n    ordered = sorted(values)\n    middle = len(ordered) // 2\n"
+           "    if len(ordered) % 2:\n        return ordered[middle]\n"
+           "    return (ordered[middle - 1] + ordered[middle]) / 2")
+    result = edit(stats, "def median(values):", new)
+    assert result.startswith("old_content held only the first line of median(), and new_content is a new "
+                             "version of all of it, so the whole function (lines 5-8) was replaced:")
+    assert median_of(stats, [4, 1, 3, 2]) == "2.5 4\n"  # the new function runs, spread is kept
+
+
+def test_a_method_written_unindented_is_put_at_its_indentation(stats: Path) -> None:
+    (stats / "stats" / "box.py").write_text("class Box:\n    def size(self):\n        return 1\n\n    def kind(self):\n        return 'b'\n")
+    edit(stats, "    def size(self):", "def size(self):\n    return 2", path="stats/box.py")
+    run = subprocess.run([sys.executable, "-c", "from stats.box import Box; print(Box().size(), Box().kind())"],
+                         cwd=stats, capture_output=True, text=True, check=True)
+    assert run.stdout == "2 b\n"
+
+
+def test_an_edit_that_breaks_a_valid_file_is_refused_and_the_file_kept(stats: Path) -> None:
+    with pytest.raises(ToolError, match=r"would leave stats/core.py invalid Python \(unexpected indent, line 6\)"):
+        edit(stats, "def median(values):", "def average(*values): return sorted(values)[len(values) // 2]")
+    assert (stats / "stats" / "core.py").read_text() == CORE
+    with pytest.raises(ToolError, match="invalid Python"):
+        edit(stats, "    return max(values) - min(values)", "return max(values) - min(values)")
+    assert (stats / "stats" / "core.py").read_text() == CORE
+
+
+def test_a_file_that_did_not_parse_and_other_kinds_are_edited_as_sent(stats: Path) -> None:
+    (stats / "broken.py").write_text("def f(:\n    pass\n")
+    assert edit(stats, "    pass", "    return 1", path="broken.py").startswith("Edited broken.py")
+    (stats / "notes.txt").write_text("def x:\n")
+    assert edit(stats, "def x:", "  def y:", path="notes.txt").startswith("Edited notes.txt")
+
+
+def test_a_def_line_with_new_first_lines_of_its_body_is_edited_as_sent(stats: Path) -> None:
+    result = edit(stats, "def median(values):", "def median(values):\n    if not values:\n        return None")
+    assert result.startswith("Edited stats/core.py (+2 -0 lines)")
+    assert "    middle = len(ordered) // 2\n    return ordered[middle]" in (stats / "stats" / "core.py").read_text()
