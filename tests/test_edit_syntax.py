@@ -78,3 +78,22 @@ def test_a_def_line_with_new_first_lines_of_its_body_is_edited_as_sent(stats: Pa
     result = edit(stats, "def median(values):", "def median(values):\n    if not values:\n        return None")
     assert result.startswith("Edited stats/core.py (+2 -0 lines)")
     assert "    middle = len(ordered) // 2\n    return ordered[middle]" in (stats / "stats" / "core.py").read_text()
+
+
+def test_old_content_copied_with_its_blank_lines_changed_is_found(stats: Path) -> None:
+    """fix_median: the whole file copied with one blank line (holding a space) between the
+    functions where the file has two; old_content was not found and the model gave up."""
+    old = CORE.replace("\n\n\n", "\n \n")
+    new = old.replace("    return ordered[middle]\n",
+                      "    if len(ordered) % 2:\n        return ordered[middle]\n"
+                      "    return (ordered[middle - 1] + ordered[middle]) / 2\n")
+    result = edit(stats, old, new)
+    assert result.startswith("old_content was not found as written, but its lines match lines 1-12 of the file "
+                             "exactly apart from blank lines")
+    assert median_of(stats, [4, 1, 3, 2]) == "2.5 4\n"
+
+
+def test_blank_lines_are_no_licence_to_match_other_text(stats: Path) -> None:
+    with pytest.raises(ToolError, match="old_content was not found"):
+        edit(stats, "def median(values):\n\n    ordered = sorted(values )\n", "x = 1\n")
+    assert (stats / "stats" / "core.py").read_text() == CORE

@@ -1562,6 +1562,31 @@ async def test_a_function_fixed_in_a_code_block_gets_the_edit_that_puts_it_in_it
     assert [e.call.name for e in result.evidence] == ["read_file", "edit_file"]
 
 
+async def test_a_function_shown_alone_for_a_file_read_is_offered_as_its_edit_not_as_the_whole_file(
+    tmp_path: Path,
+) -> None:
+    """fix_median (s9-n): after reading stats/core.py the model showed only median() fixed;
+    offered as the new version of the whole file, the write took mean and spread out of it."""
+    from tether.core.shown_code import FUNCTION_SHOWN
+
+    stats_project(tmp_path)
+    (tmp_path / "stats" / "core.py").write_text(CORE.replace(
+        "    return ordered[len(ordered) // 2]", "    middle = len(ordered) // 2\n    return ordered[middle]"))
+    shown = ("def median(values):\n    ordered = sorted(values)\n    middle = len(ordered) // 2\n"
+             "    if len(ordered) % 2 == 0:\n        return (ordered[middle - 1] + ordered[middle]) / 2\n"
+             "    else:\n        return ordered[middle]")
+    prose = f"Here is the fix:\n\n```python\n{shown}\n```\n"
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "write_file")]
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "stats/core.py"})), say(prose), say("Fixed.")],
+        request="tests/test_core.py is failing. Fix the code so it passes, without changing the test.",
+        tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "write_file", "run_cmd"),
+    )
+    nudge = nudges_of(provider)[0]
+    assert nudge.startswith(FUNCTION_SHOWN.split("{")[0] + "median() but did not change stats/core.py")
+    assert '"name": "write_file"' not in nudge
+
+
 @pytest.mark.parametrize(("block", "why"), [
     ("def mean(values):\n    return sum(values) / len(values)", "the function as it is"),
     ("def nowhere(x):\n    return x", "a function no file defines"),

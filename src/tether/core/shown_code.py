@@ -11,6 +11,7 @@ the tests), the edit_file call that replaces it there is written out.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from .reply_shapes import (
     CODE_BLOCK,
+    VERSION_MAX_CHARS,
     file_text,
     is_question,
     is_test_path,
@@ -163,9 +165,31 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
             return None
         call = watch.offer("write_file", {"filepath": created[0], "content": created[1]})
         return NEW_FILE_SHOWN.format(path=created[0], call=call)
-    if not watch.once("version"):
-        return None
+    if _drops_definitions(watch, *version) or not watch.once("version"):
+        return None  # a function shown alone is no whole file: function_fix_nudge offers its edit
     path, content = version
     watch.read_paths.update(p for p, shown in watch.touched.items() if shown == path)
     call = watch.offer("write_file", {"filepath": path, "content": content})
     return VERSION_SHOWN.format(path=path, call=call)
+
+
+def _drops_definitions(watch: TurnWatch, shown: str, content: str) -> bool:
+    """The shown Python version lacks a top-level function or class the file defines
+    (fix_median: `median` shown fixed was offered as the whole of stats/core.py, and the write
+    took `mean` and `spread` out of it)."""
+    if not shown.endswith(".py"):
+        return False
+    path = next((p for p, named in watch.touched.items() if named == shown), None)
+    old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
+    if not old:
+        return False
+    return bool(top_level_names(old) - top_level_names(content))
+
+
+def top_level_names(code: str) -> set[str]:
+    """The functions and classes a Python text defines at its top level (none when it does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set()
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from .edit_blanks import blank_lines_change
 from .edit_places import places_hint
 from .edit_syntax import syntax_guard
 from .files import EditFileParams
@@ -253,7 +254,8 @@ def simple_edit_tool(full: Tool) -> Tool:
                 raise ToolError(message) from None
             path = ctx.resolve(args.filepath)
             current = _current_text(path, limit=None)
-            repaired = _one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
+            repaired = (_one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
+                        or blank_lines_change(full, params, ctx, current))
             if repaired is not None:
                 return repaired
             places = places_hint(current, params.old_content or "", params.new_content, args.filepath)
