@@ -234,10 +234,11 @@ async def test_small_edit_file_takes_one_mode_and_shows_the_right_form(tmp_path:
     read = runtime.table.get("read_file")
     shown = read.handler(read.params.model_validate({"filepath": "a.py"}), ctx)
     assert shown.text == "1| x = 7\n2| y = 5"
-    kept = edit.params.model_validate({"filepath": "a.py", "old_content": "x = 7\ny = 5",
+    (root / "a.txt").write_text("x = 7\ny = 5\n")  # text: the edit below would not be valid Python
+    kept = edit.params.model_validate({"filepath": "a.txt", "old_content": "x = 7\ny = 5",
                                        "new_content": "10:ab|x\ny = 5"})  # one prefix: the file's text
     edit.handler(kept, ctx)
-    assert (root / "a.py").read_text() == "10:ab|x\ny = 5\n"
+    assert (root / "a.txt").read_text() == "10:ab|x\ny = 5\n"
     runtime.apply_profile(profile_named("full"))  # the full tool comes back
     assert "start_anchor" in runtime.table.get("edit_file").json_schema()["properties"]
     full_read = runtime.table.get("read_file")
@@ -521,7 +522,7 @@ async def test_the_opening_note_goes_beside_the_request_in_the_first_request_onl
 
 
 async def test_a_number_no_result_showed_is_nudged_once(tmp_path: Path) -> None:
-    from tether.core.nudges import UNSEEN_NUMBER
+    from tether.core.offers import UNSEEN_NUMBER
 
     def server(args, ctx):  # noqa: ANN001
         return "3: HTTPServer((cfg.host, cfg.port), Handler)"

@@ -827,7 +827,7 @@ def searched_retry(args, ctx):  # noqa: ANN001
     ("1. Sends\n2. Retries", False),  # list markers are not answers
 ])
 async def test_a_one_digit_answer_to_a_question_is_checked(tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.nudges import UNSEEN_NUMBER
+    from tether.core.offers import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "uploader"})), say(answer), say(answer)],
@@ -1720,7 +1720,7 @@ def policy_file(args, ctx):  # noqa: ANN001
     ("Line 3.", False),  # an answer about lines may give a line number
 ])
 async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.nudges import UNSEEN_NUMBER
+    from tether.core.offers import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "uploader/policy.py"})), say(answer), say(answer)],
@@ -1931,7 +1931,7 @@ async def test_an_unseen_number_given_again_after_more_calls_gets_the_values_the
 ) -> None:
     """ask_retry_limit: told no result showed 2, the model read client.py (whose note shows
     MAX_UPLOAD_RETRIES = 11) and answered 2 again; the second nudge lists the values."""
-    from tether.core.nudges import UNSEEN_AGAIN, UNSEEN_NUMBER
+    from tether.core.offers import UNSEEN_AGAIN, UNSEEN_NUMBER
 
     read = call(("read_file", {"filepath": "uploader/client.py"}))
     provider, _, result = await run_nudged(
@@ -1947,7 +1947,7 @@ async def test_an_unseen_number_given_again_after_more_calls_gets_the_values_the
 
 
 async def test_the_unseen_number_comes_back_only_after_new_calls(tmp_path: Path) -> None:
-    from tether.core.nudges import UNSEEN_NUMBER, VALUES_SEEN
+    from tether.core.offers import UNSEEN_NUMBER, VALUES_SEEN
 
     read = call(("read_file", {"filepath": "uploader/client.py"}))
     provider, _, result = await run_nudged(
@@ -1989,3 +1989,46 @@ async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_r
     assert offered in refused[0].result
     assert (tmp_path / "signup.py").read_text() == program  # the program stays as it is
     assert (tmp_path / "notes.txt").exists()  # a new file is no change to the program
+
+
+# ---------------------------------------------------------------- a call written out at the end of a message
+
+
+async def test_a_message_that_ends_with_an_offered_call_gets_the_cue_to_send_it(tmp_path: Path) -> None:
+    """Replayed on the 1.5B model: a message ending with the offered call got an empty reply
+    (the first token ended the turn); with "Send that call now." after it, the call came."""
+    from tether.core.offers import SEND_CUE
+
+    (tmp_path / "uploader").mkdir()
+    (tmp_path / "uploader" / "client.py").write_text("RETRIES = 11\n")
+    (tmp_path / "uploader" / "__init__.py").write_text("from .client import RETRIES\n")
+    provider = ScriptedProvider([
+        call(("read_file", {"filepath": "uploader/__init__.py"})), say(TUTORIAL), say(""),
+        call(("read_file", {"filepath": "uploader/client.py"})), say("It retries 11 times."),
+    ])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    await loop.run_turn(Conversation(), "How many times does the uploader retry?")
+    offered = '{"name": "read_file", "arguments": {"filepath": "uploader/client.py"}}'
+    asked = provider.requests[2].messages[-1].text
+    assert offered in asked and SEND_CUE not in asked  # OPEN_IT_YOURSELF goes on after the call
+    again = provider.requests[3].messages[-1].text  # "Reply with only the call you were given:\n{call}"
+    assert again.endswith(offered + "\n" + SEND_CUE)
+    history = [m.text for m in provider.requests[4].messages if m.role == "user"]
+    assert not any(SEND_CUE in text for text in history)  # the cue is never kept in the history
+
+
+def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
+    from tether.core.messages import Message
+    from tether.core.nudges import TurnWatch
+    from tether.core.offers import SEND_CUE, with_send_cue
+
+    watch = TurnWatch("rename a to b", show_call=lambda name, args: json.dumps({"name": name, "arguments": args}))
+    call_text = watch.offer("edit_file", {"filepath": "x.py"})
+    ending = [Message.system("s"), Message.user(f"note:\n{call_text}\n")]
+    assert with_send_cue(ending, watch)[-1].text == f"note:\n{call_text}\n{SEND_CUE}"
+    assert with_send_cue(ending, None) == ending
+    going_on = [Message.user(f"note:\n{call_text}\nThen answer.")]
+    assert with_send_cue(going_on, watch) == going_on
+    watch.offered = ""  # the model has called since
+    assert with_send_cue(ending, watch) == ending

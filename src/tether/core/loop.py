@@ -47,6 +47,7 @@ from .messages import (
     new_call_id,
 )
 from .nudges import REPEATED_CALL, TurnWatch
+from .offers import with_send_cue
 from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .result_notes import noted_result
@@ -153,10 +154,9 @@ MARKER_TOKENS_AT_MOST = 12
 
 
 def began_with_result(reply: Reply) -> bool:
-    """An empty reply that still produced a few tokens: in the text protocol that is the stop
-    at a result marker, hit before anything else ("[Tool Result for '" is five tokens). Many
-    more are hidden reasoning, not a marker; providers that report no usage never show this,
-    and the reply is a plain empty one."""
+    """An empty reply that still produced a few tokens: in the text protocol, the stop at a
+    result marker hit first ("[Tool Result for '" is five tokens). Many more are hidden
+    reasoning; a provider that reports no usage never shows this (a plain empty reply)."""
     empty = not reply.text.strip() and not reply.calls and not reply.thinking
     marker_sized = 2 <= reply.usage.output_tokens <= MARKER_TOKENS_AT_MOST
     return empty and reply.stop_reason == "end_turn" and marker_sized
@@ -288,7 +288,7 @@ class TurnLoop:
         system = self._system = system_message(self.system_prompt(self.mode), self._system)
         if self.guard is not None:
             turn.start = await self.guard.fit(turn.conv.messages, turn.start, system.text, offered)
-        request = self._request_messages(turn.conv.messages, note, system)
+        request = with_send_cue(self._request_messages(turn.conv.messages, note, system), turn.watch)
         stop = RESULT_MARKERS if self.mode == "text" else ()
         temperature = self.settings.temperature
         if turn.looped:  # greedy decoding would write the same loop (or result) again
@@ -463,9 +463,8 @@ class TurnLoop:
     def _note(self, step: int, watch: TurnWatch | None) -> str:
         if step == 1 and self.settings.opening_note and watch is not None:
             return watch.opening_note()
-        pressing = step > self.settings.soft_pressure_after
-        if watch is not None and watch.waiting is not None:
-            return ""  # "finish soon" made the model answer with a game half played
+        waiting = watch is not None and watch.waiting is not None  # "finish soon" ended a game half played
+        pressing = step > self.settings.soft_pressure_after and not waiting
         return pressure_note(step - 1, self.settings.max_steps) if pressing else ""
 
     def _show(self, pieces: list[tuple[str, str]]) -> None:

@@ -15,16 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..tools._paths import is_inside_root
 from .after_change import change_made
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .count_scope import count_file_nudge, count_scope_nudge
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
+from .offers import next_guess, told_to_open, unseen_number_nudge
 from .renames import rename_left_nudge
 from .reply_shapes import (
     CHANGE_VERBS,
     CHANGE_WORDS,
+    NUMBERED_STEPS,
     RUN_VERBS,
     RUN_WORDS,
     asks_for_number,
@@ -40,7 +41,6 @@ from .reply_shapes import (
     shown_command,
     value_search_pattern,
 )
-from .seen_values import seen_values
 from .shown_code import function_fix_nudge, version_nudge
 
 OPENING_NOTE = (
@@ -98,10 +98,6 @@ NO_NUMBER = (
     "The question asks for a number, and your answer gives none. Find it with the tools (run "
     "the program or search the files, and fix the call if it failed), then answer with it."
 )
-UNSEEN_NUMBER = (
-    "Your answer says {number}, but no tool result showed {number}. Check it with the tools "
-    "(search for where it is set, read that file), then answer."
-)
 NAME_NOT_VALUE = (
     "Your answer gives `{name}`, a name in the code, not its value. Find where it gets its "
     "value (follow it to the line that sets it), then answer with the value itself. To search "
@@ -109,11 +105,6 @@ NAME_NOT_VALUE = (
 )
 MAX_NAME_NUDGES = 3
 """A value is often two names away (cfg.port, then defaults.PORT): one nudge per name, up to this."""
-UNSEEN_AGAIN = (
-    "Your answer says {number} again, but no tool result showed {number}. The results showed "
-    "these values; answer with the one the question asks about:\n{values}"
-)
-VALUES_SEEN = "\nValues the results showed so far:\n{values}"
 UNCHECKED = (
     "You changed {path} but have not run anything since. Check your work first: run it, or "
     "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
@@ -147,19 +138,12 @@ WAITING_ANSWER = (
     " Your reply wrote the program's part itself, which is made up. It asks {prompt!r}; your "
     "answer to that was {value!r}. To send it, reply with only:\n{call}"
 )
-NEXT_GUESS = " Its answers so far leave a range; to send its middle, reply with only:\n{call}"
-_MIDDLE = re.compile(r"The middle of that range is (-?\d+)\.\]")
 PLAYED = "The program in session {session} is still waiting for input, and nothing was sent to it."
 FIND_IT_YOURSELF = " Do not tell the user how to find the answer: find it yourself, then answer."
 REPEATED_CALL = (
     "(You already made this exact call in this turn, and its result above has not changed. "
     "Do not send it again: use what it showed. Make a different call, or give the final answer.)"
 )
-OPEN_IT_YOURSELF = (
-    "Your reply tells the user to open {path} and look: do it yourself. To read it, reply with "
-    "only:\n{call}\nThen answer from what it shows."
-)
-_BACKTICKED = re.compile(r"`([\w./-]+\.\w{1,5})`")
 MAX_WAITING_NUDGES = 8
 """The most times a turn is told a program still waits (each after new input went to it)."""
 CLAIMED_RUN = (
@@ -176,7 +160,6 @@ REPEATED_FAILURE = (
 )
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
-_NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
 _ACTION_WORDS = re.compile(rf"\b({CHANGE_VERBS}|{RUN_VERBS})\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
 """Numbers of two digits or more: a one-digit one is too often a list item or a count."""
@@ -275,18 +258,6 @@ def waiting_answer(watch: TurnWatch, text: str) -> str:
     return WAITING_ANSWER.format(prompt=prompt, value=value, call=call)
 
 
-def next_guess(watch: TurnWatch) -> str:
-    """For a guessing program still waiting, the send_input call of the middle its last
-    answer's range note gave ("" when the last result has none): told to go on, the model sent
-    a guess of its own or nothing, and stopped with the game half played (interactive_guess)."""
-    if watch.waiting is None or watch.show_call is None or "send_input" not in watch.tools:
-        return ""
-    middle = _MIDDLE.findall(watch.last_note)
-    if not middle:
-        return ""
-    return NEXT_GUESS.format(call=watch.offer("send_input", {"session": watch.waiting, "text": middle[-1]}))
-
-
 def waiting_prompt(result: str) -> str:
     """The question a waiting program asked last: the last line of its output above the
     status line ("Your guess:")."""
@@ -346,20 +317,6 @@ def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
     watch.once(f"value:{name}")
     call = watch.offer("search_in_file", {"pattern": value_search_pattern(name), "path": "."})
     return NAME_NOT_VALUE.format(name=name, call=call)
-
-
-def unseen_number_nudge(watch: TurnWatch, number: str) -> str | None:
-    """UNSEEN_NUMBER once; once more, with the values the results showed that share words with
-    the request, when the same kind of answer comes back after more calls (ask_retry_limit: told
-    that no result showed 2, the model read the file that showed 11 and answered 2 again)."""
-    values = "\n".join(f"  {v}" for v in seen_values(watch.seen, watch.request))
-    if "unseen" not in watch.sent:
-        watch.once("unseen")
-        watch.unseen_at = watch.calls
-        return UNSEEN_NUMBER.format(number=number) + (VALUES_SEEN.format(values=values) if values else "")
-    if values and watch.calls > watch.unseen_at and watch.once("unseen_again"):
-        return UNSEEN_AGAIN.format(number=number, values=values)
-    return None
 
 
 def not_run(watch: TurnWatch) -> str:
@@ -533,7 +490,7 @@ class TurnWatch:
         named = _named_call(text, self.tools)
         if named is not None and self.once("named"):
             return self._named_not_called(*named)
-        told = self._told_to_open(text)
+        told = told_to_open(self, text)
         if told is not None:
             return told
         if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
@@ -551,24 +508,6 @@ class TurnWatch:
             return message
         if self.calls and asks_for_number(self.request) and not gives_number(text, self.request) and self.once("no_number"):
             return NO_NUMBER
-        return None
-
-    def _told_to_open(self, text: str) -> str | None:
-        """The nudge for steps that tell the user to open a project file and look (once per
-        turn), with the read_file call for the first such file the model has not read."""
-        if self.root is None or self.show_call is None or "read_file" not in self.tools:
-            return None
-        if self.acted:  # steps after the change are a summary ("1. Read the file ..."), not a task
-            return None
-        if not _NUMBERED_STEPS.search(text + "\n"):
-            return None
-        for match in _BACKTICKED.finditer(text):
-            path = (self.root / match.group(1)).resolve()
-            if is_inside_root(path, self.root) and path.is_file() and path not in self.read_paths:
-                if not self.once("open"):
-                    return None
-                call = self.offer("read_file", {"filepath": match.group(1)})
-                return OPEN_IT_YOURSELF.format(path=match.group(1), call=call)
         return None
 
     def offer(self, tool: str, arguments: dict[str, str]) -> str:
@@ -624,7 +563,7 @@ class TurnWatch:
             return False
         return bool(
             _FENCED_CODE.search(text)
-            or _NUMBERED_STEPS.search(text + "\n")
+            or NUMBERED_STEPS.search(text + "\n")
             or _ACTION_WORDS.search(self.request)
         )
 

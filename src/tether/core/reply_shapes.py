@@ -21,6 +21,8 @@ CHANGE_VERBS = (
     "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
     "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
 )
+NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
+"""Two numbered steps ("1. Open ...", "2. ..."): a plan written for the user."""
 CHANGE_WORDS = re.compile(rf"\b({CHANGE_VERBS})\b", re.I)
 RUN_VERBS = "run|execute|play|register|start|launch"
 RUN_WORDS = re.compile(rf"\b({RUN_VERBS})\b", re.I)
