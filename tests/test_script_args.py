@@ -67,3 +67,21 @@ async def test_only_the_named_script_and_only_when_the_request_gives_arguments(t
 ])
 def test_the_usage_a_request_shows(request_text: str, usage: tuple[str, str] | None) -> None:
     assert requested_usage(request_text) == usage
+
+
+async def test_a_new_version_of_the_script_it_wrote_shown_in_prose_gets_its_write(tmp_path: Path) -> None:
+    """script_csv_total (s9-n): told total.py reads no arguments, the model showed the fixed
+    script in a code block and answered; the write of that version is offered."""
+    from tether.core.shown_code import VERSION_SHOWN
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "sales.csv").write_text("amount,qty\n1.5,2\n2.5,1\n")
+    prose = f"Here's the corrected version of `total.py`:\n\n```python\n{READS}```\n"
+    provider = ScriptedProvider([call(("write_file", {"filepath": "total.py", "content": FIXED})),
+                                 say(prose), say("Done.")])
+    tools = [t for t in FILE_TOOLS if t.name in ("write_file", "read_file")]
+    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    await loop.run_turn(Conversation(), REQUEST)
+    nudge = provider.requests[2].messages[-1].text
+    assert nudge.startswith(VERSION_SHOWN.split("{")[0] + "total.py")
+    assert "sys.argv[1]" in nudge and '"name": "write_file"' in nudge

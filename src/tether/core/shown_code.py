@@ -156,7 +156,7 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
         return None
     if watch.asks_to_run():
         return None  # a program to run as it is: its code shown again is no change to make
-    version = shown_version(text, watch.touched)
+    version = shown_version(text, _read_or_written(watch))
     if version is not None and leaves_tests(watch.request) and is_test_path(version[0]):
         return None  # the test it was told to leave alone (the write would be refused)
     if version is None:
@@ -173,13 +173,23 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
     return VERSION_SHOWN.format(path=path, call=call)
 
 
+def _read_or_written(watch: TurnWatch) -> dict[Path, str]:
+    """The files the turn read or edited, and those it wrote (script_csv_total: the model wrote
+    total.py, was told it reads no arguments, and showed the fixed version in prose)."""
+    files = dict(watch.touched)
+    if watch.root is not None:
+        for named in sorted(watch.written):
+            files.setdefault((watch.root / named).resolve(), named)
+    return files
+
+
 def _drops_definitions(watch: TurnWatch, shown: str, content: str) -> bool:
     """The shown Python version lacks a top-level function or class the file defines
     (fix_median: `median` shown fixed was offered as the whole of stats/core.py, and the write
     took `mean` and `spread` out of it)."""
     if not shown.endswith(".py"):
         return False
-    path = next((p for p, named in watch.touched.items() if named == shown), None)
+    path = next((p for p, named in _read_or_written(watch).items() if named == shown), None)
     old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
     if not old:
         return False
