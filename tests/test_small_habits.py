@@ -2032,3 +2032,41 @@ def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
     assert with_send_cue(going_on, watch) == going_on
     watch.offered = ""  # the model has called since
     assert with_send_cue(ending, watch) == ending
+
+
+# ---------------------------------------------------------------- a file the request names, left unchanged
+
+
+SLUG_REQUEST = ("add a slugify(text) function to textkit/strings.py - lowercase - and a test for it in "
+                "tests/test_strings.py")
+
+
+async def test_a_change_request_answered_with_a_named_file_unchanged_is_told_which(tmp_path: Path) -> None:
+    """add_slugify (s9-f): slugify added to strings.py, then a summary; the test file the
+    request names was never touched."""
+    from tether.core.named_files import NAMED_UNCHANGED
+
+    (tmp_path / "textkit").mkdir()
+    (tmp_path / "textkit" / "strings.py").write_text("def title_case(t):\n    return t.title()\n")
+    write = call(("write_file", {"filepath": "textkit/strings.py",
+                                 "content": "def title_case(t):\n    return t.title()\n\n\ndef slugify(t):\n    return t\n"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "textkit/strings.py"})), write,
+                   say("I added slugify to textkit/strings.py."), say("Done."), say("Done.")],
+        request=SLUG_REQUEST, tools=file_tools(tmp_path),
+    )
+    assert NAMED_UNCHANGED.format(paths="tests/test_strings.py") in nudges_of(provider)
+
+
+@pytest.mark.parametrize(("request_text", "why"), [
+    ("tests/test_core.py is failing. Fix the code so it passes, without changing the test.", "a test to run"),
+    ("How many ERROR entries are in logs/server.log? Save the count to error_count.txt", "an input, and a question"),
+    ("Run signup.py and register Ada on the blue team.", "a program to run"),
+    ("add slugify to textkit/strings.py", "every named file changed"),
+])
+async def test_no_named_file_nudge_for_inputs_tests_kept_or_runs(tmp_path: Path, request_text: str, why: str) -> None:
+    (tmp_path / "textkit").mkdir()
+    write = call(("write_file", {"filepath": "textkit/strings.py", "content": "def slugify(t):\n    return t\n"}))
+    provider, _, _ = await run_nudged(tmp_path, [write, say("Done."), say("Done."), say("Done.")],
+                                      request=request_text, tools=file_tools(tmp_path))
+    assert not any("The request also names" in n for n in nudges_of(provider)), why

@@ -20,6 +20,7 @@ from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .count_scope import count_file_nudge, count_scope_nudge
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
+from .named_files import named_unchanged_nudge
 from .offers import next_guess, told_to_open, unseen_number_nudge
 from .renames import rename_left_nudge
 from .reply_shapes import (
@@ -498,6 +499,9 @@ class TurnWatch:
         unrun = claimed_run_nudge(self, text, plain=True)
         if unrun is not None:
             return unrun
+        named = named_unchanged_nudge(self)
+        if named is not None:
+            return named
         if self.unchecked is not None and self.once("check"):
             return UNCHECKED.format(path=self.unchecked)
         valued = name_not_value_nudge(self, text)
