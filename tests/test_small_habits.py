@@ -2070,3 +2070,19 @@ async def test_no_named_file_nudge_for_inputs_tests_kept_or_runs(tmp_path: Path,
     provider, _, _ = await run_nudged(tmp_path, [write, say("Done."), say("Done."), say("Done.")],
                                       request=request_text, tools=file_tools(tmp_path))
     assert not any("The request also names" in n for n in nudges_of(provider)), why
+
+
+async def test_a_file_the_turn_wrote_is_no_unread_file_to_overwrite(tmp_path: Path) -> None:
+    """count_todos (s9-f): the count written, the same write sent again was refused as a write
+    over a file never read, and the model, sent on, changed the right 9 to 10."""
+    write = call(("write_file", {"filepath": "todo_count.txt", "content": "9\n"}))
+    tools = [*(t for t in FILE_TOOLS if t.name in ("read_file", "write_file")),
+             make_tool("search_in_file", lambda a, c: "src/a.py:1: # TODO\n(9 matching lines in 6 files)")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("search_in_file", {"filepath": "src"})), write, write,
+                   say("9 TODO lines; todo_count.txt says 9.")],
+        request="count the TODO lines and write just the number to todo_count.txt", tools=tools,
+    )
+    assert [e.error for e in result.evidence] == [False, False, False], [e.result for e in result.evidence]
+    assert result.evidence[2].result.startswith("Unchanged: todo_count.txt already held exactly this content")
+    assert (tmp_path / "todo_count.txt").read_text() == "9\n"

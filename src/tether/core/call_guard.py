@@ -108,9 +108,12 @@ def overwrite_refusal(watch: TurnWatch, path: Path, shown: str, readable: bool) 
     file may be shown in the refusal (inside the project, no deny rule, not a key file)."""
     if path in watch.read_paths or path in watch.warned_paths or not path.is_file():
         return None
+    if os.path.normpath(shown) in watch.written:
+        return None  # it wrote the file itself this turn (count_todos: the count, sent twice)
     watch.warned_paths.add(path)
     current = _current_text(path) if readable else UNREAD_TOO_LONG
     return UNREAD_OVERWRITE.format(path=shown, shown=current)
+
 
 def shrink_refusal(watch: TurnWatch, path: Path, shown: str, content: str) -> str | None:
     """Why a whole-file write that would delete most of a file waits (once per path): a
