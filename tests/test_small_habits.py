@@ -2030,6 +2030,10 @@ def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
     assert with_send_cue(ending, None) == ending
     going_on = [Message.user(f"note:\n{call_text}\nThen answer.")]
     assert with_send_cue(going_on, watch) == going_on
+    from tether.core.loop import pressure_note
+
+    noted = [Message.user(f"note:\n{call_text}\n\n{pressure_note(14, 18)}")]
+    assert with_send_cue(noted, watch)[-1].text.startswith(f"note:\n{call_text}\n{SEND_CUE}\n\n(Note: 14 of 18")
     watch.offered = ""  # the model has called since
     assert with_send_cue(ending, watch) == ending
 

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .nudges import TurnWatch
 
 SEND_CUE = "Send that call now."
+_STEP_NOTE = re.compile(r"\s*\(Note: \d+ of \d+ tool round trips used\.[^()]*\)\s*")
+"""The step budget's note (loop.pressure_note), which may follow the call: the cue goes before it."""
 """After a call written out at the very end of a message, the 1.5B model answered with nothing
 (it ended its turn at the first token); with this line after the call it sent the call (two of
 three replayed requests). A message that goes on after the call needs no cue."""
@@ -89,12 +91,15 @@ def told_to_open(watch: TurnWatch, text: str) -> str | None:
 
 
 def with_send_cue(request: list[Message], watch: TurnWatch | None) -> list[Message]:
-    """`request` with SEND_CUE after its last message when that message (a user message, as
-    the text protocol sends results and notes) ends with the call last written out for the
-    model; unchanged otherwise."""
+    """`request` with SEND_CUE after the call last written out for the model when the last
+    message (a user message, as the text protocol sends results and notes) ends with that call,
+    or with it and then only the step budget's note; unchanged otherwise."""
     if watch is None or not watch.offered or not request or request[-1].role != "user":
         return request
     last = request[-1]
-    if last.tool_results or not last.text.rstrip().endswith(watch.offered.rstrip()):
+    text, call = last.text.rstrip(), watch.offered.rstrip()
+    at = text.rfind(call)
+    rest = text[at + len(call):] if at >= 0 else ""
+    if last.tool_results or at < 0 or (rest.strip() and not _STEP_NOTE.fullmatch(rest)):
         return request
-    return [*request[:-1], Message.user(last.text.rstrip() + "\n" + SEND_CUE)]
+    return [*request[:-1], Message.user(text[: at + len(call)] + "\n" + SEND_CUE + rest)]
