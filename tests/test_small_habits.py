@@ -2090,3 +2090,40 @@ async def test_a_file_the_turn_wrote_is_no_unread_file_to_overwrite(tmp_path: Pa
     assert [e.error for e in result.evidence] == [False, False, False], [e.result for e in result.evidence]
     assert result.evidence[2].result.startswith("Unchanged: todo_count.txt already held exactly this content")
     assert (tmp_path / "todo_count.txt").read_text() == "9\n"
+
+
+# ---------------------------------------------------------------- a version offered must run; a warned change is no summary
+
+
+async def test_a_version_that_drops_an_import_it_still_uses_is_not_offered(tmp_path: Path) -> None:
+    """multi_rename_setting (s9-f): the version of feed/render.py shown in prose kept `ROOT`
+    and dropped its import; offered and sent, it broke the program."""
+    (tmp_path / "feed").mkdir()
+    render = ("from .settings import ROOT\n\n\ndef render(settings):\n"
+              "    items = (ROOT / settings['source']).read_text().splitlines()\n"
+              "    return items[: settings.get('max_items', 10)]\n")
+    (tmp_path / "feed" / "render.py").write_text(render)
+    broken = render.replace("from .settings import ROOT\n", "from .settings import settings\n").replace(
+        "max_items", "item_limit")
+    kept = render.replace("max_items", "item_limit")
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    for version, offered in ((broken, False), (kept, True)):
+        provider, _, _ = await run_nudged(
+            tmp_path, [call(("read_file", {"filepath": "feed/render.py"})), say(f"```python\n{version}```"),
+                       say("Done.")],
+            request="rename the max_items setting to item_limit in feed/render.py", tools=tools,
+        )
+        assert any("new version of feed/render.py" in n for n in nudges_of(provider)) == offered
+
+
+async def test_an_empty_reply_after_a_change_whose_result_warns_is_told_to_fix_it(tmp_path: Path) -> None:
+    from tether.core.after_change import CHANGE_WARNED
+
+    (tmp_path / "feed").mkdir()
+    (tmp_path / "feed" / "__init__.py").write_text("")
+    (tmp_path / "feed" / "settings.py").write_text("ROOT = '.'\n")
+    write = call(("write_file", {"filepath": "feed/render.py", "content": "from .settings import settings\n"}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    provider, _, _ = await run_nudged(tmp_path, [write, say(""), say("Done.")],
+                                      request="make feed/render.py read the settings", tools=tools)
+    assert nudges_of(provider)[0] == "Your reply was empty. " + CHANGE_WARNED.format(path="feed/render.py")

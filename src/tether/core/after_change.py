@@ -13,11 +13,20 @@ CHANGE_MADE = (
 )
 
 
+CHANGE_WARNED = (
+    "Your last call changed {path}, but its result warns that something is wrong with it (the "
+    "Warning above). Fix that with the next tool call before you answer."
+)
+
+
 def change_made(watch: TurnWatch) -> str:
     """CHANGE_MADE when the turn's last call was a write or an edit that worked ("" otherwise):
     an empty reply right after one is often the end of the job, and "continue" sent the model
-    on to rewrite the file it had just fixed."""
+    on to rewrite the file it had just fixed. A change whose result warns (the file no longer
+    parses, imports a name nowhere defined) gets CHANGE_WARNED instead: asked for its summary,
+    the model answered that the broken import was "the correct import" (multi_rename_setting)."""
     last = watch.last_call
     if last is None or last.name not in ("write_file", "edit_file"):
         return ""
-    return CHANGE_MADE.format(path=last.arguments.get("filepath", "the file"))
+    path = last.arguments.get("filepath", "the file")
+    return (CHANGE_WARNED if watch.last_warned else CHANGE_MADE).format(path=path)

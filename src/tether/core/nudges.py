@@ -398,6 +398,8 @@ class TurnWatch:
     """The text of the reply whose calls are running (a refusal can answer what it showed)."""
     counts: dict[str, int] = field(default_factory=dict)
     """How often each kind of nudge that may repeat was sent (once_more)."""
+    last_warned: bool = False
+    """The last call's result carries a tool's warning (broken Python, a missing import, ...)."""
     last_note: str = ""
     """What the harness added to the last call's result (result_notes)."""
     unseen_at: int = 0
@@ -425,7 +427,7 @@ class TurnWatch:
             self.last_failure = first_line(evidence.result, 160) or evidence.summary
             self.failures[key] = self.last_failure
             return
-        self.last_failure = None
+        self.last_failure, self.last_warned = None, "\nWarning: " in evidence.result
         self.acted = self.acted or changes_things
         tool = evidence.call.name
         if tool == "run_cmd":

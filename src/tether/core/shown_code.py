@@ -165,7 +165,7 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
             return None
         call = watch.offer("write_file", {"filepath": created[0], "content": created[1]})
         return NEW_FILE_SHOWN.format(path=created[0], call=call)
-    if _drops_definitions(watch, *version) or not watch.once("version"):
+    if _drops_definitions(watch, *version) or _breaks_python(watch, *version) or not watch.once("version"):
         return None  # a function shown alone is no whole file: function_fix_nudge offers its edit
     path, content = version
     watch.read_paths.update(p for p, shown in watch.touched.items() if shown == path)
@@ -203,3 +203,33 @@ def top_level_names(code: str) -> set[str]:
     except (SyntaxError, ValueError):
         return set()
     return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _breaks_python(watch: TurnWatch, shown: str, content: str) -> bool:
+    """The shown Python version would not run where the file now does: it does not parse, or
+    it uses a name the file imports without importing it (multi_rename_setting: the version
+    offered kept `ROOT` and dropped its import, and the program stopped with an ImportError)."""
+    if not shown.endswith(".py"):
+        return False
+    try:
+        new_tree = ast.parse(content)
+    except (SyntaxError, ValueError):
+        return True
+    path = next((p for p, named in _read_or_written(watch).items() if named == shown), None)
+    old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
+    try:
+        imported = _imported_names(ast.parse(old)) if old else set()
+    except (SyntaxError, ValueError):
+        return False
+    bound = _imported_names(new_tree) | {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name)
+                                         and isinstance(n.ctx, ast.Store)} | top_level_names(content)
+    used = {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bool((imported & used) - bound)
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
