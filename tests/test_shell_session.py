@@ -412,6 +412,15 @@ async def test_a_command_line_given_as_the_session_says_to_start_it_with_run_cmd
     assert '{"command": "python guess.py"}' in str(err.value)
 
 
+async def test_a_bare_word_given_as_the_session_is_offered_as_no_command(sessions: ShellSessions) -> None:
+    """rename_function (s9-f): send_input to session "checkout" was told to try run_cmd
+    {"command": "checkout"}, and the model ran `checkout` three times."""
+    with pytest.raises(SessionError) as err:
+        await sessions.send_input("checkout", "compute_order_total")
+    assert "Start the program first with run_cmd; when it waits" in str(err.value)
+    assert '"command"' not in str(err.value)
+
+
 @linux_only
 async def test_close_all_kills_waiting_sessions(sessions: ShellSessions) -> None:
     await sessions.run("read x")

@@ -359,10 +359,13 @@ class ShellSessions:
                 f'is still there. end_process(session="{session_id}") stops it.'
             )
         live = ", ".join(self._sessions) or "none"
+        # a command line given as the session is offered as run_cmd's command; a bare word
+        # ("checkout", a file the model had in mind) is not: the model ran it as a command
+        example = (f' (for example {{"command": "{session_id}"}} if that is its command line)'
+                   if re.search(r"\s|\.\w+$", session_id.strip()) else "")
         start = (
-            "" if self._sessions or re.fullmatch(r"s\d+", session_id) else " Start the program first with run_cmd (for example "
-            f'{{"command": "{session_id}"}} if that is its command line); when it waits for '
-            "input, the result names its session (s1, s2, ...) for send_input."
+            "" if self._sessions or re.fullmatch(r"s\d+", session_id) else " Start the program first with run_cmd"
+            f"{example}; when it waits for input, the result names its session (s1, s2, ...) for send_input."
         )
         raise SessionError(f"No shell session '{session_id}'. Live sessions: {live}.{start}")
 
