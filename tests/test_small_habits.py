@@ -1991,6 +1991,19 @@ async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_r
     assert (tmp_path / "notes.txt").exists()  # a new file is no change to the program
 
 
+async def test_a_request_with_a_run_word_but_no_script_to_run_may_change_files(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"plugins": []}\n')
+    edit = {"filepath": "config.json", "old_content": '"plugins": []', "new_content": '"plugins": ["lint"]'}
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "config.json"})), call(("edit_file", edit)), say("Registered.")],
+        request="Register the lint plugin in config.json",
+        tools=[*(t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")), *write_and_run_tools()[1:]],
+        menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    assert not any(e.error for e in result.evidence)
+    assert (tmp_path / "config.json").read_text() == '{"plugins": ["lint"]}\n'
+
+
 # ---------------------------------------------------------------- a call written out at the end of a message
 
 

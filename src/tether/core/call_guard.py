@@ -298,11 +298,15 @@ def input_kept(watch: TurnWatch, path: Path, filepath: str) -> str | None:
     return INPUT_KEPT.format(new=new, path=filepath)
 
 
-def run_not_change(watch: TurnWatch, filepath: str) -> str:
+def run_not_change(watch: TurnWatch, filepath: str) -> str | None:
     """RUN_NOT_CHANGE, with the run_cmd call of the script the request names (interactive_signup:
-    asked to run signup.py and register Ada, the model rewrote signup.py and never answered it)."""
+    asked to run signup.py and register Ada, the model rewrote signup.py and never answered it);
+    None when the request names no script of the project to run ("register the plugin in
+    config.json" asks for a change)."""
     offered = requested_run(watch)
-    return RUN_NOT_CHANGE.format(path=filepath, call=f" The call that runs it:\n{offered[1]}" if offered else "")
+    if offered is None:
+        return None
+    return RUN_NOT_CHANGE.format(path=filepath, call=f" The call that runs it:\n{offered[1]}")
 
 
 def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
@@ -323,8 +327,10 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
         return keep_tests_refusal(watch, filepath, ctx)
-    if watch.asks_to_run() and call.name != "read_file" and (ctx.root / filepath).exists():
-        return run_not_change(watch, filepath)
+    if call.name != "read_file" and watch.asks_to_run() and (ctx.root / filepath).exists():
+        refused = run_not_change(watch, filepath)
+        if refused is not None:
+            return refused
     if call.name == "edit_file" and _same_text(call.arguments.get("old_content"), call.arguments.get("new_content")):
         return SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
     try:
