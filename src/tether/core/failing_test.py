@@ -3,9 +3,10 @@
 A small model that runs a failing test and reads "assert 3 == 2.5 ... where 3 = median([4, 1,
 3, 2])" runs the same test again, or rewrites the test, instead of opening the module that
 defines median (fix_median: the test run four times in a row, then the test file shown back in
-prose). The run's result gets one line naming the function the failure calls and the project
-file it comes from (found from the test file's imports), with the read_file call for that file
-when this turn has not read it. Once per file a turn; nothing is run for the model.
+prose). The run's result names the function the failure calls and the project file it comes
+from (found from the test file's imports), and shows that function as it is now, to be copied
+into an edit's old_content (a long one gets the read_file call for its file instead, when this
+turn has not read it). Once per file a turn; nothing is run for the model.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ FAILING_READ = (
     "\n\nThe failing test calls {name}, which is defined in {module}: fix {name} there with "
     "edit_file{keep}, then run the test again."
 )
+FAILING_SHOWN = (
+    "\n\nThe failing test calls {name}, defined in {module}{keep}. It is now (lines {first}-{last}):\n"
+    "{source}\nFix it: reply with only an edit_file call for {module}, with this function, copied "
+    "exactly, as old_content and the fixed function as new_content. Then run the test again."
+)
+SHOWN_LINES = 40
+"""A function longer than this is not shown: the read_file call is offered instead."""
 KEEP_TEST = " (the fix goes there, not in the test)"
 TEST_FILES_READ = 3
 TEST_BYTES = 64 * 1024
@@ -54,11 +62,35 @@ def failing_test_note(watch: TurnWatch, evidence: Evidence, ctx: ToolContext) ->
         if not watch.once(f"failing:{shown}"):
             return ""
         keep = KEEP_TEST if leaves_tests(watch.request) else ""
+        source = function_source(module, name)
+        if source is not None:
+            return FAILING_SHOWN.format(name=name, module=shown, keep=keep, first=source[0],
+                                        last=source[1], source=source[2])
         if module in watch.read_paths or watch.show_call is None or "read_file" not in watch.tools:
             return FAILING_READ.format(name=name, module=shown, keep=keep)
         call = watch.offer("read_file", {"filepath": shown})
         return FAILING_UNREAD.format(name=name, module=shown, keep=keep, call=call)
     return ""
+
+
+def function_source(module: Path, name: str) -> tuple[int, int, str] | None:
+    """(first line, last line, source) of the top-level function `name` in `module`, when it is
+    at most SHOWN_LINES long; None otherwise. Shown in the note, it saves the read, and the model
+    copies old_content from it (fix_median, fix_pagination: the read file was written back whole,
+    unchanged, or with a function missing)."""
+    text = file_text(module, TEST_BYTES)
+    try:
+        tree = ast.parse(text or "")
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            last = node.end_lineno or node.lineno
+            if last - first + 1 > SHOWN_LINES or text is None:
+                return None
+            return first, last, "".join(text.splitlines(keepends=True)[first - 1 : last]).rstrip("\n")
+    return None
 
 
 def _tests_named(output: str, ctx: ToolContext) -> list[Path]:
