@@ -115,3 +115,40 @@ async def test_an_empty_reply_or_an_answer_mid_game_gets_the_middle_offered_as_t
     assert '{"name": "send_input", "arguments": {"session": "s1", "text": "31"}}' in offered[1]
     assert result.text == "The prize code is AB-12."
     assert [e.call.arguments.get("text") for e in result.evidence][1:] == ["25", "38", "37"]
+
+
+@pytest.mark.skipif(not stdin_probe.proc_usable(), reason="telling a waiting program needs /proc")
+async def test_an_empty_reply_before_the_first_guess_gets_the_announced_range_middle(tmp_path: Path) -> None:
+    """interactive_guess (s9-g): the game started, the model replied with nothing and the turn
+    ended; the middle of "between 1 and 50" is offered as the first guess."""
+    (tmp_path / "guess.py").write_text(GAME)
+    replies = [call(("run_cmd", {"command": f"{sys.executable} guess.py"})), say(""),
+               call(("send_input", {"session": "s1", "text": "25"})), say("Still playing.")]
+    sessions = ShellSessions(tmp_path)
+    try:
+        provider = ScriptedProvider(replies)
+        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
+                            menu_names=("run_cmd", "send_input"))
+        await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
+    finally:
+        await sessions.close_all()
+    nudge = provider.requests[2].messages[-1].text
+    assert nudge.startswith("Your reply was empty. The program in session s1 still waits for input.")
+    assert '{"name": "send_input", "arguments": {"session": "s1", "text": "25"}}' in nudge
+
+
+@pytest.mark.skipif(not stdin_probe.proc_usable(), reason="telling a waiting program needs /proc")
+async def test_a_number_given_for_the_session_reaches_that_session(tmp_path: Path) -> None:
+    """interactive_guess (s9-g): `"session": 1` was refused four times as no valid string."""
+    (tmp_path / "guess.py").write_text(GAME)
+    replies = [call(("run_cmd", {"command": f"{sys.executable} guess.py"})),
+               call(("send_input", {"session": 1, "text": "37"})), say("The prize code is AB-12.")]
+    sessions = ShellSessions(tmp_path)
+    try:
+        provider = ScriptedProvider(replies)
+        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
+                            menu_names=("run_cmd", "send_input"))
+        result = await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
+    finally:
+        await sessions.close_all()
+    assert not result.evidence[1].error and "Correct! Your prize code is AB-12" in result.evidence[1].result

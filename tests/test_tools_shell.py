@@ -270,8 +270,9 @@ async def test_under_auto_escalation_needs_a_naming_rule_and_the_permission(
 
 @needs_bwrap
 @pytest.mark.parametrize("escalation", [False, True], ids=["no-flag", "flag"])
+@pytest.mark.parametrize("form", ["id", "number", "int"])
 async def test_input_to_an_unsandboxed_command_is_escalation_too(
-    tmp_path: Path, outside: Path, escalation: bool
+    tmp_path: Path, outside: Path, escalation: bool, form: str
 ) -> None:
     # The user approved one command outside the sandbox, not every line the model types
     # into it afterwards: under --auto that input runs unconfined only with the flag.
@@ -279,7 +280,9 @@ async def test_input_to_an_unsandboxed_command_is_escalation_too(
     async with sandboxed_dispatcher(tmp_path, ui, escalation=escalation) as (_, dispatcher):
         waiting, _ = await dispatcher.dispatch(unsandboxed("read line; eval \"$line\""))
         assert 'session="' in waiting.content, waiting.content
-        session = waiting.content.split('session="')[1].split('"')[0]
+        session: object = waiting.content.split('session="')[1].split('"')[0]
+        # "s1", or as small models write it, "1" or 1: the same session, asked about the same way
+        session = {"id": session, "number": str(session)[1:], "int": int(str(session)[1:])}[form]
         dispatcher.ui = AskingUI(False)
         result, _ = await dispatcher.dispatch(ToolCall("i", "send_input", {
             "session": session, "text": f"touch {outside}"}))

@@ -235,6 +235,10 @@ class Dispatcher:
         try:
             return tool.params.model_validate(call.arguments), ""
         except ValidationError as exc:
+            retyped = numbers_as_text(call.arguments, tool)  # "session": 1 for "s1"'s field
+            if retyped is not None:
+                with contextlib.suppress(ValidationError):
+                    return tool.params.model_validate(retyped), ""
             return None, describe_validation_error(tool, exc)
 
     async def _gate(self, call: ToolCall, tool: Tool, asked: _Asked) -> str:
@@ -385,6 +389,15 @@ async def in_daemon_thread(func: Callable[..., Any], *args: Any) -> Any:
     threading.Thread(target=work, name=f"tool-{getattr(func, '__name__', 'call')}",
                      daemon=True).start()
     return await future
+
+
+def numbers_as_text(arguments: dict, tool: Tool) -> dict | None:
+    """The arguments with each number given for a text-only parameter written as text (small
+    models write `"session": 1`); None when there is none."""
+    props = tool.json_schema().get("properties", {})
+    fixed = {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool)
+             and props.get(k, {}).get("type") == "string" else v for k, v in arguments.items()}
+    return fixed if fixed != arguments else None
 
 
 def describe_validation_error(tool: Tool, exc: ValidationError) -> str:

@@ -69,3 +69,12 @@ def _start_range(evidence: Sequence[Evidence], session: str) -> tuple[int | None
                 a, b = sorted((int(found.group(1)), int(found.group(2))))
                 return a, b
     return None, None
+
+
+def announced_middle(output: str) -> int | None:
+    """The middle of the range a program announced ("between 1 and 50" -> 25), or None."""
+    found = _RANGE.search(output)
+    if found is None:
+        return None
+    low, high = sorted((int(found.group(1)), int(found.group(2))))
+    return (low + high) // 2

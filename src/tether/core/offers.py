@@ -11,6 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..tools._paths import is_inside_root
+from .guessing import announced_middle
 from .messages import Message
 from .reply_shapes import NUMBERED_STEPS
 from .seen_values import seen_values
@@ -52,6 +53,8 @@ def next_guess(watch: TurnWatch) -> str:
     if watch.waiting is None or watch.show_call is None or "send_input" not in watch.tools:
         return ""
     middle = _MIDDLE.findall(watch.last_note)
+    if not middle and watch.seen and (start := announced_middle(watch.seen[-1])) is not None:
+        middle = [str(start)]  # no guess yet: the middle of the range the game announced
     if not middle:
         return ""
     return NEXT_GUESS.format(call=watch.offer("send_input", {"session": watch.waiting, "text": middle[-1]}))

@@ -277,9 +277,15 @@ class ShellSessions:
         return list(self._sessions)
 
     def runs_unconfined(self, session_id: str) -> bool:
-        """Whether a live session was started outside the launcher (the sandbox)."""
-        session = self._sessions.get(session_id)
+        """Whether a live session was started outside the launcher (the sandbox); looked up as
+        send_input looks it up, so "1" for s1 is asked about as s1 is."""
+        session = self._live(session_id)
         return session is not None and session.unconfined
+
+    def _live(self, session_id: str) -> _Session | None:
+        """The live session `session_id` names: its id, or its number ("1" for s1: small
+        models write the session as its number)."""
+        return self._sessions.get(session_id) or self._sessions.get(f"s{session_id.strip()}")
 
     async def run(
         self,
@@ -350,7 +356,7 @@ class ShellSessions:
             )
 
     def _get(self, session_id: str) -> _Session:
-        session = self._sessions.get(session_id)
+        session = self._live(session_id)
         if session is not None:
             return session
         if session_id in self._finished:
