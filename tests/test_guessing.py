@@ -59,6 +59,20 @@ GAME = (
 )
 
 
+async def play(root: Path, replies: list) -> tuple[ScriptedProvider, object]:
+    """The turn "play guess.py until you win" with real shell sessions and the scripted replies."""
+    sessions = ShellSessions(root)
+    try:
+        provider = ScriptedProvider(replies)
+        loop, _ = menu_loop(provider, root, tools=list(shell_tools(sessions)), nudges=True,
+                            menu_names=("run_cmd", "send_input"))
+        result = await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
+    finally:
+        await sessions.close_all()
+    return provider, result
+
+
+
 @pytest.mark.skipif(not stdin_probe.proc_usable(), reason="telling a waiting program needs /proc")
 async def test_a_real_game_gets_the_range_in_each_answer(tmp_path: Path) -> None:
     (tmp_path / "guess.py").write_text(GAME)
@@ -70,14 +84,7 @@ async def test_a_real_game_gets_the_range_in_each_answer(tmp_path: Path) -> None
         call(("send_input", {"session": "s1", "text": "37"})),
         say("The prize code is AB-12."),
     ]
-    sessions = ShellSessions(tmp_path)
-    try:
-        provider = ScriptedProvider(replies)
-        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
-                            menu_names=("run_cmd", "send_input"))
-        await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
-    finally:
-        await sessions.close_all()
+    provider, result = await play(tmp_path, replies)
     results = [r.content for req in provider.requests[2:6] for r in req.messages[-1].tool_results]
     assert "from 26 to 50. The middle of that range is 38." in results[0]
     assert "from 26 to 39. The middle of that range is 32." in results[1]
@@ -99,14 +106,7 @@ async def test_an_empty_reply_or_an_answer_mid_game_gets_the_middle_offered_as_t
         call(("send_input", {"session": "s1", "text": "37"})),
         say("The prize code is AB-12."),
     ]
-    sessions = ShellSessions(tmp_path)
-    try:
-        provider = ScriptedProvider(replies)
-        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
-                            menu_names=("run_cmd", "send_input"))
-        result = await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
-    finally:
-        await sessions.close_all()
+    provider, result = await play(tmp_path, replies)
     nudges = [m.text for req in provider.requests for m in req.messages[-1:] if m.role == "user" and m.text]
     offered = [n for n in nudges if "to send its middle, reply with only" in n]
     assert len(offered) == 2
@@ -124,14 +124,7 @@ async def test_an_empty_reply_before_the_first_guess_gets_the_announced_range_mi
     (tmp_path / "guess.py").write_text(GAME)
     replies = [call(("run_cmd", {"command": f"{sys.executable} guess.py"})), say(""),
                call(("send_input", {"session": "s1", "text": "25"})), say("Still playing.")]
-    sessions = ShellSessions(tmp_path)
-    try:
-        provider = ScriptedProvider(replies)
-        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
-                            menu_names=("run_cmd", "send_input"))
-        await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
-    finally:
-        await sessions.close_all()
+    provider, result = await play(tmp_path, replies)
     nudge = provider.requests[2].messages[-1].text
     assert nudge.startswith("Your reply was empty. The program in session s1 still waits for input.")
     assert '{"name": "send_input", "arguments": {"session": "s1", "text": "25"}}' in nudge
@@ -143,12 +136,5 @@ async def test_a_number_given_for_the_session_reaches_that_session(tmp_path: Pat
     (tmp_path / "guess.py").write_text(GAME)
     replies = [call(("run_cmd", {"command": f"{sys.executable} guess.py"})),
                call(("send_input", {"session": 1, "text": "37"})), say("The prize code is AB-12.")]
-    sessions = ShellSessions(tmp_path)
-    try:
-        provider = ScriptedProvider(replies)
-        loop, _ = menu_loop(provider, tmp_path, tools=list(shell_tools(sessions)), nudges=True,
-                            menu_names=("run_cmd", "send_input"))
-        result = await loop.run_turn(Conversation(), "play guess.py until you win and tell me the prize code")
-    finally:
-        await sessions.close_all()
+    provider, result = await play(tmp_path, replies)
     assert not result.evidence[1].error and "Correct! Your prize code is AB-12" in result.evidence[1].result

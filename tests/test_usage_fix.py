@@ -42,9 +42,8 @@ def test_unknown_options_go_with_a_value_that_is_no_file(project: Path) -> None:
     assert without_options("python stats.py 'unclosed", ["--x"], project) is None
 
 
-async def test_a_usage_error_gets_the_command_without_the_refused_options(project: Path) -> None:
-    bad = f"{sys.executable} stats.py --count 5 --min 5 notes/april.txt"
-    fixed = f"{sys.executable} stats.py --min 5 notes/april.txt"
+async def bad_then_fixed(project: Path, bad: str, fixed: str):  # noqa: ANN201
+    """The result the first (bad) command got, and the turn, where the model sends `bad`, then `fixed`."""
     sessions = ShellSessions(project)
     try:
         provider = ScriptedProvider([
@@ -55,7 +54,14 @@ async def test_a_usage_error_gets_the_command_without_the_refused_options(projec
         result = await loop.run_turn(Conversation(), "how many unique words of 5 or more letters are in the notes?")
     finally:
         await sessions.close_all()
-    first = provider.requests[1].messages[-1].tool_results[0].content
+    return provider.requests[1].messages[-1].tool_results[0].content, result
+
+
+
+async def test_a_usage_error_gets_the_command_without_the_refused_options(project: Path) -> None:
+    bad = f"{sys.executable} stats.py --count 5 --min 5 notes/april.txt"
+    fixed = f"{sys.executable} stats.py --min 5 notes/april.txt"
+    first, result = await bad_then_fixed(project, bad, fixed)
     assert "unrecognized arguments: --count notes/april.txt" in first  # the real usage error
     assert "The program does not take --count (its usage line is above)." in first
     assert first.endswith('{"name": "run_cmd", "arguments": {"command": "' + fixed + '"}}')
@@ -67,17 +73,7 @@ async def test_an_option_named_like_a_positional_argument_keeps_its_value_as_tha
     option and its value left a command that failed for want of the name."""
     bad = f"{sys.executable} stats.py --file notes/april.txt --min-length 5"
     fixed = f"{sys.executable} stats.py notes/april.txt --min-length 5"
-    sessions = ShellSessions(project)
-    try:
-        provider = ScriptedProvider([
-            call(("run_cmd", {"command": bad})), call(("run_cmd", {"command": fixed})), say("3 unique words."),
-        ])
-        loop, _ = menu_loop(provider, project, tools=list(shell_tools(sessions)), nudges=True,
-                            menu_names=("run_cmd",))
-        result = await loop.run_turn(Conversation(), "how many unique words of 5 or more letters are in the notes?")
-    finally:
-        await sessions.close_all()
-    first = provider.requests[1].messages[-1].tool_results[0].content
+    first, result = await bad_then_fixed(project, bad, fixed)
     assert "usage: stats.py [-h] [--min-length MIN_LENGTH] file" in first  # the real usage line
     assert first.endswith('{"name": "run_cmd", "arguments": {"command": "' + fixed + '"}}')
     assert "unique: " in result.evidence[1].result
