@@ -694,6 +694,7 @@ async def test_a_command_shown_for_the_user_to_run_gets_its_run_cmd_call_once(tm
 
 @pytest.mark.parametrize("reply", [
     "Install it first:\n```sh\npip install pandas\n```",  # set-up is never suggested back
+    "Create it first:\n```sh\ntouch shop.py\n```",  # rename_function (s9-k): an empty file made to run
     "Like this:\n```\nprint('hi')\n```",  # an untagged block that is not a command
     "You can run it:\n```sh\nrun_cmd \"python hello.py\"\n```",  # a tool written as a command
 ])

@@ -15,7 +15,7 @@ _COMMAND_START = re.compile(
     r"^(python3?|pytest|node|bash|sh|\./|make|grep|wc|cat|ls|head|tail|awk|sed|find|go|cargo|npm test)\b"
 )
 _NOT_SUGGESTED = re.compile(
-    r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source)\b"
+    r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source|touch|mkdir|mv|cp|chmod)\b"
 )
 CHANGE_VERBS = (
     "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
