@@ -213,12 +213,12 @@ class Dispatcher:
         if screening.arguments is None:
             return call, args, ""
         rewritten = ToolCall(call.id, call.name, screening.arguments)
-        new_args, problem = self._validate(rewritten, tool)
+        new_args, problem = self._validate(rewritten, tool, exact=True)  # a program's output: no leniency
         if problem:
             return call, args, f"Blocked: a hook rewrote the arguments, and they are invalid. {problem}"
         return rewritten, new_args, ""
 
-    def _validate(self, call: ToolCall, tool: Tool) -> tuple[Any, str]:
+    def _validate(self, call: ToolCall, tool: Tool, exact: bool = False) -> tuple[Any, str]:
         if INVALID_JSON_KEY in call.arguments:
             raw = str(call.arguments[INVALID_JSON_KEY])[:200]
             return None, (
@@ -235,7 +235,7 @@ class Dispatcher:
         try:
             return tool.params.model_validate(call.arguments), ""
         except ValidationError as exc:
-            retyped = numbers_as_text(call.arguments, tool)  # "session": 1 for "s1"'s field
+            retyped = None if exact else numbers_as_text(call.arguments, tool)  # a model's "session": 1
             if retyped is not None:
                 with contextlib.suppress(ValidationError):
                     return tool.params.model_validate(retyped), ""
