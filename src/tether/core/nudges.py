@@ -501,9 +501,9 @@ class TurnWatch:
         unrun = claimed_run_nudge(self, text, plain=True)
         if unrun is not None:
             return unrun
-        named = named_unchanged_nudge(self)
-        if named is not None:
-            return named
+        untouched = named_unchanged_nudge(self)
+        if untouched is not None:
+            return untouched
         if self.unchecked is not None and self.once("check"):
             return UNCHECKED.format(path=self.unchecked)
         valued = name_not_value_nudge(self, text)
