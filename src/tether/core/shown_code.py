@@ -156,7 +156,8 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
         return None
     if watch.asks_to_run():
         return None  # a program to run as it is: its code shown again is no change to make
-    version = shown_version(text, _read_or_written(watch))
+    files = _read_or_written(watch)
+    version = shown_version(text, files)
     if version is not None and leaves_tests(watch.request) and is_test_path(version[0]):
         return None  # the test it was told to leave alone (the write would be refused)
     if version is None:
@@ -165,9 +166,9 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
             return None
         call = watch.offer("write_file", {"filepath": created[0], "content": created[1]})
         return NEW_FILE_SHOWN.format(path=created[0], call=call)
-    if _drops_definitions(watch, *version) or _breaks_python(watch, *version) or not watch.once("version"):
-        return None  # a function shown alone is no whole file: function_fix_nudge offers its edit
     path, content = version
+    if not _would_run(files, path, content) or not watch.once("version"):
+        return None  # a function shown alone is no whole file: function_fix_nudge offers its edit
     watch.read_paths.update(p for p, shown in watch.touched.items() if shown == path)
     call = watch.offer("write_file", {"filepath": path, "content": content})
     return VERSION_SHOWN.format(path=path, call=call)
@@ -183,48 +184,40 @@ def _read_or_written(watch: TurnWatch) -> dict[Path, str]:
     return files
 
 
-def _drops_definitions(watch: TurnWatch, shown: str, content: str) -> bool:
-    """The shown Python version lacks a top-level function or class the file defines
-    (fix_median: `median` shown fixed was offered as the whole of stats/core.py, and the write
-    took `mean` and `spread` out of it)."""
+def _would_run(files: dict[Path, str], shown: str, content: str) -> bool:
+    """Whether a shown Python version can stand for the whole file it names: it parses, keeps
+    every top-level function and class the file defines (fix_median: `median` shown fixed was
+    offered as the whole of stats/core.py, and the write took `mean` and `spread` out of it),
+    and keeps importing the names it uses (multi_rename_setting: the version offered kept
+    `ROOT` and dropped its import, and the program stopped with an ImportError). Other kinds
+    of file are not judged."""
     if not shown.endswith(".py"):
-        return False
-    path = next((p for p, named in _read_or_written(watch).items() if named == shown), None)
-    old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
-    if not old:
-        return False
-    return bool(top_level_names(old) - top_level_names(content))
-
-
-def top_level_names(code: str) -> set[str]:
-    """The functions and classes a Python text defines at its top level (none when it does not parse)."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return set()
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-
-
-def _breaks_python(watch: TurnWatch, shown: str, content: str) -> bool:
-    """The shown Python version would not run where the file now does: it does not parse, or
-    it uses a name the file imports without importing it (multi_rename_setting: the version
-    offered kept `ROOT` and dropped its import, and the program stopped with an ImportError)."""
-    if not shown.endswith(".py"):
-        return False
-    try:
-        new_tree = ast.parse(content)
-    except (SyntaxError, ValueError):
         return True
-    path = next((p for p, named in _read_or_written(watch).items() if named == shown), None)
-    old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
-    try:
-        imported = _imported_names(ast.parse(old)) if old else set()
-    except (SyntaxError, ValueError):
+    new_tree = _parsed(content)
+    if new_tree is None:
         return False
-    bound = _imported_names(new_tree) | {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name)
-                                         and isinstance(n.ctx, ast.Store)} | top_level_names(content)
+    path = next((p for p, named in files.items() if named == shown), None)
+    old_tree = _parsed(file_text(path, VERSION_MAX_CHARS) or "") if path is not None else None
+    if old_tree is None:
+        return True
+    if _defined_names(old_tree) - _defined_names(new_tree):
+        return False
+    bound = _imported_names(new_tree) | _defined_names(new_tree) | {
+        n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     used = {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return bool((imported & used) - bound)
+    return not (_imported_names(old_tree) & used) - bound
+
+
+def _parsed(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """The functions and classes a module defines at its top level."""
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
 def _imported_names(tree: ast.Module) -> set[str]:
