@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.toolspec import Tool, ToolContext
+from .edit_repair import repaired_edit
 from .files import EditFileParams
 
 BLANKS_NOTE = (
@@ -23,8 +24,6 @@ BLANKS_NOTE = (
 
 def blank_lines_change(full: Tool, params: EditFileParams, ctx: ToolContext, text: str) -> Any:
     """The full edit_file's result for the run of lines old_content meant, or None."""
-    from .simple_edit import _repaired  # simple_edit imports this module
-
     want = [line.rstrip() for line in (params.old_content or "").splitlines() if line.strip()]
     if len(want) < 2 or not text:
         return None
@@ -40,4 +39,4 @@ def blank_lines_change(full: Tool, params: EditFileParams, ctx: ToolContext, tex
     if span.endswith("\n") and not new.endswith("\n"):
         new += "\n"
     note = BLANKS_NOTE.format(first=first + 1, last=last + 1)
-    return _repaired(full, ctx, params.filepath, span, new, note)
+    return repaired_edit(full, ctx, params.filepath, span, new, note)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.toolspec import Tool, ToolContext, ToolError
+from .edit_repair import repaired_edit
 from .files import EditFileParams
 
 BROKEN_EDIT = (
@@ -43,70 +44,62 @@ def syntax_guard(full: Tool, params: EditFileParams, ctx: ToolContext, text: str
     if path.suffix not in (".py", ".pyw") or not text or len(text) > CHECK_CHARS:
         return None
     old, new = params.old_content or "", params.new_content
-    if text.count(old) != 1 or not _parses(text):
+    before = _parsed(text) if text.count(old) == 1 else None
+    if before is None:
         return None
-    as_sent = text.replace(old, new, 1)
-    if _parses(as_sent) and not _leaves_dead_code(text, as_sent):
-        return None
-    whole = _whole_definition(full, params, ctx, text)
-    if whole is not None or _parses(as_sent):
-        return whole
     try:
-        compile(text.replace(old, new, 1), params.filepath, "exec", dont_inherit=True)
+        after: ast.Module | None = ast.parse(text.replace(old, new, 1))
     except SyntaxError as err:
-        where = f", line {err.lineno}" if err.lineno else ""
-        raise ToolError(BROKEN_EDIT.format(path=params.filepath, error=f"{err.msg}{where}")) from None
+        after, error = None, f"{err.msg}, line {err.lineno}" if err.lineno else err.msg
     except ValueError:
-        raise ToolError(BROKEN_EDIT.format(path=params.filepath, error="a NUL byte")) from None
-    return None
+        after, error = None, "a NUL byte"
+    if after is not None and _dead_ends(after) <= _dead_ends(before):
+        return None  # valid, and no old body left as dead code under a new one
+    whole = _whole_definition(full, params, ctx, text, before)
+    if whole is not None or after is not None:
+        return whole
+    raise ToolError(BROKEN_EDIT.format(path=params.filepath, error=error))
 
 
-def _leaves_dead_code(before: str, after: str) -> bool:
-    """`after` has more functions with statements after a top-level return or raise than
-    `before`: the old body left under a new one that returns (still valid Python)."""
-    return _dead_ends(after) > _dead_ends(before)
-
-
-def _dead_ends(text: str) -> int:
+def _dead_ends(tree: ast.Module) -> int:
+    """Functions with statements after a top-level return or raise: the old body left under a
+    new one that returns."""
     count = 0
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             ends = [k for k, stmt in enumerate(node.body) if isinstance(stmt, (ast.Return, ast.Raise))]
             count += bool(ends) and ends[0] < len(node.body) - 1
     return count
 
 
-def _parses(text: str) -> bool:
+def _parsed(text: str) -> ast.Module | None:
     try:
-        ast.parse(text)
+        return ast.parse(text)
     except (SyntaxError, ValueError):
-        return False
-    return True
+        return None
 
 
-def _whole_definition(full: Tool, params: EditFileParams, ctx: ToolContext, text: str) -> Any:
+def _whole_definition(full: Tool, params: EditFileParams, ctx: ToolContext, text: str, tree: ast.Module) -> Any:
     """The edit that replaces the whole definition whose first line old_content is, when
     new_content defines the same name and the result parses; None otherwise."""
-    from .simple_edit import _repaired  # simple_edit imports this module
-
     old = (params.old_content or "").strip("\n")
     header, defines = _HEADER.match(old), _HEADER.match(params.new_content)
     if "\n" in old or header is None or defines is None or header.group(2) != defines.group(2):
         return None
     lines = text.splitlines(keepends=True)
     start = text[: text.index(old)].count("\n") + 1
-    node = next((n for n in ast.walk(ast.parse(text)) if isinstance(
+    node = next((n for n in ast.walk(tree) if isinstance(
         n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.lineno == start), None)
     if node is None or node.end_lineno is None:
         return None
     indent = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
     block = "".join(lines[start - 1 : node.end_lineno])
     replacement = _indented(params.new_content.strip("\n"), indent) + ("\n" if block.endswith("\n") else "")
-    if text.count(block) != 1 or not _parses(text.replace(block, replacement, 1)):
+    if text.count(block) != 1 or _parsed(text.replace(block, replacement, 1)) is None:
         return None
     note = WHOLE_DEFINITION.format(name=node.name, kind="class" if header.group(1) == "class" else "function",
                                    first=start, last=node.end_lineno)
-    return _repaired(full, ctx, params.filepath, block, replacement, note)
+    return repaired_edit(full, ctx, params.filepath, block, replacement, note)
 
 
 def _indented(code: str, indent: str) -> str:

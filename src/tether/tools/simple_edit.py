@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
 from .edit_places import places_hint
+from .edit_repair import repaired_edit
 from .edit_syntax import syntax_guard
 from .files import EditFileParams
 
@@ -73,18 +74,7 @@ def _one_line_change(full: Tool, params: EditFileParams, ctx: ToolContext, text:
     line_end = text.find("\n", start)
     whole = text[line_start : line_end if line_end != -1 else len(text)]
     note = REPAIRED_NOTE.format(old=old_line, line=text.count("\n", 0, start) + 1)
-    return _repaired(full, ctx, params.filepath, whole, whole.replace(old_line, new_line, 1), note)
-
-
-def _repaired(full: Tool, ctx: ToolContext, filepath: str, old: str, new: str, note: str) -> Any:
-    """The full edit_file's result for the repaired replacement, after `note`; None if even
-    that does not apply (the file changed, or the text is not unique after all)."""
-    fixed = EditFileParams(filepath=filepath, old_content=old, new_content=new, start_anchor=None, end_anchor=None)
-    try:
-        output: ToolOutput = full.handler(fixed, ctx)  # type: ignore[assignment]
-    except ToolError:
-        return None
-    return replace(output, text=note + output.text)
+    return repaired_edit(full, ctx, params.filepath, whole, whole.replace(old_line, new_line, 1), note)
 
 
 SPREAD_NOTE = (
@@ -121,7 +111,7 @@ def _spread_change(full: Tool, params: EditFileParams, ctx: ToolContext, text: s
     fixed_line = target.replace(old_lines[changed[0]], new_lines[changed[0]], 1)
     new = "".join(fixed_line if n == at else line for n, line in enumerate(span, first))
     note = SPREAD_NOTE.format(first=first + 1, last=last + 1, line=at + 1)
-    return _repaired(full, ctx, params.filepath, "".join(span), new, note)
+    return repaired_edit(full, ctx, params.filepath, "".join(span), new, note)
 
 
 def _spread_places(file_lines: list[str], wanted: list[str]) -> list[list[int]]:
