@@ -79,15 +79,17 @@ def function_source(module: Path, name: str) -> tuple[int, int, str] | None:
     copies old_content from it (fix_median, fix_pagination: the read file was written back whole,
     unchanged, or with a function missing)."""
     text = file_text(module, TEST_BYTES)
+    if text is None:
+        return None
     try:
-        tree = ast.parse(text or "")
+        tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
             last = node.end_lineno or node.lineno
-            if last - first + 1 > SHOWN_LINES or text is None:
+            if last - first + 1 > SHOWN_LINES:
                 return None
             return first, last, "".join(text.splitlines(keepends=True)[first - 1 : last]).rstrip("\n")
     return None

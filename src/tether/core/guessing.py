@@ -64,17 +64,22 @@ def _start_range(evidence: Sequence[Evidence], session: str) -> tuple[int | None
     """The range the program announced ("between 1 and 50") when it started in `session`."""
     for item in evidence:
         if item.call.name == "run_cmd" and item.command is not None and item.command.session == session:
-            found = _RANGE.search(item.result)
-            if found:
-                a, b = sorted((int(found.group(1)), int(found.group(2))))
-                return a, b
+            announced = _announced(item.result)
+            if announced is not None:
+                return announced
     return None, None
 
 
-def announced_middle(output: str) -> int | None:
-    """The middle of the range a program announced ("between 1 and 50" -> 25), or None."""
+def _announced(output: str) -> tuple[int, int] | None:
+    """The range a program announced ("between 1 and 50" -> (1, 50)), or None."""
     found = _RANGE.search(output)
     if found is None:
         return None
     low, high = sorted((int(found.group(1)), int(found.group(2))))
-    return (low + high) // 2
+    return low, high
+
+
+def announced_middle(output: str) -> int | None:
+    """The middle of the range a program announced ("between 1 and 50" -> 25), or None."""
+    announced = _announced(output)
+    return None if announced is None else sum(announced) // 2

@@ -145,6 +145,8 @@ REPEATED_CALL = (
     "(You already made this exact call in this turn, and its result above has not changed. "
     "Do not send it again: use what it showed. Make a different call, or give the final answer.)"
 )
+MAX_EMPTY_OFFERS = 3
+"""The most calls an empty reply is given again in one turn (each a different call)."""
 MAX_WAITING_NUDGES = 8
 """The most times a turn is told a program still waits (each after new input went to it)."""
 CLAIMED_RUN = (
@@ -285,7 +287,8 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
                 return RESULT_FIRST_NEW_FILE.format(path=read, new=new)
             return RESULT_FIRST_AFTER_READ.format(path=read)
         return RESULT_FIRST + changed if (changed := change_made(watch)) else RESULT_FIRST_NEXT
-    if watch.offered and watch.once(f"empty:{watch.offered}") and watch.once_more("empty_offer", 3):
+    offers_sent = sum(kind.startswith("empty:") for kind in watch.sent)
+    if watch.offered and offers_sent < MAX_EMPTY_OFFERS and watch.once(f"empty:{watch.offered}"):
         # again for each new call offered (a rename's next place): the model that sent one
         # offered call and replied empty to the next ended the turn with a file left
         return EMPTY_AFTER_OFFER.format(call=watch.offered)
@@ -396,8 +399,6 @@ class TurnWatch:
     """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
     reply_text: str = ""
     """The text of the reply whose calls are running (a refusal can answer what it showed)."""
-    counts: dict[str, int] = field(default_factory=dict)
-    """How often each kind of nudge that may repeat was sent (once_more)."""
     last_warned: bool = False
     """The last call's result carries a tool's warning (broken Python, a missing import, ...)."""
     last_note: str = ""
@@ -582,11 +583,6 @@ class TurnWatch:
         answer kept there anchors a small model, which repeats it; a fix shown in prose is
         kept, so the model can apply what it wrote."""
         return self.last_kind in _REPLY_KEPT
-
-    def once_more(self, kind: str, limit: int) -> bool:
-        """Whether `kind` may be sent again: fewer than `limit` times so far this turn."""
-        self.counts[kind] = self.counts.get(kind, 0) + 1
-        return self.counts[kind] <= limit
 
     def once(self, kind: str) -> bool:
         if kind in self.sent:
