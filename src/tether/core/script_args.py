@@ -10,6 +10,7 @@ argparse, click, typer, fire or optparse), the result says so, with the command 
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ _ARGUMENTS_SAID = re.compile(r"\b(?:command[- ]line\s+)?arguments?\b|\bargv\b", 
 _SCRIPT_NAMED = re.compile(r"(?<![\w./-])([\w./-]+\.py)\b")
 _USAGE = re.compile(r"(?:python3?\s+)?(?P<script>[\w./-]+\.py)(?P<args>(?:[ \t]+(?:[A-Z][A-Z0-9_]*|<[\w -]+>|\[[^\]\n]+\]))+)")
 """`python total.py FILE COLUMN`, `c2f.py <celsius>`: the script, then placeholders."""
-_READS_ARGUMENTS = re.compile(r"\bsys\.argv\b|\bargv\b|\bargparse\b|\bclick\b|\btyper\b|\bfire\b|\boptparse\b|\bdocopt\b")
+_READS_ARGUMENTS = re.compile(r"\bargv\b|\bargparse\b|\bclick\b|\btyper\b|\bfire\b|\boptparse\b|\bdocopt\b")
 
 
 def requested_usage(request: str) -> tuple[str, str] | None:
@@ -54,7 +55,8 @@ def unread_arguments_note(watch: TurnWatch, evidence: Evidence) -> str:
     if usage is None or not isinstance(path, str) or watch.root is None:
         return ""
     script, command = usage
-    if path.strip("./") != script.strip("./") and not path.endswith("/" + script.lstrip("./")):
+    named, wanted = os.path.normpath(path), os.path.normpath(script)
+    if named != wanted and not named.endswith(os.sep + wanted):  # scripts/c2f.py for "c2f.py"
         return ""
     target = (watch.root / path).resolve()
     if not is_inside_root(target, watch.root):

@@ -34,7 +34,7 @@ from .file_text import (
     _os_errors_as_tool_errors,
     _split_keepends,
 )
-from .outside_values import VALUES_SHOWN, outside_values
+from .outside_values import VALUES_SHOWN, ParsedModules, outside_values
 
 SEARCH_MATCH_CAP = 200
 SEARCH_TIME_LIMIT = 5.0
@@ -135,8 +135,9 @@ def _with_values(output: ToolOutput, report: _SearchReport, ctx: ToolContext) ->
     (`for attempt in range(policy.MAX_UPLOAD_RETRIES + 1)` shows `... = 11`): a small model
     answers with a number it sees on the line instead of opening the module that sets it."""
     found: list[str] = []
+    parsed: ParsedModules = {}
     for path, text, lines in report.python_hits:
-        for value in outside_values(path, text, ctx, lines):
+        for value in outside_values(path, text, ctx, lines, parsed):
             shown = str(value)
             matched = any(m.startswith(f"{value.module}:{value.line}: ") for m in report.matches)
             if not matched and shown not in found:  # a line the search shows already is left out

@@ -54,11 +54,17 @@ class OutsideValue(NamedTuple):
         return f"  {self.shown_name} = {self.value}  ({self.module} line {self.line})"
 
 
+ParsedModules = dict[Path, "tuple[str, ast.Module] | None"]
+"""Project modules read and parsed (None: unreadable), kept across calls that share them."""
+
+
 def outside_values(
-    path: Path, text: str, ctx: ToolContext, lines: set[int] | None = None
+    path: Path, text: str, ctx: ToolContext, lines: set[int] | None = None,
+    parsed: ParsedModules | None = None,
 ) -> list[OutsideValue]:
     """Each constant the Python file takes from another project module, with its value and
-    where it is set; only those used on `lines` (1-based) when given."""
+    where it is set; only those used on `lines` (1-based) when given. `parsed` carries the
+    modules already read over several files (a search's hits read the same policy module)."""
     if path.suffix != ".py":
         return []
     try:
@@ -66,7 +72,7 @@ def outside_values(
     except (SyntaxError, ValueError):
         return []
     found: list[OutsideValue] = []
-    parsed: dict[Path, tuple[str, ast.Module] | None] = {}  # each module read and parsed once
+    parsed = {} if parsed is None else parsed  # each module read and parsed once
     for shown_name, module, name in _outside_names(tree, path, ctx, lines):
         if module not in parsed:
             parsed[module] = _parsed_module(module, ctx)
