@@ -3,18 +3,23 @@ imports names its project modules lack, it adds options nothing reads."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from tether.core.toolspec import ToolContext
 
-from .file_text import python_syntax_note
+from .file_text import SYNTAX_CHECK_CHARS, python_syntax_note
 from .import_check import missing_imports_note
 from .option_check import unread_options_note
 
 
 def code_notes(path: Path, text: str, shown: str, ctx: ToolContext) -> str:
-    """The warnings for `text`, now the content of `path` ("" for none)."""
+    """The warnings for `text`, now the content of `path` ("" for none). The text is parsed
+    once for the checks that read its tree."""
+    if path.suffix not in (".py", ".pyw") or len(text) > SYNTAX_CHECK_CHARS:
+        return ""
     broken = python_syntax_note(path, text, shown)
     if broken:
         return broken  # the other checks need a file that parses
-    return missing_imports_note(path, text, ctx) + unread_options_note(path, text, ctx)
+    tree = ast.parse(text)  # compiled just now: it parses
+    return missing_imports_note(path, tree, ctx) + unread_options_note(path, tree, ctx)

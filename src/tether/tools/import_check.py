@@ -20,17 +20,17 @@ from pathlib import Path
 from tether.core.toolspec import ToolContext
 
 from ._paths import display_path
+from .file_text import SYNTAX_CHECK_CHARS
 from .outside_values import module_file, module_source, package_dir
 
 MISSING_SHOWN = 4
 """Missing names listed at the most (the first ones say enough)."""
-CHECK_CHARS = 1_000_000
 
 
-def missing_imports_note(path: Path, text: str, ctx: ToolContext) -> str:
+def missing_imports_note(path: Path, tree: ast.Module, ctx: ToolContext) -> str:
     """A line for a write's or an edit's result naming each imported name the project module
     it comes from does not define ("" when there is none, or the file is not Python)."""
-    missing = missing_imports(path, text, ctx)
+    missing = imported_but_missing(path, tree, ctx)
     if not missing:
         return ""
     lines = [f"  line {line}: {name} from {module} (not defined there)" for line, name, module in missing]
@@ -42,12 +42,17 @@ def missing_imports_note(path: Path, text: str, ctx: ToolContext) -> str:
 def missing_imports(path: Path, text: str, ctx: ToolContext) -> list[tuple[int, str, str]]:
     """(line, name, module as shown) for each `from X import name` whose project module X
     does not define `name`."""
-    if path.suffix not in (".py", ".pyw") or len(text) > CHECK_CHARS:
+    if path.suffix not in (".py", ".pyw") or len(text) > SYNTAX_CHECK_CHARS:
         return []
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []  # python_syntax_note says so
+    return imported_but_missing(path, tree, ctx)
+
+
+def imported_but_missing(path: Path, tree: ast.Module, ctx: ToolContext) -> list[tuple[int, str, str]]:
+    """missing_imports for the parsed file at `path`."""
     found: list[tuple[int, str, str]] = []
     defined: dict[Path, set[str] | None] = {}
     for node in ast.walk(tree):

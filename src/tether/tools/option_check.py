@@ -18,15 +18,15 @@ from tether.core.toolspec import ToolContext
 
 from ._paths import display_path
 from ._regular import read_small_file
+from .file_text import SYNTAX_CHECK_CHARS
 
 SIBLINGS_READ = 40
 SIBLING_BYTES = 256 * 1024
-CHECK_CHARS = 1_000_000
 
 
-def unread_options_note(path: Path, text: str, ctx: ToolContext) -> str:
+def unread_options_note(path: Path, tree: ast.Module, ctx: ToolContext) -> str:
     """A line naming the options `text` adds that nothing reads ("" when there are none)."""
-    unread = unread_options(path, text, ctx)
+    unread = options_unread(path, tree, ctx)
     if not unread:
         return ""
     listed = ", ".join(f"{option} (args.{dest})" for option, dest in unread)
@@ -36,12 +36,17 @@ def unread_options_note(path: Path, text: str, ctx: ToolContext) -> str:
 
 def unread_options(path: Path, text: str, ctx: ToolContext) -> list[tuple[str, str]]:
     """(option, dest) for each argparse option the file adds whose value nothing reads."""
-    if path.suffix not in (".py", ".pyw") or len(text) > CHECK_CHARS:
+    if path.suffix not in (".py", ".pyw") or len(text) > SYNTAX_CHECK_CHARS:
         return []
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
+    return options_unread(path, tree, ctx)
+
+
+def options_unread(path: Path, tree: ast.Module, ctx: ToolContext) -> list[tuple[str, str]]:
+    """unread_options for the parsed file at `path`."""
     added = _added_options(tree)
     if not added or _reads_wholesale(tree):
         return []
