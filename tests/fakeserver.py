@@ -140,6 +140,8 @@ class FakeServer:
         """The headers of each request, parallel to `requests` (names lower-cased)."""
         self.queries: list[str] = []
         """The query string of each request ("" when none), parallel to `requests`."""
+        self.connections = 0
+        """How many connections clients opened (a kept-alive one serves several requests)."""
         self._queue: deque[Reply] = deque(replies or [])
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -545,6 +547,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
+
+    def setup(self) -> None:
+        super().setup()
+        with self.fake._lock:
+            self.fake.connections += 1
 
     def do_GET(self) -> None:
         self._dispatch({})

@@ -3,6 +3,7 @@ wire format, plus the shared wire helpers and what every provider does alike."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -30,6 +31,7 @@ from tether.core.messages import (
     Usage,
 )
 from tether.providers import create_provider
+from tether.providers._common import read_past_the_end
 from tether.providers._http import connect_failure_reason, parse_tool_arguments, redact
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.openai import OpenAIProvider, OpenAIStreamDecoder, ToolCallAssembler
@@ -381,6 +383,40 @@ async def test_closing_the_stream_early_leaves_the_provider_usable(name, fake_se
         assert await stream.__anext__() == TextDelta("a")
         await stream.aclose()
         assert text_of(await collect_default(provider)) == "next"
+
+
+@pytest.mark.parametrize("name", EVERY_PROVIDER)
+async def test_answers_in_a_row_share_one_connection(name, fake_server):
+    # A response closed before its body's last chunk takes its connection with it:
+    # each step of a turn would open a new one (a new TLS handshake to a hosted API).
+    fake_server.add(Reply(text="first"), Reply(text="second"), Reply(text="third"))
+    async with opened(name, fake_server.url) as provider:
+        answers = [text_of(await collect_default(provider)) for _ in range(3)]
+    assert answers == ["first", "second", "third"]
+    assert fake_server.connections == 1
+
+
+async def test_reading_past_the_end_stops_for_a_server_that_keeps_talking():
+    async def endless() -> AsyncIterator[str]:
+        while True:
+            yield ""
+
+    lines = endless()
+    await read_past_the_end(lines)
+    assert await anext(lines) == ""  # it stopped reading, and the stream is still open
+
+
+async def test_reading_past_the_end_gives_up_on_a_stream_held_open():
+    read: list[str] = []
+
+    async def held_open() -> AsyncIterator[str]:
+        yield ""
+        read.append("blank")
+        await asyncio.Event().wait()  # never set: the server neither ends nor sends
+        yield "never"
+
+    await read_past_the_end(held_open())
+    assert read == ["blank"]
 
 
 @pytest.mark.parametrize(

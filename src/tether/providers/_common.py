@@ -9,8 +9,9 @@ and, where its service says it differently, how an error status reads.
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
@@ -32,6 +33,31 @@ class StreamDecoder(Protocol):
 
 
 DecoderT = TypeVar("DecoderT", bound=StreamDecoder)
+
+TRAILING_LINES = 16
+TRAILING_SECONDS = 0.5
+
+
+async def read_past_the_end(lines: AsyncIterator[str]) -> None:
+    """Read what a server sends after the end of an answer (a blank line, the body's
+    last chunk), so the connection goes back to the pool for the next request.
+
+    A response closed before its body ended takes its connection with it: every step
+    of a turn then opened a new one (a new TLS handshake to a hosted API). Bounded in
+    lines and time, for a server that keeps talking or holds the stream open.
+    """
+
+    async def rest() -> None:
+        count = 0
+        async for _ in lines:
+            count += 1
+            if count >= TRAILING_LINES:
+                return
+
+    try:
+        await asyncio.wait_for(rest(), TRAILING_SECONDS)
+    except (asyncio.TimeoutError, ProviderError):
+        pass  # the answer is whole; the connection is closed instead of reused
 
 
 class HttpChatProvider(ABC, Generic[DecoderT]):
@@ -106,7 +132,11 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         lines = self._http.stream_lines(path, body, self._chat_status_error(options.model))
         async with aclosing(lines):
             async for line in lines:
-                for event in decoder.feed(line):
+                events = decoder.feed(line)
+                if decoder.finished:
+                    # Before the last events: a caller may stop reading at them.
+                    await read_past_the_end(lines)
+                for event in events:
                     yield event
                 if decoder.finished:
                     return
