@@ -5,10 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tether.core.answer_checks import _shown
+from tether.core.commands_ran import RanCommand
 from tether.core.context import clip_middle
 from tether.core.dispatch import window_text
 from tether.core.textclip import keep_ends, keep_head
+from tether.mcp.tools import describe
+from tether.store.memory import _preview
 from tether.store.session import cap_text
+from tether.tools.web_search import first_words
 
 
 def test_keep_ends_counts_what_it_leaves_out() -> None:
@@ -38,3 +43,17 @@ def test_short_enough_text_is_never_touched_and_long_text_is_counted(text: str, 
             assert clipped == text
         else:
             assert clipped != text and "characters" in clipped
+
+
+def test_short_previews_end_at_a_word() -> None:
+    # A preview cut as "This ca…" reads as a different word.
+    words = " ".join(["calculate"] * 400)
+    previews = [
+        _preview(words),
+        first_words(words),
+        describe("srv", {"description": words}, []),
+    ]
+    for preview in previews:
+        assert preview.endswith("calculate…")
+    command = RanCommand(words, "exited", 1)
+    assert "calculate…` exited 1" in _shown(command)

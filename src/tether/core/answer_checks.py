@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from .answer_facts import TurnFacts
 from .commands_ran import RanCommand
+from .textclip import clip_words
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -138,7 +139,7 @@ def _last_test_run(commands: list[RanCommand]) -> RanCommand:
 
 def _shown(command: RanCommand) -> str:
     text = command.command.strip().splitlines()[0] if command.command.strip() else "a command"
-    text = text if len(text) <= 60 else text[:59] + "…"
+    text = clip_words(text, 60)
     if command.state == "exited":
         return f"`{text}` exited {command.exit_code}"
     return f"`{text}` {command.state.replace('_', ' ')}"

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.textclip import clip_words
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from ..safety.visible import visible
 from .config import ServerConfig
@@ -107,8 +108,7 @@ def bridged_tool(server: ServerConfig, spec: dict[str, Any], call: CallTool, nam
 
 def describe(server: str, spec: dict[str, Any], shown_hints: list[str]) -> str:
     text = str(spec.get("description") or spec.get("title") or "").strip()
-    if len(text) > DESCRIPTION_LIMIT:
-        text = text[:DESCRIPTION_LIMIT] + "…"
+    text = clip_words(text, DESCRIPTION_LIMIT + 1)
     tags = f" [{', '.join(shown_hints)}]" if shown_hints else ""
     return visible(f"(MCP server {server}{tags}) {text}")
 

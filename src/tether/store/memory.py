@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..core.textclip import clip_words
 from .atomic import atomic_write_json
 from .statefile import dangling_link
 
@@ -181,7 +182,7 @@ def _check_size(content: str) -> None:
 
 def _preview(content: str) -> str:
     line = next((ln.strip() for ln in content.splitlines() if ln.strip()), "")
-    return line if len(line) <= PREVIEW_WIDTH else line[: PREVIEW_WIDTH - 1] + "…"
+    return clip_words(line, PREVIEW_WIDTH)
 
 
 def _missing_message(name: str, names: list[str]) -> str:

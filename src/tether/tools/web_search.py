@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from ..core.textclip import clip_words
 from ..core.toolspec import ToolError
 from .web_fetch import Fetcher
 from .web_rank import Passage, Ranked, distill, query_terms, rank, split_passages, terms
@@ -169,7 +170,7 @@ def query_terms_raw(query: str) -> list[str]:
 
 def first_words(text: str, limit: int = 120) -> str:
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip_words(line, limit)
 
 
 def normal_url(url: str) -> str:

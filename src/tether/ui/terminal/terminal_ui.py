@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tether.core.messages import Evidence, ToolCall
+from tether.core.textclip import clip_words
 from tether.core.ui_protocol import Decision, NoticeLevel
 from tether.safety.visible import visible
 
@@ -261,7 +262,7 @@ class TerminalUI:
         key = "agent " + event["agent"]
         if kind == "agent_tool_start":
             task = event.get("task", "")
-            task = task if len(task) <= 60 else task[:59] + "…"
+            task = clip_words(task, 60)
             detail = f"call {event['calls']} · {event['name']}"
             if key not in self.activity.jobs:
                 self.activity.begin(key, f"{name}: {task}")

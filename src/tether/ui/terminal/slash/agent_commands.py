@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ....core.textclip import clip_words
 from ..terminal_ui import shown
 from .context import CommandContext
 from .handlers import command, print_evidence
@@ -15,7 +16,7 @@ async def agents(ctx: CommandContext, arg: str) -> None:
         return
     for run in runner.runs:
         ctx.console.print(shown(run.headline(), "bold"))
-        task = run.task if len(run.task) <= 200 else run.task[:199] + "…"
+        task = clip_words(run.task, 200)
         ctx.console.print(shown(f"   task: {task}"))
         if run.transcript is not None:
             ctx.console.print(shown(f"   transcript: {run.transcript}", "status"))
