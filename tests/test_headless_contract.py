@@ -4,6 +4,7 @@ server, validated against the JSON Schemas kept in `src/tether/ui/schema/`."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -167,3 +168,30 @@ def test_an_error_result_keeps_the_contract(tmp_path: Path, home: Path) -> None:
     assert proc.returncode == 1 and events[-1]["is_error"] is True
     assert [p for e in events for p in problems(e)] == []
     assert events[-1]["files_changed"] == [] and events[-1]["commits"] == []
+
+
+# ---------------------------------------------------------------- the README's examples
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_examples() -> dict[str, dict]:
+    """Each example object the README shows for the headless contract, by type: the
+    stream-json table's example column, and the `json` format's result block. `{...}` and
+    "..." stand for what the README leaves out (an empty object, a shortened string)."""
+    text = README.read_text()
+    section = text[text.index("#### The headless contract"):]
+    examples = {}
+    for row in re.finditer(r"^\| `(\w+)` \| .* \| `(\{.*\})` \|$", section, re.MULTILINE):
+        examples[row.group(1)] = json.loads(row.group(2).replace("{...}", "{}"))
+    block = re.search(r"```json\n(\s*\{\"type\": \"result\".*?)```", text, re.DOTALL)
+    assert block is not None, "the README's json result example is gone"
+    examples["result"] = json.loads(block.group(1))
+    return examples
+
+
+def test_the_readme_shows_every_event_and_each_example_matches_its_schema() -> None:
+    examples = readme_examples()
+    assert set(examples) == set(EVENT_TYPES)
+    wrong = [p for obj in examples.values() for p in problems(obj)]
+    assert wrong == []
