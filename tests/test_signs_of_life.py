@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 
 from fakeserver import FakeServer, Reply
-from test_app import start_app
+from mcp_helpers import FAKE, write_config
+from ptyapp import PtyApp, app_env, openai_args
+from test_app import CHAT, start_app
 
 from tether.ui.terminal.activity import Activity, last_line
 
@@ -165,3 +168,31 @@ def test_a_running_agent_has_its_live_line_with_its_commands_newest_line_under_i
     # The agent's output never joins the conversation's scrollback; its summary line does.
     assert "first-42" not in after and "half a line" not in after
     assert re.search(r"agent general \[a[0-9a-f]{8}\] completed: 2 steps", after), after
+
+
+def test_a_request_waiting_for_an_mcp_server_to_start_shows_it_with_a_clock(
+    server: FakeServer, project: Path, home: Path, tmp_path: Path
+) -> None:
+    # The server starts only once its fifo is opened for writing: the request typed before
+    # that waits for it (mcp_startup_wait), and says so instead of sitting silent.
+    fifo = tmp_path / "go"
+    os.mkfifo(fifo)
+    slow = {"command": "sh", "args": ["-c", f'cat "{fifo}" > /dev/null; exec "$0" "$@"',
+                                      sys.executable, str(FAKE), "ok"]}
+    config = write_config(tmp_path / "servers.json", {"slowpoke": slow})
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text("mcp_startup_wait = 120\n")
+    server.add(Reply(text="Started and answered."), Reply(text="Fancy Title"))
+    args = openai_args(server.url, "--mcp-config", str(config))
+    with PtyApp(args, cwd=project, env=app_env(home)) as app:
+        app.wait_for(lambda _: app.at_prompt(), what="the first prompt (still starting)")
+        app.line("hello")
+        app.wait_for(lambda _: re.search(r"starting MCP servers: slowpoke · [1-9]\.\ds",
+                                         app.screen_text()), what="the MCP start's clock")
+        assert not server.bodies(CHAT), "the request waited for the server"
+        with open(fifo, "w"):
+            pass
+        app.wait_for_text("Started and answered.")
+        app.wait_for_prompt()
+        after = app.text_since_line()
+    assert "starting MCP servers" not in after  # erased in place

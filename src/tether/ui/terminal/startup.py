@@ -220,10 +220,23 @@ class StartUp:
         task, self.starting = self.starting, None
         if task is None:
             return
+        from .terminal_ui import live_wait
+
+        waiting = contextlib.nullcontext() if task.done() else live_wait(self.ui, self.start_waits_for())
         try:
-            await task
+            with waiting:
+                await task
         except Exception as exc:  # the provider could not be asked; the request will say why
             self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
+
+    def start_waits_for(self) -> str:
+        """What a request typed while the runtime starts waits for, as its activity line says."""
+        mcp = self.runtime.mcp
+        servers = mcp.manager.servers.values() if mcp is not None else ()
+        starting = [server.config.name for server in servers if server.state == "starting"]
+        if starting:
+            return "starting MCP servers: " + ", ".join(starting)
+        return "asking the provider about the model"
 
 
 def asks_at_start(options: RunOptions) -> bool:

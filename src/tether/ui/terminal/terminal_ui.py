@@ -293,6 +293,24 @@ class TerminalUI:
         self.console.print(shown(message, style))
 
 
+WAIT_KEY = "the start"
+"""The activity job of a wait before a turn can begin."""
+
+
+@contextlib.contextmanager
+def live_wait(ui: TerminalUI, label: str) -> Iterator[None]:
+    """A wait before a turn can begin (the runtime still starting: MCP servers, the questions
+    to the provider) as an activity line with a moving clock, erased when it ends."""
+    ui.activity.begin(WAIT_KEY, label)
+    ui.region.start()
+    ui.region.refresh()
+    try:
+        yield
+    finally:
+        ui.activity.end(WAIT_KEY)
+        ui.region.stop()
+
+
 @contextlib.contextmanager
 def keys_not_echoed(stream: TextIO | None = None) -> Iterator[None]:
     """While a request runs, the terminal does not echo what is typed.
