@@ -8,7 +8,6 @@ call back once lets the same call through the second time, so the model decides.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -21,6 +20,7 @@ from .failing_test import imported_project_names
 from .messages import ToolCall
 from .nudges import TurnWatch, requested_run
 from .prompts import EXAMPLE_FILE
+from .python_tree import parsed_python
 from .reply_shapes import file_text, is_test_path, leaves_tests, requested_new_file
 from .shown_code import version_nudge
 from .textclip import clip_words
@@ -209,9 +209,8 @@ def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
         return []
     if not (is_inside_root(path, ctx.root) and ctx.may_read(path)):
         return []
-    try:
-        tree = ast.parse(file_text(path, TEST_READ_BYTES) or "")
-    except (SyntaxError, ValueError):
+    tree = parsed_python(file_text(path, TEST_READ_BYTES))
+    if tree is None:
         return []
     modules = (display_path(module, ctx.root) for _, module in imported_project_names(tree, path, ctx.root))
     found = list(dict.fromkeys(modules))

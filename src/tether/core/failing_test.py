@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..tools._paths import display_path, is_inside_root
 from ..tools.outside_values import absolute_module, module_file, package_dir
 from .messages import Evidence
+from .python_tree import parsed_python
 from .reply_shapes import file_text, is_question, is_test_path, leaves_tests
 from .toolspec import ToolContext, ToolError
 
@@ -79,11 +80,8 @@ def function_source(module: Path, name: str) -> tuple[int, int, str] | None:
     copies old_content from it (fix_median, fix_pagination: the read file was written back whole,
     unchanged, or with a function missing)."""
     text = file_text(module, TEST_BYTES)
-    if text is None:
-        return None
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed_python(text)
+    if text is None or tree is None:
         return None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
@@ -117,9 +115,8 @@ def _tests_named(output: str, ctx: ToolContext) -> list[Path]:
 def _called_function(test: Path, output: str, ctx: ToolContext) -> tuple[str, Path] | None:
     """(name, module file) of the project function the test imports that the output shows
     called first ("where 3 = median([4, 1, 3, 2])"); None when there is none."""
-    try:
-        tree = ast.parse(file_text(test, TEST_BYTES) or "")
-    except (SyntaxError, ValueError):
+    tree = parsed_python(file_text(test, TEST_BYTES))
+    if tree is None:
         return None
     best: tuple[int, str, Path] | None = None
     for name, module in imported_project_names(tree, test, ctx.root):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .python_tree import parsed_python
 from .reply_shapes import (
     CODE_BLOCK,
     VERSION_MAX_CHARS,
@@ -193,11 +194,11 @@ def _would_run(files: dict[Path, str], shown: str, content: str) -> bool:
     of file are not judged."""
     if not shown.endswith(".py"):
         return True
-    new_tree = _parsed(content)
+    new_tree = parsed_python(content)
     if new_tree is None:
         return False
     path = next((p for p, named in files.items() if named == shown), None)
-    old_tree = _parsed(file_text(path, VERSION_MAX_CHARS) or "") if path is not None else None
+    old_tree = parsed_python(file_text(path, VERSION_MAX_CHARS) or "") if path is not None else None
     if old_tree is None:
         return True
     if _defined_names(old_tree) - _defined_names(new_tree):
@@ -206,13 +207,6 @@ def _would_run(files: dict[Path, str], shown: str, content: str) -> bool:
         n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     used = {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return not (_imported_names(old_tree) & used) - bound
-
-
-def _parsed(code: str) -> ast.Module | None:
-    try:
-        return ast.parse(code)
-    except (SyntaxError, ValueError):
-        return None
 
 
 def _defined_names(tree: ast.Module) -> set[str]:

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..core.python_tree import parsed_python
 from ..core.toolspec import Tool, ToolContext, ToolError
 from .edit_repair import repaired_edit
 from .files import EditFileParams
@@ -44,7 +45,7 @@ def syntax_guard(full: Tool, params: EditFileParams, ctx: ToolContext, text: str
     if path.suffix not in (".py", ".pyw") or not text or len(text) > CHECK_CHARS:
         return None
     old, new = params.old_content or "", params.new_content
-    before = _parsed(text) if text.count(old) == 1 else None
+    before = parsed_python(text) if text.count(old) == 1 else None
     if before is None:
         return None
     try:
@@ -72,13 +73,6 @@ def _dead_ends(tree: ast.Module) -> int:
     return count
 
 
-def _parsed(text: str) -> ast.Module | None:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _whole_definition(full: Tool, params: EditFileParams, ctx: ToolContext, text: str, tree: ast.Module) -> Any:
     """The edit that replaces the whole definition whose first line old_content is, when
     new_content defines the same name and the result parses; None otherwise."""
@@ -95,7 +89,7 @@ def _whole_definition(full: Tool, params: EditFileParams, ctx: ToolContext, text
     indent = re.match(r"[ \t]*", lines[start - 1]).group(0)  # type: ignore[union-attr]
     block = "".join(lines[start - 1 : node.end_lineno])
     replacement = _indented(params.new_content.strip("\n"), indent) + ("\n" if block.endswith("\n") else "")
-    if text.count(block) != 1 or _parsed(text.replace(block, replacement, 1)) is None:
+    if text.count(block) != 1 or parsed_python(text.replace(block, replacement, 1)) is None:
         return None
     note = WHOLE_DEFINITION.format(name=node.name, kind="class" if header.group(1) == "class" else "function",
                                    first=start, last=node.end_lineno)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tether.core.python_tree import parsed_python
 from tether.core.toolspec import ToolContext
 
 from ._paths import display_path
@@ -44,11 +45,8 @@ def missing_imports(path: Path, text: str, ctx: ToolContext) -> list[tuple[int, 
     does not define `name`."""
     if path.suffix not in (".py", ".pyw") or len(text) > SYNTAX_CHECK_CHARS:
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []  # python_syntax_note says so
-    return imported_but_missing(path, tree, ctx)
+    tree = parsed_python(text)
+    return [] if tree is None else imported_but_missing(path, tree, ctx)  # python_syntax_note says why
 
 
 def imported_but_missing(path: Path, tree: ast.Module, ctx: ToolContext) -> list[tuple[int, str, str]]:
@@ -77,11 +75,8 @@ def _top_level_names(module: Path, ctx: ToolContext) -> set[str] | None:
     """The names a module binds at its top level (in any branch of a top-level if/try); None
     when it cannot be read or parsed, or makes names at run time."""
     source = module_source(module, ctx)
-    if source is None:
-        return None
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parsed_python(source)
+    if tree is None:
         return None
     names: set[str] = set()
     for node in _top_level_statements(tree.body):

@@ -14,6 +14,7 @@ import ast
 import re
 from pathlib import Path
 
+from tether.core.python_tree import parsed_python
 from tether.core.toolspec import ToolContext
 
 from ._paths import display_path
@@ -38,11 +39,8 @@ def unread_options(path: Path, text: str, ctx: ToolContext) -> list[tuple[str, s
     """(option, dest) for each argparse option the file adds whose value nothing reads."""
     if path.suffix not in (".py", ".pyw") or len(text) > SYNTAX_CHECK_CHARS:
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    return options_unread(path, tree, ctx)
+    tree = parsed_python(text)
+    return [] if tree is None else options_unread(path, tree, ctx)
 
 
 def options_unread(path: Path, tree: ast.Module, ctx: ToolContext) -> list[tuple[str, str]]:

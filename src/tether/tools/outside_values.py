@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from tether.core.toolspec import ToolContext, ToolError
 
+from ..core.python_tree import parsed_python
 from ._paths import display_path
 from ._regular import read_small_file
 
@@ -67,9 +68,8 @@ def outside_values(
     modules already read over several files (a search's hits read the same policy module)."""
     if path.suffix != ".py":
         return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = parsed_python(text)
+    if tree is None:
         return []
     found: list[OutsideValue] = []
     parsed = {} if parsed is None else parsed  # each module read and parsed once
@@ -168,10 +168,8 @@ def _parsed_module(module: Path, ctx: ToolContext) -> tuple[str, ast.Module] | N
     source = module_source(module, ctx)
     if source is None:
         return None
-    try:
-        return source, ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+    tree = parsed_python(source)
+    return None if tree is None else (source, tree)
 
 
 def _defined_value(parsed: tuple[str, ast.Module] | None, name: str) -> tuple[int, str] | None:
