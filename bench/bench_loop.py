@@ -5,12 +5,16 @@ asks for one read_file call, so the CPU time this process spends per step is
 the harness's own: encoding the growing history, parsing the stream,
 dispatching, windowing, recording evidence. Prints CPU ms per step early,
 middle and late in the session, to show how it grows with history.
-Run: python bench/bench_loop.py [steps]
+The same request bodies are then sent again by a bare httpx client that only reads
+the answer's lines and decodes their JSON: the floor a round trip costs in this
+process before the harness does anything. The difference is the harness's own part.
+Run: python bench/bench_loop.py [steps] [rounds]
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import statistics
 import sys
@@ -20,8 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import httpx  # noqa: E402
 from fakeserver import FakeServer, Reply  # noqa: E402
 
+import tether.providers._http as http_module  # noqa: E402
 from tether.core.loop import Conversation  # noqa: E402
 from tether.runtime import RunOptions, build_runtime  # noqa: E402
 from tether.store.config import Settings  # noqa: E402
@@ -52,6 +58,41 @@ class TimingUI(HeadlessUI):
         self.marks.append(time.process_time())
 
 
+class RecordedBodies:
+    """Keeps every request body the provider encodes, to send them again bare."""
+
+    def __init__(self) -> None:
+        self.bodies: list[bytes] = []
+        self._encode = http_module.encode_body
+
+    def __enter__(self) -> RecordedBodies:
+        def encode(body: dict) -> bytes:
+            data = self._encode(body)
+            self.bodies.append(data)
+            return data
+        http_module.encode_body = encode
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        http_module.encode_body = self._encode
+
+
+async def bare_round_trips(url: str, bodies: list[bytes]) -> list[float]:
+    """CPU ms of each body sent by httpx alone, the answer read line by line and decoded."""
+    costs = []
+    headers = {"Authorization": "Bearer x", "Content-Type": "application/json"}
+    async with httpx.AsyncClient() as client:
+        for body in bodies:
+            start = time.process_time()
+            async with client.stream("POST", url + "/v1/chat/completions", content=body,
+                                     headers=headers) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data:") and line[5:].strip() != "[DONE]":
+                        json.loads(line[5:])
+            costs.append((time.process_time() - start) * 1000)
+    return costs
+
+
 async def session(url: str, root: Path, home: Path, steps: int) -> list[float]:
     settings = Settings(provider="openai", openai_base_url=url + "/v1", model="bench",
                         max_steps=steps, soft_pressure_after=steps,
@@ -68,27 +109,57 @@ async def session(url: str, root: Path, home: Path, steps: int) -> list[float]:
     return [(b - a) * 1000 for a, b in zip(ui.marks, ui.marks[1:], strict=False)]
 
 
+def one_round(url: str, steps: int) -> tuple[list[float], list[float]]:
+    """One session's CPU per step, and the same requests' CPU sent by httpx alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root, home = Path(tmp) / "p", Path(tmp) / "h"
+        root.mkdir()
+        (root / "data.txt").write_text("".join(f"line {i} of the data file\n" for i in range(40)))
+        with RecordedBodies() as recorded:
+            per_step = asyncio.run(session(url, root, home, steps))
+    # Step costs run from one tool call's end to the next: the first request is not in
+    # them, and each holds one request.
+    return per_step, asyncio.run(bare_round_trips(url, recorded.bodies[1:len(per_step) + 1]))
+
+
+WINDOW = 10
+
+
+def windows(count: int) -> list[tuple[str, slice]]:
+    middle = count // 2 - WINDOW // 2
+    return [("steps 2-11", slice(0, WINDOW)), ("middle 10", slice(middle, middle + WINDOW)),
+            ("last 10", slice(count - WINDOW, count))]
+
+
+def median_of_rounds(rounds: list[list[float]], picked: slice) -> float:
+    """The median over rounds of each round's median in the window: the machine's noise
+    comes in bursts, so one round can be off as a whole."""
+    return statistics.median(statistics.median(costs[picked]) for costs in rounds)
+
+
 def main() -> None:
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    count = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     urls: multiprocessing.Queue = multiprocessing.Queue()
     stop = multiprocessing.Event()
     server = multiprocessing.Process(target=serve, args=(urls, stop), daemon=True)
     server.start()
     url = urls.get(timeout=10)
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            root, home = Path(tmp) / "p", Path(tmp) / "h"
-            root.mkdir()
-            (root / "data.txt").write_text("".join(f"line {i} of the data file\n" for i in range(40)))
-            per_step = asyncio.run(session(url, root, home, steps))
+        rounds = [one_round(url, steps) for _ in range(count)]
     finally:
         stop.set()
         server.join(5)
-    print(f"harness CPU per tool round trip, {len(per_step) + 1} steps (model latency zero)")
-    for label, window in (("steps 2-11", per_step[:10]), ("middle 10", per_step[len(per_step) // 2 - 5:][:10]),
-                          ("last 10", per_step[-10:])):
-        print(f"  {label:<12} median {statistics.median(window):6.2f} ms   max {max(window):6.2f} ms")
-    print(f"  growth last/first: {statistics.median(per_step[-10:]) / statistics.median(per_step[:10]):.2f}x")
+    ours, bare = [r[0] for r in rounds], [r[1] for r in rounds]
+    print(f"CPU per tool round trip, {steps} steps (model latency zero), median of {count} rounds")
+    print("               tether      httpx alone  tether's own")
+    figures = {}
+    for label, picked in windows(len(ours[0])):
+        mine, floor = median_of_rounds(ours, picked), median_of_rounds(bare, picked)
+        figures[label] = (mine, floor)
+        print(f"  {label:<12} {mine:6.2f} ms   {floor:6.2f} ms    {mine - floor:6.2f} ms")
+    (first, first_floor), (last, last_floor) = figures["steps 2-11"], figures["last 10"]
+    print(f"  growth last/first: {last / first:.2f}x (httpx alone {last_floor / first_floor:.2f}x)")
 
 
 if __name__ == "__main__":

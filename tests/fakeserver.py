@@ -543,6 +543,9 @@ class _QuietServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # chunked streams and keep-alive, like the real servers
+    # Each chunk is its own small write: with Nagle's algorithm on, every one after the first
+    # waited for the client's delayed ACK (about 40 ms a request).
+    disable_nagle_algorithm = True
     fake: FakeServer
 
     def log_message(self, format: str, *args: Any) -> None:

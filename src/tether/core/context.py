@@ -23,6 +23,7 @@ import operator
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..providers.base import Provider, ProviderError, RequestOptions
+from .history_prefix import SeenPrefix
 from .messages import (
     Done,
     Message,
@@ -106,6 +107,10 @@ class TokenEstimator:
         self._message_costs: dict[int, tuple[Message, tuple[Part, ...], float]] = {}
         """A message's cost by its identity while it holds the same (frozen) parts: the
         history is estimated twice a request, and costing every part again grew with it."""
+        self._totals: tuple[SeenPrefix[float], SeenPrefix[float]] = (SeenPrefix(), SeenPrefix())
+        """Running totals of the two lists estimated each request, the history and the
+        request sent (the system message, then the history): each is walked only where
+        it is new."""
 
     def text_cost(self, text: str) -> float:
         return len(text) / CHARS_PER_TOKEN
@@ -150,7 +155,25 @@ class TokenEstimator:
     ) -> float:
         """The uncalibrated count of a request: system prompt, messages and tool schemas."""
         fixed = MESSAGE_OVERHEAD + self.text_cost(system) if system else 0.0
-        return fixed + sum(self.message_cost(m) for m in messages) + self.tools_cost(tools)
+        return fixed + self.messages_cost(messages) + self.tools_cost(tools)
+
+    def messages_cost(self, messages: Sequence[Message]) -> float:
+        totals = self._running_totals(messages)
+        kept = totals.follow(messages)
+        total = totals.values[-1] if kept else 0.0
+        for message in messages[kept:]:
+            total += self.message_cost(message)
+            totals.add(message, total)
+        return total
+
+    def _running_totals(self, messages: Sequence[Message]) -> SeenPrefix[float]:
+        """The running totals that start with the same message; new ones in place of the
+        totals used less recently when neither does."""
+        first = messages[0] if messages else None
+        newer, older = self._totals
+        if newer.first is not first:
+            self._totals = (older, newer) if older.first is first else (SeenPrefix(), newer)
+        return self._totals[0]
 
     def calibrated(self, raw: float) -> int:
         return math.ceil(raw * self.ratio)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import operator
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
@@ -19,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from ..core.history_prefix import SeenPrefix
 from ..core.messages import INVALID_JSON_KEY, Event, Message, Part, Text, ToolCall, ToolResult
 from ..core.toolspec import Tool
 from ._errors import (
@@ -123,29 +123,22 @@ class AnsweredHistories:
     """`answered_history` for a history that grows at its end, as a turn's does: the part
     already found answered is not walked again (the walk grew with every round trip).
 
-    A message counts as unchanged while it is the same object with as many parts (the loop
-    replaces messages, it never edits their parts). A history that needs a repair, or that
-    is not the one seen last (a condensed one, a sub-agent's), is walked in full."""
+    A history that needs a repair, or that does not start with the whole stretch seen
+    last (a condensed one, a sub-agent's), is walked in full: a stretch cut short could
+    end on a call whose result is gone."""
 
     def __init__(self) -> None:
-        self._seen: list[Message] = []
-        self._sizes: list[int] = []
+        self._seen: SeenPrefix[None] = SeenPrefix()
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        kept = self._unchanged(messages)
-        end = _answered_until(messages, kept)
-        del self._seen[kept:], self._sizes[kept:]
-        self._seen.extend(messages[kept:end])
-        self._sizes.extend(len(m.parts) for m in messages[kept:end])
-        return list(messages) if end == len(messages) else answered_history(messages)
-
-    def _unchanged(self, messages: Sequence[Message]) -> int:
         seen = len(self._seen)
-        if len(messages) >= seen and all(map(operator.is_, self._seen, messages)) and (
-                self._sizes == [len(m.parts) for m in messages[:seen]]):
-            return seen
-        self._seen, self._sizes = [], []
-        return 0
+        kept = self._seen.follow(messages)
+        if kept < seen:
+            kept = self._seen.follow(())
+        end = _answered_until(messages, kept)
+        for message in messages[kept:end]:
+            self._seen.add(message, None)
+        return list(messages) if end == len(messages) else answered_history(messages)
 
 
 def _answered_until(messages: Sequence[Message], start: int) -> int:

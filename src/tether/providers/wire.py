@@ -8,9 +8,11 @@ this it grows only with the bytes joined, which is a memcpy.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from ..core.history_prefix import SeenPrefix
 from ..core.messages import Message
 from ..core.toolspec import Tool
 from ..safety.safetext import clean_data, has_bad_chars
@@ -42,29 +44,37 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 
 class WireCache:
-    """Each message's wire JSON, by the identity of its parts (parts are frozen; a message
-    that gains a part is another key). Only what the latest request sent is kept."""
+    """Each message's wire JSON. The messages the last request began with are reused by
+    position while the history still starts with them (`SeenPrefix`); any other message by
+    the identity of its parts (parts are frozen; a message that gains a part is another
+    key), so a history rebuilt from the same parts is not encoded again. Only what the
+    latest request sent is kept."""
 
     def __init__(self, encode: Callable[[Message], list[dict[str, Any]]]) -> None:
         self.encode = encode
-        self._messages: dict[Hashable, tuple[Message, list[Any], str]] = {}
+        self._seen: SeenPrefix[tuple[Hashable, str]] = SeenPrefix()
+        self._by_parts: dict[Hashable, tuple[list[Any], str]] = {}
         self._tools: tuple[list[Tool], RawJson] | None = None
 
     def messages(self, history: Sequence[Message]) -> RawJson:
         """The JSON array of the history's wire messages."""
-        kept: dict[Hashable, tuple[Message, list[Any], str]] = {}
-        pieces = []
-        for message in history:
-            key = (message.role, *map(id, message.parts))
-            hit = self._messages.get(key)
-            if hit is None or any(a is not b for a, b in zip(hit[1], message.parts, strict=True)):
-                encoded = [dumps_clean(entry) for entry in self.encode(message)]
-                hit = (message, list(message.parts), ",".join(encoded))
-            kept[key] = hit
-            if hit[2]:
-                pieces.append(hit[2])
-        self._messages = kept
+        seen = len(self._seen)
+        kept = self._seen.follow(history)
+        for message in history[kept:]:
+            self._seen.add(message, self._encoded(message))
+        if kept < seen:  # messages left the history: forget their encodings
+            self._by_parts = {key: self._by_parts[key] for key, _ in self._seen.values}
+        pieces = filter(None, map(operator.itemgetter(1), self._seen.values))
         return RawJson("[" + ",".join(pieces) + "]")
+
+    def _encoded(self, message: Message) -> tuple[Hashable, str]:
+        key = (message.role, *map(id, message.parts))
+        hit = self._by_parts.get(key)
+        if hit is None or any(a is not b for a, b in zip(hit[0], message.parts, strict=True)):
+            encoded = [dumps_clean(entry) for entry in self.encode(message)]
+            hit = (list(message.parts), ",".join(encoded))
+            self._by_parts[key] = hit
+        return key, hit[1]
 
     def tools(self, tools: Sequence[Tool], schema: Callable[[Tool], dict[str, Any]]) -> RawJson:
         """The JSON array of the tools' schemas; encoded again only when the tools change."""
