@@ -100,3 +100,54 @@ def test_an_unreadable_file_is_reported(tmp_path: Path) -> None:
     (tmp_path / "config.toml").chmod(0)
     _, warnings = load_settings(env={}, home=tmp_path)
     assert "cannot be read (Permission denied)" in warnings[0]
+
+
+def test_values_are_converted_as_a_person_means_them(tmp_path: Path) -> None:
+    write_config(tmp_path, 'keep_thinking = "yes"\ntool_timeout = 30\ncontext_window = 8192.0\n'
+                 'web_sources = ["github", "wikipedia"]\ninstruction_fallbacks = ["AGENTS.md"]\n')
+    settings, warnings = load_settings(env={"TETHER_MAX_STEPS": " 12 "}, home=tmp_path)
+    assert warnings == []
+    assert settings.keep_thinking is True and settings.tool_timeout == 30.0
+    assert settings.context_window == 8192 and isinstance(settings.context_window, int)
+    assert settings.web_sources == ("github", "wikipedia")
+    assert settings.instruction_fallbacks == ("AGENTS.md",) and settings.max_steps == 12
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ("max_steps = 1001", "must be at most 1000"),
+    ("tool_timeout = 0", "must be more than 0"),
+    ("max_steps = 2.5", "expected a whole number"),
+    ("max_steps = true", "expected a whole number"),
+    ('temperature = "warm"', "expected a number"),
+    ('compress = "maybe"', "expected true or false"),
+    ('profile = "tiny"', "expected one of auto, small, full"),
+    ('web_sources = "github"', "expected a list"),
+    ('web_sources = ["altavista"]', "expected one of duckduckgo"),
+    ("model = 7", "expected text"),
+    ("result_caps = [1]", "expected a table of names"),
+    ('result_caps = {read_file = "lots"}', "expected a whole number"),
+    ('openai_base_url = "ftp://host"', "expected an http:// or https:// URL with a host"),
+    ('searxng_url = "nope"', "expected an http:// or https:// URL"),
+])
+def test_a_bad_value_says_what_was_expected(tmp_path: Path, line: str, reason: str) -> None:
+    write_config(tmp_path, line + "\n")
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    key = line.split(" = ")[0]
+    assert len(warnings) == 1 and f"invalid value for '{key}' ({reason}" in warnings[0], warnings
+    assert getattr(settings, key) == getattr(Settings(), key)
+
+
+def test_settings_know_what_was_given_and_keep_it_through_a_change() -> None:
+    assert Settings().given == frozenset()
+    settings = Settings(max_steps=30, model="m")
+    assert settings.given == {"max_steps", "model"}
+    changed = settings.with_changes(model="other", connect_timeout=1)
+    assert (changed.max_steps, changed.model, changed.connect_timeout) == (30, "other", 1.0)
+    assert changed.given == {"max_steps", "model", "connect_timeout"}
+    assert settings.model == "m"  # the original is unchanged
+    with pytest.raises(ValueError, match="max_steps: must be at least 1"):
+        settings.with_changes(max_steps=0)
+    with pytest.raises(TypeError):
+        Settings(not_a_setting=1)  # type: ignore[call-arg]
+    with pytest.raises(AttributeError):
+        settings.model = "x"  # type: ignore[misc]

@@ -336,7 +336,7 @@ def with_base_url(settings: Settings, base_url: str | None) -> Settings:
     key = BASE_URL_SETTINGS.get(settings.provider)
     if key is None:
         raise ValueError(f"--base-url is not supported for provider {settings.provider!r}")
-    return settings.model_copy(update={key: url})
+    return settings.with_changes(**{key: url})
 
 
 async def one_shot(

@@ -211,7 +211,7 @@ class Runtime:
             worked_example=profile.worked_example,
             project_map=project_map(self.root, profile.project_map),
         )
-        given = self.settings.model_fields_set
+        given = self.settings.given
         turn = self.loop.settings
         turn.temperature = self.settings.temperature
         if turn.temperature is None:

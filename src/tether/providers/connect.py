@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.profile import PROFILES, detect_profile
-from ..store.config import Settings
+from ..store.config import Settings, setting_default
 from ..store.keys import KeyStore, key_variables, resolve_key
 from . import (
     API_KEY_ENV,
@@ -105,7 +105,7 @@ def may_skip_key(name: str, base_url: str) -> bool:
     setting = BASE_URL_SETTINGS.get(name)
     if not needs_key(name) or setting is None:
         return False
-    default = str(Settings.model_fields[setting].default)
+    default = str(setting_default(setting))
     return urlsplit(base_url).hostname != urlsplit(default).hostname
 
 
@@ -116,9 +116,7 @@ async def _current_status(
     status = _replace(status, model=model)
     if not status.ready:
         return status
-    quick = settings.model_copy(
-        update={"connect_timeout": min(settings.connect_timeout, CAPABILITY_TIMEOUT)}
-    )
+    quick = settings.with_changes(connect_timeout=min(settings.connect_timeout, CAPABILITY_TIMEOUT))
     provider = create_provider(quick, env, home=home)
     try:
         if status.key_source == "not needed":  # a local server: is it there?

@@ -6,198 +6,23 @@ crashes start-up. Settings are an immutable value passed down, never a global.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
+import typing
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-
+from .settings_model import default_of, description_of, setting, settled
 from .statefile import read_toml_file
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    provider: str = Field(
-        "ollama", description="Which provider to talk to: ollama, openai, anthropic or gemini."
-    )
-    model: str = Field("", description="Model name; empty picks the provider's default.")
-    ollama_host: str = Field(
-        "http://127.0.0.1:11434", description="Base URL of the Ollama server (env OLLAMA_HOST)."
-    )
-    openai_base_url: str = Field(
-        "https://api.openai.com/v1",
-        description="Base URL of an OpenAI-compatible API, up to /v1 (env OPENAI_BASE_URL).",
-    )
-    anthropic_base_url: str = Field(
-        "https://api.anthropic.com",
-        description="Base URL of the Anthropic API, without /v1 (env ANTHROPIC_BASE_URL).",
-    )
-    gemini_base_url: str = Field(
-        "https://generativelanguage.googleapis.com",
-        description="Base URL of the Gemini API, without /v1beta (env GEMINI_BASE_URL).",
-    )
-    max_steps: int = Field(20, ge=1, le=1000, description="Tool round trips per turn before one final tool-free request.")
-    soft_pressure_after: int = Field(
-        8, ge=1, description="After this many round trips the model is nudged to finish."
-    )
-    tool_timeout: float = Field(120.0, gt=0, description="Seconds a tool may run before its result says it timed out.")
-    request_timeout: float = Field(300.0, gt=0, description="Seconds to wait for a model response to progress.")
-    connect_timeout: float = Field(10.0, gt=0, description="Seconds to wait for a provider connection.")
-    result_cap: int = Field(16000, ge=200, description="Default characters of a tool result kept (head and tail).")
-    result_caps: dict[str, int] = Field(
-        default_factory=dict, description="Per-tool result caps, e.g. {read_file = 30000}."
-    )
-    protocol: Literal["auto", "native", "text"] = Field(
-        "auto", description="Tool-call protocol: native function calling, the text protocol, or auto-detect."
-    )
-    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature; unset uses the profile's or the model's default.")
-    profile: Literal["auto", "small", "full"] = Field(
-        "auto", description="Model profile: small (short tool menu, nudges; for models up to about 8B), full, or auto by model size."
-    )
-    max_retries: int = Field(
-        4, ge=0, le=20, description="Retries of a rate-limited or overloaded request."
-    )
-    keep_thinking: bool = Field(False, description="Keep reasoning in the stored history.")
-    context_window: int | None = Field(
-        None, ge=256, description="Context window in tokens; Ollama receives it as options.num_ctx."
-    )
-    compress: bool = Field(
-        True, description="Trim old tool results and condense old history before a request overflows."
-    )
-    sandbox: Literal["auto", "off", "read-only", "workspace-write"] = Field(
-        "auto",
-        description=(
-            "Run commands under bubblewrap: auto (workspace-write where bubblewrap works, else off), "
-            "off, read-only, or workspace-write (project root writable)."
-        ),
-    )
-    sandbox_escalation: bool = Field(
-        False,
-        description=(
-            "Let an allow rule that names a command run it outside the sandbox without asking "
-            "(also under --auto); without it, every unsandboxed run asks."
-        ),
-    )
-    git_post_commit_hook: bool = Field(
-        False,
-        description="Run the repository's post-commit hook after each AI commit; off because the "
-        "hook is a program the repository chose.",
-    )
-    mcp_startup_wait: float = Field(
-        5.0, ge=0, description="Seconds the first request waits for MCP servers still starting; "
-        "later ones join when ready.",
-    )
-    mcp_defer_tools: int = Field(
-        20, ge=0, description="Above this many MCP tools (or a tenth of the context window), "
-        "they wait behind tool_search.",
-    )
-
-    subagent_max_steps: int = Field(
-        12, ge=1, le=1000, description="Tool round trips of a sub-agent before it is asked for its report."
-    )
-    subagent_concurrency: int = Field(
-        0, ge=0, le=16, description="Sub-agents spawn_agents runs at once; 0: 2, or 1 for a local server."
-    )
-    subagent_max_tokens: int = Field(
-        0, ge=0, description="Tokens one sub-agent may spend (input and output); 0: no cap."
-    )
-    subagent_max_seconds: float = Field(
-        600.0, ge=0, description="Seconds one sub-agent may run; 0: no cap."
-    )
-    subagent_turn_tokens: int = Field(
-        0, ge=0, description="Tokens all sub-agents of one request may spend together; 0: no cap."
-    )
-    subagent_report_cap: int = Field(
-        4000, ge=200, description="Characters of a sub-agent's report that come back (head and tail)."
-    )
-    instruction_fallbacks: tuple[str, ...] = Field(
-        ("CLAUDE.md",), description="File names read as a folder's project instructions when it "
-        "has no AGENTS.md.",
-    )
-    instructions_max_bytes: int = Field(
-        32768, ge=0, description="Bytes of project instructions (AGENTS.md files) sent with "
-        "every request; the rest is cut with a note.",
-    )
-
-    searxng_url: str = Field(
-        "", description="Base URL of a self-hosted SearXNG; when set, search_web asks it first "
-        "and the keyless sources only when it finds nothing.",
-    )
-    web_sources: tuple[Literal["duckduckgo", "wikipedia", "stackexchange", "github"], ...] = Field(
-        ("duckduckgo", "wikipedia", "stackexchange", "github"),
-        description="The keyless sources search_web asks at once.",
-    )
-    web_duckduckgo_url: str = Field(
-        "https://html.duckduckgo.com/html", description="DuckDuckGo's HTML search endpoint."
-    )
-    web_wikipedia_url: str = Field(
-        "https://en.wikipedia.org", description="The Wikipedia whose search API (/w/api.php) is asked."
-    )
-    web_stackexchange_url: str = Field(
-        "https://api.stackexchange.com", description="Base URL of the Stack Exchange API (2.3)."
-    )
-    web_github_url: str = Field(
-        "https://api.github.com", description="Base URL of GitHub's API (repository search)."
-    )
-    web_source_timeout: float = Field(
-        8.0, gt=0, description="Seconds one search source may take; a slower one is left out."
-    )
-    web_timeout: float = Field(
-        15.0, gt=0, description="Seconds to connect and for each read of a page or API call."
-    )
-    web_pages: int = Field(4, ge=1, le=10, description="Candidate pages search_web reads and ranks.")
-    web_max_bytes: int = Field(
-        2_000_000, ge=1000, description="Bytes of a response get_url and call_api read; the rest is not downloaded."
-    )
-    web_max_text: int = Field(
-        20_000, ge=500, description="Characters of page text or API body returned, with a note when cut."
-    )
-    web_content_asks: bool = Field(
-        True, description="Once web content entered a turn, calls that can send data out "
-        "(call_api, get_url with a query, unsandboxed commands) ask even under an allow rule.",
-    )
-
-    hooks: dict[str, Any] = Field(
-        default_factory=dict, description="Commands run at fixed points (PreToolUse, PostToolUse, "
-        "UserPromptSubmit, Stop, SessionStart, PreCompact), in Claude Code's format.",
-    )
-    answer_checks: bool = Field(
-        True, description="Check each final answer against the turn's tool results and show "
-        "what does not match (one dimmed line each).",
-    )
-    answer_check_feedback: bool = Field(
-        False, description="Send what the answer checks found back to the model for one "
-        "tool-free corrected answer.",
-    )
-
-    @field_validator("provider")
-    @classmethod
-    def _known_provider(cls, value: str, info: ValidationInfo) -> str:
-        """Only when the layers are merged: the registry of providers lives above this
-        module, so `load_settings` is handed its names."""
-        known = (info.context or {}).get("providers")
-        if known is not None and value not in known:
-            raise ValueError(f"{value!r} is not a provider; known: {', '.join(known)}")
-        return value
-
-    @field_validator(
-        "ollama_host", "openai_base_url", "anthropic_base_url", "gemini_base_url",
-        "web_duckduckgo_url", "web_wikipedia_url", "web_stackexchange_url", "web_github_url",
-    )
-    @classmethod
-    def _usable_base_url(cls, value: str) -> str:
+def check_url_or_empty(value: str) -> None:
+    if value:
         check_base_url(value)
-        return value
-
-    @field_validator("searxng_url")
-    @classmethod
-    def _usable_or_empty(cls, value: str) -> str:
-        if value:
-            check_base_url(value)
-        return value
 
 
 def check_base_url(value: str) -> None:
@@ -213,9 +38,211 @@ def check_base_url(value: str) -> None:
         raise ValueError(f"port {port} is out of range")
 
 
+WebSource = Literal["duckduckgo", "wikipedia", "stackexchange", "github"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Every setting, checked and converted when made (`ValueError` naming the field); a
+    field left out takes its default. Made with keywords; changed with `with_changes`."""
+
+    provider: str = setting(
+        "ollama", "Which provider to talk to: ollama, openai, anthropic or gemini.",
+    )
+    model: str = setting("", "Model name; empty picks the provider's default.")
+    ollama_host: str = setting(
+        "http://127.0.0.1:11434",
+        "Base URL of the Ollama server (env OLLAMA_HOST).",
+        check=check_base_url,
+    )
+    openai_base_url: str = setting(
+        "https://api.openai.com/v1",
+        "Base URL of an OpenAI-compatible API, up to /v1 (env OPENAI_BASE_URL).",
+        check=check_base_url,
+    )
+    anthropic_base_url: str = setting(
+        "https://api.anthropic.com",
+        "Base URL of the Anthropic API, without /v1 (env ANTHROPIC_BASE_URL).",
+        check=check_base_url,
+    )
+    gemini_base_url: str = setting(
+        "https://generativelanguage.googleapis.com",
+        "Base URL of the Gemini API, without /v1beta (env GEMINI_BASE_URL).",
+        check=check_base_url,
+    )
+    max_steps: int = setting(
+        20, "Tool round trips per turn before one final tool-free request.", ge=1, le=1000,
+    )
+    soft_pressure_after: int = setting(
+        8, "After this many round trips the model is nudged to finish.", ge=1,
+    )
+    tool_timeout: float = setting(
+        120.0, "Seconds a tool may run before its result says it timed out.", gt=0,
+    )
+    request_timeout: float = setting(
+        300.0, "Seconds to wait for a model response to progress.", gt=0,
+    )
+    connect_timeout: float = setting(10.0, "Seconds to wait for a provider connection.", gt=0)
+    result_cap: int = setting(
+        16000, "Default characters of a tool result kept (head and tail).", ge=200,
+    )
+    result_caps: dict[str, int] = setting(
+        description="Per-tool result caps, e.g. {read_file = 30000}.", factory=dict,
+    )
+    protocol: Literal["auto", "native", "text"] = setting(
+        "auto", "Tool-call protocol: native function calling, the text protocol, or auto-detect.",
+    )
+    temperature: float | None = setting(
+        None, "Sampling temperature; unset uses the profile's or the model's default.", ge=0, le=2,
+    )
+    profile: Literal["auto", "small", "full"] = setting(
+        "auto",
+        "Model profile: small (short tool menu, nudges; for models up to about 8B), full, "
+        "or auto by model size.",
+    )
+    max_retries: int = setting(4, "Retries of a rate-limited or overloaded request.", ge=0, le=20)
+    keep_thinking: bool = setting(False, "Keep reasoning in the stored history.")
+    context_window: int | None = setting(
+        None, "Context window in tokens; Ollama receives it as options.num_ctx.", ge=256,
+    )
+    compress: bool = setting(
+        True, "Trim old tool results and condense old history before a request overflows.",
+    )
+    sandbox: Literal["auto", "off", "read-only", "workspace-write"] = setting(
+        "auto",
+        "Run commands under bubblewrap: auto (workspace-write where bubblewrap works, else off), "
+        "off, read-only, or workspace-write (project root writable).",
+    )
+    sandbox_escalation: bool = setting(
+        False, "Let an allow rule that names a command run it outside the sandbox without asking "
+            "(also under --auto); without it, every unsandboxed run asks.",
+    )
+    git_post_commit_hook: bool = setting(
+        False, "Run the repository's post-commit hook after each AI commit; off because the "
+        "hook is a program the repository chose.",
+    )
+    mcp_startup_wait: float = setting(
+        5.0, "Seconds the first request waits for MCP servers still starting; "
+        "later ones join when ready.", ge=0,
+    )
+    mcp_defer_tools: int = setting(
+        20, "Above this many MCP tools (or a tenth of the context window), "
+        "they wait behind tool_search.", ge=0,
+    )
+    subagent_max_steps: int = setting(
+        12, "Tool round trips of a sub-agent before it is asked for its report.", ge=1, le=1000,
+    )
+    subagent_concurrency: int = setting(
+        0, "Sub-agents spawn_agents runs at once; 0: 2, or 1 for a local server.", ge=0, le=16,
+    )
+    subagent_max_tokens: int = setting(
+        0, "Tokens one sub-agent may spend (input and output); 0: no cap.", ge=0,
+    )
+    subagent_max_seconds: float = setting(600.0, "Seconds one sub-agent may run; 0: no cap.", ge=0)
+    subagent_turn_tokens: int = setting(
+        0, "Tokens all sub-agents of one request may spend together; 0: no cap.", ge=0,
+    )
+    subagent_report_cap: int = setting(
+        4000, "Characters of a sub-agent's report that come back (head and tail).", ge=200,
+    )
+    instruction_fallbacks: tuple[str, ...] = setting(
+        ("CLAUDE.md",), "File names read as a folder's project instructions when it "
+        "has no AGENTS.md.",
+    )
+    instructions_max_bytes: int = setting(
+        32768, "Bytes of project instructions (AGENTS.md files) sent with "
+        "every request; the rest is cut with a note.", ge=0,
+    )
+    searxng_url: str = setting(
+        "", "Base URL of a self-hosted SearXNG; when set, search_web asks it first "
+        "and the keyless sources only when it finds nothing.", check=check_url_or_empty,
+    )
+    web_sources: tuple[WebSource, ...] = setting(
+        ("duckduckgo", "wikipedia", "stackexchange", "github"),
+        "The keyless sources search_web asks at once.",
+    )
+    web_duckduckgo_url: str = setting(
+        "https://html.duckduckgo.com/html",
+        "DuckDuckGo's HTML search endpoint.",
+        check=check_base_url,
+    )
+    web_wikipedia_url: str = setting(
+        "https://en.wikipedia.org",
+        "The Wikipedia whose search API (/w/api.php) is asked.",
+        check=check_base_url,
+    )
+    web_stackexchange_url: str = setting(
+        "https://api.stackexchange.com",
+        "Base URL of the Stack Exchange API (2.3).",
+        check=check_base_url,
+    )
+    web_github_url: str = setting(
+        "https://api.github.com",
+        "Base URL of GitHub's API (repository search).",
+        check=check_base_url,
+    )
+    web_source_timeout: float = setting(
+        8.0, "Seconds one search source may take; a slower one is left out.", gt=0,
+    )
+    web_timeout: float = setting(
+        15.0, "Seconds to connect and for each read of a page or API call.", gt=0,
+    )
+    web_pages: int = setting(4, "Candidate pages search_web reads and ranks.", ge=1, le=10)
+    web_max_bytes: int = setting(
+        2_000_000, "Bytes of a response get_url and call_api read; the rest is not downloaded.",
+        ge=1000,
+    )
+    web_max_text: int = setting(
+        20_000, "Characters of page text or API body returned, with a note when cut.", ge=500,
+    )
+    web_content_asks: bool = setting(
+        True, "Once web content entered a turn, calls that can send data out "
+        "(call_api, get_url with a query, unsandboxed commands) ask even under an allow rule.",
+    )
+    hooks: dict[str, Any] = setting(
+        description="Commands run at fixed points (PreToolUse, PostToolUse, "
+        "UserPromptSubmit, Stop, SessionStart, PreCompact), in Claude Code's format.",
+        factory=dict,
+    )
+    answer_checks: bool = setting(
+        True, "Check each final answer against the turn's tool results and show "
+        "what does not match (one dimmed line each).",
+    )
+    answer_check_feedback: bool = setting(
+        False, "Send what the answer checks found back to the model for one "
+        "tool-free corrected answer.",
+    )
+
+    given: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
+    """The settings a layer or the caller gave, defaults left out (a profile's own step
+    limits apply only while no one set them)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "given", settled(self, _hints()))
+
+    def with_changes(self, **changes: Any) -> Settings:
+        """These settings with `changes`, checked; what was given stays given."""
+        return Settings(**{**{name: getattr(self, name) for name in self.given}, **changes})
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
+
+
+def setting_default(name: str) -> Any:
+    """A setting's default value."""
+    return default_of(FIELDS[name])
+
+
+FIELDS: dict[str, dataclasses.Field] = {
+    f.name: f for f in dataclasses.fields(Settings) if "description" in f.metadata}
+"""Every setting by name."""
+
+
 def field_docs() -> dict[str, str]:
     """Each setting's one-line description (the README's table is checked against this)."""
-    return {name: f.description or "" for name, f in Settings.model_fields.items()}
+    return {name: description_of(f) for name, f in FIELDS.items()}
 
 
 ENV_VARS: dict[str, str] = {
@@ -247,21 +274,23 @@ def normalize_ollama_host(value: str) -> str:
 
 def _apply_layer(
     current: dict[str, Any], layer: Mapping[str, Any], source: str, warnings: list[str],
-    context: Mapping[str, Any] | None = None,
+    providers: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """Merge one layer key by key so one bad value loses only itself."""
+    """Merge one layer key by key so one bad value loses only itself. With `providers`, a
+    provider not among them is such a bad value."""
     for key, value in layer.items():
-        if key not in Settings.model_fields:
+        if key not in FIELDS:
             warnings.append(f"{source}: unknown setting '{key}' ignored")
             continue
-        candidate = {**current, key: value}
         try:
-            Settings.model_validate(candidate, context=context)
-        except ValidationError as exc:
-            reason = exc.errors()[0].get("msg", "invalid value").removeprefix("Value error, ")
+            checked = getattr(Settings(**{key: value}), key)
+            if key == "provider" and providers is not None and checked not in providers:
+                raise ValueError(f"{checked!r} is not a provider; known: {', '.join(providers)}")
+        except ValueError as exc:
+            reason = str(exc).removeprefix(f"{key}: ")
             warnings.append(f"{source}: invalid value for '{key}' ({reason}); ignored")
             continue
-        current = candidate
+        current = {**current, key: checked}
     return current
 
 
@@ -303,10 +332,9 @@ def load_settings(
     warnings: list[str] = []
     values: dict[str, Any] = {}
     path = home / "config.toml"
-    known = {"providers": list(providers)} if providers is not None else None
-    values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings, known)
-    values = _apply_layer(values, remembered or {}, "last connection", warnings, known)
-    values = _apply_layer(values, _env_layer(env), "environment", warnings, known)
+    values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings, providers)
+    values = _apply_layer(values, remembered or {}, "last connection", warnings, providers)
+    values = _apply_layer(values, _env_layer(env), "environment", warnings, providers)
     given = {k: v for k, v in (flags or {}).items() if v is not None}
     values = _apply_layer(values, given, "command line", warnings)
     return Settings(**values), warnings

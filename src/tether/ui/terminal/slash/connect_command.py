@@ -18,7 +18,7 @@ from tether.providers.connect import (
     needs_key,
     status_line,
 )
-from tether.store.config import Settings, check_base_url
+from tether.store.config import Settings, check_base_url, setting_default
 from tether.store.keys import ConnectionStore, KeyStore, KeyStoreError, resolve_key
 from tether.store.statefile import StateFileError
 
@@ -108,7 +108,7 @@ async def _with_server(ctx: CommandContext, request: ConnectRequest, ask: bool) 
             ctx.say(f"Cannot use {url!r} as the base URL: {exc}; not switched.", "warning")
             return None
         changes[setting] = url
-    return current.model_copy(update=changes)
+    return current.with_changes(**changes)
 
 
 async def _ensure_key(ctx: CommandContext, settings: Settings) -> bool:
@@ -166,7 +166,7 @@ def _remember(ctx: CommandContext, name: str, model: str, url: str) -> None:
     """Keep the choice for the next start; the base URL only when it is not the provider's own
     default, so a later change of config.toml's URL still counts for the hosted API."""
     setting = BASE_URL_SETTINGS.get(name)
-    default = str(Settings.model_fields[setting].default) if setting else url
+    default = str(setting_default(setting)) if setting else url
     try:
         ConnectionStore(ctx.runtime.home).remember(name, model, "" if url == default else url)
     except (StateFileError, ValueError) as exc:  # connected all the same; only the memory failed
