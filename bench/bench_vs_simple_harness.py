@@ -48,9 +48,9 @@ def with_bytecode(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def tether_app(url: str, scratch: Path) -> PtyApp:
+def tether_app(url: str, scratch: Path, *extra: str) -> PtyApp:
     env = with_bytecode(app_env(scratch / "home"))
-    return PtyApp(openai_args(url), cwd=scratch / "project", env=env)
+    return PtyApp(openai_args(url, *extra), cwd=scratch / "project", env=env)
 
 
 def harness_app(python: str) -> Callable[[str, Path], PtyApp]:
