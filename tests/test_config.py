@@ -151,3 +151,24 @@ def test_settings_know_what_was_given_and_keep_it_through_a_change() -> None:
         Settings(not_a_setting=1)  # type: ignore[call-arg]
     with pytest.raises(AttributeError):
         settings.model = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("line", "key", "value"), [
+    ('max_steps = "12.0"', "max_steps", 12),
+    ("keep_thinking = 1.0", "keep_thinking", True),
+    ('compress = " off "', "compress", False),
+])
+def test_more_ways_of_writing_a_value(tmp_path: Path, line: str, key: str, value: object) -> None:
+    write_config(tmp_path, line + "\n")
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    assert warnings == [] and getattr(settings, key) == value
+
+
+@pytest.mark.parametrize("line", ["tool_timeout = 1" + "0" * 400, "request_timeout = inf",
+                                  'temperature = "nan"', "max_steps = 1" + "0" * 400])
+def test_a_number_too_big_or_endless_is_reported_not_a_crash(tmp_path: Path, line: str) -> None:
+    write_config(tmp_path, line + "\n")
+    settings, warnings = load_settings(env={}, home=tmp_path)
+    key = line.split(" = ")[0]
+    assert len(warnings) == 1 and f"invalid value for '{key}'" in warnings[0]
+    assert getattr(settings, key) == getattr(Settings(), key)

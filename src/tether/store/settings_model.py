@@ -128,6 +128,8 @@ def _as_text(value: Any) -> str:
 def _as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
+    if isinstance(value, float) and value in (0.0, 1.0):
+        value = int(value)
     word = str(value).strip().lower() if isinstance(value, (str, int)) else None
     if word in TRUE_WORDS:
         return True
@@ -145,9 +147,15 @@ def _as_int(value: Any) -> int:
         return int(value)
     if isinstance(value, str):
         try:
-            return int(value.strip().replace("_", ""))
+            return int(value.strip())
         except ValueError:
             pass
+        try:
+            number = float(value)  # "12.0" means 12
+        except ValueError:
+            number = math.nan
+        if number.is_integer():
+            return int(number)
     raise ValueError("expected a whole number")
 
 
@@ -156,9 +164,9 @@ def _as_float(value: Any) -> float:
         raise ValueError("expected a number")
     try:
         number = float(value.strip()) if isinstance(value, str) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError("expected a number") from None
-    if not math.isfinite(number):
+    if not math.isfinite(number):  # an endless timeout cannot be given to a socket either
         raise ValueError("expected a finite number")
     return number
 
