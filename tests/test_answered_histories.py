@@ -51,3 +51,26 @@ def test_a_changed_history_is_walked_again() -> None:
     assert dicts(answered(history)) == dicts(answered_history(history))
     history[2].parts.append(result(3))  # the same message with another part
     assert dicts(answered(history)) == dicts(answered_history(history))
+
+
+def test_a_request_note_that_is_gone_next_time_keeps_the_rest_seen() -> None:
+    answered = AnsweredHistories()
+    history = [Message.user("go"), Message("assistant", [call(1)]), Message("tool", [result(1)])]
+    assert dicts(answered([*history, Message.user("finish soon")])) == dicts(
+        [*history, Message.user("finish soon")])
+    assert len(answered._seen) == 4
+    grown = [*history, Message("assistant", [call(2)]), Message("tool", [result(2)]),
+             Message.user("finish soon")]
+    assert dicts(answered(grown)) == dicts(answered_history(grown))
+    assert len(answered._seen) == 6  # the note is gone, the rest is kept for the next request
+
+
+def test_a_call_whose_result_is_gone_is_repaired_after_a_longer_history() -> None:
+    answered = AnsweredHistories()
+    history = [Message.user("go"), Message("assistant", [call(1)]), Message("tool", [result(1)])]
+    answered(history)
+    cut = history[:2]  # the same messages, the result gone
+    assert dicts(answered(cut)) == dicts(answered_history(cut))
+    assert answered(cut)[-1].role == "tool" and answered(cut)[-1].tool_results[0].is_error
+    replaced = [*history[:2], Message("tool", [result(1)])]  # the result in a new message
+    assert dicts(answered(replaced)) == dicts(answered_history(replaced))

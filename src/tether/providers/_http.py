@@ -123,18 +123,17 @@ class AnsweredHistories:
     """`answered_history` for a history that grows at its end, as a turn's does: the part
     already found answered is not walked again (the walk grew with every round trip).
 
-    A history that needs a repair, or that does not start with the whole stretch seen
-    last (a condensed one, a sub-agent's), is walked in full: a stretch cut short could
-    end on a call whose result is gone."""
+    What the history still starts with of the stretch seen last is kept (the note a
+    request ends with is gone from the next, a condensed history keeps only its first
+    message), except a call whose results may be gone: the walk starts again at it."""
 
     def __init__(self) -> None:
         self._seen: SeenPrefix[None] = SeenPrefix()
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        seen = len(self._seen)
         kept = self._seen.follow(messages)
-        if kept < seen:
-            kept = self._seen.follow(())
+        if kept and messages[kept - 1].role == "assistant" and messages[kept - 1].tool_calls:
+            kept = self._seen.follow(messages[: kept - 1])
         end = _answered_until(messages, kept)
         for message in messages[kept:end]:
             self._seen.add(message, None)
