@@ -3,7 +3,12 @@ is repaired, or is replaced by another."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
+
 from tether.core.messages import Message, Text, ToolCall, ToolResult
+from tether.providers import _http
 from tether.providers._http import AnsweredHistories, answered_history
 
 
@@ -53,16 +58,24 @@ def test_a_changed_history_is_walked_again() -> None:
     assert dicts(answered(history)) == dicts(answered_history(history))
 
 
-def test_a_request_note_that_is_gone_next_time_keeps_the_rest_seen() -> None:
+def test_a_request_note_that_is_gone_next_time_keeps_the_rest_seen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    walks: list[int] = []
+    walk = _http._answered_until
+
+    def recorded(messages: Sequence[Message], start: int) -> int:
+        walks.append(start)
+        return walk(messages, start)
+
+    monkeypatch.setattr(_http, "_answered_until", recorded)
     answered = AnsweredHistories()
     history = [Message.user("go"), Message("assistant", [call(1)]), Message("tool", [result(1)])]
-    assert dicts(answered([*history, Message.user("finish soon")])) == dicts(
-        [*history, Message.user("finish soon")])
-    assert len(answered._seen) == 4
+    noted = [*history, Message.user("finish soon")]
+    assert dicts(answered(noted)) == dicts(noted)
     grown = [*history, Message("assistant", [call(2)]), Message("tool", [result(2)]),
              Message.user("finish soon")]
     assert dicts(answered(grown)) == dicts(answered_history(grown))
-    assert len(answered._seen) == 6  # the note is gone, the rest is kept for the next request
+    assert walks == [0, 3]  # the note is gone; the three before it are not walked again
 
 
 def test_a_call_whose_result_is_gone_is_repaired_after_a_longer_history() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from .settings_model import default_of, description_of, setting, settled
+from .settings_model import checked_value, default_of, description_of, setting, settled
 from .statefile import read_toml_file
 
 
@@ -38,6 +38,11 @@ def check_base_url(value: str) -> None:
         raise ValueError(f"port {port} is out of range")
 
 
+def url_setting(default: str, description: str) -> Any:
+    """A setting that holds a base URL tether sends requests to."""
+    return setting(default, description, check=check_base_url)
+
+
 WebSource = Literal["duckduckgo", "wikipedia", "stackexchange", "github"]
 
 
@@ -50,25 +55,21 @@ class Settings:
         "ollama", "Which provider to talk to: ollama, openai, anthropic or gemini.",
     )
     model: str = setting("", "Model name; empty picks the provider's default.")
-    ollama_host: str = setting(
+    ollama_host: str = url_setting(
         "http://127.0.0.1:11434",
         "Base URL of the Ollama server (env OLLAMA_HOST).",
-        check=check_base_url,
     )
-    openai_base_url: str = setting(
+    openai_base_url: str = url_setting(
         "https://api.openai.com/v1",
         "Base URL of an OpenAI-compatible API, up to /v1 (env OPENAI_BASE_URL).",
-        check=check_base_url,
     )
-    anthropic_base_url: str = setting(
+    anthropic_base_url: str = url_setting(
         "https://api.anthropic.com",
         "Base URL of the Anthropic API, without /v1 (env ANTHROPIC_BASE_URL).",
-        check=check_base_url,
     )
-    gemini_base_url: str = setting(
+    gemini_base_url: str = url_setting(
         "https://generativelanguage.googleapis.com",
         "Base URL of the Gemini API, without /v1beta (env GEMINI_BASE_URL).",
-        check=check_base_url,
     )
     max_steps: int = setting(
         20, "Tool round trips per turn before one final tool-free request.", ge=1, le=1000,
@@ -161,25 +162,21 @@ class Settings:
         ("duckduckgo", "wikipedia", "stackexchange", "github"),
         "The keyless sources search_web asks at once.",
     )
-    web_duckduckgo_url: str = setting(
+    web_duckduckgo_url: str = url_setting(
         "https://html.duckduckgo.com/html",
         "DuckDuckGo's HTML search endpoint.",
-        check=check_base_url,
     )
-    web_wikipedia_url: str = setting(
+    web_wikipedia_url: str = url_setting(
         "https://en.wikipedia.org",
         "The Wikipedia whose search API (/w/api.php) is asked.",
-        check=check_base_url,
     )
-    web_stackexchange_url: str = setting(
+    web_stackexchange_url: str = url_setting(
         "https://api.stackexchange.com",
         "Base URL of the Stack Exchange API (2.3).",
-        check=check_base_url,
     )
-    web_github_url: str = setting(
+    web_github_url: str = url_setting(
         "https://api.github.com",
         "Base URL of GitHub's API (repository search).",
-        check=check_base_url,
     )
     web_source_timeout: float = setting(
         8.0, "Seconds one search source may take; a slower one is left out.", gt=0,
@@ -283,12 +280,11 @@ def _apply_layer(
             warnings.append(f"{source}: unknown setting '{key}' ignored")
             continue
         try:
-            checked = getattr(Settings(**{key: value}), key)
+            checked = checked_value(value, _hints()[key], FIELDS[key].metadata)
             if key == "provider" and providers is not None and checked not in providers:
                 raise ValueError(f"{checked!r} is not a provider; known: {', '.join(providers)}")
         except ValueError as exc:
-            reason = str(exc).removeprefix(f"{key}: ")
-            warnings.append(f"{source}: invalid value for '{key}' ({reason}); ignored")
+            warnings.append(f"{source}: invalid value for '{key}' ({exc}); ignored")
             continue
         current = {**current, key: checked}
     return current
