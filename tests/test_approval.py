@@ -351,3 +351,20 @@ def test_a_rules_file_that_is_a_dangling_link_fails_closed(
     assert "does not exist" in warnings[0]
     auto = ApprovalPolicy(root, rules, auto=True)
     assert verdict(auto, table, "run_cmd", command="rm -rf x") == "deny"
+
+
+def test_a_link_out_is_outside_when_a_readable_folder_is_given(tmp_path: Path, table: ToolTable) -> None:
+    """A relative path starts at the project root, not at a readable folder (the run's
+    results folder): a link in the project that leads out still asks."""
+    root, outside, results = tmp_path / "proj", tmp_path / "outside", tmp_path / "results"
+    for folder in (root, outside, results):
+        folder.mkdir()
+    (outside / "secret.txt").write_text("s3cret\n")
+    (root / "ln").symlink_to("../outside/secret.txt")
+    (results / "ln").write_text("a results file of the same name\n")
+    (results / "kept.txt").write_text("kept\n")
+    p = ApprovalPolicy(root, RuleSet([], []), readable=(results,))
+    assert verdict(p, table, "read_file", filepath="ln") == "ask"
+    assert verdict(p, table, "read_file", filepath="../outside/secret.txt") == "ask"
+    assert verdict(p, table, "read_file", filepath=str(results / "kept.txt")) == "allow"
+    assert verdict(p, table, "read_file", filepath="../results/kept.txt") == "allow"

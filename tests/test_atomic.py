@@ -228,3 +228,23 @@ def test_cleanup_trouble_never_fails_the_write(
     atomic_write_text(tmp_path / "f.txt", "new")
     assert (tmp_path / "f.txt").read_text() == "new"
     assert old.exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_a_secret_files_new_folders_are_owner_only(tmp_path: Path) -> None:
+    """The folders a secret write creates (a run's results folder, subagents/) are 0700; a
+    folder that already exists keeps its mode."""
+    (tmp_path / "home").mkdir(mode=0o755)
+    atomic_write_json(tmp_path / "home" / "results" / "run-1" / "001.txt", {"a": 1}, secret=True)
+    assert _mode(tmp_path / "home") == 0o755
+    assert _mode(tmp_path / "home" / "results") == 0o700
+    assert _mode(tmp_path / "home" / "results" / "run-1") == 0o700
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_the_run_folders_of_results_and_subagents_are_owner_only(tmp_path: Path) -> None:
+    from tether.store.result_files import ResultFiles
+
+    files = ResultFiles(tmp_path)
+    files.save("mcp__srv__tool", "x" * 10, kept_head=5)
+    assert _mode(files.parent) == 0o700 and _mode(files.folder) == 0o700

@@ -318,7 +318,8 @@ class ApprovalPolicy:
     def outside_paths(self, call: ToolCall, tool: Tool) -> list[str]:
         readable = self.readable if tool.read_only else ()
         return [p for p in tool.path_values(call.arguments).values()
-                if not is_inside(self.root, p) and not any(is_inside(f, p) for f in readable)]
+                if not is_inside(self.root, p)
+                and not any(is_inside(f, p, base=self.root) for f in readable)]
 
 
 def denial(policy: ApprovalPolicy, tool_name: str, arguments: dict[str, Any]) -> str:
@@ -416,11 +417,13 @@ def names_something(rule: Rule) -> bool:
     return bool(words) and not any(c in words[0] for c in "*?")
 
 
-def is_inside(root: Path, path: str) -> bool:
-    """True when `path` (relative to root, or absolute) stays inside root as the kernel
-    resolves it, with and without following a last symlink."""
+def is_inside(root: Path, path: str, *, base: Path | None = None) -> bool:
+    """True when `path` (relative to `base`, root by default, or absolute) stays inside root
+    as the kernel resolves it, with and without following a last symlink. A call's relative
+    path always starts at the project root, so checking it against another folder (a readable
+    results folder) passes the project root as `base`."""
     try:
-        forms = resolved_forms(path, str(root))
+        forms = resolved_forms(path, str(base if base is not None else root))
         real_root = resolve_path(str(root), "/")
     except (ValueError, OSError):  # a path the OS cannot represent, a symlink loop
         return False

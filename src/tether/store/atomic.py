@@ -24,6 +24,7 @@ from typing import Any
 from ..safety.safetext import clean_data, clean_text
 
 SECRET_MODE = 0o600
+PRIVATE_DIR_MODE = 0o700
 STALE_TEMP_AGE = 60.0
 # What tempfile.mkstemp puts between our prefix and suffix: eight characters.
 _MKSTEMP_MIDDLE = re.compile(r"[a-z0-9_]{8}")
@@ -57,7 +58,7 @@ def atomic_write_json(path: Path, obj: Any, *, secret: bool = False) -> None:
 def atomic_write_bytes(path: Path, data: bytes, *, secret: bool = False) -> None:
     """Write `data` atomically; `secret=True` makes the file 0600 from its first byte."""
     target = _write_target(Path(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_parents(target, private=secret)
     mode = SECRET_MODE if secret else _mode_for(target)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -79,6 +80,22 @@ def atomic_write_bytes(path: Path, data: bytes, *, secret: bool = False) -> None
         raise
     _fsync_directory(target.parent)
     _remove_stale_temps(target)
+
+
+def make_parents(target: Path, *, private: bool = False) -> None:
+    """Create the folders above `target` that are missing; `private=True` makes each one it
+    creates owner-only (0700), so a secret's folder never lists its files to others."""
+    if not private:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return
+    missing = []
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
 
 
 def _remove_stale_temps(target: Path) -> None:
