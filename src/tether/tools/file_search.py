@@ -18,14 +18,14 @@ from pydantic import BaseModel, Field
 from tether.core.project_files import searchable_files
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.safety.paths import file_identity
-from tether.tools._paths import display_path, is_inside_resolved, kernel_resolved
-from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
-from tether.tools._regular import (
+from tether.safety.regular_files import (
     NotARegularFile,
     TooLarge,
     read_small_file,
     refuse_special,
 )
+from tether.tools._paths import display_path, is_inside_resolved, kernel_resolved
+from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed
 
 from .file_text import (
     BINARY_SNIFF_BYTES,

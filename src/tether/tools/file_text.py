@@ -14,14 +14,14 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.store.atomic import atomic_write_bytes
-from tether.tools._paths import display_path, near_names
-from tether.tools._regular import (
+from tether.safety.regular_files import (
     NotARegularFile,
     TooLarge,
     open_regular,
     read_at_most,
 )
+from tether.store.atomic import atomic_write_bytes
+from tether.tools._paths import display_path, near_names
 from tether.tools.nearby import closest_paths
 
 READ_LINE_CAP = 4_000

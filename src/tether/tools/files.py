@@ -21,12 +21,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from tether.tools._paths import display_path
-from tether.tools._regular import (
+from tether.safety.regular_files import (
     copy_regular,
     read_small_file,
     refuse_special,
 )
+from tether.tools._paths import display_path
 
 from .code_notes import code_notes
 from .file_edit import EditFileParams, edit_file

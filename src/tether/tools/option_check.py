@@ -16,9 +16,9 @@ from pathlib import Path
 
 from tether.core.python_tree import parsed_python
 from tether.core.toolspec import ToolContext
+from tether.safety.regular_files import read_small_file
 
 from ._paths import display_path
-from ._regular import read_small_file
 from .file_text import SYNTAX_CHECK_CHARS
 
 SIBLINGS_READ = 40

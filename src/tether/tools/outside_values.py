@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tether.core.toolspec import ToolContext, ToolError
+from tether.safety.regular_files import read_small_file
 
 from ..core.python_tree import parsed_python
 from ._paths import display_path
-from ._regular import read_small_file
 
 VALUES_SHOWN = 6
 VALUE_CHARS = 60

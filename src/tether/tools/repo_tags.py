@@ -11,7 +11,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._regular import NotARegularFile, TooLarge, read_small_file
+from tether.safety.regular_files import NotARegularFile, TooLarge, read_small_file
+
 from .ast_grammars import GrammarMissing, Grammars, language_of
 from .ast_outline import node_signature, python_outline, whole_definition
 from .file_text import BINARY_SNIFF_BYTES

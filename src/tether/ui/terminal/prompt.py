@@ -15,7 +15,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 from tether.core.project_files import ProjectFiles
-from tether.tools._regular import open_regular, read_at_most
+from tether.safety.regular_files import open_regular, read_at_most
 
 from .paste import Pastes
 
