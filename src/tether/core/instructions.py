@@ -8,6 +8,11 @@ trusted folder: a hostile repository must not speak to the model with the user's
 working directory's trust does not reach up: a folder above it is read only when it is
 trusted itself (a trust given to it or to a folder above it), and a file skipped for that is
 named in `skipped`, which /context shows.
+Every file is read through a `LoaderGate`: a project's file only when it resolves inside the
+project (the chain's top folder), the personal one from anywhere but /proc, /dev and /sys,
+neither when it is tether's saved keys, and only a regular file (a FIFO is a problem, not a
+wait). A file refused for that is named in `problems` with the reason; nothing is included
+from other files (no @-include syntax), so these are the only reads.
 The text lives in the system prompt, outside the history, so compaction never touches it.
 """
 
@@ -16,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..store.filereads import FileProblem
+from ..store.loader_gate import LoaderGate
 
 INSTRUCTIONS_FILE = "AGENTS.md"
 OVERRIDE_FILE = "AGENTS.override.md"
@@ -84,7 +92,7 @@ def file_of_folder(folder: Path, fallbacks: Sequence[str]) -> Path | None:
     """The one instructions file a folder contributes, if any."""
     for name in instruction_names(fallbacks):
         candidate = folder / name
-        if candidate.is_file():
+        if candidate.exists() and not candidate.is_dir():  # a FIFO too: refused with a note
             return candidate
     return None
 
@@ -96,8 +104,10 @@ def load_instructions(
     """`trusted` is the working directory's trust; `trusted_above` tells whether a folder
     above it (up to the git root) is trusted too."""
     found = ProjectInstructions()
+    chain = folders_down_to(cwd)
+    user, project = LoaderGate(home), LoaderGate(home, project=chain[0])
     paths = [p for p in (file_of_folder(home, ()),) if p is not None]
-    for folder in folders_down_to(cwd):
+    for folder in chain:
         path = file_of_folder(folder, fallbacks)
         if path is None or path in paths:
             continue
@@ -107,15 +117,18 @@ def load_instructions(
             found.skipped.append(path)
     budget = max_bytes
     for path in paths:
+        gate = user if path.parent == home else project
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            found.problems.append(f"{path}: cannot be read ({exc.strerror or exc})")
+            data, size = gate.read_head(path, budget)
+        except FileNotFoundError:
+            continue  # gone since it was found
+        except FileProblem as exc:
+            found.problems.append(f"Instructions file skipped: {exc}")
             continue
-        if len(data) > budget:
-            shown = data[:budget].decode("utf-8", errors="ignore")
-            found.cut = (f"[instructions cut at {max_bytes} bytes: {len(data) - budget} bytes "
+        if size > budget:
+            found.cut = (f"[instructions cut at {max_bytes} bytes: {size - budget} bytes "
                          f"of {path} and any later file not shown]")
+            shown = data.decode("utf-8", errors="ignore")
             if shown:
                 found.files.append(InstructionFile(path, shown))
             break

@@ -8,6 +8,9 @@ The table maps an event to matcher groups, each with a list of command hooks:
 
 A bad entry is a warning naming where it is and why, and only that entry is skipped.
 The order the files give is the order hooks run in: the user's first, then the project's.
+Both files are read through a `LoaderGate`: the project's only when it resolves inside the
+project, neither when it is tether's saved keys or not a regular file (a FIFO is a warning,
+not a wait).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..store.loader_gate import LoaderGate
 from ..store.statefile import read_json_file
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "PreCompact")
@@ -142,17 +146,17 @@ def load_hooks(user_table: object, home: Path, root: Path, *, trusted: bool) -> 
     found = HookSet()
     if user_table:
         found.add_table(user_table, str(home / "config.toml"))
-    _add_json_file(found, home / USER_HOOKS_JSON)
+    _add_json_file(found, home / USER_HOOKS_JSON, LoaderGate(home))
     project = root / PROJECT_HOOKS_FILE
     if trusted:
-        _add_json_file(found, project)
+        _add_json_file(found, project, LoaderGate(home, project=root))
     elif project_declares_hooks(root):
         found.warnings.append(f"{project}: this folder is not trusted, so its hooks do not run")
     return found
 
 
-def _add_json_file(found: HookSet, path: Path) -> None:
-    loaded = read_json_file(path)
+def _add_json_file(found: HookSet, path: Path, gate: LoaderGate) -> None:
+    loaded = read_json_file(path, reader=gate.read)
     if loaded.broken:
         found.warnings.append(f"{loaded.problem}; its hooks are ignored")
         return

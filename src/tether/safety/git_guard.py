@@ -62,6 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store.filereads import read_file_bytes
 from .host_programs import host_program
 
 REPO_ENV_VARS = (
@@ -138,6 +139,8 @@ _ALWAYS_NAMED = {"protocol": ("ext", "file", "git", "ssh", "http", "https"), "gp
 """Names overridden even when no config mentions them (git knows them anyway)."""
 
 CONFIG_TIMEOUT = 20.0
+MAX_POINTER_BYTES = 64 * 1024
+"""A `.git` or `commondir` file holds one path; anything larger is not one."""
 
 
 class GitConfigError(Exception):
@@ -378,9 +381,10 @@ def linked_git_dirs(root: Path) -> list[Path]:
 def _gitdir_of(pointer: Path, prefix: str = "gitdir:") -> Path | None:
     """The directory a `.git` file (`gitdir: X`) or a `commondir` file names, if readable."""
     try:
-        text = pointer.read_text(encoding="utf-8", errors="surrogateescape").strip()
+        raw = read_file_bytes(pointer, MAX_POINTER_BYTES)  # a FIFO `.git` must not hang
     except OSError:
         return None
+    text = raw.decode("utf-8", errors="surrogateescape").strip()
     if not text.startswith(prefix):
         return None
     named = Path(text[len(prefix):].strip())

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..store.filereads import read_file_bytes
 from ..tools._paths import is_within
+from .git_guard import MAX_POINTER_BYTES
 from .permissions import PROJECT_FILE
 
 Kind = Literal["file", "dir"]
@@ -137,9 +139,10 @@ def _first_missing(root: Path, target: Path) -> Path:
 def _pointed_to(file: Path, prefix: str) -> Path | None:
     """The folder a `.git` file (`gitdir: ...`) or a `commondir` file names, relative to its folder."""
     try:
-        text = file.read_text(encoding="utf-8", errors="replace").strip()
+        raw = read_file_bytes(file, MAX_POINTER_BYTES)  # a FIFO `.git` must not hang
     except OSError:
         return None
+    text = raw.decode("utf-8", errors="replace").strip()
     if not text.startswith(prefix) or not text[len(prefix):].strip():
         return None
     return real(file.parent / text[len(prefix):].strip())

@@ -77,6 +77,10 @@ class SkillBook:
         for script in sorted((skill.folder / "scripts").glob("*")):
             if not is_script(script):
                 continue
+            refused = skill.gate.refusal(script)
+            if refused:  # a link out of the project would run what the project does not hold
+                problems.append(refused)
+                continue
             try:
                 tools.append(script_tool(skill.name, script, self.root, self.run_command,
                                          help_launcher))

@@ -3,7 +3,10 @@
 Project folders come first so a project skill overrides a personal one of the same name,
 but only in a trusted folder: a hostile repository must not hand the model instructions
 or tools. The installed package never looks next to its own code, so an install cannot add
-a skill the user did not put in place.
+a skill the user did not put in place. Every skill file is read through a `LoaderGate`: a
+project's skill (its folder, its SKILL.md, its scripts) only when it resolves inside the
+project, a personal one from anywhere but /proc, /dev and /sys, never tether's saved keys,
+and only a regular file; what is refused is a problem with the reason, the skill skipped.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.textclip import clip_words
+from ..store.filereads import FileProblem
+from ..store.loader_gate import LoaderGate
 from .frontmatter import Frontmatter, FrontmatterError, parse_frontmatter, split_frontmatter
 
 PROJECT_FOLDERS = ("skills", ".tether/skills", ".agents/skills", ".claude/skills")
@@ -31,6 +36,8 @@ class Skill:
     """SKILL.md, or the one-file skill's <name>.md."""
     source: str
     """Where it was found, as /skills shows it."""
+    gate: LoaderGate = field(compare=False)
+    """The rules its files are read by (a project's or the user's)."""
 
     @property
     def name(self) -> str:
@@ -42,8 +49,12 @@ class Skill:
         return self.file.parent if self.file.name == SKILL_FILE else None
 
     def body(self) -> str:
-        text = self.file.read_text(encoding="utf-8", errors="replace")
-        return split_frontmatter(text)[1].strip()
+        """The instructions; FileProblem (or FileNotFoundError) when the file may no longer
+        be read (a link swapped in since it was found)."""
+        return split_frontmatter(self._text())[1].strip()
+
+    def _text(self) -> str:
+        return self.gate.read(self.file, MAX_FILE_BYTES).decode("utf-8", errors="replace")
 
     def bundled_files(self) -> tuple[list[Path], int]:
         """The files of the skill's folder but SKILL.md, relative to it (at most MAX_BUNDLED),
@@ -69,11 +80,14 @@ class SkillCatalog:
         return [s.name for s in self.skills]
 
 
-def search_folders(root: Path, home: Path, user_home: Path, trusted: bool) -> list[tuple[Path, str]]:
-    """The folders searched, in order, each with the label /skills shows."""
-    found = [(root / f, f"project {f}") for f in PROJECT_FOLDERS] if trusted else []
-    return found + [(home / "skills", "personal TETHER_HOME/skills"),
-                    (user_home / ".agents" / "skills", "personal ~/.agents/skills")]
+def search_folders(
+    root: Path, home: Path, user_home: Path, trusted: bool
+) -> list[tuple[Path, str, LoaderGate]]:
+    """The folders searched, in order, each with the label /skills shows and its rules."""
+    project, user = LoaderGate(home, project=root), LoaderGate(home)
+    found = [(root / f, f"project {f}", project) for f in PROJECT_FOLDERS] if trusted else []
+    return found + [(home / "skills", "personal TETHER_HOME/skills", user),
+                    (user_home / ".agents" / "skills", "personal ~/.agents/skills", user)]
 
 
 def candidates(folder: Path) -> list[tuple[str, Path]]:
@@ -82,20 +96,25 @@ def candidates(folder: Path) -> list[tuple[str, Path]]:
         return []
     found = []
     for entry in sorted(folder.iterdir()):
-        if entry.is_dir() and (entry / SKILL_FILE).is_file():
+        if entry.is_dir() and _present_file(entry / SKILL_FILE):
             found.append((entry.name, entry / SKILL_FILE))
-        elif entry.is_file() and entry.suffix == ".md" and entry.name.upper() != "README.MD":
+        elif _present_file(entry) and entry.suffix == ".md" and entry.name.upper() != "README.MD":
             found.append((entry.stem, entry))
     return found
 
 
-def read_skill(expected: str, file: Path, source: str) -> Skill:
-    """FrontmatterError or OSError when the file is not a valid skill."""
-    if file.stat().st_size > MAX_FILE_BYTES:
-        raise FrontmatterError(f"the file is larger than {MAX_FILE_BYTES} bytes", 1)
-    text = file.read_text(encoding="utf-8", errors="replace")
+def _present_file(path: Path) -> bool:
+    """Something that is not a folder is there (a FIFO too: reading it is refused, with a
+    note, instead of the skill vanishing without one)."""
+    return path.exists() and not path.is_dir()
+
+
+def read_skill(expected: str, file: Path, source: str, gate: LoaderGate) -> Skill:
+    """FrontmatterError or OSError (FileProblem: one line naming the file) when the file is
+    not a valid skill or may not be read."""
+    text = gate.read(file, MAX_FILE_BYTES).decode("utf-8", errors="replace")
     yaml_text = split_frontmatter(text)[0]
-    return Skill(parse_frontmatter(yaml_text, expected), file, source)
+    return Skill(parse_frontmatter(yaml_text, expected), file, source, gate)
 
 
 def discover_skills(
@@ -103,14 +122,21 @@ def discover_skills(
 ) -> SkillCatalog:
     catalog = SkillCatalog()
     seen: set[str] = set()
-    for folder, source in search_folders(root, home, user_home or Path.home(), trusted):
+    for folder, source, gate in search_folders(root, home, user_home or Path.home(), trusted):
+        refused = gate.refusal(folder) if folder.exists() else ""
+        if refused:  # one note for a skills folder that is a link out, not one per skill
+            catalog.problems.append(f"Skills folder skipped: {refused}")
+            continue
         for expected, file in candidates(folder):
             if expected in seen:
                 continue  # the first match on a name wins
             try:
-                skill = read_skill(expected, file, source)
+                skill = read_skill(expected, file, source, gate)
             except FrontmatterError as exc:
                 catalog.problems.append(f"{file}:{exc.line}: {exc}; skill skipped")
+                continue
+            except FileProblem as exc:
+                catalog.problems.append(f"Skill skipped: {exc}")
                 continue
             except OSError as exc:
                 catalog.problems.append(f"{file}: cannot be read ({exc.strerror or exc}); "

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..safety.regular_files import open_regular, read_at_most
 from ..safety.shell_session import Launcher
 from ..tools.shell import RunCmdParams
 
@@ -209,8 +210,8 @@ def is_script(path: Path) -> bool:
     if path.suffix == ".py":
         return True
     try:
-        with path.open("rb") as handle:
-            starts = handle.read(2) == b"#!"
+        with open_regular(path) as handle:
+            starts = read_at_most(handle, path, 2, cut=True) == b"#!"
     except OSError:
         return False
     return starts and os.access(path, os.X_OK)

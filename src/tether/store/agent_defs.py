@@ -1,12 +1,17 @@
 """Agent definitions: markdown files whose frontmatter names a sub-agent and whose body is its
 instructions. Read from TETHER_HOME/agents/ and, in a trusted folder only (a hostile repository
 must not hand the model new instructions), from .tether/agents/ and .claude/agents/.
+Each file is read through a `LoaderGate` (a project's only from inside the project, never the
+saved keys, only a regular file): a refused one is a warning with the reason.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from .filereads import FileProblem
+from .loader_gate import LoaderGate
 
 MAX_DEFINITION_BYTES = 64_000
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
@@ -24,11 +29,13 @@ class AgentDefinition:
     source: Path | None = None
 
 
-def definition_dirs(root: Path, home: Path, trusted: bool) -> list[Path]:
-    """Later directories win on a name clash: the project's own over the user's."""
-    dirs = [home / "agents"]
+def definition_dirs(root: Path, home: Path, trusted: bool) -> list[tuple[Path, LoaderGate]]:
+    """Later directories win on a name clash: the project's own over the user's. Each comes
+    with the rules its files are read by."""
+    dirs = [(home / "agents", LoaderGate(home))]
     if trusted:
-        dirs += [root / ".claude" / "agents", root / ".tether" / "agents"]
+        project = LoaderGate(home, project=root)
+        dirs += [(root / ".claude" / "agents", project), (root / ".tether" / "agents", project)]
     return dirs
 
 
@@ -36,11 +43,18 @@ def load_definitions(root: Path, home: Path, trusted: bool) -> tuple[dict[str, A
     """Every readable definition by name, and one warning per file that could not be used."""
     found: dict[str, AgentDefinition] = {}
     warnings: list[str] = []
-    for directory in definition_dirs(root, home, trusted):
+    for directory, gate in definition_dirs(root, home, trusted):
+        refused = gate.refusal(directory) if directory.is_dir() else ""
+        if refused:  # one warning for a folder that is a link out, not one per file
+            warnings.append(f"Agent definitions skipped: {refused}")
+            continue
         for path in sorted(directory.glob("*.md")) if directory.is_dir() else ():
             try:
-                definition = parse_definition(path.read_bytes()[:MAX_DEFINITION_BYTES].decode(
-                    "utf-8", "replace"), path)
+                text = gate.read(path, MAX_DEFINITION_BYTES).decode("utf-8", "replace")
+                definition = parse_definition(text, path)
+            except FileProblem as exc:
+                warnings.append(f"Agent definition skipped: {exc}")
+                continue
             except (OSError, ValueError) as exc:
                 warnings.append(f"agent definition {path}: {exc}")
                 continue

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from .loader_gate import LoaderGate
 from .settings_model import checked_value, default_of, description_of, setting, settled
 from .statefile import read_toml_file
 
@@ -290,10 +291,11 @@ def _apply_layer(
     return current
 
 
-def _read_config_file(path: Path, warnings: list[str]) -> dict[str, Any]:
+def _read_config_file(path: Path, home: Path, warnings: list[str]) -> dict[str, Any]:
     """The file's settings; one that cannot be read or parsed is named (with the line)
-    in a warning and ignored as a whole, never a crash."""
-    loaded = read_toml_file(path)
+    in a warning and ignored as a whole, never a crash. A user's file may be a link, but
+    not to the saved keys or into /proc, /dev or /sys (`LoaderGate`)."""
+    loaded = read_toml_file(path, reader=LoaderGate(home).read)
     if loaded.broken:
         warnings.append(f"{loaded.problem}; its settings are ignored")
         return {}
@@ -328,7 +330,8 @@ def load_settings(
     warnings: list[str] = []
     values: dict[str, Any] = {}
     path = home / "config.toml"
-    values = _apply_layer(values, _read_config_file(path, warnings), str(path), warnings, providers)
+    from_file = _read_config_file(path, home, warnings)
+    values = _apply_layer(values, from_file, str(path), warnings, providers)
     values = _apply_layer(values, remembered or {}, "last connection", warnings, providers)
     values = _apply_layer(values, _env_layer(env), "environment", warnings, providers)
     given = {k: v for k, v in (flags or {}).items() if v is not None}

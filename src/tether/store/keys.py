@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from ..safety.paths import file_identity, is_within, resolve_path, resolved_forms
 from .atomic import atomic_write_json
+from .filereads import read_file_bytes
 from .statefile import LoadedFile, dangling_link, read_json_file, write_json_state
 
 CREDENTIALS_FILE = "credentials.json"
@@ -180,13 +181,13 @@ class KeyStore:
     def _load(self) -> dict[str, Secret]:
         self.problem = None
         try:
-            text = self.path.read_text(encoding="utf-8")
+            text = read_file_bytes(self.path).decode("utf-8")
         except FileNotFoundError:
             if dangling_link(self.path):
                 return self._unreadable("is a symbolic link to a file that does not exist")
             return {}
-        except OSError as exc:
-            return self._unreadable(f"cannot be read ({exc.strerror or exc.__class__.__name__})")
+        except OSError as exc:  # FileProblem: a FIFO or a device is refused, not waited on
+            return self._unreadable_because(str(exc))
         except UnicodeDecodeError:
             return self._unreadable("is not UTF-8 text")
         try:
@@ -201,7 +202,10 @@ class KeyStore:
         return {name: Secret(value) for name, value in keys.items() if value}
 
     def _unreadable(self, reason: str) -> dict[str, Secret]:
-        self.problem = f"{self.path} {reason}; saved keys are ignored until it is fixed or removed."
+        return self._unreadable_because(f"{self.path} {reason}")
+
+    def _unreadable_because(self, problem: str) -> dict[str, Secret]:
+        self.problem = f"{problem}; saved keys are ignored until it is fixed or removed."
         return {}
 
     def _load_for_update(self) -> dict[str, Secret]:

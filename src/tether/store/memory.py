@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.textclip import clip_words
 from .atomic import atomic_write_json
+from .filereads import FileProblem, read_file_bytes
 from .statefile import dangling_link
 
 FORMAT_VERSION = 1
@@ -127,7 +128,7 @@ class MemoryStore:
 
     def _load(self) -> dict[str, dict[str, Any]]:
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = read_file_bytes(self.path).decode("utf-8")
         except FileNotFoundError:
             if dangling_link(self.path):
                 raise MemoryCorrupt(self.path, "a symbolic link to a file that does not exist",
@@ -135,6 +136,8 @@ class MemoryStore:
             return {}
         except UnicodeDecodeError:
             raise MemoryCorrupt(self.path, "not UTF-8 text") from None
+        except FileProblem as exc:  # a FIFO or a device is refused, not waited on
+            raise MemoryCorrupt(self.path, exc.reason, unreadable=True) from None
         except OSError as exc:
             raise MemoryCorrupt(self.path, exc.strerror or str(exc), unreadable=True) from None
         try:

@@ -37,6 +37,7 @@ from ..core.messages import (
 )
 from ..core.textclip import keep_head
 from .atomic import atomic_write_json, atomic_write_text
+from .filereads import file_problem, read_file_bytes
 
 if TYPE_CHECKING:
     from ..core.loop import Conversation
@@ -46,6 +47,8 @@ EVIDENCE_RESULT_CAP = 2_000
 EXPORT_RESULT_CAP = 2_000
 TITLE_CAP = 60
 TITLE_SOURCE_CAP = 1_500
+MAX_SESSION_BYTES = 256 * 1024 * 1024
+"""A session file larger than this is refused as unreadable, never read into memory whole."""
 """Characters of the first question and answer sent when asking a model for a title."""
 
 _ROLES = ("system", "user", "assistant", "tool")
@@ -235,14 +238,13 @@ class SessionStore:
 
     def _read(self, path: Path) -> SessionRecord:
         try:
-            raw = path.read_text(encoding="utf-8")
+            raw = read_file_bytes(path, MAX_SESSION_BYTES).decode("utf-8")
         except UnicodeDecodeError:
             raise SessionCorrupt(path, "not UTF-8 text") from None
-        except OSError as exc:  # permissions, a folder in its place: unreadable, not corrupt
-            reason = exc.strerror or type(exc).__name__
+        except OSError as exc:  # permissions, a folder or a FIFO in its place: unreadable
+            problem = file_problem(path, exc)
             raise SessionCorrupt(
-                path, f"cannot be read ({reason})",
-                f"Session file {path} cannot be read ({reason}). It was left untouched.",
+                path, problem.reason, f"Session file {problem}. It was left untouched.",
             ) from None
         try:
             data = json.loads(raw)
@@ -339,7 +341,7 @@ def _mtime(path: Path) -> float:
 def _root_hint(path: Path) -> str:
     """The root a damaged file still names, so a per-project list can place it; "" if unknown."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_file_bytes(path, MAX_SESSION_BYTES).decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return ""
     root = data.get("root") if isinstance(data, dict) else None

@@ -2,10 +2,11 @@
 
 Every such file (config.toml, the rules files, trusted.json, the last connection,
 ...) is read through `read_json_file` or `read_toml_file`: a file that is absent is
-simply empty, and one that cannot be used (a directory in its place, no permission,
-bytes that are not UTF-8, a syntax error, the wrong shape) comes back with a
-`problem` that names the path and, where there is one, the line. Nothing here
-raises for a bad file.
+simply empty, and one that cannot be used (a directory, FIFO or device in its place, no
+permission, too large, bytes that are not UTF-8, a syntax error, the wrong shape) comes
+back with a `problem` that names the path and, where there is one, the line. Nothing here
+raises for a bad file, and nothing waits on one: the bytes come from `read_file_bytes`
+(a regular file only, bounded) or from the `reader` a loader passes (its `LoaderGate`).
 
 A state file that failed to parse is never overwritten: `write_json_state` refuses
 with `StateFileError` and the file stays exactly as it was, for the user to fix or
@@ -28,9 +29,12 @@ else:  # pragma: no cover - exercised only on 3.10
     import tomli as tomllib
 
 from .atomic import atomic_write_json
+from .filereads import file_problem, read_file_bytes
 
 ShapeCheck = Callable[[Any], str]
 """Says what is wrong with a parsed value's shape ("" when it is right)."""
+Reader = Callable[[Path], bytes]
+"""A file's bytes; FileNotFoundError when absent, another OSError (one line) when unusable."""
 
 
 class StateFileError(OSError):
@@ -51,13 +55,17 @@ class LoadedFile:
         return bool(self.problem)
 
 
-def read_json_file(path: Path, check: ShapeCheck | None = None) -> LoadedFile:
+def read_json_file(
+    path: Path, check: ShapeCheck | None = None, reader: Reader = read_file_bytes
+) -> LoadedFile:
     """A JSON file's value, or its problem; an absent file is not a problem."""
-    return _read(Path(path), _parse_json, check)
+    return _read(Path(path), _parse_json, check, reader)
 
 
-def read_toml_file(path: Path, check: ShapeCheck | None = None) -> LoadedFile:
-    return _read(Path(path), _parse_toml, check)
+def read_toml_file(
+    path: Path, check: ShapeCheck | None = None, reader: Reader = read_file_bytes
+) -> LoadedFile:
+    return _read(Path(path), _parse_toml, check, reader)
 
 
 def write_json_state(path: Path, data: Any, loaded: LoadedFile, *, secret: bool = False) -> None:
@@ -86,17 +94,16 @@ def dangling_link(path: Path) -> str:
     return f"{path} is a symbolic link to {target}, which does not exist"
 
 
-def _read(path: Path, parse: Callable[[str], Any], check: ShapeCheck | None) -> LoadedFile:
+def _read(
+    path: Path, parse: Callable[[str], Any], check: ShapeCheck | None, reader: Reader
+) -> LoadedFile:
     try:
-        raw = path.read_bytes()
+        raw = reader(path)
     except FileNotFoundError:
         dangling = dangling_link(path)
         return LoadedFile(path, problem=dangling, exists=True) if dangling else LoadedFile(path)
-    except IsADirectoryError:
-        return LoadedFile(path, problem=f"{path} is a directory, not a file", exists=True)
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return LoadedFile(path, problem=f"{path} cannot be read ({reason})", exists=True)
+        return LoadedFile(path, problem=str(file_problem(path, exc)), exists=True)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
