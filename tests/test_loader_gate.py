@@ -357,3 +357,17 @@ def test_a_fifo_commondir_behind_a_git_file_is_not_waited_on(tmp_path: Path) -> 
     assert found == [gitdir]
     protected = without_hanging(lambda: git_paths(root), gitdir / "commondir")
     assert [p.path for p in protected] == [root / ".git", gitdir]
+
+
+def test_a_fifo_named_by_a_call_gets_no_preview_and_no_comparison(tmp_path: Path) -> None:
+    from tether.core.messages import ToolCall
+    from tether.core.reply_shapes import file_text
+    from tether.ui.terminal.preview import change_preview
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    write = ToolCall("1", "write_file", {"filepath": "pipe.py", "content": "x = 1\n"})
+    edit = ToolCall("2", "edit_file", {"filepath": "pipe.py", "old_content": "x", "new_content": "y"})
+    assert without_hanging(lambda: change_preview(write, tmp_path), fifo) is None
+    assert without_hanging(lambda: change_preview(edit, tmp_path), fifo) is not None  # the snippet
+    assert without_hanging(lambda: file_text(fifo, 3_000), fifo) is None

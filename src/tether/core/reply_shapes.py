@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..store.filereads import read_file_bytes
+
 _SHELL_BLOCK = re.compile(r"^[ \t]*```[ \t]*(sh|bash|shell|console|zsh|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
 _COMMAND_START = re.compile(
     r"^(python3?|pytest|node|bash|sh|\./|make|grep|wc|cat|ls|head|tail|awk|sed|find|go|cargo|npm test)\b"
@@ -53,11 +55,10 @@ VERSION_MAX_CHARS = 3_000
 def file_text(path: Path, limit: int) -> str | None:
     """The text of a file of at most `limit` bytes; None when longer, binary or unreadable."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
+        data = read_file_bytes(path, limit)  # a FIFO is refused, never waited on
     except OSError:
         return None
-    if len(data) > limit or b"\0" in data:
+    if b"\0" in data:
         return None
     return data.decode("utf-8", errors="replace")
 

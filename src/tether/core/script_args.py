@@ -14,6 +14,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
+from ..store.filereads import read_file_bytes
 from ..tools._paths import is_inside_root
 from .messages import Evidence
 
@@ -62,7 +63,7 @@ def unread_arguments_note(watch: TurnWatch, evidence: Evidence) -> str:
     if not is_inside_root(target, watch.root):
         return ""
     try:
-        text = target.read_text(encoding="utf-8", errors="replace")
+        text = read_file_bytes(target).decode("utf-8", errors="replace")  # no FIFO wait
     except OSError:
         return ""
     if _READS_ARGUMENTS.search(text) or not watch.once(f"arguments:{script}"):

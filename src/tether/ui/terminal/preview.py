@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from tether.core.messages import ToolCall
+from tether.store.filereads import read_file_bytes
 
 
 def change_preview(call: ToolCall, root: Path | None) -> list[str] | None:
@@ -21,7 +22,10 @@ def change_preview(call: ToolCall, root: Path | None) -> list[str] | None:
             return None
         old_lines, new_lines = lines
     elif call.name == "write_file" and isinstance(args.get("content"), str):
-        old_lines = _current_text(path, root).splitlines()
+        current = _current_text(path, root)
+        if current is None:
+            return None
+        old_lines = current.splitlines()
         new_lines = args["content"].splitlines()
     else:
         return None
@@ -81,13 +85,17 @@ def _anchored_line(anchor: str, lines: list[str]) -> int | None:
 
 
 def _text_if_readable(path: str, root: Path | None) -> str | None:
-    target = Path(path) if root is None or Path(path).is_absolute() else root / path
     try:
-        if target.stat().st_size > PREVIEW_FILE_LIMIT:
-            return None
-        return target.read_text(errors="replace")
+        return _target_text(path, root)
     except OSError:
         return None
+
+
+def _target_text(path: str, root: Path | None) -> str:
+    """The text of the file a call names; OSError when it is absent, larger than
+    PREVIEW_FILE_LIMIT or not a regular file (a FIFO is refused, never waited on)."""
+    target = Path(path) if root is None or Path(path).is_absolute() else root / path
+    return read_file_bytes(target, PREVIEW_FILE_LIMIT).decode("utf-8", errors="replace")
 
 
 def _split_lf(text: str) -> list[str]:
@@ -98,9 +106,12 @@ def _split_lf(text: str) -> list[str]:
     return lines
 
 
-def _current_text(path: str, root: Path | None) -> str:
-    target = Path(path) if root is None or Path(path).is_absolute() else root / path
+def _current_text(path: str, root: Path | None) -> str | None:
+    """The text a write_file call replaces: "" for a new file, None when it cannot be
+    previewed (a diff against nothing would misstate the change)."""
     try:
-        return target.read_text(errors="replace")
-    except OSError:
+        return _target_text(path, root)
+    except FileNotFoundError:
         return ""
+    except OSError:
+        return None
