@@ -32,14 +32,20 @@ class FileProblem(OSError):
 def read_file_bytes(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
     """All the bytes of the regular file at `path` (symlinks followed), at most `limit`.
 
-    Raises FileNotFoundError when nothing is there, FileProblem for anything else that
-    keeps it from being read (a FIFO, a device, a directory, too large, no permission)."""
+    Raises FileProblem for a FIFO, a device, a socket or a file over `limit`, and the
+    OSError open() raises otherwise (FileNotFoundError when nothing is there)."""
     try:
         return read_small_file(Path(path), limit)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
+    except (NotARegularFile, TooLarge) as exc:
         raise file_problem(Path(path), exc) from None
+
+
+def reason_of(exc: OSError) -> str:
+    """What an OSError met reading a file says is wrong, without the path:
+    "is a FIFO (named pipe), not a regular file", "cannot be read (Permission denied)"."""
+    if isinstance(exc, FileProblem):
+        return exc.reason
+    return f"cannot be read ({exc.strerror or type(exc).__name__})"
 
 
 def file_problem(path: Path, exc: OSError) -> FileProblem:
@@ -52,4 +58,4 @@ def file_problem(path: Path, exc: OSError) -> FileProblem:
         return FileProblem(path, f"holds more than {exc.limit:,} bytes")
     if isinstance(exc, IsADirectoryError):
         return FileProblem(path, "is a directory, not a file")
-    return FileProblem(path, f"cannot be read ({exc.strerror or type(exc).__name__})")
+    return FileProblem(path, reason_of(exc))

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from ..safety.paths import file_identity, is_within, resolve_path, resolved_forms
 from .atomic import atomic_write_json
-from .filereads import read_file_bytes
+from .filereads import read_file_bytes, reason_of
 from .statefile import LoadedFile, dangling_link, read_json_file, write_json_state
 
 CREDENTIALS_FILE = "credentials.json"
@@ -186,8 +186,8 @@ class KeyStore:
             if dangling_link(self.path):
                 return self._unreadable("is a symbolic link to a file that does not exist")
             return {}
-        except OSError as exc:  # FileProblem: a FIFO or a device is refused, not waited on
-            return self._unreadable_because(str(exc))
+        except OSError as exc:  # a FIFO or a device too: refused, not waited on
+            return self._unreadable(reason_of(exc))
         except UnicodeDecodeError:
             return self._unreadable("is not UTF-8 text")
         try:
@@ -202,10 +202,7 @@ class KeyStore:
         return {name: Secret(value) for name, value in keys.items() if value}
 
     def _unreadable(self, reason: str) -> dict[str, Secret]:
-        return self._unreadable_because(f"{self.path} {reason}")
-
-    def _unreadable_because(self, problem: str) -> dict[str, Secret]:
-        self.problem = f"{problem}; saved keys are ignored until it is fixed or removed."
+        self.problem = f"{self.path} {reason}; saved keys are ignored until it is fixed or removed."
         return {}
 
     def _load_for_update(self) -> dict[str, Secret]:

@@ -37,7 +37,7 @@ from ..core.messages import (
 )
 from ..core.textclip import keep_head
 from .atomic import atomic_write_json, atomic_write_text
-from .filereads import file_problem, read_file_bytes
+from .filereads import read_file_bytes, reason_of
 
 if TYPE_CHECKING:
     from ..core.loop import Conversation
@@ -242,9 +242,9 @@ class SessionStore:
         except UnicodeDecodeError:
             raise SessionCorrupt(path, "not UTF-8 text") from None
         except OSError as exc:  # permissions, a folder or a FIFO in its place: unreadable
-            problem = file_problem(path, exc)
+            problem = reason_of(exc)
             raise SessionCorrupt(
-                path, problem.reason, f"Session file {problem}. It was left untouched.",
+                path, problem, f"Session file {path} {problem}. It was left untouched.",
             ) from None
         try:
             data = json.loads(raw)
