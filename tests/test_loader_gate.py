@@ -304,8 +304,6 @@ FIFO_READERS: dict[str, tuple[str, Callable[[Path, Path], str]]] = {
     # name: (where the FIFO is: "home/..." or "root/...", the read, giving its notes)
     "user settings.json": ("home/settings.json", lambda r, h: notes_of(hooks(r, h))),
     "project settings.json": ("root/.tether/settings.json", lambda r, h: notes_of(hooks(r, h))),
-    "project hooks check": ("root/.tether/settings.json",
-                            lambda r, h: f"FIFO {project_declares_hooks(r)}"),
     "user agent": ("home/agents/a.md", lambda r, h: notes_of(agents(r, h))),
     "project agent": ("root/.tether/agents/a.md", lambda r, h: notes_of(agents(r, h))),
     "user AGENTS.md": ("home/AGENTS.md", lambda r, h: notes_of(instructions(r, h))),
@@ -371,3 +369,11 @@ def test_a_fifo_named_by_a_call_gets_no_preview_and_no_comparison(tmp_path: Path
     assert without_hanging(lambda: change_preview(write, tmp_path), fifo) is None
     assert without_hanging(lambda: change_preview(edit, tmp_path), fifo) is not None  # the snippet
     assert without_hanging(lambda: file_text(fifo, 3_000), fifo) is None
+
+
+def test_a_fifo_as_the_project_hooks_file_declares_no_hooks(tmp_path: Path) -> None:
+    root, _ = make_project(tmp_path)
+    fifo = root / ".tether" / "settings.json"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    assert without_hanging(lambda: project_declares_hooks(root), fifo) is False
