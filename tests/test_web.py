@@ -1,5 +1,5 @@
 """search_web, get_url and call_api against a local server: ranking, the floor, the address
-guard, caps, approval and the rules that hold once web content entered a turn."""
+guard, caps, approval and the rules that hold once web content entered a request."""
 
 from __future__ import annotations
 
