@@ -237,3 +237,17 @@ async def test_an_mcp_servers_answer_marks_the_request(
     assert command.is_error and ENTERED in command.content and "(MCP server fake)" in command.content
     runtime.new_request("next")
     assert not (await dispatch(runtime, "run_cmd", command="echo clean")).is_error
+
+
+async def test_a_runtime_rebuilt_in_the_middle_of_a_request_keeps_its_mark(
+    runtimes: list[Runtime], tmp_path: Path, server: FixtureServer
+) -> None:
+    runtime = make_runtime(runtimes, tmp_path, server, allow=("run_cmd(echo *)",))
+    runtime.new_request(f"read {server.base}/pages/asyncio")
+    await dispatch(runtime, "get_url", url=f"{server.base}/pages/asyncio")
+    rebuilt = runtime.rebuilt()
+    runtimes.append(rebuilt)
+    command = await dispatch(rebuilt, "run_cmd", command="echo leak")
+    assert command.is_error and ENTERED in command.content
+    again = await dispatch(rebuilt, "get_url", url=f"{server.base}/pages/asyncio")
+    assert not again.is_error  # what was fetched is still known

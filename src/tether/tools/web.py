@@ -226,7 +226,7 @@ def web_tools(tools: WebTools) -> list[Tool]:
     ]
 
 
-def web_setup(settings: Settings, may_reach: MayReach, taint: WebTaint | None = None) -> WebTools:
+def web_setup(settings: Settings, may_reach: MayReach, taint: WebTaint) -> WebTools:
     """The web tools' parts from the settings; `may_reach` says which private hosts an
     allow rule names; `taint` is the request's record the approval policy reads."""
     fetcher = Fetcher(may_reach, FetchLimits(settings.web_max_bytes, settings.web_timeout))
@@ -239,4 +239,4 @@ def web_setup(settings: Settings, may_reach: MayReach, taint: WebTaint | None = 
     first = SearXNG(settings.searxng_url) if settings.searxng_url else None
     searcher = WebSearch(fetcher, [keyless[name] for name in settings.web_sources], first,
                          settings.web_source_timeout, settings.web_pages)
-    return WebTools(fetcher, searcher, taint if taint is not None else WebTaint(), settings.web_max_text)
+    return WebTools(fetcher, searcher, taint, settings.web_max_text)
