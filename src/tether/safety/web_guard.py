@@ -108,7 +108,8 @@ def _stands_whole(spelling: str, text: str, *, bare: bool) -> bool:
     start = text.find(spelling)
     while start != -1:
         end = start + len(spelling)
-        opened = start == 0 or text[start - 1] in URL_OPENERS or (bare and text[:start].endswith("://"))
+        opened = (start == 0 or text[start - 1] in URL_OPENERS
+                  or (bare and text.endswith("://", 0, start)))
         closed = end == len(text) or text[end] in URL_CLOSERS
         if opened and closed:
             return True
