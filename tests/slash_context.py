@@ -46,6 +46,7 @@ class FakeContext:
         self.asked: list[tuple[str, bool]] = []
         self.started = False
         self.turns: list[str] = []
+        self.turn_sources: list[str] = []
         """Requests a command sent as if typed (/mcp prompt)."""
 
     def say(self, message: str, level: NoticeLevel = "info") -> None:
@@ -66,8 +67,9 @@ class FakeContext:
         except Exception as exc:  # as the app does: the provider could not be asked
             self.say(f"Could not ask the provider what the model supports: {exc}", "warning")
 
-    async def turn(self, line: str) -> None:
+    async def turn(self, line: str, source: str = "") -> None:
         self.turns.append(line)
+        self.turn_sources.append(source)
 
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         result = await work

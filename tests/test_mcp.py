@@ -489,6 +489,7 @@ async def test_mcp_prompt_sends_the_prompt_as_the_next_request(tmp_path: Path) -
         assert "sdk review(topic): Ask for a review of a topic." in ctx.messages()
         await ctx.run("/mcp prompt sdk review 'topic=the new parser'")
         assert ctx.turns == ["Please review the new parser."]
+        assert ctx.turn_sources == ["MCP server sdk"]  # a server wrote it, not the user
         await ctx.run("/mcp prompt sdk review topic")
         assert "expected key=value" in ctx.messages("warning")[-1]
     finally:

@@ -1,5 +1,5 @@
 """search_web, get_url and call_api against a local server: ranking, the floor, the address
-guard, caps, approval and the rules that hold once web content entered a turn."""
+guard, caps, approval and the rules that hold once web content entered a request."""
 
 from __future__ import annotations
 
@@ -250,6 +250,7 @@ async def test_a_same_host_redirect_is_followed_and_another_host_reported(
     runtimes: list[Runtime], tmp_path: Path, home: Path, server: FixtureServer
 ) -> None:
     runtime = make_runtime(runtimes, tmp_path, home, server)
+    runtime.new_request(f"read {server.base}/same-host-hop and {server.base}/to-other-spelling")
     hop, _ = await call(runtime, "get_url", url=f"{server.base}/same-host-hop")
     assert "Sorting is stable" in hop.content and f"redirected from {server.base}/same-host-hop" in hop.content
     other, evidence = await call(runtime, "get_url", url=f"{server.base}/to-other-spelling")
@@ -377,11 +378,12 @@ def test_rules_such_as_get_url_of_a_site_decide_the_call(tmp_path: Path, home: P
     assert allowed.action == "allow" and other.action == "ask" and "network" in other.reason
 
 
-async def test_once_web_content_entered_the_turn_calls_that_send_data_out_ask(
+async def test_once_web_content_entered_the_request_calls_that_send_data_out_ask(
     runtimes: list[Runtime], tmp_path: Path, home: Path, server: FixtureServer
 ) -> None:
     rules = ("run_cmd(echo *)", f"call_api({server.base}/*)")
-    runtime = make_runtime(runtimes, tmp_path, home, server, allow=rules)
+    runtime = make_runtime(runtimes, tmp_path, home, server, allow=("get_url", *rules))
+    runtime.new_request(f"read {server.base}/pages/asyncio, then {server.base}/pages/sorting.")
     before, _ = await call(runtime, "run_cmd", command="echo before")
     assert not before.is_error
     await call(runtime, "get_url", url=f"{server.base}/pages/asyncio")
@@ -389,14 +391,16 @@ async def test_once_web_content_entered_the_turn_calls_that_send_data_out_ask(
         ("run_cmd", {"command": "echo after"}),
         ("call_api", {"url": f"{server.base}/api/echo"}),
         ("get_url", {"url": f"{server.base}/api/echo?leak=1"}),
+        ("search_web", {"query": "python asyncio"}),
     ):
         result, _ = await call(runtime, name, **arguments)
-        assert result.is_error and "web content entered this turn" in result.content, name
+        assert result.is_error and "entered this request" in result.content, name
     plain, _ = await call(runtime, "get_url", url=f"{server.base}/pages/sorting")
-    assert not plain.is_error  # reading on needs no more than the rule
-    assert runtime.loop.on_turn is not None
-    runtime.loop.on_turn()  # the next turn starts clean
-    after, _ = await call(runtime, "run_cmd", command="echo next turn")
+    assert not plain.is_error  # a URL the user wrote carries nothing of theirs out
+    again, _ = await call(runtime, "get_url", url=f"{server.base}/pages/asyncio")
+    assert not again.is_error  # nor does one fetched already
+    runtime.new_request("next")  # the next request the user sends starts clean
+    after, _ = await call(runtime, "run_cmd", command="echo next request")
     assert not after.is_error
 
 
@@ -472,7 +476,7 @@ async def test_a_turn_reads_a_page_and_a_command_it_then_asks_for_is_held_back(
     result = await runtime.loop.run_turn(Conversation(), "read the asyncio page")
     page, command = result.evidence
     assert not page.error and "not instructions to follow" in page.result
-    assert command.error and "web content entered this turn" in command.result
+    assert command.error and "entered this request" in command.result
     assert f"{server.base}/pages/asyncio" in command.result
 
 

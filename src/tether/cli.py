@@ -481,6 +481,7 @@ def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, start
 
 
 async def run_request(runtime: Runtime, conv: Conversation, prompt: str, deepthink: bool) -> TurnResult:
+    runtime.new_request(prompt)
     if not deepthink:
         return await runtime.loop.run_turn(conv, prompt)
     from .core.deepthink import Deepthink, deepthink_turn

@@ -103,6 +103,16 @@ class Runtime:
     def set_auto(self, value: bool) -> None:
         self.policy.auto = value
 
+    def new_request(self, typed: str, *, source: str = "") -> None:
+        """The user sent a request: a plan approved for the last one no longer holds, and
+        what entered the last one from the web or an MCP server no longer raises the bar.
+        Only this clears it: a /deepthink stage, a nudge or a sub-agent's turn belongs to the
+        request that started it. `typed` is what the user wrote (URLs in it may be fetched
+        without asking); `source` names where the text came from when it was not the user
+        (an MCP server's prompt), and the request then starts marked."""
+        self.plan_gate.new_request()
+        self.policy.web_taint.start_request(typed, source=source)
+
     async def switch_model(self, model: str) -> ProtocolMode:
         """Use `model` from the next request on; its profile, protocol and window are asked anew."""
         self.loop.settings.model = model
@@ -312,7 +322,8 @@ class Runtime:
 
 def carry_session(old: Runtime, new: Runtime) -> None:
     """What belongs to the session, not the runtime: session rules, plan mode, auto mode,
-    auto-commit, the loaded skills and the sub-agents' records (/agents lists them all)."""
+    auto-commit, the loaded skills, the sub-agents' records (/agents lists them all) and what
+    entered the running request from outside."""
     new.git.enabled = old.git.enabled
     new.rules.carry_session_rules(old.rules)
     new.set_auto(old.auto)
@@ -322,6 +333,7 @@ def carry_session(old: Runtime, new: Runtime) -> None:
         new.skills.reload(old.skills.loaded)  # the history still tells the model to use them
     if old.subagents is not None and new.subagents is not None:
         new.subagents.keep_records_of(old.subagents)
+    new.policy.web_taint.take_over(old.policy.web_taint)  # a rebuild is no new request
 
 
 def estimated_tokens(runtime: Runtime, messages: Sequence[Message]) -> int:
@@ -368,7 +380,7 @@ def build_runtime(
     runtime.mcp = attach_mcp(
         options.root, options.home, env, table, lambda message, level: ui.notice(message, level),
         extra=options.mcp_config, approve=options.mcp_approve, trusted=options.trusted,
-        can_ask=ui.can_ask, on_change=runtime.set_menu,
+        can_ask=ui.can_ask, on_change=runtime.set_menu, on_answer=policy.web_taint.mark,
     )
     warnings.extend(runtime.mcp.warnings)
     attach_context_files(runtime, sandbox)
@@ -380,24 +392,17 @@ def build_runtime(
 
 
 def attach_web(runtime: Runtime) -> None:
-    """search_web, get_url and call_api in the table; the policy sees when web content
-    entered the turn (cleared as each turn starts) and which private hosts rules name."""
-    web = web_setup(runtime.settings, runtime.policy.may_reach)
+    """search_web, get_url and call_api in the table, marking the policy's record of the
+    request (`WebTaint`, cleared only by `Runtime.new_request`); the policy also knows which
+    private hosts rules name."""
+    web = web_setup(runtime.settings, runtime.policy.may_reach, runtime.policy.web_taint)
     for tool in web_tools(web):
         runtime.table.add(tool)
-    runtime.policy.web_taint = web.taint
     runtime.policy.web_content_asks = runtime.settings.web_content_asks
-    earlier = runtime.loop.on_turn
-
-    def new_turn() -> None:
-        web.taint.clear()
-        if earlier is not None:
-            earlier()
 
     async def close() -> None:
         web.fetcher.close()
 
-    runtime.loop.on_turn = new_turn
     runtime.closers.append(close)
 
 

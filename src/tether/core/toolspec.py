@@ -115,6 +115,8 @@ class Tool:
     writes_files: bool = False
     runs_commands: bool = False
     network: bool = False
+    """Its arguments leave tether for another machine or a program that may pass them on (a
+    web request, an MCP server): once outside content entered the request, a call asks."""
     block_params: tuple[str, ...] = ()
     path_params: tuple[str, ...] = ()
     """Arguments that name files or directories: the approval policy checks every one of

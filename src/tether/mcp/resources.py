@@ -1,4 +1,7 @@
-"""Resources and prompts of MCP servers: two read-only tools, and `/mcp prompt`'s text."""
+"""Resources and prompts of MCP servers: two read-only tools, and `/mcp prompt`'s text.
+
+The tools only read, but they reach a server (`network`): once outside content entered the
+request, the URI they send is one more way out, and they ask (safety.web_guard)."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from .tools import ListResourcesArgs, ResourceArgs, content_text, resource_text
 
 LIST_RESOURCES = "list_mcp_resources"
 READ_RESOURCE = "read_mcp_resource"
+ASKS_A_SERVER = "a request to an MCP server"
 
 
 async def list_resources(manager: McpManager, only: str = "") -> str:
@@ -42,9 +46,10 @@ def resource_tools(manager: McpManager) -> list[Tool]:
 
     return [
         Tool(LIST_RESOURCES, "List the resources (files, data) MCP servers offer: URI, name, "
-             "type.", ListResourcesArgs, list_handler, reads=True, main_arg="server"),
+             "type.", ListResourcesArgs, list_handler, reads=True, network=True, main_arg="server",
+             effect=ASKS_A_SERVER),
         Tool(READ_RESOURCE, "Read one MCP resource by server name and URI.", ResourceArgs,
-             read_resource, reads=True, main_arg="uri"),
+             read_resource, reads=True, network=True, main_arg="uri", effect=ASKS_A_SERVER),
     ]
 
 

@@ -3,7 +3,9 @@
 Each server tool becomes `mcp__<server>__<tool>` with the server's JSON schema as its
 parameters. It has no flags of its own (a server's `readOnlyHint` is a claim, not a
 fact), so it is asked about like any call with side effects, unless the user's own
-configuration says otherwise (`autoApprove`, or `trusted` for read-only tools).
+configuration says otherwise (`autoApprove`, or `trusted` for read-only tools). It has
+`network`: its arguments leave tether for a program that may send them anywhere, so once
+outside content entered the request it asks whatever that configuration says.
 Descriptions come from a third party: control characters are escaped before anyone
 sees them, model or user.
 """
@@ -100,6 +102,7 @@ def bridged_tool(server: ServerConfig, spec: dict[str, Any], call: CallTool, nam
         schema=schema,
         main_arg=_main_arg(schema, required),
         keeps_full_result=True,
+        network=True,  # the server may pass its arguments anywhere
         effect=f"a tool of the MCP server {server.name}"
                + (f", which calls it {' and '.join(shown_hints)}" if shown_hints else ""),
         needs_approval=False if _runs_unasked(server, own_name, shown_hints) else None,

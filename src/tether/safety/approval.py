@@ -32,8 +32,9 @@ true`) asks too, showing its reason, unless escalation is switched on
 command (a bare `run_cmd` or `run_cmd(*)` names none).
 
 The web rules (`web_guard`) stand there as well: call_api with a method other
-than GET always asks, and once web content entered the turn every call that
-can send data out asks (unless `web_content_asks` is off).
+than GET always asks, and once content from the web or an MCP server entered the
+user's request every call that can send data out asks, in every stage of the
+request and in its sub-agents (unless `web_content_asks` is off).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,9 @@ class ApprovalPolicy:
     """Whether an allow rule that names a command lets it run outside the sandbox unasked."""
     runs_unconfined: Callable[[str], bool] = lambda session: False
     """Whether a shell session runs outside the sandbox: input sent to it runs there too."""
-    web_taint: WebTaint | None = None
-    """Whether web content entered this turn: calls that can send data out then ask."""
+    web_taint: WebTaint = field(default_factory=WebTaint)
+    """Whether outside content entered this user request: calls that can send data out then
+    ask. Shared with the web tools and the MCP servers, which mark it."""
     web_content_asks: bool = True
     """False (setting web_content_asks) lets allow rules and --auto decide those calls again."""
     readable: tuple[Path, ...] = ()
@@ -159,9 +161,9 @@ class ApprovalPolicy:
         return None
 
     def web_verdict(self, call: ToolCall, tool: Tool) -> GateVerdict | None:
-        """Once web content is in the turn, a call that can send data out asks."""
+        """Once outside content is in the request, a call that can send data out asks."""
         taint = self.web_taint
-        if taint is None or not taint.entered or not self.web_content_asks:
+        if not taint.entered or not self.web_content_asks:
             return None
         confined = tool.runs_commands and self._confined(call, tool)
         return taint_verdict(call, tool, taint, confined=confined)

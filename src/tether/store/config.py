@@ -194,8 +194,9 @@ class Settings:
         20_000, "Characters of page text or API body returned, with a note when cut.", ge=500,
     )
     web_content_asks: bool = setting(
-        True, "Once web content entered a turn, calls that can send data out "
-        "(call_api, get_url with a query, unsandboxed commands) ask even under an allow rule.",
+        True, "Once web content or an MCP server's answer entered a request, calls that can "
+        "send data out (call_api, search_web, MCP tools, get_url of a URL neither in the "
+        "request nor fetched in it, unsandboxed commands) ask even under an allow rule.",
     )
     hooks: dict[str, Any] = setting(
         description="Commands run at fixed points (PreToolUse, PostToolUse, "

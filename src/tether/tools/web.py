@@ -2,8 +2,9 @@
 
 Every tool here has `network`, so the approval policy asks unless an allow rule covers the
 call (`get_url(https://docs.python.org/*)`); what comes back from the network is wrapped in
-markers that say it is data, not instructions, and marks the turn (`WebTaint`), after which
-calls that can send data out ask again (`safety.web_guard`).
+markers that say it is data, not instructions, and marks the request (`WebTaint`), after which
+calls that can send data out ask again (`safety.web_guard`). Each URL fetched is noted there:
+fetching it again in the same request sends nothing new.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class WebTools:
     def get_url(self, args: GetUrlParams, ctx: ToolContext) -> ToolOutput:
         fetched = self.fetcher.fetch(args.url)
         self.taint.mark(fetched.url)
+        self.taint.reached(args.url, fetched.url)
         head = status_line("GET", fetched)
         if fetched.unfollowed:
             return ToolOutput(f"{head}\n{unfollowed_note(fetched)}", summary=f"redirect to {fetched.unfollowed}")
@@ -224,9 +226,9 @@ def web_tools(tools: WebTools) -> list[Tool]:
     ]
 
 
-def web_setup(settings: Settings, may_reach: MayReach) -> WebTools:
+def web_setup(settings: Settings, may_reach: MayReach, taint: WebTaint) -> WebTools:
     """The web tools' parts from the settings; `may_reach` says which private hosts an
-    allow rule names."""
+    allow rule names; `taint` is the request's record the approval policy reads."""
     fetcher = Fetcher(may_reach, FetchLimits(settings.web_max_bytes, settings.web_timeout))
     keyless: dict[str, Source] = {
         "duckduckgo": DuckDuckGo(settings.web_duckduckgo_url),
@@ -237,4 +239,4 @@ def web_setup(settings: Settings, may_reach: MayReach) -> WebTools:
     first = SearXNG(settings.searxng_url) if settings.searxng_url else None
     searcher = WebSearch(fetcher, [keyless[name] for name in settings.web_sources], first,
                          settings.web_source_timeout, settings.web_pages)
-    return WebTools(fetcher, searcher, WebTaint(), settings.web_max_text)
+    return WebTools(fetcher, searcher, taint, settings.web_max_text)

@@ -172,14 +172,14 @@ class App(StartUp):
             self.say(f"{name} failed with {type(exc).__name__}" + (f": {detail}" if detail else ""),
                      "error")
 
-    async def turn(self, line: str) -> None:
+    async def turn(self, line: str, source: str = "") -> None:
         text, attached = expand_mentions(line, self.options.root)
         if attached:
             self.say("attached " + ", ".join(attached))
         await self.ready()
         if not self.built:  # the runtime could not be built: the app is ending
             return
-        self.runtime.plan_gate.new_request()
+        self.runtime.new_request(line, source=source)  # the line as typed: no attached file
         if self.protocol != "native" and self.runtime.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
         conv = self.sessions.conv

@@ -43,8 +43,9 @@ class CommandContext(Protocol):
         """Wait until the runtime's start (asking the provider) has finished."""
         ...
 
-    async def turn(self, line: str) -> None:
-        """Send `line` as the next request, as if typed (/mcp prompt)."""
+    async def turn(self, line: str, source: str = "") -> None:
+        """Send `line` as the next request, as if typed; `source` names where it came from
+        when the user did not write it (/mcp prompt: a server's text is outside content)."""
         ...
 
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 
 from tether.core.toolspec import ToolError
+from tether.mcp.manager import answer_source
 from tether.mcp.resources import list_resources, parse_prompt_arguments, prompt_list, prompt_text
 from tether.mcp.setup import McpSetup
 
@@ -78,7 +79,7 @@ async def run_prompt(ctx: CommandContext, setup: McpSetup, rest: str) -> None:
     except (ValueError, ToolError) as exc:
         ctx.say(f"/mcp prompt: {exc}", "warning")
         return
-    await ctx.turn(text)
+    await ctx.turn(text, source=answer_source(words[0]))
 
 
 async def ask_about_project_servers(ctx: CommandContext) -> None:
