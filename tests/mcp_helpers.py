@@ -84,9 +84,7 @@ async def start(runtime: Runtime, runtimes: list[Runtime], wait: float = 60) -> 
 
 
 async def call(runtime: Runtime, tool: str, **arguments: object) -> tuple[str, bool]:
-    """One call as a request of its own: a server's answer raises the bar for the rest of
-    the request it came in (test_mcp_answers_raise_the_bar checks that), not for the next
-    step of a test."""
+    """One call as a request of its own, as a user's request would start it."""
     runtime.new_request("")
     result, _ = await runtime.loop.dispatcher.dispatch(ToolCall("c1", tool, dict(arguments)))
     return result.content, result.is_error

@@ -380,7 +380,7 @@ def build_runtime(
     runtime.mcp = attach_mcp(
         options.root, options.home, env, table, lambda message, level: ui.notice(message, level),
         extra=options.mcp_config, approve=options.mcp_approve, trusted=options.trusted,
-        can_ask=ui.can_ask, on_change=runtime.set_menu, on_answer=policy.web_taint.mark,
+        can_ask=ui.can_ask, on_change=runtime.set_menu,
     )
     warnings.extend(runtime.mcp.warnings)
     attach_context_files(runtime, sandbox)

@@ -4,10 +4,6 @@ Every server starts in parallel under its own timeout; one that fails or hangs i
 reported and skipped, and the others do not wait for it. A server that exits later is
 noticed (its calls become error results at once) and restarted with `/mcp reload`.
 `notifications/tools/list_changed` refreshes a server's tools.
-
-Whatever a server answers is outside content, as a web page is: a server passes on what it
-read (an issue, a mail, a page) from whoever wrote it. Each answer is told to `on_answer`
-(the approval policy's `WebTaint`), after which calls that can send data out ask.
 """
 
 from __future__ import annotations
@@ -51,11 +47,10 @@ class Server:
 
 
 Notice = Callable[[str, NoticeLevel], None]
-OnAnswer = Callable[[str], None]
-"""Told where an answer came from (`answer_source`) each time a server answered."""
 
 
 def answer_source(server: str) -> str:
+    """How a request whose text a server wrote (`/mcp prompt`) names where it came from."""
     return f"MCP server {server}"
 
 
@@ -63,7 +58,6 @@ class McpManager:
     def __init__(
         self, configs: list[ServerConfig], table: ToolTable, root: Path, env: Mapping[str, str],
         notice: Notice, on_change: Callable[[], None] = lambda: None,
-        on_answer: OnAnswer = lambda source: None,
     ) -> None:
         self.servers = {c.name: Server(c) for c in configs}
         self.table = table
@@ -71,7 +65,6 @@ class McpManager:
         self.env = env
         self.notice = notice
         self.on_change = on_change
-        self.on_answer = on_answer
         self._starts: dict[str, asyncio.Task[None]] = {}
 
     # ---------------------------------------------------------------- start-up
@@ -181,8 +174,6 @@ class McpManager:
                 return await session.request("tools/call", {"name": own_name, "arguments": arguments})
             except McpError as exc:
                 raise ToolError(f"MCP server {server.config.name!r}: {exc}") from None
-            finally:  # an error's text came from the server too
-                self.on_answer(answer_source(server.config.name))
         return call
 
     def _live_session(self, server: Server) -> Session:
@@ -214,8 +205,6 @@ class McpManager:
             return await session.request(method, params, server.config.timeout)
         except McpError as exc:
             raise ToolError(f"MCP server {name!r}: {exc}") from None
-        finally:
-            self.on_answer(answer_source(name))
 
     def ready(self) -> list[Server]:
         return [s for s in self.servers.values() if s.state == "ready"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..core.toolspec import ToolTable
 from .config import ServerConfig, load_servers
-from .manager import McpManager, Notice, OnAnswer
+from .manager import McpManager, Notice
 from .resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
 from .tools import is_mcp_tool
 from .trust import ApprovalStore, admit, remember_approval
@@ -35,14 +35,13 @@ class McpSetup:
 def attach_mcp(
     root: Path, home: Path, env: Mapping[str, str], table: ToolTable, notice: Notice, *,
     extra: Sequence[Path] = (), approve: Sequence[str] = (), trusted: bool, can_ask: bool,
-    on_change: Callable[[], None] = lambda: None, on_answer: OnAnswer = lambda source: None,
+    on_change: Callable[[], None] = lambda: None,
 ) -> McpSetup:
-    """Read the server entries and sort them (see trust.admit); nothing starts yet.
-    `on_answer` is told each time a server answered a call (see manager.py)."""
+    """Read the server entries and sort them (see trust.admit); nothing starts yet."""
     loaded = load_servers(root, home, tuple(extra), env)
     admission = admit(loaded.servers, root, ApprovalStore(home), trusted=trusted,
                       can_ask=can_ask, approve=approve)
-    manager = McpManager(admission.start, table, root, env, notice, on_change, on_answer)
+    manager = McpManager(admission.start, table, root, env, notice, on_change)
     if admission.start or admission.ask:
         for tool in resource_tools(manager):
             table.replace(tool)

@@ -194,7 +194,7 @@ class Settings:
         20_000, "Characters of page text or API body returned, with a note when cut.", ge=500,
     )
     web_content_asks: bool = setting(
-        True, "Once web content or an MCP server's answer entered a request, calls that can "
+        True, "Once web content entered a request, calls that can "
         "send data out (call_api, search_web, MCP tools, get_url of a URL neither in the "
         "request nor fetched in it, unsandboxed commands) ask even under an allow rule.",
     )
