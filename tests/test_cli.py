@@ -467,6 +467,43 @@ def test_a_reader_that_goes_away_ends_the_run_cleanly(project: Path, home: Path)
     assert not (project / "ran").exists(), "the run went on with nobody reading it"
 
 
+def read_a_little_then_close(args: list[str], project: Path, home: Path,
+                             **env: str) -> tuple[int, str]:
+    """Run `tether` with a reader that takes 10 bytes of stdout and leaves, as `| head -c 10`
+    does; the exit code and stderr."""
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("OPENAI", "TETHER", "PYTHONUNBUFFERED"))}
+    environment.update(TETHER_HOME=str(home), OPENAI_API_KEY="sk-test", TETHER_PROFILE="full",
+                       **env)
+    proc = subprocess.Popen([sys.executable, "-m", "tether", *args], cwd=project,
+                            env=environment, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        assert proc.stdout.read(10)
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        return proc.wait(timeout=60), err
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+def test_an_answer_cut_off_by_its_reader_exits_141_in_every_format(
+    project: Path, home: Path, fmt: str, unbuffered: bool
+) -> None:
+    # text and json write the answer in one go at the end: far more than a pipe holds, so the
+    # reader leaves in the middle of that write. Without a buffer of its own (PYTHONUNBUFFERED,
+    # common in containers) a text stream dropped the rest of a short write silently: exit 0.
+    env = {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
+    with FakeServer([Reply(text="x" * 3_000_000, chunk_size=100_000)]) as server:
+        code, err = read_a_little_then_close(
+            ["-p", "go", "--output-format", fmt, *openai_args(server)], project, home, **env)
+    assert err == ""
+    assert code == 128 + signal.SIGPIPE
+
+
 @pytest.mark.parametrize("name", sorted(PROVIDERS))
 def test_base_url_reaches_every_registered_provider(name: str) -> None:
     """--base-url and the provider read one table: a new provider cannot miss the flag."""
