@@ -467,6 +467,31 @@ def test_a_reader_that_goes_away_ends_the_run_cleanly(project: Path, home: Path)
     assert not (project / "ran").exists(), "the run went on with nobody reading it"
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+@pytest.mark.parametrize("reply", [
+    Reply(raw_frames=[b"data: {not json}\n\n", b"data: [DONE]\n\n"]),
+    Reply(text="Half of an answer", chunk_size=3, malformed_chunk=True),
+], ids=["garbage-then-done", "one-bad-chunk"])
+def test_a_broken_stream_is_an_error_in_every_format(
+    project: Path, home: Path, fmt: str, reply: Reply
+) -> None:
+    with FakeServer([reply]) as server:
+        proc = run_cli(["-p", "hi", "--output-format", fmt, *openai_args(server)], project, home)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    if fmt == "stream-json":
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert [e["level"] for e in lines if e["type"] == "notice"] == ["error"]
+        result = lines[-1]
+    else:
+        assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("error: "), proc.stderr
+        result = json.loads(proc.stdout) if fmt == "json" else None
+    if result is not None:
+        assert result["is_error"] and result["stop_reason"] == "error"
+        assert "readable answer" in result["result"] or "not valid JSON" in result["result"]
+        if reply.malformed_chunk:  # what came before the bad piece is kept, marked partial
+            assert result["partial_result"] and result["partial_result"] != "Half of an answer"
+
+
 def read_a_little_then_close(args: list[str], project: Path, home: Path,
                              **env: str) -> tuple[int, str]:
     """Run `tether` with a reader that takes 10 bytes of stdout and leaves, as `| head -c 10`
