@@ -492,6 +492,21 @@ def test_a_broken_stream_is_an_error_in_every_format(
             assert result["partial_result"] and result["partial_result"] != "Half of an answer"
 
 
+def test_a_run_with_an_mcp_server_ends_without_a_warning_after_a_command(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    from mcp_helpers import fake_entry, write_config
+
+    config = write_config(tmp_path / "servers.json", {"fake": fake_entry()})
+    script = [Reply(tool_calls=[("run_cmd", {"command": "echo ran"})]), Reply(text="Done.")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "go", "--auto", "--sandbox", "off", "--mcp-config", str(config),
+                        *openai_args(server)], project, home)
+    assert proc.returncode == 0 and proc.stdout == "Done.\n", proc.stderr
+    assert "MCP server 'fake' is ready" in proc.stderr
+    assert "warning" not in proc.stderr and "stopped" not in proc.stderr, proc.stderr
+
+
 def read_a_little_then_close(args: list[str], project: Path, home: Path,
                              **env: str) -> tuple[int, str]:
     """Run `tether` with a reader that takes 10 bytes of stdout and leaves, as `| head -c 10`

@@ -178,6 +178,32 @@ async def test_a_server_dying_mid_call_is_an_error_result_and_reload_brings_it_b
     assert await call(runtime, "mcp__fake__echo", text="back") == ("back", False)
 
 
+async def test_servers_survive_a_rebuild_after_a_command_and_stop_quietly_at_the_end(
+    tmp_path: Path, started: list
+) -> None:
+    # An MCP server runs in a session of its own, as an orphan a command left behind does:
+    # closing the shell sessions took it for one and sent SIGTERM, so /connect (a runtime
+    # rebuilt, the old one closed) killed the new runtime's servers, and every run that ran a
+    # command ended with "stopped: the server exited (code -15)".
+    old = runtime_with(tmp_path, {"fake": fake_entry()}, auto=True, sandbox="off")
+    await start(old, started)
+    said: list[str] = []
+    old.mcp.manager.notice = lambda message, level: said.append(message)
+    assert (await call(old, "run_cmd", command="echo ran"))[1] is False
+    new, _ = await old.restarted()
+    started.remove(old)
+    started.append(new)
+    new.mcp.manager.notice = lambda message, level: said.append(message)
+    await new.mcp.manager.wait_ready(60)
+    assert state_of(new.mcp.manager, "fake")["state"] == "ready"
+    assert (await call(new, "run_cmd", command="echo again"))[1] is False
+    assert await call(new, "mcp__fake__echo", text="still here") == ("still here", False)
+    started.remove(new)
+    await new.aclose()
+    assert state_of(new.mcp.manager, "fake")["state"] == "stopped"
+    assert not [m for m in said if "stopped" in m], said
+
+
 async def test_a_huge_result_is_windowed_and_saved_whole_for_read_file_to_page(
     tmp_path: Path, started: list
 ) -> None:
