@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,33 @@ def test_stdio_environment_drops_provider_keys_unless_the_entry_names_them() -> 
 
 
 # ---------------------------------------------------------------- a runtime with servers
+
+
+def test_a_missing_npm_server_is_a_skip_that_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a fresh clone nothing has installed the npm servers: the README's test command must
+    # pass there, so a test that needs one installs it, or skips with the reason (no npm here).
+    import mcp_helpers
+
+    node_only = tmp_path / "bin"
+    node_only.mkdir()
+    node = shutil.which("node")
+    if node is not None:
+        (node_only / "node").symlink_to(node)
+    monkeypatch.setattr(mcp_helpers, "NPM_CACHE", tmp_path / "empty-cache")
+    monkeypatch.setenv("PATH", str(node_only))
+    mcp_helpers.install_npm_servers.cache_clear()
+    try:
+        with pytest.raises(pytest.skip.Exception, match="(npm|Node.js) is not installed"):
+            mcp_helpers.npm_bin("mcp-server-everything")
+    finally:
+        mcp_helpers.install_npm_servers.cache_clear()
+
+
+def test_ci_installs_the_npm_servers_the_tests_install() -> None:
+    import mcp_helpers
+
+    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    assert all(package in ci for package in mcp_helpers.NPM_PACKAGES)
 
 
 # ---------------------------------------------------------------- faults (our own server)
