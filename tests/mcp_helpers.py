@@ -3,9 +3,12 @@ one), and a runtime with servers attached, started and called through dispatch."
 
 from __future__ import annotations
 
+import fcntl
+import functools
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +23,10 @@ from tether.store.config import load_settings
 HERE = Path(__file__).parent
 FAKE = HERE / "mcp_fake_server.py"
 NPM_CACHE = Path(os.environ.get("TETHER_CI_NPM") or Path.home() / ".cache" / "tether-ci-npm")
-NPM_PACKAGES = ("@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem")
+NPM_PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31",
+                "@modelcontextprotocol/server-filesystem@2026.8.31")
+"""What .ci/run installs into NPM_CACHE first; a test installs the same on first use."""
+NPM_BINS = ("mcp-server-everything", "mcp-server-filesystem")
 LOCALHOST_ONLY = HERE / "mcp_localhost.cjs"
 SDK_SERVER = HERE / "mcp_sdk_server.py"
 
@@ -35,14 +41,48 @@ def write_config(path: Path, servers: dict) -> Path:
 
 
 def npm_bin(name: str) -> str:
-    """A server installed by .ci/run; skipped only where there is no Node.js at all."""
+    """A server from npm: installed by .ci/run, else into the cache on first use; skipped, with
+    the reason, where there is no Node.js or npm, or the install failed (offline)."""
     if shutil.which("node") is None:
         pytest.skip("Node.js is not installed: the npm MCP servers cannot run")
     path = NPM_CACHE / "node_modules" / ".bin" / name
     if not path.exists():
-        pytest.fail(f"{path} is missing: run .ci/run (or `npm install --prefix {NPM_CACHE} "
-                    f"{' '.join(NPM_PACKAGES)}`) once to install the MCP test servers")
+        problem = install_npm_servers()
+        if problem or not path.exists():
+            pytest.skip(problem or f"the npm install put no {name} in {NPM_CACHE}")
     return str(path)
+
+
+@functools.cache
+def install_npm_servers() -> str:
+    """Install NPM_PACKAGES into NPM_CACHE once; "" when done, else why not. xdist workers
+    take turns on a lock file in the cache, so one installs and the others find it done; a
+    failure is remembered for the rest of this worker's tests."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return "npm is not installed: the npm MCP test servers cannot be installed"
+    try:
+        NPM_CACHE.mkdir(parents=True, exist_ok=True)
+        with open(NPM_CACHE / ".install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if npm_servers_installed():
+                return ""
+            proc = subprocess.run(
+                [npm, "install", "--prefix", str(NPM_CACHE), "--no-audit", "--no-fund",
+                 "--loglevel=error", *NPM_PACKAGES],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+            )
+    except OSError as exc:
+        return f"the npm MCP test servers cannot be installed in {NPM_CACHE}: {exc}"
+    if proc.returncode != 0:
+        said = (proc.stderr.strip().splitlines() or ["no output"])[0]  # npm's error code
+        return f"`npm install` of the MCP test servers failed (offline?): {said}"
+    return ""
+
+
+def npm_servers_installed() -> bool:
+    bins = NPM_CACHE / "node_modules" / ".bin"
+    return all((bins / name).exists() for name in NPM_BINS)
 
 
 def everything_entry() -> dict:

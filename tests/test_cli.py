@@ -467,6 +467,83 @@ def test_a_reader_that_goes_away_ends_the_run_cleanly(project: Path, home: Path)
     assert not (project / "ran").exists(), "the run went on with nobody reading it"
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+@pytest.mark.parametrize("reply", [
+    Reply(raw_frames=[b"data: {not json}\n\n", b"data: [DONE]\n\n"]),
+    Reply(text="Half of an answer", chunk_size=3, malformed_chunk=True),
+], ids=["garbage-then-done", "one-bad-chunk"])
+def test_a_broken_stream_is_an_error_in_every_format(
+    project: Path, home: Path, fmt: str, reply: Reply
+) -> None:
+    with FakeServer([reply]) as server:
+        proc = run_cli(["-p", "hi", "--output-format", fmt, *openai_args(server)], project, home)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    if fmt == "stream-json":
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert [e["level"] for e in lines if e["type"] == "notice"] == ["error"]
+        result = lines[-1]
+    else:
+        assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("error: "), proc.stderr
+        result = json.loads(proc.stdout) if fmt == "json" else None
+    if result is not None:
+        assert result["is_error"] and result["stop_reason"] == "error"
+        assert "readable answer" in result["result"] or "not valid JSON" in result["result"]
+        if reply.malformed_chunk:  # what came before the bad piece is kept, marked partial
+            assert result["partial_result"] and result["partial_result"] != "Half of an answer"
+
+
+def test_a_run_with_an_mcp_server_ends_without_a_warning_after_a_command(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    from mcp_helpers import fake_entry, write_config
+
+    config = write_config(tmp_path / "servers.json", {"fake": fake_entry()})
+    script = [Reply(tool_calls=[("run_cmd", {"command": "echo ran"})]), Reply(text="Done.")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "go", "--auto", "--sandbox", "off", "--mcp-config", str(config),
+                        *openai_args(server)], project, home)
+    assert proc.returncode == 0 and proc.stdout == "Done.\n", proc.stderr
+    assert "MCP server 'fake' is ready" in proc.stderr
+    assert "warning" not in proc.stderr and "stopped" not in proc.stderr, proc.stderr
+
+
+def read_a_little_then_close(args: list[str], project: Path, home: Path,
+                             **env: str) -> tuple[int, str]:
+    """Run `tether` with a reader that takes 10 bytes of stdout and leaves, as `| head -c 10`
+    does; the exit code and stderr."""
+    environment = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("OPENAI", "TETHER", "PYTHONUNBUFFERED"))}
+    environment.update(TETHER_HOME=str(home), OPENAI_API_KEY="sk-test", TETHER_PROFILE="full",
+                       **env)
+    proc = subprocess.Popen([sys.executable, "-m", "tether", *args], cwd=project,
+                            env=environment, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        assert proc.stdout.read(10)
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        return proc.wait(timeout=60), err
+    finally:
+        proc.kill()
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+def test_an_answer_cut_off_by_its_reader_exits_141_in_every_format(
+    project: Path, home: Path, fmt: str, unbuffered: bool
+) -> None:
+    # text and json write the answer in one go at the end: far more than a pipe holds, so the
+    # reader leaves in the middle of that write. Without a buffer of its own (PYTHONUNBUFFERED,
+    # common in containers) a text stream dropped the rest of a short write silently: exit 0.
+    env = {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
+    with FakeServer([Reply(text="x" * 3_000_000, chunk_size=100_000)]) as server:
+        code, err = read_a_little_then_close(
+            ["-p", "go", "--output-format", fmt, *openai_args(server)], project, home, **env)
+    assert err == ""
+    assert code == 128 + signal.SIGPIPE
+
+
 @pytest.mark.parametrize("name", sorted(PROVIDERS))
 def test_base_url_reaches_every_registered_provider(name: str) -> None:
     """--base-url and the provider read one table: a new provider cannot miss the flag."""

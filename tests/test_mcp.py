@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,33 @@ def test_stdio_environment_drops_provider_keys_unless_the_entry_names_them() -> 
 # ---------------------------------------------------------------- a runtime with servers
 
 
+def test_a_missing_npm_server_is_a_skip_that_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a fresh clone nothing has installed the npm servers: the README's test command must
+    # pass there, so a test that needs one installs it, or skips with the reason (no npm here).
+    import mcp_helpers
+
+    node_only = tmp_path / "bin"
+    node_only.mkdir()
+    node = shutil.which("node")
+    if node is not None:
+        (node_only / "node").symlink_to(node)
+    monkeypatch.setattr(mcp_helpers, "NPM_CACHE", tmp_path / "empty-cache")
+    monkeypatch.setenv("PATH", str(node_only))
+    mcp_helpers.install_npm_servers.cache_clear()
+    try:
+        with pytest.raises(pytest.skip.Exception, match="(npm|Node.js) is not installed"):
+            mcp_helpers.npm_bin("mcp-server-everything")
+    finally:
+        mcp_helpers.install_npm_servers.cache_clear()
+
+
+def test_ci_installs_the_npm_servers_the_tests_install() -> None:
+    import mcp_helpers
+
+    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    assert all(package in ci for package in mcp_helpers.NPM_PACKAGES)
+
+
 # ---------------------------------------------------------------- faults (our own server)
 
 
@@ -176,6 +204,32 @@ async def test_a_server_dying_mid_call_is_an_error_result_and_reload_brings_it_b
     await manager.reload()
     await manager.wait_ready(60)
     assert await call(runtime, "mcp__fake__echo", text="back") == ("back", False)
+
+
+async def test_servers_survive_a_rebuild_after_a_command_and_stop_quietly_at_the_end(
+    tmp_path: Path, started: list
+) -> None:
+    # An MCP server runs in a session of its own, as an orphan a command left behind does:
+    # closing the shell sessions took it for one and sent SIGTERM, so /connect (a runtime
+    # rebuilt, the old one closed) killed the new runtime's servers, and every run that ran a
+    # command ended with "stopped: the server exited (code -15)".
+    old = runtime_with(tmp_path, {"fake": fake_entry()}, auto=True, sandbox="off")
+    await start(old, started)
+    said: list[str] = []
+    old.mcp.manager.notice = lambda message, level: said.append(message)
+    assert (await call(old, "run_cmd", command="echo ran"))[1] is False
+    new, _ = await old.restarted()
+    started.remove(old)
+    started.append(new)
+    new.mcp.manager.notice = lambda message, level: said.append(message)
+    await new.mcp.manager.wait_ready(60)
+    assert state_of(new.mcp.manager, "fake")["state"] == "ready"
+    assert (await call(new, "run_cmd", command="echo again"))[1] is False
+    assert await call(new, "mcp__fake__echo", text="still here") == ("still here", False)
+    started.remove(new)
+    await new.aclose()
+    assert state_of(new.mcp.manager, "fake")["state"] == "stopped"
+    assert not [m for m in said if "stopped" in m], said
 
 
 async def test_a_huge_result_is_windowed_and_saved_whole_for_read_file_to_page(

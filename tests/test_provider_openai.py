@@ -419,22 +419,68 @@ async def test_reading_past_the_end_gives_up_on_a_stream_held_open():
     assert read == ["blank"]
 
 
+@pytest.mark.parametrize("name", EVERY_PROVIDER)
+async def test_a_malformed_chunk_in_a_good_stream_is_a_stream_error(name, fake_server):
+    # The lost piece may have been part of the text or of a call: the answer is not whole,
+    # and handing it on as complete would report success for half an answer.
+    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
+    events: list[Event] = []
+    async with opened(name, fake_server.url, api_key="sk-secret-key-123") as provider:
+        with pytest.raises(ProviderError, match="not valid JSON") as info:
+            await collect_default(provider, into=events)
+    assert info.value.kind == "stream" and "the answer is incomplete" in str(info.value)
+    assert "sk-secret" not in str(info.value)
+    assert "\n" not in str(info.value) and not any(isinstance(e, Done) for e in events)
+    assert text_of(events) and text_of(events) != "Hello there, friend"
+
+
+DONE_ONLY = {
+    "anthropic": [b'event: message_stop\ndata: {"type": "message_stop"}\n\n'],
+    "openai": [b"data: [DONE]\n\n"],
+}
+
+
 @pytest.mark.parametrize(
-    ("name", "notices_wanted"),
+    ("name", "frames"),
     [
-        ("anthropic", ["Skipped an unreadable piece of Anthropic's answer."]),
-        ("gemini", ["Skipped an unreadable piece of Gemini's answer."]),
-        ("ollama", []),
-        ("openai", []),
+        *[(name, [*garbage, *DONE_ONLY[name]]) for name, garbage in [
+            ("anthropic", [b"data: {not json}\n\n"]),
+            ("openai", [b"data: {not json}\n\n"]),
+        ]],
+        ("anthropic", DONE_ONLY["anthropic"]),
+        ("openai", DONE_ONLY["openai"]),
+        ("gemini", [b"data: {not json}\n\n"]),
+        ("ollama", [b"{not json}\n", b'{"done": true, "done_reason": "stop"}\n']),
+        ("openai", [b"data: 42\n\n", *DONE_ONLY["openai"]]),
+        ("ollama", [b"[1, 2]\n", b'{"done": true}\n']),
     ],
 )
-async def test_a_malformed_chunk_is_skipped(name, notices_wanted, fake_server):
-    notices: list[str] = []
-    fake_server.add(Reply(text="Hello there, friend", chunk_size=3, malformed_chunk=True))
-    async with opened(name, fake_server.url, notice=notices.append) as provider:
-        events = await collect_default(provider)
-    assert text_of(events) == "Hello there, friend" and isinstance(events[-1], Done)
-    assert notices == notices_wanted
+async def test_an_end_marker_after_nothing_readable_is_no_answer(name, frames, fake_server):
+    # `data: {not json}` then `data: [DONE]` was an empty answer, reported as a success.
+    fake_server.add(Reply(raw_frames=frames))
+    async with opened(name, fake_server.url) as provider:
+        with pytest.raises(ProviderError, match="no readable answer") as info:
+            await collect_default(provider)
+    assert info.value.kind == "stream"
+
+
+@pytest.mark.parametrize("name", EVERY_PROVIDER)
+async def test_an_empty_body_is_no_answer(name, fake_server):
+    fake_server.add(Reply(raw_frames=[]))
+    async with opened(name, fake_server.url) as provider:
+        with pytest.raises(ProviderError, match="no readable answer") as info:
+            await collect_default(provider)
+    assert info.value.kind == "stream"
+
+
+@pytest.mark.parametrize("name", ["anthropic", "gemini", "openai"])
+async def test_empty_events_and_comments_are_not_pieces_of_the_answer(name, fake_server):
+    fake_server.add(Reply(text="Hello", chunk_size=2))
+    async with opened(name, fake_server.url) as provider:
+        decoder = provider._decoder()
+        assert decoder.feed("data:") == [] and decoder.feed(": keep-alive") == []
+        assert decoder.valid_events == 0
+        assert text_of(await collect_default(provider)) == "Hello"
 
 
 @pytest.mark.parametrize(

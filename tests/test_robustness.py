@@ -4,6 +4,7 @@ against the local fake provider server."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TextIO, cast
 
 import pytest
 from fakeserver import FakeServer, Reply
@@ -703,6 +705,39 @@ def test_clean_text_keeps_bytes_readable(raw: str, clean: str) -> None:
 
     assert clean_text(raw) == clean and not has_bad_chars(clean_text(raw))
     clean_text(raw).encode("utf-8")
+
+
+class ShortWrites(io.RawIOBase):
+    """A file that takes at most `most` bytes a write, as a pipe does when a signal or a
+    leaving reader cuts a write short; `gone` after `limit` bytes, as a closed pipe."""
+
+    def __init__(self, most: int, limit: int | None = None) -> None:
+        self.most, self.limit, self.got = most, limit, bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if self.limit is not None and len(self.got) >= self.limit:
+            raise BrokenPipeError(32, "Broken pipe")
+        piece = bytes(data[: self.most])
+        self.got += piece
+        return len(piece)
+
+
+def test_an_unbuffered_stream_gets_every_byte_or_an_error() -> None:
+    """`python -u` / PYTHONUNBUFFERED: the text layer wrote once and dropped what a short
+    write left, so a long answer was cut without an error."""
+    from tether.safety.safetext import write_safely
+
+    raw = ShortWrites(most=7)
+    stream = io.TextIOWrapper(cast(Any, raw), encoding="ascii", write_through=True)
+    write_safely(cast(TextIO, stream), "an answer longer than one write, caf\u00e9\n")
+    assert raw.got.decode() == "an answer longer than one write, caf\\xe9\n"
+    closing = ShortWrites(most=7, limit=14)
+    stream = io.TextIOWrapper(cast(Any, closing), encoding="utf-8", write_through=True)
+    with pytest.raises(BrokenPipeError):
+        write_safely(cast(TextIO, stream), "x" * 100)
 
 
 def test_a_color_code_typed_or_pasted_at_the_prompt_is_text_not_a_crash(

@@ -2,7 +2,7 @@
 
 Exit codes: 0 answered; 1 error (provider unreachable, API error); 2 usage
 error; 3 the step cap was reached; 130 interrupted; 128 + N ended by signal N
-(SIGTERM, SIGHUP), after the same clean-up as Ctrl-C.
+(SIGTERM, SIGHUP), after the same clean-up as Ctrl-C; 141 stdout's reader went away.
 
 Heavy imports wait until they are needed so `tether --version` starts instantly.
 """

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers import API_KEY_ENV
+from ..safety.processes import OWN_HELPERS
 from .session import McpError, Receiver
 
 MESSAGE_LIMIT = 32 * 1024 * 1024
@@ -55,6 +56,7 @@ class StdioTransport:
             )
         except OSError as exc:
             raise McpError(f"could not start {self.command!r}: {exc.strerror or exc}") from None
+        OWN_HELPERS.add(self.process.pid)  # not a command's orphan for any run's sweep
         self._tasks = [
             asyncio.ensure_future(self._read_messages(receive, closed)),
             asyncio.ensure_future(self._read_stderr()),
@@ -144,6 +146,7 @@ class StdioTransport:
         if process is not None:  # whatever it left in its group goes too
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+            OWN_HELPERS.discard(process.pid)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

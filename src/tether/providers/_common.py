@@ -19,15 +19,20 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..core.context import known_context_window
 from ..core.messages import Event, Message
 from ..core.toolspec import Tool
-from ._http import AnsweredHistories, HttpTransport, StatusDescriber, StatusInfo
+from ._http import AnsweredHistories, HttpTransport, StatusDescriber, StatusInfo, UnreadableChunk
 from .base import ProviderError, RequestOptions
 from .retry import RetryPolicy
 
 
 class StreamDecoder(Protocol):
-    """Turns the lines of one answer into events; `finished` once the answer said it is whole."""
+    """Turns the lines of one answer into events; `finished` once the answer said it is whole.
+
+    `feed` raises UnreadableChunk for a line that should hold a JSON object and does not;
+    `valid_events` counts the readable pieces of the answer (an end marker is none).
+    """
 
     finished: bool
+    valid_events: int
 
     def feed(self, line: str) -> list[Event]: ...
 
@@ -132,7 +137,7 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         lines = self._http.stream_lines(path, body, self._chat_status_error(options.model))
         async with aclosing(lines):
             async for line in lines:
-                events = decoder.feed(line)
+                events = self._decoded(decoder, line)
                 if decoder.finished:
                     # Before the last events: a caller may stop reading at them.
                     await read_past_the_end(lines)
@@ -142,6 +147,17 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
                     return
         for event in self._stream_ended(decoder):
             yield event
+
+    def _decoded(self, decoder: DecoderT, line: str) -> list[Event]:
+        """The events of one line. An unreadable line, or an end marker before any piece of
+        an answer, is a ProviderError: what arrived is not a whole answer."""
+        try:
+            events = decoder.feed(line)
+        except UnreadableChunk as exc:
+            raise self._http.unreadable_chunk_error(exc.text, decoder.valid_events > 0) from None
+        if decoder.finished and not decoder.valid_events:
+            raise self._http.incomplete_stream_error(False)
+        return events
 
     @abstractmethod
     def _chat_request(

@@ -19,6 +19,8 @@ from .base import ProviderError
 from .retry import retry_after_from
 
 SERVER_MESSAGE_LIMIT = 300
+UNREADABLE_SHOWN = 60
+"""How much of an unreadable line of an answer an error quotes."""
 
 
 _SECRET_PATTERNS = (
@@ -258,3 +260,16 @@ class TransportErrors:
                 f"{where} sent no readable answer; is that URL really {self.label}?", "stream"
             )
         return ProviderError(f"{where} ended the answer before it was complete.", "stream")
+
+    def unreadable_chunk_error(self, text: str, received_valid_data: bool) -> ProviderError:
+        """A line of the answer that is not the JSON object it should be. Before anything
+        readable it says the URL may be wrong; after, that the answer is not whole."""
+        if not received_valid_data:
+            return self.incomplete_stream_error(False)
+        where = f"{self.label} at {self.shown_url}"
+        shown = one_line(redact(text, self.api_key), UNREADABLE_SHOWN)
+        return ProviderError(
+            f"{where} sent a piece of the answer that is not valid JSON, so the answer is "
+            f"incomplete: {shown}",
+            "stream",
+        )

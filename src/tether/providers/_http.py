@@ -251,6 +251,24 @@ def loads_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+class UnreadableChunk(Exception):
+    """A line of a streamed answer that should hold one JSON object and does not."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def chunk_object(text: str) -> dict[str, Any]:
+    """The JSON object a stream line holds, else UnreadableChunk: a piece of the answer that
+    cannot be read may have been a piece of the text or of a call, so the answer is not whole
+    (skipping it would hand on an answer with a hole in it as if it were complete)."""
+    value = loads_object(text)
+    if value is None:
+        raise UnreadableChunk(text)
+    return value
+
+
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -493,3 +511,7 @@ class HttpTransport:
     def incomplete_stream_error(self, received_valid_data: bool) -> ProviderError:
         """The stream ended cleanly but the answer never said it was finished."""
         return self.errors.incomplete_stream_error(received_valid_data)
+
+    def unreadable_chunk_error(self, text: str, received_valid_data: bool) -> ProviderError:
+        """A line of the answer was not the JSON object it should be."""
+        return self.errors.unreadable_chunk_error(text, received_valid_data)

@@ -35,7 +35,7 @@ from ._common import HttpChatProvider, model_ids
 from ._http import (
     alternating_turns,
     as_int,
-    loads_object,
+    chunk_object,
     map_stop_reason,
     object_field,
     one_line,
@@ -210,11 +210,11 @@ class AnthropicStreamDecoder:
 
     Text and thinking deltas pass straight through; a tool call is emitted
     whole when its block stops (its JSON input arrives as arbitrary slices).
-    `Done` comes with `message_stop`. Lines that are not JSON are skipped,
-    with one notice per answer.
+    `Done` comes with `message_stop`. A `data:` line that is not a JSON object raises
+    UnreadableChunk.
     """
 
-    def __init__(self, notice: Callable[[str], None] | None = None) -> None:
+    def __init__(self) -> None:
         self.blocks: dict[int, _Block] = {}
         self.input_tokens = 0
         self.cache_read = 0
@@ -223,9 +223,7 @@ class AnthropicStreamDecoder:
         self.stop_reason: str | None = None
         self.finished = False
         self.valid_events = 0
-        self.skipped = 0
         self.calls_made = 0
-        self._notice = notice
 
     @property
     def usage(self) -> Usage:
@@ -235,18 +233,15 @@ class AnthropicStreamDecoder:
     def feed(self, line: str) -> list[Event]:
         if self.finished or not line.startswith("data:"):
             return []  # `event:` names repeat the data's "type"; blank separators
-        event = loads_object(line[len("data:") :].strip())
-        if event is None:
-            self._skip()
-            return []
-        self.valid_events += 1
-        handler = self._HANDLERS.get(str(event.get("type")))
+        payload = line[len("data:") :].strip()
+        if not payload:
+            return []  # an empty event carries no piece of the answer
+        event = chunk_object(payload)
+        kind = str(event.get("type"))
+        if kind != "message_stop":  # the end marker alone is no answer
+            self.valid_events += 1
+        handler = self._HANDLERS.get(kind)
         return handler(self, event) if handler else []  # ping and future event types
-
-    def _skip(self) -> None:
-        self.skipped += 1
-        if self.skipped == 1 and self._notice is not None:
-            self._notice("Skipped an unreadable piece of Anthropic's answer.")
 
     def _message_start(self, event: dict[str, Any]) -> list[Event]:
         message = event.get("message")
@@ -378,7 +373,7 @@ class AnthropicProvider(HttpChatProvider[AnthropicStreamDecoder]):
         return CHAT_PATH, build_chat_body(messages, tools, options)
 
     def _decoder(self) -> AnthropicStreamDecoder:
-        return AnthropicStreamDecoder(self._notice)
+        return AnthropicStreamDecoder()
 
     def _stream_ended(self, decoder: AnthropicStreamDecoder) -> list[Event]:
         # A clean end after message_delta named the stop reason is still a whole answer.

@@ -12,7 +12,7 @@ are converted to the OpenAPI subset Gemini accepts. The key travels in the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -37,7 +37,7 @@ from ._http import (
     StatusInfo,
     alternating_turns,
     as_int,
-    loads_object,
+    chunk_object,
     object_field,
     one_line,
     parse_tool_arguments,
@@ -290,34 +290,28 @@ class GeminiStreamDecoder:
     Each event is a whole `GenerateContentResponse`; function calls arrive
     complete, so they are emitted at once. There is no end marker: the answer
     is complete when a candidate reported its `finishReason` and the stream
-    ended. Lines that are not JSON are skipped, with one notice per answer.
+    ended. A `data:` line that is not a JSON object raises UnreadableChunk.
     """
 
     finished = False
     """Never set while reading: the answer has no end marker, the stream's end ends it."""
 
-    def __init__(
-        self,
-        notice: Callable[[str], None] | None = None,
-        signatures: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, signatures: dict[str, str] | None = None) -> None:
         """`signatures` is where thought signatures are recorded (default: a new dict)."""
         self.usage = Usage()
         self.finish_reason: str | None = None
         self.valid_events = 0
-        self.skipped = 0
         self.calls_made = 0
         self.signatures: dict[str, str] = {} if signatures is None else signatures
         """Thought signatures of the calls decoded, by call id, to send back later."""
-        self._notice = notice
 
     def feed(self, line: str) -> list[Event]:
         if not line.startswith("data:"):
             return []
-        chunk = loads_object(line[len("data:") :].strip())
-        if chunk is None:
-            self._skip()
-            return []
+        payload = line[len("data:") :].strip()
+        if not payload:
+            return []  # an empty event carries no piece of the answer
+        chunk = chunk_object(payload)
         self.valid_events += 1
         if chunk.get("error"):
             raise _stream_error(chunk["error"])
@@ -332,11 +326,6 @@ class GeminiStreamDecoder:
         if first.get("finishReason"):
             self.finish_reason = str(first["finishReason"])
         return events
-
-    def _skip(self) -> None:
-        self.skipped += 1
-        if self.skipped == 1 and self._notice is not None:
-            self._notice("Skipped an unreadable piece of Gemini's answer.")
 
     def _part_events(self, part: Any) -> list[Event]:
         if not isinstance(part, dict):
@@ -435,7 +424,7 @@ class GeminiProvider(HttpChatProvider[GeminiStreamDecoder]):
         return model_path(options.model), body
 
     def _decoder(self) -> GeminiStreamDecoder:
-        return GeminiStreamDecoder(self._notice, self._signatures)
+        return GeminiStreamDecoder(self._signatures)
 
     def _stream_ended(self, decoder: GeminiStreamDecoder) -> list[Event]:
         # No end marker: a clean end after a finish reason is the whole answer.

@@ -24,8 +24,8 @@ from ._common import HttpChatProvider
 from ._http import (
     CAPABILITY_TIMEOUT,
     as_int,
+    chunk_object,
     function_tool_schema,
-    loads_object,
     map_stop_reason,
     one_line,
     parse_tool_arguments,
@@ -162,19 +162,20 @@ def decode_tool_call(raw: Any) -> ToolCall | None:
 
 
 class OllamaStreamDecoder:
-    """Turns `/api/chat` NDJSON lines into events; lines that are not JSON are skipped."""
+    """Turns `/api/chat` NDJSON lines into events; a line that is not a JSON object raises
+    UnreadableChunk."""
 
     def __init__(self) -> None:
         self.finished = False
-        self.valid_lines = 0
+        self.valid_events = 0
         self.calls_made = 0
 
     def feed(self, line: str) -> list[Event]:
         line = line.strip()
-        chunk = loads_object(line) if line and not self.finished else None
-        if chunk is None:
+        if not line or self.finished:
             return []
-        self.valid_lines += 1
+        chunk = chunk_object(line)
+        self.valid_events += 1
         if "error" in chunk:
             raise ProviderError(
                 f"Ollama reported an error while answering: {one_line(str(chunk['error']))}", "api"
@@ -252,7 +253,7 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
         return OllamaStreamDecoder()
 
     def _stream_ended(self, decoder: OllamaStreamDecoder) -> list[Event]:
-        raise self._http.incomplete_stream_error(decoder.valid_lines > 0)
+        raise self._http.incomplete_stream_error(decoder.valid_events > 0)
 
     def _model_not_found(self, model: str, message: str) -> str:
         return (

@@ -30,8 +30,8 @@ from ._common import HttpChatProvider, model_ids
 from ._http import (
     CAPABILITY_TIMEOUT,
     as_int,
+    chunk_object,
     function_tool_schema,
-    loads_object,
     map_stop_reason,
     object_field,
     one_line,
@@ -163,7 +163,8 @@ class ToolCallAssembler:
 
 
 class OpenAIStreamDecoder:
-    """Turns SSE lines into events; events that are not JSON are skipped.
+    """Turns SSE lines into events; a `data:` line that is not a JSON object raises
+    UnreadableChunk.
 
     Tool calls are emitted when the choice finishes; `Done` when the server
     sends `[DONE]` (after the usage chunk), or at a clean end of the stream if
@@ -183,12 +184,11 @@ class OpenAIStreamDecoder:
         if self.finished or not line.startswith("data:"):
             return []  # blank separators, `event:` lines and `:` comments
         payload = line[len("data:") :].strip()
+        if not payload:
+            return []  # an empty event carries no piece of the answer
         if payload == "[DONE]":
-            self.valid_events += 1
             return self.finish()
-        chunk = loads_object(payload)
-        if chunk is None:
-            return []
+        chunk = chunk_object(payload)
         self.valid_events += 1
         if chunk.get("error"):
             raise ProviderError(

@@ -146,6 +146,32 @@ def marker_of(pid: int) -> str | None:
     return None
 
 
+class OwnHelpers:
+    """Processes tether started itself, each in a session of its own, to keep running beside
+    it (stdio MCP servers): children of tether outside its session, as an adopted orphan is,
+    but never strangers, and neither is what runs in their sessions. Process-wide, as being
+    the parent is: a runtime rebuilt by /connect closes the old one's commands while the
+    servers run on."""
+
+    def __init__(self) -> None:
+        self._known: set[tuple[int, int]] = set()
+
+    def add(self, pid: int) -> None:
+        info = proc_info(pid)
+        self._known.add((pid, info.start if info is not None else -1))
+
+    def discard(self, pid: int) -> None:
+        self._known = {key for key in self._known if key[0] != pid}
+
+    def sessions(self, procs: dict[int, ProcInfo]) -> set[int]:
+        """The helpers alive in `procs` (each the leader of its own session)."""
+        return {pid for pid, start in self._known
+                if pid in procs and start in (procs[pid].start, -1)}
+
+
+OWN_HELPERS = OwnHelpers()
+
+
 @dataclass(frozen=True)
 class _Command:
     leader: int
@@ -244,7 +270,8 @@ class CommandProcesses:
         """Orphans tether adopted that no command is known to own: a process that cleared
         its environment (`env -i`), left the command's session (`setsid -f`) and whose
         parent exited before a scan saw it. tether's own helpers (git, the regex worker)
-        stay in tether's session and command leaders are known, so neither is one."""
+        stay in tether's session and command leaders are known, so neither is one; nor is
+        a helper of its own in a session of its own (`OWN_HELPERS`) or what runs in its session."""
         if not self.adopts_orphans:
             return {}
         procs = snapshot() if procs is None else procs
@@ -252,10 +279,12 @@ class CommandProcesses:
         leaders = {command.leader for command in self._commands.values()}
         known = {pid for pid, start in [*self._seen, *self._spared]
                  if pid in procs and procs[pid].start == start}
+        helpers = OWN_HELPERS.sessions(procs)
         found = {
             info.pid: info for info in procs.values()
             if info.ppid == me and info.session != mine and info.pid not in leaders
             and info.pid not in known and info.session not in leaders
+            and info.session not in helpers
         }
         prefix = self.token + "."
         return {pid: info for pid, info in found.items()

@@ -15,8 +15,10 @@ high/low pair (from a `surrogatepass` decode) is joined into its character.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
+import select
 import sys
 from typing import Any, TextIO
 
@@ -96,9 +98,36 @@ def writes_utf8(stream: TextIO) -> bool:
 
 def write_safely(stream: TextIO, text: str) -> None:
     """Write and flush `text`; what the stream's encoding cannot hold is written as an
-    escape (a terminal with a Latin-1 or ASCII locale), never an exception."""
-    SafeTextStream(stream).write(text)
-    stream.flush()
+    escape (a terminal with a Latin-1 or ASCII locale), never an exception. All of it is
+    written, or OSError (BrokenPipeError when the reader went away) is raised."""
+    raw = unbuffered_file(stream)
+    if raw is None:
+        SafeTextStream(stream).write(text)
+        stream.flush()
+        return
+    stream.flush()  # anything the text layer still holds goes first
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    write_all(raw, clean_text(text).encode(encoding, "backslashreplace"))
+
+
+def unbuffered_file(stream: TextIO) -> io.RawIOBase | None:
+    """The file right under a text stream that has no buffer of its own (`python -u`,
+    PYTHONUNBUFFERED=1), else None. Such a stream hands a write to the file once and drops
+    what a short write left (a pipe whose reader left in the middle of a long answer):
+    the rest was lost without an error, and the run looked as if it had been read whole."""
+    buffer = getattr(stream, "buffer", None)
+    return buffer if isinstance(buffer, io.RawIOBase) else None
+
+
+def write_all(raw: io.RawIOBase, data: bytes) -> None:
+    """Write every byte of `data` to `raw`, however many writes that takes."""
+    view = memoryview(data)
+    while view:
+        written = raw.write(view)
+        if written is None:  # a non-blocking file that is full: wait until it takes more
+            select.select([], [raw], [])
+            continue
+        view = view[written:]
 
 
 def discard_output(stream: TextIO) -> None:
