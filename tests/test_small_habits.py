@@ -616,19 +616,8 @@ def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
     assert leaves_tests(request_text) is kept
 
 
-async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tmp_path: Path) -> None:
-    from tether.core.call_guard import KEEP_TESTS
-
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
-    (tmp_path / "core.py").write_text("def f():\n    return 2\n")
-    edit_test = call(("edit_file", {"filepath": "tests/test_core.py", "old_content": "3", "new_content": "2"}))
-    edits = []
-
-    def edit(args, ctx):  # noqa: ANN001
-        edits.append(args.filepath)
-        return "edited"
-
+def _recording_edit_tools(edits: list[str]) -> list:
+    """read_file, and edit_file/write_file that only record the path they were given."""
     from pydantic import BaseModel
 
     class EditArgs(BaseModel):
@@ -636,18 +625,49 @@ async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tm
         old_content: str
         new_content: str
 
-    tools = [make_tool("read_file", lambda a, c: "x"),
-             make_tool("edit_file", edit, EditArgs, reads=False, writes_files=True)]
+    def edit(args, ctx):  # noqa: ANN001
+        edits.append(args.filepath)
+        return "edited"
+
+    return [make_tool("read_file", lambda a, c: "x"),
+            make_tool("edit_file", edit, EditArgs, reads=False, writes_files=True),
+            make_tool("write_file", edit, TextArgs, reads=False, writes_files=True)]
+
+
+async def test_an_edit_of_a_test_the_user_said_to_leave_is_held_back_once_then_runs(tmp_path: Path) -> None:
+    """The request is read by a pattern: told once, the model decides; sent again, the edit runs
+    (it used to be refused every time, for the whole turn)."""
+    from tether.core.call_guard import KEEP_TESTS
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
+    (tmp_path / "core.py").write_text("def f():\n    return 2\n")
+    edit_test = call(("edit_file", {"filepath": "tests/test_core.py", "old_content": "3", "new_content": "2"}))
+    edits: list[str] = []
     fix_code = call(("edit_file", {"filepath": "core.py", "old_content": "2", "new_content": "3"}))
     provider = ScriptedProvider([edit_test, edit_test, fix_code, say("Fixed core.f.")])
-    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop, _ = menu_loop(provider, tmp_path, tools=_recording_edit_tools(edits), nudges=True)
     loop.menu = None  # every tool on offer
     result = await loop.run_turn(
         Conversation(), "tests/test_core.py is failing. Fix the code so it passes, without changing the test."
     )
     refused = [e for e in result.evidence if e.error]
-    assert [e.result for e in refused] == [KEEP_TESTS.format(path="tests/test_core.py")] * 2
-    assert edits == ["core.py"]
+    assert [e.result for e in refused] == [KEEP_TESTS.format(path="tests/test_core.py")]
+    assert edits == ["tests/test_core.py", "core.py"]
+
+
+async def test_a_new_test_file_is_never_held_back_as_an_existing_test(tmp_path: Path) -> None:
+    """"don't change the existing tests; add tests/test_new.py": the new file is no existing test."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_old.py").write_text("def test_old():\n    assert True\n")
+    write_new = call(("write_file", {"filepath": "tests/test_new.py", "content": "def test_new():\n    pass\n"}))
+    edits: list[str] = []
+    provider = ScriptedProvider([write_new, write_new, say("Added tests/test_new.py.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=_recording_edit_tools(edits), nudges=True)
+    loop.menu = None
+    result = await loop.run_turn(Conversation(), "don't change the existing tests; add tests/test_new.py")
+    assert [e.result for e in result.evidence if e.error] == []
+    assert edits == ["tests/test_new.py", "tests/test_new.py"]
 
 
 async def test_the_refused_test_edit_names_the_code_it_imports_and_offers_the_test_run(tmp_path: Path) -> None:
@@ -1966,7 +1986,7 @@ async def test_the_unseen_number_comes_back_only_after_new_calls(tmp_path: Path)
 # ---------------------------------------------------------------- a program to run, changed instead
 
 
-async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_run(tmp_path: Path) -> None:
+async def test_a_request_to_run_a_program_holds_back_a_change_once_and_offers_the_run(tmp_path: Path) -> None:
     """interactive_signup: asked to run signup.py and register Ada, the model edited and then
     rewrote signup.py (the nudges offered the rewrite) and never answered the program."""
     from tether.core.call_guard import RUN_NOT_CHANGE
@@ -1985,11 +2005,32 @@ async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_r
     )
     refused = [e for e in result.evidence if e.error]
     offered = '{"name": "run_cmd", "arguments": {"command": "python signup.py"}}'
-    assert [e.call.name for e in refused] == ["edit_file", "write_file"]
+    assert [e.call.name for e in refused] == ["edit_file"]  # held back once; the model decides after
     assert refused[0].result.startswith(RUN_NOT_CHANGE.format(path="signup.py", call="")[:60])
     assert offered in refused[0].result
-    assert (tmp_path / "signup.py").read_text() == program  # the program stays as it is
+    assert (tmp_path / "signup.py").read_text() == "print('x')\n"  # the second change ran
     assert (tmp_path / "notes.txt").exists()  # a new file is no change to the program
+
+
+async def test_a_request_to_run_and_debug_holds_back_one_change_only(tmp_path: Path) -> None:
+    """"start server.py and debug why it crashes": fixing db.py is the task. The guard reads
+    the request's English, so it may hold a change back once, never every change of the turn."""
+    from tether.core.call_guard import RUN_NOT_CHANGE
+
+    (tmp_path / "server.py").write_text("import db\ndb.connect()\n")
+    (tmp_path / "db.py").write_text("def connect():\n    raise RuntimeError('no port')\n")
+    fix = {"filepath": "db.py", "old_content": "raise RuntimeError('no port')", "new_content": "return None"}
+    tidy = {"filepath": "db.py", "old_content": "return None", "new_content": "return 'ok'"}
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "db.py"})), call(("edit_file", fix)), call(("edit_file", fix)),
+                   call(("edit_file", tidy)), say("db.connect raised; it now returns.")],
+        request="start server.py and debug why it crashes",
+        tools=[*(t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")), *write_and_run_tools()[1:]],
+        menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    refused = [e for e in result.evidence if e.error]
+    assert [e.result[:40] for e in refused] == [RUN_NOT_CHANGE[:40]]
+    assert "return 'ok'" in (tmp_path / "db.py").read_text()
 
 
 async def test_a_request_with_a_run_word_but_no_script_to_run_may_change_files(tmp_path: Path) -> None:
