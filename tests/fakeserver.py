@@ -133,6 +133,10 @@ class FakeServer:
         """What `/api/show` reports as the model's trained context (None: not reported)."""
         self.parameter_size: str | None = None
         """What `/api/show` reports as `details.parameter_size`, e.g. "1.5B" (None: not reported)."""
+        self.parameter_count: int | None = None
+        """The model's exact parameter count: `/api/show`'s `model_info["general.parameter_count"]`
+        and, as llama.cpp's server states it, `meta.n_params` in each `/v1/models` entry
+        (None: not reported)."""
         self.models = list(DEFAULT_MODELS if models is None else models)
         self.default_reply: Reply | None = None
         self.requests: list[tuple[str, dict]] = []
@@ -623,10 +627,11 @@ class _Handler(BaseHTTPRequestHandler):
                     {"parameter_size": self.fake.parameter_size} if self.fake.parameter_size else {}
                 )},
                 "capabilities": capabilities,
-                "model_info": (
-                    {"general.architecture": "qwen2", "qwen2.context_length": self.fake.context_length}
-                    if self.fake.context_length else {}
-                ),
+                "model_info": {
+                    **({"general.architecture": "qwen2", "qwen2.context_length": self.fake.context_length}
+                       if self.fake.context_length else {}),
+                    **({"general.parameter_count": self.fake.parameter_count} if self.fake.parameter_count else {}),
+                },
             },
         )
 
@@ -662,7 +667,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _openai_models(self, body: dict) -> None:
         data = [
             {"id": m, "object": "model", "created": CREATED, "owned_by": "fake",
-             **({"max_model_len": self.fake.context_length} if self.fake.context_length else {})}
+             **({"max_model_len": self.fake.context_length} if self.fake.context_length else {}),
+             **({"meta": {"vocab_type": 2, "n_ctx_train": self.fake.context_length or 4096,
+                          "n_params": self.fake.parameter_count, "size": self.fake.parameter_count * 2}}
+                if self.fake.parameter_count else {})}
             for m in self.fake.models
         ]
         self._send_json(200, {"object": "list", "data": data})

@@ -155,3 +155,17 @@ def test_what_counts_as_saying_something_ran(text: str, claims: bool) -> None:
     from tether.core.answer_checks import RAN_CLAIM
 
     assert bool(RAN_CLAIM.search(text)) is claims
+
+
+@pytest.mark.parametrize(("answer", "warned"), [
+    ("The cache keeps an entry for 2 hours.", False),  # 7200 seconds
+    ("The cache keeps an entry for 120 minutes.", False),
+    ("Its limit is 4 KiB.", False),
+    ("25% of the runs failed.", False),  # 3 of 12
+    ("The cache keeps an entry for 2.5 hours.", True),
+    ("The cache keeps an entry for 9000 seconds.", True),
+])
+def test_a_number_converted_from_a_result_is_no_invention(answer: str, warned: bool) -> None:
+    facts = TurnFacts(results=["1:ab|CACHE_TTL_SECONDS = 7200\n2:cd|LIMIT = 4096\n3:ef|FAILED = 3\n4:aa|RUNS = 12\n"],
+                      prompt="how long does the cache keep an entry?", from_files=True)
+    assert bool(check_answer(answer, facts)) is warned

@@ -82,10 +82,10 @@ async def test_a_hosted_provider_with_a_key_is_ready_without_any_request(tmp_pat
 
 async def test_the_current_ollama_model_without_tools_uses_the_text_protocol(tmp_path: Path):
     with FakeServer(tools_capable=False) as server:
-        settings = Settings(ollama_host=server.url, model="small:1b")
+        settings = Settings(ollama_host=server.url, model="coder")  # no size in the name: asked
         current = by_name(await connection_status(settings, {}, tmp_path))["ollama"]
-        assert server.bodies("/api/show") == [{"model": "small:1b"}]  # the configured server
-    assert current.protocol == "text" and current.model == "small:1b"
+        assert server.bodies("/api/show") == [{"model": "coder"}]  # the configured server, once
+    assert current.protocol == "text" and current.model == "coder"
 
 
 async def test_a_chosen_protocol_is_reported_without_asking(tmp_path: Path):

@@ -271,6 +271,52 @@ async def test_text_protocol_round_trip(tmp_path: Path) -> None:
     assert result.text == "All done."
 
 
+def _recording_write(written: dict[str, str]):  # noqa: ANN202
+    def write(args, ctx):  # noqa: ANN001
+        written[args.filepath] = args.content
+        return ToolOutput("wrote it", summary="wrote 1 line")
+
+    return make_tool("write_file", write, TextArgs, reads=False, writes_files=True, block_params=("content",))
+
+
+async def test_native_calls_are_run_as_sent_in_every_profile(tmp_path: Path) -> None:
+    """A native call's content is the model's own JSON: `page.svelte` kept its `<script>`
+    tags only by luck of its suffix, and a fenced `.txt` lost its fence, silently."""
+    from tether.core.profile import SMALL
+
+    svelte = "<script>\n  let count = 0;\n</script>\n"
+    fenced = "```\nkeep this fence\n```\n"
+    code = "```python\nprint(1)\n```\n"
+    for nudges in (False, True):
+        written: dict[str, str] = {}
+        provider = ScriptedProvider([
+            call(("write_file", {"filepath": "src/page.svelte", "content": svelte}),
+                 ("write_file", {"filepath": "notes.txt", "content": fenced}),
+                 ("write_file", {"filepath": "VERSION", "content": fenced}),
+                 ("write_file", {"filepath": "app.py", "content": code})),
+            say("Written."),
+        ])
+        loop, _ = build(provider, [_recording_write(written)], tmp_path, nudges=nudges and SMALL.nudges)
+        conv = Conversation()
+        await loop.run_turn(conv, "write the files")
+        assert written == {"src/page.svelte": svelte, "notes.txt": fenced, "VERSION": fenced, "app.py": code}
+        assert all(r.content == "wrote it" for r in tool_results(conv))
+
+
+async def test_a_text_call_repaired_before_it_ran_says_so_in_its_result(tmp_path: Path) -> None:
+    from tether.protocol.shapes import UNFENCED_NOTE
+
+    written: dict[str, str] = {}
+    reply = ('<tool_call>\n{"name": "write_file", "arguments": {"filepath": "g.py"}}\n'
+             "<content>\n```python\nprint(1)\n```\n</content>\n</tool_call>")
+    provider = ScriptedProvider([say(reply), say("All done.")], native=False)
+    loop, _ = build(provider, [_recording_write(written)], tmp_path)
+    conv = Conversation()
+    await loop.run_turn(conv, "write g.py")
+    assert written == {"g.py": "print(1)\n"}
+    assert tool_results(conv)[0].content == "wrote it\n\n" + UNFENCED_NOTE.format(label="python", path="g.py")
+
+
 async def test_cut_off_call_is_refused_and_the_model_is_told(tmp_path: Path) -> None:
     ran = []
     tool = make_tool("write_file", lambda a, c: ran.append(a) or "ok", TextArgs, reads=False,

@@ -63,24 +63,74 @@ def test_size_ollama_states(stated: object, billions: float | None) -> None:
 
 
 @pytest.mark.parametrize(
-    ("setting", "provider", "model", "url", "stated", "expected"),
+    ("setting", "model", "stated", "expected"),
     [
-        ("auto", "ollama", "phi3:mini", "http://127.0.0.1:11434", 3.8, "small"),
-        ("auto", "ollama", "mystery", "http://127.0.0.1:11434", 9.2, "full"),  # stated beats name
-        ("auto", "ollama", "llama3.1:70b", "http://127.0.0.1:11434", None, "full"),
-        ("auto", "openai", "qwen2.5-coder-1.5b", "http://127.0.0.1:8089/v1", None, "small"),
-        ("auto", "openai", "local-model", "http://localhost:1234/v1", None, "small"),
-        ("auto", "openai", "local-model", "http://192.168.1.20:8000/v1", None, "small"),
-        ("auto", "openai", "gpt-4o-mini", "https://api.openai.com/v1", None, "full"),
-        ("auto", "openai", "llama-3.1-8b-instant", "https://api.groq.com/openai/v1", None, "small"),
-        ("auto", "anthropic", "claude-sonnet-4", "https://api.anthropic.com", None, "full"),
-        ("full", "openai", "qwen2.5-coder-1.5b", "http://127.0.0.1:8089/v1", None, "full"),
-        ("small", "anthropic", "claude-sonnet-4", "https://api.anthropic.com", None, "small"),
+        ("auto", "phi3:mini", 3.8, ("small", "phi3:mini, 3.8B parameters (from the server)")),
+        ("auto", "mystery", 9.2, ("full", "mystery, 9.2B parameters (from the server)")),
+        ("auto", "llama3.1:70b", None, ("full", "llama3.1:70b, 70B parameters (from its name)")),
+        ("auto", "qwen2.5-coder-1.5b", 70.0, ("small", "qwen2.5-coder-1.5b, 1.5B parameters (from its name)")),
+        ("auto", "gemma3:270m", None, ("small", "gemma3:270m, 270M parameters (from its name)")),
+        ("auto", "local-model", None, ("full", "local-model, size unknown")),  # local or not: unknown is full
+        ("auto", "gpt-4o", None, ("full", "gpt-4o, size unknown")),
+        ("auto", "llama-3.1-8b-instant", None, ("small", "llama-3.1-8b-instant, 8B parameters (from its name)")),
+        ("full", "qwen2.5-coder-1.5b", None, ("full", "")),
+        ("small", "claude-sonnet-4", None, ("small", "")),
     ],
 )
-def test_profile_choice(setting: str, provider: str, model: str, url: str, stated: float | None,
-                        expected: str) -> None:
-    assert choose_profile(setting, provider, model, url, stated) == expected
+def test_profile_choice(setting: str, model: str, stated: float | None, expected: tuple[str, str]) -> None:
+    choice = choose_profile(setting, model, stated)
+    assert (choice.name, choice.reason) == expected
+
+
+async def _auto_choice(tmp_path: Path, home: Path, provider: str, url_setting: str, url: str, model: str):  # noqa: ANN202
+    loaded, _ = load_settings({"provider": provider, "model": model, url_setting: url}, {}, home)
+    runtime = build_runtime(loaded, RunOptions(root=tmp_path, home=home), HeadlessUI(), {})
+    try:
+        runtime.apply_profile(await runtime.resolve_profile())
+    finally:
+        await runtime.aclose()
+    return runtime.profile.name, runtime.profile_shown()
+
+
+async def test_a_large_model_on_a_local_openai_server_gets_the_full_profile(tmp_path: Path, home: Path) -> None:
+    """gpt-4o behind a local OpenAI-compatible proxy got the small profile (nudges, re-asked
+    answers) only because the server was local; a name without a size asks the server."""
+    with FakeServer(models=["gpt-4o"]) as server:
+        shown = await _auto_choice(tmp_path, home, "openai", "openai_base_url", server.url + "/v1", "gpt-4o")
+        asked = [path for path, _ in server.requests]
+    assert shown == ("full", "full profile: gpt-4o, size unknown")
+    assert asked == ["/v1/models"]
+
+
+async def test_llama_cpp_states_the_parameter_count_of_a_model_without_a_size_in_its_name(
+        tmp_path: Path, home: Path) -> None:
+    with FakeServer(models=["model.gguf"]) as server:
+        server.parameter_count = 1_543_714_304
+        shown = await _auto_choice(tmp_path, home, "openai", "openai_base_url", server.url + "/v1", "model.gguf")
+    assert shown == ("small", "small profile: model.gguf, 1.5B parameters (from the server)")
+
+
+async def test_a_size_in_the_name_decides_without_asking_the_server(tmp_path: Path, home: Path) -> None:
+    with FakeServer(models=["qwen2.5-coder:1.5b"]) as server:
+        server.parameter_count = 70_000_000_000  # not asked: the name says
+        shown = await _auto_choice(tmp_path, home, "ollama", "ollama_host", server.url, "qwen2.5-coder:1.5b")
+        asked = [path for path, _ in server.requests]
+    assert shown == ("small", "small profile: qwen2.5-coder:1.5b, 1.5B parameters (from its name)")
+    assert asked == []
+
+
+async def test_ollama_states_the_exact_parameter_count(tmp_path: Path, home: Path) -> None:
+    with FakeServer(models=["coder"]) as server:
+        server.parameter_count, server.parameter_size = 7_615_616_512, "70B"  # the exact count wins
+        shown = await _auto_choice(tmp_path, home, "ollama", "ollama_host", server.url, "coder")
+    assert shown == ("small", "small profile: coder, 7.6B parameters (from the server)")
+
+
+async def test_a_server_that_cannot_be_asked_leaves_the_size_unknown(tmp_path: Path, home: Path) -> None:
+    with FakeServer() as server:
+        url = server.url  # stopped at the end of the block: nothing listens there any more
+    shown = await _auto_choice(tmp_path, home, "openai", "openai_base_url", url + "/v1", "local-model")
+    assert shown == ("full", "full profile: local-model, size unknown")
 
 
 def test_levers_can_be_switched_off_by_name() -> None:
@@ -457,7 +507,8 @@ def test_json_and_stream_json_say_which_profile(tmp_path: Path, home: Path) -> N
     project.mkdir()
     (project / "a.txt").write_text("The answer is 42.\n")
     script = [Reply(tool_calls=[("read_file", {"filepath": "a.txt"})]), Reply(text="It says 42.")]
-    with FakeServer(script) as server:
+    with FakeServer(script, models=["fake"]) as server:
+        server.parameter_count = 1_543_714_304  # "fake" says no size: llama.cpp's model list does
         args = ["-p", "What does a.txt say?", "--output-format", "stream-json", "--provider", "openai",
                 "--base-url", server.url + "/v1", "--model", "fake", "--auto"]
         proc = run_cli(args, project, home, TETHER_PROFILE="auto")
@@ -465,6 +516,7 @@ def test_json_and_stream_json_say_which_profile(tmp_path: Path, home: Path) -> N
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     init, result = lines[0], lines[-1]
     assert init["type"] == "init" and init["profile"] == "small" and init["protocol"] == "text"
+    assert init["profile_reason"] == "fake, 1.5B parameters (from the server)"
     assert TOOL_SEARCH in init["tools"] and "git_diff" not in init["tools"]
     assert result["profile"] == "small" and result["result"] == "It says 42."
     assert first_body["temperature"] == SMALL.temperature == 0.0 and "tools" not in first_body

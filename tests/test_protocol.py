@@ -281,9 +281,9 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "",
     ),
     (
-        "a made-up tag around a whole file's raw block (total.py began `<code>#!`)",
+        "a tag around a whole file's raw block is kept: it may be what the file is",
         f"<tool_call>\n{W}\n<content>\n<code>import sys\nprint(1)\n</code></content>\n</tool_call>",
-        [("write_file", {"filepath": "game.py", "content": "import sys\nprint(1)\n"})],
+        [("write_file", {"filepath": "game.py", "content": "<code>import sys\nprint(1)\n</code>"})],
         "",
     ),
     (
@@ -933,3 +933,45 @@ def test_json_output_of_render_is_plain_json() -> None:
         "name": "run_cmd",
         "arguments": {"command": "echo é"},
     }
+
+
+# ---------------------------------------------------------------- repairs of file content
+
+
+def _written(reply: str) -> tuple[str, dict[str, str]]:
+    result = parse_reply(reply, TABLE)
+    assert result.errors == [] and len(result.calls) == 1
+    return result.calls[0].arguments["content"], result.repairs
+
+
+def _write(path: str, content: str) -> str:
+    return (f'<tool_call>{{"name": "write_file", "arguments": {{"filepath": "{path}"}}}}\n'
+            f"<content>\n{content}</content>\n</tool_call>")
+
+
+@pytest.mark.parametrize(("path", "content"), [
+    ("src/routes/page.svelte", "<script>\nlet n = 0;\n</script>\n"),
+    ("page.py", "<script>\nx = 1\n</script>\n"),
+    ("notes.txt", "```\nkept as written\n```\n"),
+    ("Makefile", "```make\nall:\n\techo hi\n```\n"),
+    ("app.py", "```\nprint(1)\n```\n"),  # no language: nothing says it is the file's kind
+    ("app.py", "```js\nconsole.log(1)\n```\n"),  # the fence names another kind
+])
+def test_a_file_whose_wrapper_may_be_meant_is_written_as_sent(path: str, content: str) -> None:
+    assert _written(_write(path, content)) == (content, {})
+
+
+def test_a_fence_naming_the_files_kind_is_taken_off_and_said() -> None:
+    from tether.protocol.shapes import UNFENCED_NOTE
+
+    result = parse_reply(_write("game.py", "```python\nprint(1)\n```\n"), TABLE)
+    assert calls_of(result) == [("write_file", {"filepath": "game.py", "content": "print(1)\n"})]
+    assert result.repairs == {result.calls[0].id: UNFENCED_NOTE.format(label="python", path="game.py")}
+
+
+def test_block_tags_inside_a_json_value_are_taken_out_and_said() -> None:
+    from tether.protocol.shapes import TAGS_TAKEN_OUT
+
+    reply = '{"name": "write_file", "arguments": {"filepath": "a.py", "content": "<content>print(1)\\n</content>"}}'
+    result = parse_reply(reply, TABLE)
+    assert result.repairs == {result.calls[0].id: TAGS_TAKEN_OUT.format(name="content")}

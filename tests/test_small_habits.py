@@ -616,19 +616,8 @@ def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
     assert leaves_tests(request_text) is kept
 
 
-async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tmp_path: Path) -> None:
-    from tether.core.call_guard import KEEP_TESTS
-
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
-    (tmp_path / "core.py").write_text("def f():\n    return 2\n")
-    edit_test = call(("edit_file", {"filepath": "tests/test_core.py", "old_content": "3", "new_content": "2"}))
-    edits = []
-
-    def edit(args, ctx):  # noqa: ANN001
-        edits.append(args.filepath)
-        return "edited"
-
+def _recording_edit_tools(edits: list[str]) -> list:
+    """read_file, and edit_file/write_file that only record the path they were given."""
     from pydantic import BaseModel
 
     class EditArgs(BaseModel):
@@ -636,18 +625,49 @@ async def test_an_edit_of_a_test_the_user_said_to_leave_is_refused_every_time(tm
         old_content: str
         new_content: str
 
-    tools = [make_tool("read_file", lambda a, c: "x"),
-             make_tool("edit_file", edit, EditArgs, reads=False, writes_files=True)]
+    def edit(args, ctx):  # noqa: ANN001
+        edits.append(args.filepath)
+        return "edited"
+
+    return [make_tool("read_file", lambda a, c: "x"),
+            make_tool("edit_file", edit, EditArgs, reads=False, writes_files=True),
+            make_tool("write_file", edit, TextArgs, reads=False, writes_files=True)]
+
+
+async def test_an_edit_of_a_test_the_user_said_to_leave_is_held_back_once_then_runs(tmp_path: Path) -> None:
+    """The request is read by a pattern: told once, the model decides; sent again, the edit runs
+    (it used to be refused every time, for the whole turn)."""
+    from tether.core.call_guard import KEEP_TESTS
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
+    (tmp_path / "core.py").write_text("def f():\n    return 2\n")
+    edit_test = call(("edit_file", {"filepath": "tests/test_core.py", "old_content": "3", "new_content": "2"}))
+    edits: list[str] = []
     fix_code = call(("edit_file", {"filepath": "core.py", "old_content": "2", "new_content": "3"}))
     provider = ScriptedProvider([edit_test, edit_test, fix_code, say("Fixed core.f.")])
-    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
+    loop, _ = menu_loop(provider, tmp_path, tools=_recording_edit_tools(edits), nudges=True)
     loop.menu = None  # every tool on offer
     result = await loop.run_turn(
         Conversation(), "tests/test_core.py is failing. Fix the code so it passes, without changing the test."
     )
     refused = [e for e in result.evidence if e.error]
-    assert [e.result for e in refused] == [KEEP_TESTS.format(path="tests/test_core.py")] * 2
-    assert edits == ["core.py"]
+    assert [e.result for e in refused] == [KEEP_TESTS.format(path="tests/test_core.py")]
+    assert edits == ["tests/test_core.py", "core.py"]
+
+
+async def test_a_new_test_file_is_never_held_back_as_an_existing_test(tmp_path: Path) -> None:
+    """"don't change the existing tests; add tests/test_new.py": the new file is no existing test."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_old.py").write_text("def test_old():\n    assert True\n")
+    write_new = call(("write_file", {"filepath": "tests/test_new.py", "content": "def test_new():\n    pass\n"}))
+    edits: list[str] = []
+    provider = ScriptedProvider([write_new, write_new, say("Added tests/test_new.py.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=_recording_edit_tools(edits), nudges=True)
+    loop.menu = None
+    result = await loop.run_turn(Conversation(), "don't change the existing tests; add tests/test_new.py")
+    assert [e.result for e in result.evidence if e.error] == []
+    assert edits == ["tests/test_new.py", "tests/test_new.py"]
 
 
 async def test_the_refused_test_edit_names_the_code_it_imports_and_offers_the_test_run(tmp_path: Path) -> None:
@@ -821,13 +841,15 @@ def searched_retry(args, ctx):  # noqa: ANN001
 
 
 @pytest.mark.parametrize(("answer", "nudged"), [
-    ("2", True),  # a one-digit answer to a question is checked too
+    ("25", True),  # a bare answer to a question is checked
     ("It retries 11 times.", False),  # what the result showed
-    ("It is 2.", True),
-    ("It retries 2 times after a failed upload.", False),  # longer: one digit may be a count it made
+    ("It is 25.", True),
+    ("It is 2.", False),  # a small whole number may be a count of what it saw
+    ("It retries 2 times after a failed upload.", False),
     ("1. Sends\n2. Retries", False),  # list markers are not answers
 ])
-async def test_a_one_digit_answer_to_a_question_is_checked(tmp_path: Path, answer: str, nudged: bool) -> None:
+async def test_an_answer_number_is_checked_unless_it_may_be_a_small_count(
+        tmp_path: Path, answer: str, nudged: bool) -> None:
     from tether.core.offers import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
@@ -836,7 +858,7 @@ async def test_a_one_digit_answer_to_a_question_is_checked(tmp_path: Path, answe
         tools=[make_tool("read_file", searched_retry)],
     )
     sent = nudges_of(provider)
-    assert len(sent) == nudged and all(n.startswith(UNSEEN_NUMBER.format(number="2")) for n in sent)
+    assert len(sent) == nudged and all(n.startswith(UNSEEN_NUMBER.format(number="25")) for n in sent)
 
 
 async def test_a_one_digit_number_is_not_checked_in_a_change_request(tmp_path: Path) -> None:
@@ -864,12 +886,12 @@ async def run_count(tmp_path: Path, written: str):  # noqa: ANN201
 
 
 async def test_a_count_no_result_showed_is_not_written_once_and_the_last_count_is_named(tmp_path: Path) -> None:
-    result = await run_count(tmp_path, "3")
+    result = await run_count(tmp_path, "31")
     refused, written = result.evidence[1], result.evidence[2]
-    assert refused.error and refused.result.startswith("Not written: no tool result showed 3")
+    assert refused.error and refused.result.startswith("Not written: no tool result showed 31")
     assert "Your last search said: (14 matching lines in 1 files)" in refused.result
     assert not written.error  # once per turn: the model decides
-    assert (tmp_path / "error_count.txt").read_text() == "3"
+    assert (tmp_path / "error_count.txt").read_text() == "31"
 
 
 async def test_a_count_a_result_showed_is_written_at_once(tmp_path: Path) -> None:
@@ -1712,13 +1734,13 @@ def test_a_file_that_exists_is_no_new_file(tmp_path: Path) -> None:
 
 
 def policy_file(args, ctx):  # noqa: ANN001
-    return "1| \"\"\"How hard it tries.\"\"\"\n2| \n3| MAX_DOWNLOAD_RETRIES = 4\n4| MAX_UPLOAD_RETRIES = 11"
+    return "23| \"\"\"How hard it tries.\"\"\"\n24| \n25| MAX_DOWNLOAD_RETRIES = 4\n26| MAX_UPLOAD_RETRIES = 11"
 
 
 @pytest.mark.parametrize(("answer", "nudged"), [
-    ("3", True),  # ask_retry_limit: the line number of MAX_DOWNLOAD_RETRIES, given as the count
+    ("25", True),  # ask_retry_limit: the line number of MAX_DOWNLOAD_RETRIES, given as the count
     ("11", False),
-    ("Line 3.", False),  # an answer about lines may give a line number
+    ("Line 25.", False),  # an answer about lines may give a line number
 ])
 async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, answer: str, nudged: bool) -> None:
     from tether.core.offers import UNSEEN_NUMBER
@@ -1728,7 +1750,7 @@ async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, a
         request="How many times does the uploader retry a failed upload?", tools=[make_tool("read_file", policy_file)],
     )
     sent = nudges_of(provider)
-    assert len(sent) == nudged and all(n.startswith(UNSEEN_NUMBER.format(number="3")) for n in sent)
+    assert len(sent) == nudged and all(n.startswith(UNSEEN_NUMBER.format(number="25")) for n in sent)
 
 
 # ---------------------------------------------------------------- a folder's count taken from one file
@@ -1936,14 +1958,14 @@ async def test_an_unseen_number_given_again_after_more_calls_gets_the_values_the
 
     read = call(("read_file", {"filepath": "uploader/client.py"}))
     provider, _, result = await run_nudged(
-        tmp_path, [call(("search_in_file", {"filepath": "uploader"})), say("2"), read, say("2"), say("11")],
+        tmp_path, [call(("search_in_file", {"filepath": "uploader"})), say("20"), read, say("20"), say("11")],
         request="How many times does the uploader retry a failed upload before it gives up?",
         tools=[make_tool("search_in_file", lambda a, c: "uploader/client.py:11: retrying"),
                make_tool("read_file", lambda a, c: CLIENT_READ)],
     )
     values = "  policy.MAX_UPLOAD_RETRIES = 11\n  policy.MAX_DOWNLOAD_RETRIES = 4"
-    assert nudges_of(provider) == [UNSEEN_NUMBER.format(number="2"),
-                                   UNSEEN_AGAIN.format(number="2", values=values)]
+    assert nudges_of(provider) == [UNSEEN_NUMBER.format(number="20"),
+                                   UNSEEN_AGAIN.format(number="20", values=values)]
     assert result.text == "11" and [e.call.name for e in result.evidence] == ["search_in_file", "read_file"]
 
 
@@ -1952,21 +1974,21 @@ async def test_the_unseen_number_comes_back_only_after_new_calls(tmp_path: Path)
 
     read = call(("read_file", {"filepath": "uploader/client.py"}))
     provider, _, result = await run_nudged(
-        tmp_path, [read, say("2"), say("2")],
+        tmp_path, [read, say("20"), say("20")],
         request="How many times does the uploader retry a failed upload before it gives up?",
         tools=[make_tool("read_file", lambda a, c: CLIENT_READ)],
     )
     values = "  policy.MAX_UPLOAD_RETRIES = 11\n  policy.MAX_DOWNLOAD_RETRIES = 4"
-    first = UNSEEN_NUMBER.format(number="2") + VALUES_SEEN.format(values=values)
+    first = UNSEEN_NUMBER.format(number="20") + VALUES_SEEN.format(values=values)
     sent = nudges_of(provider)
     assert sent == [first]  # no call since: the same answer ends the turn, nothing is invented
-    assert result.text == "2"
+    assert result.text == "20"
 
 
 # ---------------------------------------------------------------- a program to run, changed instead
 
 
-async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_run(tmp_path: Path) -> None:
+async def test_a_request_to_run_a_program_holds_back_a_change_once_and_offers_the_run(tmp_path: Path) -> None:
     """interactive_signup: asked to run signup.py and register Ada, the model edited and then
     rewrote signup.py (the nudges offered the rewrite) and never answered the program."""
     from tether.core.call_guard import RUN_NOT_CHANGE
@@ -1985,11 +2007,32 @@ async def test_a_request_to_run_a_program_refuses_changes_to_it_and_offers_the_r
     )
     refused = [e for e in result.evidence if e.error]
     offered = '{"name": "run_cmd", "arguments": {"command": "python signup.py"}}'
-    assert [e.call.name for e in refused] == ["edit_file", "write_file"]
+    assert [e.call.name for e in refused] == ["edit_file"]  # held back once; the model decides after
     assert refused[0].result.startswith(RUN_NOT_CHANGE.format(path="signup.py", call="")[:60])
     assert offered in refused[0].result
-    assert (tmp_path / "signup.py").read_text() == program  # the program stays as it is
+    assert (tmp_path / "signup.py").read_text() == "print('x')\n"  # the second change ran
     assert (tmp_path / "notes.txt").exists()  # a new file is no change to the program
+
+
+async def test_a_request_to_run_and_debug_holds_back_one_change_only(tmp_path: Path) -> None:
+    """"start server.py and debug why it crashes": fixing db.py is the task. The guard reads
+    the request's English, so it may hold a change back once, never every change of the turn."""
+    from tether.core.call_guard import RUN_NOT_CHANGE
+
+    (tmp_path / "server.py").write_text("import db\ndb.connect()\n")
+    (tmp_path / "db.py").write_text("def connect():\n    raise RuntimeError('no port')\n")
+    fix = {"filepath": "db.py", "old_content": "raise RuntimeError('no port')", "new_content": "return None"}
+    tidy = {"filepath": "db.py", "old_content": "return None", "new_content": "return 'ok'"}
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "db.py"})), call(("edit_file", fix)), call(("edit_file", fix)),
+                   call(("edit_file", tidy)), say("db.connect raised; it now returns.")],
+        request="start server.py and debug why it crashes",
+        tools=[*(t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")), *write_and_run_tools()[1:]],
+        menu_names=("read_file", "edit_file", "run_cmd"),
+    )
+    refused = [e for e in result.evidence if e.error]
+    assert [e.result[:40] for e in refused] == [RUN_NOT_CHANGE[:40]]
+    assert "return 'ok'" in (tmp_path / "db.py").read_text()
 
 
 async def test_a_request_with_a_run_word_but_no_script_to_run_may_change_files(tmp_path: Path) -> None:
@@ -2141,3 +2184,30 @@ async def test_an_empty_reply_after_a_change_whose_result_warns_is_told_to_fix_i
     provider, _, _ = await run_nudged(tmp_path, [write, say(""), say("Done.")],
                                       request="make feed/render.py read the settings", tools=tools)
     assert nudges_of(provider)[0] == "Your reply was empty. " + CHANGE_WARNED.format(path="feed/render.py")
+
+
+# ---------------------------------------------------------------- a number worked out from what was seen
+
+
+def ttl_read(args, ctx):  # noqa: ANN001
+    return "1| CACHE_TTL_SECONDS = 7200\n2| MAX_ENTRIES = 4096\n3| FAILED = 3\n4| TOTAL = 12"
+
+
+@pytest.mark.parametrize(("answer", "nudged"), [
+    ("It is 2 hours.", False),  # 7200 seconds
+    ("Entries live for 120 minutes.", False),
+    ("Entries live 0.08 days.", False),  # rounded as the answer rounds it
+    ("25% of the runs failed.", False),  # 3 of 12
+    ("It holds 4 KiB of entries.", False),  # 4096 / 1024
+    ("It is 2.5 hours.", True),  # no conversion of a seen number gives this
+    ("It is 9000 seconds.", True),
+])
+async def test_a_number_converted_from_a_seen_one_is_not_called_unseen(
+        tmp_path: Path, answer: str, nudged: bool) -> None:
+    from tether.core.offers import UNSEEN_NUMBER
+
+    provider, _, _ = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "cache.py"})), say(answer), say(answer)],
+        request="How long does the cache keep an entry?", tools=[make_tool("read_file", ttl_read)],
+    )
+    assert [n.startswith(UNSEEN_NUMBER.split("{")[0]) for n in nudges_of(provider)] == ([True] if nudged else [])

@@ -497,6 +497,7 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "model": runtime.loop.settings.model,
         "protocol": mode,
         "profile": runtime.profile.name,
+        "profile_reason": runtime.profile_reason,
         "levers": runtime.profile.levers(),
         "cwd": str(root),
         "tools": [t.name for t in runtime.loop.offered()],

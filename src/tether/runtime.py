@@ -72,6 +72,8 @@ class Runtime:
     levers_off: str = ""
     """Small-profile levers switched off (TETHER_PROFILE_OFF, for the benchmark)."""
     profile: Profile = FULL
+    profile_reason: str = ""
+    """Why the profile was picked ("qwen2.5-coder:1.5b, 1.5B parameters (from its name)")."""
     originals: dict[str, Tool] = field(default_factory=dict)
     """Tools the profile replaced with a variant, to put back under another profile."""
     prompt_extras: PromptExtras = field(default_factory=PromptExtras)
@@ -204,12 +206,17 @@ class Runtime:
             sandbox.available()  # tells the UI, from the loop, when it cannot be used
 
     async def resolve_profile(self) -> Profile:
-        """The profile setting, else small for a model of about 8B parameters or fewer."""
-        name = await detect_profile(
-            self.settings.profile, self.settings.provider, self.provider,
-            self.loop.settings.model, base_url_of(self.settings, self.settings.provider),
-        )
-        return profile_named(name, self.levers_off)
+        """The profile setting, else small for a model of about 8B parameters or fewer (by its
+        name, or as its server states); why is kept in `profile_reason`."""
+        choice = await detect_profile(self.settings.profile, self.provider, self.loop.settings.model)
+        self.profile_reason = choice.reason
+        return profile_named(choice.name, self.levers_off)
+
+    def profile_shown(self) -> str:
+        """The profile and why it was picked, for the status line ("small profile:
+        qwen2.5-coder:1.5b, 1.5B parameters (from the server)")."""
+        shown = f"{self.profile.name} profile"
+        return f"{shown}: {self.profile_reason}" if self.profile_reason else shown
 
     def apply_profile(self, profile: Profile) -> None:
         """Set the menu, the edit tool, the prompt and the loop's limits for `profile`."""

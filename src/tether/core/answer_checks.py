@@ -8,7 +8,8 @@ claims nothing) and compares it with `answer_facts.TurnFacts`:
   failed);
 - it names files as changed that no tool changed;
 - it says it read a file no tool read or showed;
-- for a question answered from files, it gives a number no tool result holds.
+- for a question answered from files, it gives a number no tool result holds and none
+  could be worked out from (`derived_numbers`).
 
 Each finding is one short warning. The checks are tuned against the corpus in
 tests/fixtures/answer_checks/ (bench/bench_answer_checks.py measures them): a warning on an
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 
 from .answer_facts import TurnFacts
 from .commands_ran import RanCommand
+from .derived_numbers import SeenNumbers
 from .textclip import clip_words
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
@@ -85,6 +87,8 @@ COUNT_WORDS = re.compile(
 ESTIMATE = re.compile(r"\b(?:total|in all|altogether|combined|sum|average|roughly|about|around|"
                       r"approximately|nearly|almost|over|under|at least|at most|up to)\b|~|≈",
                       re.IGNORECASE)
+LINE_PREFIXES = re.compile(r"^(?:\d+(?::[0-9a-f]{2})?\| ?|[^\s:]+:\d+: )", re.M)
+"""The line numbers read_file and search_in_file put before each line: no value to work from."""
 LINE_REF = re.compile(r"(?:\blines?|\bL|:)\s*$", re.IGNORECASE)
 LIST_MARKER = re.compile(r"^\s*\d+[.)]\s")
 MAX_NAMED = 3
@@ -216,21 +220,23 @@ def _it(names: list[str]) -> str:
 
 def _number_claims(answer: str, facts: TurnFacts) -> str:
     known = numbers_in([*facts.results, facts.prompt])
+    derived = SeenNumbers(numbers_in([LINE_PREFIXES.sub("", r) for r in facts.results] + [facts.prompt]))
     invented: list[str] = []
     for line in FENCE.sub(" ", answer).splitlines():
         for sentence in SENTENCE_END.split(line):
             if ESTIMATE.search(sentence):
                 continue
-            invented += [n for n in _stated_numbers(sentence) if n not in known and n not in invented]
+            invented += [n for n, after in _stated_numbers(sentence)
+                         if n not in known and n not in invented and not derived.explains(n, after)]
     if not invented:
         return ""
     return (f"The answer gives {_listed(invented)}, which no tool result of this question "
             "shows.")
 
 
-def _stated_numbers(sentence: str) -> list[str]:
-    """Numbers the sentence states as facts: not a list marker, a count, a line reference,
-    a single digit."""
+def _stated_numbers(sentence: str) -> list[tuple[str, str]]:
+    """Numbers the sentence states as facts, each with the text after it: not a list marker,
+    a count, a line reference, a single digit."""
     found = []
     for match in NUMBER.finditer(sentence):
         value = normal_number(match.group(0))
@@ -239,7 +245,7 @@ def _stated_numbers(sentence: str) -> list[str]:
             continue
         if match.start() == 0 and LIST_MARKER.match(sentence):
             continue
-        found.append(value)
+        found.append((value, after))
     return found
 
 

@@ -178,18 +178,23 @@ def unseen_written(watch: TurnWatch, content: str) -> str | None:
 
 
 KEEP_TESTS = (
-    "Not changed: the user asked you to leave the tests as they are, and {path} is a test. "
-    "Fix the code it tests instead: run the tests with run_cmd, read which function fails "
-    "and why, then edit that function's file."
+    "Not changed yet: the request may ask you to leave the tests as they are, and {path} is an "
+    "existing test. If the code it tests is what is wrong, fix that code instead: run the tests "
+    "with run_cmd, read which function fails and why, then edit that function's file. (If the "
+    "request does mean this test to change, send the same call again: it will run.)"
 )
 TESTED_FILES = 3
 TEST_READ_BYTES = 64 * 1024
 """A test file up to this size is read for the imports that name the code it tests."""
 
 
-def keep_tests_refusal(watch: TurnWatch, filepath: str, ctx: ToolContext) -> str:
+def keep_tests_refusal(watch: TurnWatch, filepath: str, ctx: ToolContext) -> str | None:
     """KEEP_TESTS, with the project files the test imports (the code to fix) and the
-    run_cmd call that runs the test, when it can be offered."""
+    run_cmd call that runs the test, when it can be offered. Only for a test file that
+    exists (a new test changes no existing one), and once per turn: the request's words are
+    read by a pattern, so the model, told once, decides."""
+    if not _exists(filepath, ctx) or not watch.once("keep_tests"):
+        return None
     message = KEEP_TESTS.format(path=filepath)
     code = tested_files(filepath, ctx)
     if code:
@@ -198,6 +203,13 @@ def keep_tests_refusal(watch: TurnWatch, filepath: str, ctx: ToolContext) -> str
     if watch.show_call is None or "run_cmd" not in watch.tools or command in watch.commands:
         return message
     return message + " The call that runs it:\n" + watch.offer("run_cmd", {"command": command})
+
+
+def _exists(filepath: str, ctx: ToolContext) -> bool:
+    try:
+        return ctx.resolve(filepath).exists()
+    except (OSError, RuntimeError, ValueError, ToolError):
+        return False
 
 
 def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
@@ -218,9 +230,10 @@ def tested_files(filepath: str, ctx: ToolContext) -> list[str]:
 
 
 RUN_NOT_CHANGE = (
-    "Not changed: the request asks you to run the program and report what it does, not to change "
-    "{path}. Run it as it is with run_cmd (answer its questions with send_input), then answer "
-    "from what it prints.{call}"
+    "Not changed yet: the request may only ask you to run the program and report what it does. "
+    "If so, run it as it is with run_cmd (answer its questions with send_input), then answer "
+    "from what it prints.{call} (If the task does need {path} changed, send the same call "
+    "again: it will run.)"
 )
 SAME_EDIT = (
     "Not changed: old_content and new_content are the same text, so this edit of {path} "
@@ -301,18 +314,23 @@ def run_not_change(watch: TurnWatch, filepath: str) -> str | None:
     """RUN_NOT_CHANGE, with the run_cmd call of the script the request names (interactive_signup:
     asked to run signup.py and register Ada, the model rewrote signup.py and never answered it);
     None when the request names no script of the project to run ("register the plugin in
-    config.json" asks for a change)."""
+    config.json" asks for a change). Once per turn: "start server.py and debug why it crashes"
+    may well need db.py changed, and the request's English is no reason to refuse for good."""
+    if "run_not_change" in watch.sent:
+        return None
     offered = requested_run(watch)
     if offered is None:
         return None
+    watch.once("run_not_change")
     return RUN_NOT_CHANGE.format(path=filepath, call=f" The call that runs it:\n{offered[1]}")
 
 
 def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None:
     """Why a call waits, before it runs (None: it runs). read_file marks a path as seen;
     write_file over an unseen existing file waits once, and so does one that would delete
-    most of a file it has read. A change to a test file is refused whenever the request said
-    to leave the tests alone: small models make a failing test pass by editing it."""
+    most of a file it has read. A change to an existing test file waits once when the request
+    seems to say to leave the tests alone: small models make a failing test pass by editing
+    it. Every guard holds a call back at most once; sent again, it runs."""
     if call.name == "run_cmd":
         offer = watch.offer if watch.show_call is not None and "run_cmd" in watch.tools else None
         to_create = requested_new_file(watch.request, watch.root)
@@ -325,7 +343,9 @@ def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> str | None
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
         return None
     if call.name != "read_file" and leaves_tests(watch.request) and is_test_path(filepath):
-        return keep_tests_refusal(watch, filepath, ctx)
+        kept_test = keep_tests_refusal(watch, filepath, ctx)
+        if kept_test is not None:
+            return kept_test
     if call.name != "read_file" and watch.asks_to_run() and (ctx.root / filepath).exists():
         refused = run_not_change(watch, filepath)
         if refused is not None:

@@ -24,7 +24,6 @@ from ..protocol import (
     parse_reply,
     render_call_as_text,
     render_history_as_text,
-    repair_block_values,
 )
 from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
@@ -343,9 +342,9 @@ class TurnLoop:
     def parse(self, reply: Reply) -> ParseResult:
         text = cut_invented_results(reply.text) if self.mode == "text" else reply.text
         parsed = parse_reply(text, self.table, native=self.mode == "native")
-        if reply.calls:  # native calls win; the text is only the answer part
-            parsed.calls = [repair_block_values(c, self.table) for c in unique_ids(reply.calls)]
-            parsed.errors = []
+        if reply.calls:  # native calls win, as sent (never repaired); the text is only the answer part
+            parsed.calls = unique_ids(reply.calls)
+            parsed.errors, parsed.repairs = [], {}
         elif parsed.calls and reply.stop_reason == "max_tokens":
             # the reply was cut off: its last text call may lack arguments that were coming
             cut = parsed.calls.pop()
@@ -377,7 +376,7 @@ class TurnLoop:
                 if call.id not in results:  # cancelled before it finished: say so, in evidence too
                     results[call.id] = cancelled_result(call)
                     turn.conv.evidence.append(cancelled_evidence(call, results[call.id]))
-                ordered.append(results[call.id])
+                ordered.append(with_repair_note(results[call.id], parsed.repairs.get(call.id)))
             turn.conv.messages.append(Message("tool", ordered))
         if parsed.errors:
             turn.conv.messages.append(Message.user("\n".join(parsed.errors)))
@@ -598,3 +597,10 @@ def cancelled_evidence(call: ToolCall, result: ToolResult) -> Evidence:
 
 def cancelled_result(call: ToolCall) -> ToolResult:
     return ToolResult(call.id, call.name, "Cancelled by the user before it finished.", True)
+
+
+def with_repair_note(result: ToolResult, note: str | None) -> ToolResult:
+    """`result` with what the parser repaired in its call said after it (a repair is never silent)."""
+    if not note:
+        return result
+    return ToolResult(result.call_id, result.name, f"{result.content}\n\n{note}", result.is_error)

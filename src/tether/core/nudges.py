@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .after_change import change_made
-from .answer_checks import PASS_CLAIM, RAN_CLAIM
+from .answer_checks import COUNT_WORDS, LINE_PREFIXES, PASS_CLAIM, RAN_CLAIM
 from .count_scope import count_file_nudge, count_scope_nudge
+from .derived_numbers import SeenNumbers
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
 from .named_files import named_unchanged_nudge
@@ -164,17 +165,9 @@ REPEATED_FAILURE = (
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
 _ACTION_WORDS = re.compile(rf"\b({CHANGE_VERBS}|{RUN_VERBS})\b", re.I)
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,_]*\d(?:\.\d+)?(?![\w])")
-"""Numbers of two digits or more: a one-digit one is too often a list item or a count."""
 _ANY_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,_]*\d)?(?:\.\d+)?(?![\w])")
-_LINE_PREFIX = re.compile(r"^(?:\d+(?::[0-9a-f]{2})?\| ?|[^\s:]+:\d+: )", re.M)
-"""The line numbers read_file and search_in_file put before each line they show."""
 _SAYS_LINE = re.compile(r"\blines?\b", re.I)
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
-_BARE_ANSWER_WORDS = 4
-"""A bare answer to a question ("2", "It is 2.") is checked even when its number has one
-digit: small models answer "how many times does it retry?" with a guess like that. A longer
-answer's one-digit numbers are too often counts of what it saw ("the notes list 3 items")."""
 _REPLY_KEPT = frozenset({"apply"})
 SEEN_TEXT_CAP = 400_000
 _SHORT_CHAT = 3
@@ -546,20 +539,21 @@ class TurnWatch:
 
     def unseen_number(self, text: str, bare: bool = False) -> str | None:
         """A number the answer states that neither the request nor any result of this turn
-        showed (a made-up port, count or total); None when every one was seen. `bare`: check
-        one-digit numbers too."""
+        showed, nor could be worked out from what they showed (`derived_numbers`: a unit
+        conversion, a sum, a percentage, a small count, a year), and that is no count of
+        things it names ("14 files"); None when every one may be honest. `bare`: the text is
+        a file's content, checked even before any call."""
         if self.calls == 0 and not bare:
             return None  # look_first covers an answer given without looking
         known = self.request + "\n" + "\n".join(self.seen)
         if not _SAYS_LINE.search(text):  # "3" from the `3| MAX = 4` of a file is no value
-            known = _LINE_PREFIX.sub("", known)
-        digits_seen = {m.group().replace(",", "").replace("_", "") for m in _ANY_NUMBER.finditer(known)}
-        bare = bare or (len(text.split()) <= _BARE_ANSWER_WORDS and is_question(self.request))
-        checked = _ANY_NUMBER if bare else _NUMBER
-        for m in checked.finditer(_LIST_MARKER.sub("", text)):
-            number = m.group()
-            if number.replace(",", "").replace("_", "") not in digits_seen:
-                return number
+            known = LINE_PREFIXES.sub("", known)
+        seen = SeenNumbers(m.group() for m in _ANY_NUMBER.finditer(known))
+        stated = _LIST_MARKER.sub("", text)
+        for m in _ANY_NUMBER.finditer(stated):
+            after = stated[m.end():]
+            if not (seen.explains(m.group(), after) or COUNT_WORDS.match(after)):
+                return m.group()
         return None
 
     def _shows_instead_of_doing(self, text: str) -> bool:

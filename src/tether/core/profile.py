@@ -6,19 +6,19 @@ and stops at the first error. The small profile is a set of levers against those
 habits, each a field of `Profile` so it can be measured on and off
 (`bench/small_model`); the full profile is today's behaviour for large models.
 
-Selection (`choose_profile`): the `profile` setting, else a parameter count the
-server states (Ollama's `/api/show`), else a size in the model name (`1.5b`,
-`e4b`, `270m`), else a local OpenAI-compatible server counts as small.
+Selection (`choose_profile`, `detect_profile`): the `profile` setting, else a size in
+the model name (`1.5b`, `e4b`, `270m`), else the parameter count the server states
+(llama.cpp's `/v1/models` `meta.n_params`, Ollama's `/api/show`), asked once; a model of
+unknown size gets the full profile, wherever it runs (a local server may serve a large
+model under any name).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
-from urllib.parse import urlsplit
 
 ProfileName = Literal["small", "full"]
 
@@ -173,47 +173,40 @@ def billions_stated(parameter_size: object) -> float | None:
     return float(m.group(1)) * scale
 
 
-def is_local_url(url: str) -> bool:
-    """A base URL on this machine or a private network (a home server, a LAN box)."""
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if host in ("localhost", "host.docker.internal") or host.endswith((".local", ".localhost")):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
+@dataclass(frozen=True)
+class ProfileChoice:
+    """The profile picked and why ("" when the setting named it), for the status line and the
+    json output."""
+
+    name: ProfileName
+    reason: str
 
 
-def choose_profile(
-    setting: str, provider: str, model: str, base_url: str, stated_billions: float | None = None
-) -> ProfileName:
-    """The profile for this model: the setting when it is not auto, else by the model's size.
+def _billions_shown(billions: float) -> str:
+    if billions < 1:
+        return f"{billions * 1000:.0f}M"
+    return f"{billions:.1f}".removesuffix(".0") + "B"
 
-    `stated_billions` is what the server says (Ollama's parameter size); it beats the name.
-    A local OpenAI-compatible model of unknown size counts as small: a hosted one does not,
-    and Ollama's own models state their size.
-    """
+
+def choose_profile(setting: str, model: str, stated_billions: float | None = None) -> ProfileChoice:
+    """The profile for this model: the setting when it is not auto, else by the model's size,
+    from its name or else as the server states it (`stated_billions`). A model of unknown
+    size gets the full profile: nudges and re-asked answers hold a large model back."""
     if setting in PROFILES:
-        return setting  # type: ignore[return-value]
-    size = stated_billions if stated_billions is not None else billions_in_name(model)
-    if size is not None:
-        return "small" if size <= SMALL_MODEL_MAX_BILLIONS else "full"
-    if provider in ("openai", "ollama") and is_local_url(base_url):
-        return "small"
-    return "full"
+        return ProfileChoice(setting, "")  # type: ignore[arg-type]  # the user's choice needs no reason
+    named = billions_in_name(model)
+    size, source = (named, "from its name") if named is not None else (stated_billions, "from the server")
+    if size is None:
+        return ProfileChoice("full", f"{model}, size unknown")
+    name: ProfileName = "small" if size <= SMALL_MODEL_MAX_BILLIONS else "full"
+    return ProfileChoice(name, f"{model}, {_billions_shown(size)} parameters ({source})")
 
 
-async def detect_profile(
-    setting: str, provider_name: str, provider: object, model: str, base_url: str
-) -> ProfileName:
-    """`choose_profile`, asking the provider for the model's size when it can say
-    (`async parameter_size(model) -> str | None`, as Ollama's /api/show does)."""
-    stated = None
-    ask_size = getattr(provider, "parameter_size", None)
-    if setting == "auto" and ask_size is not None:
-        stated = billions_stated(await ask_size(model))
-    return choose_profile(setting, provider_name, model, base_url, stated)
+async def detect_profile(setting: str, provider: object, model: str) -> ProfileChoice:
+    """`choose_profile`, asking the provider for the model's size when the setting is auto and
+    the name does not say (`async stated_billions(model) -> float | None`: llama.cpp's and
+    Ollama's servers can tell; a failure or no answer is an unknown size)."""
+    ask_size = getattr(provider, "stated_billions", None)
+    if setting != "auto" or billions_in_name(model) is not None or ask_size is None:
+        return choose_profile(setting, model)
+    return choose_profile(setting, model, await ask_size(model))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -66,6 +66,8 @@ class ParseResult:
     """The content of the reply's `<think>` blocks, joined."""
     errors: list[str]
     """One message per refused call, written to the model."""
+    repairs: dict[str, str] = field(default_factory=dict)
+    """Call id -> what was repaired in that call before it runs, to go with its result."""
 
 
 _FENCE = re.compile(
@@ -98,10 +100,17 @@ class _ReplyParser:
             elif segment.kind == "text":
                 self._answer_text(segment.body)
         self._bare_object()
-        calls = [repair_block_values(f, self.table) for f in self.found if isinstance(f, ToolCall)]
+        calls: list[ToolCall] = []
+        repairs: dict[str, str] = {}
+        for found in self.found:
+            if isinstance(found, ToolCall):
+                call, notes = repair_block_values(found, self.table)
+                calls.append(call)
+                if notes:
+                    repairs[call.id] = "\n".join(notes)
         errors = [f for f in self.found if isinstance(f, str)]
         thinking = "\n\n".join(t.strip() for t in self.thinking if t.strip())
-        return ParseResult(calls, "".join(self.visible).strip(), thinking, errors)
+        return ParseResult(calls, "".join(self.visible).strip(), thinking, errors, repairs)
 
     def _refuse(self, name: str | None, message: str) -> _Found | None:
         """A refusal, unless in native mode the text names no real tool (then it is text)."""

@@ -211,41 +211,84 @@ def _without_block_tags(name: str, value: str) -> str:
     return _strip_raw_block(inner[: -len(closing)])
 
 
-_WRAPPER = re.compile(r"\A\s*<(code|python|py|file|script|source|text|content)>[ \t]*\n?(.*?)\n?</\1>\s*\Z", re.S)
-_FENCED = re.compile(r"\A\s*```[\w+.-]*[ \t]*\n(.*?)\n?```\s*\Z", re.S)
-_MARKUP = frozenset({".html", ".htm", ".xhtml", ".xml", ".svg", ".vue", ".jsx", ".tsx", ".md", ".markdown",
-                     ".mdx", ".rst"})
-"""Files where a tag or a fence around the whole text may be meant."""
+_FENCED = re.compile(r"\A\s*```(?P<label>[\w+#.-]+)[ \t]*\n(?P<body>.*?)\n?```\s*\Z", re.S)
+_FENCE_SUFFIXES: dict[str, frozenset[str]] = {
+    label: frozenset(suffixes)
+    for labels, suffixes in (
+        (("python", "py", "python3"), (".py", ".pyi", ".pyw")),
+        (("javascript", "js"), (".js", ".mjs", ".cjs")),
+        (("typescript", "ts"), (".ts", ".mts", ".cts")),
+        (("sh", "bash", "shell", "zsh"), (".sh", ".bash", ".zsh")),
+        (("ruby", "rb"), (".rb",)),
+        (("go", "golang"), (".go",)),
+        (("rust", "rs"), (".rs",)),
+        (("java",), (".java",)),
+        (("kotlin", "kt"), (".kt", ".kts")),
+        (("c",), (".c", ".h")),
+        (("cpp", "c++", "cxx"), (".cpp", ".cc", ".cxx", ".hpp", ".hh", ".h")),
+        (("csharp", "cs", "c#"), (".cs",)),
+        (("php",), (".php",)),
+        (("lua",), (".lua",)),
+        (("swift",), (".swift",)),
+        (("json",), (".json",)),
+        (("yaml", "yml"), (".yaml", ".yml")),
+        (("toml",), (".toml",)),
+        (("css",), (".css",)),
+        (("sql",), (".sql",)),
+    )
+    for label in labels
+}
+"""Fence labels and the code files they name: a fence is taken off a whole file's text only
+when its label names that file's kind (text, markup and extension-less files keep theirs)."""
+UNFENCED_NOTE = (
+    "(Repaired before it ran: the ```{label} fence around the whole content of {path} was taken "
+    "off; the file holds the code inside it. If the fence was meant to be in the file, write it "
+    "again with the fence inside other text.)"
+)
+TAGS_TAKEN_OUT = (
+    "(Repaired before it ran: the <{name}>...</{name}> block tags written inside the {name} "
+    "value were taken out; the value is the text between them.)"
+)
 
 
-def _unwrapped(value: str, filepath: object) -> str:
-    """A whole file's text without a tag (`<code>...</code>`) or a markdown fence a small model put
-    around all of it (total.py was written starting `<code>#!/usr/bin/env python3`); a file
-    whose kind may hold such a wrapper, or a wrapper met again inside, is left as written."""
-    if not isinstance(filepath, str) or Path(filepath).suffix.lower() in _MARKUP:
-        return value
-    tagged = _WRAPPER.match(value)
-    if tagged is not None and f"<{tagged.group(1)}>" not in tagged.group(2):
-        return tagged.group(2) + "\n"
+def _unfenced(value: str, filepath: object) -> tuple[str, str] | None:
+    """(the text inside, the label) when a markdown fence whose label names the file's kind
+    wraps all of `value` (a small model writes `write_file game.py` with ```python around
+    the code); None otherwise. Tags are never taken off: `<script>` or `<code>` around a
+    file's text may be what the file is."""
     fenced = _FENCED.match(value)
-    if fenced is not None and "```" not in fenced.group(1):
-        return fenced.group(1) + "\n"
-    return value
+    if fenced is None or not isinstance(filepath, str) or "```" in fenced.group("body"):
+        return None
+    label = fenced.group("label").lower()
+    if Path(filepath).suffix.lower() not in _FENCE_SUFFIXES.get(label, frozenset()):
+        return None
+    return fenced.group("body") + "\n", label
 
 
-def repair_block_values(call: ToolCall, table: ToolTable) -> ToolCall:
-    """The call with raw-block tags taken out of its block parameters' JSON values, and a
-    wrapper around a whole file's text taken off (`_unwrapped`)."""
+def repair_block_values(call: ToolCall, table: ToolTable) -> tuple[ToolCall, list[str]]:
+    """A text-protocol call with raw-block tags taken out of its block parameters' JSON
+    values and a fence naming the file's kind taken off a whole file's text (`_unfenced`),
+    and one note per repair, to go with its result: no repair is silent. Native calls are
+    never repaired (their arguments are the model's own JSON)."""
     tool = table.get(call.name)
     if tool is None:
-        return call
-    fixed = {
-        k: _without_block_tags(k, v) if k in tool.block_params and isinstance(v, str) else v
-        for k, v in call.arguments.items()
-    }
-    if isinstance(fixed.get("content"), str) and "content" in tool.block_params:
-        fixed["content"] = _unwrapped(fixed["content"], fixed.get("filepath"))
-    return call if fixed == call.arguments else ToolCall(call.id, call.name, fixed)
+        return call, []
+    fixed: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in call.arguments.items():
+        if key in tool.block_params and isinstance(value, str):
+            untagged = _without_block_tags(key, value)
+            if untagged != value:
+                notes.append(TAGS_TAKEN_OUT.format(name=key))
+            value = untagged
+        fixed[key] = value
+    content = fixed.get("content")
+    if isinstance(content, str) and "content" in tool.block_params:
+        unfenced = _unfenced(content, fixed.get("filepath"))
+        if unfenced is not None:
+            fixed["content"] = unfenced[0]
+            notes.append(UNFENCED_NOTE.format(label=unfenced[1], path=fixed.get("filepath")))
+    return (call, []) if fixed == call.arguments else (ToolCall(call.id, call.name, fixed), notes)
 
 
 def _accepts_block(tool: Tool, name: str) -> bool:

@@ -124,11 +124,9 @@ async def _current_status(
                 await provider.list_models()
             except ProviderError as exc:
                 return _replace(status, ready=False, needs=str(exc))
-        profile = await detect_profile(
-            settings.profile, settings.provider, provider, model, status.base_url
-        )
-        protocol = await _protocol(provider, settings, model, profile)
-        return _replace(status, protocol=protocol, profile=profile)
+        choice = await detect_profile(settings.profile, provider, model)
+        protocol = await _protocol(provider, settings, model, choice.name)
+        return _replace(status, protocol=protocol, profile=choice.name)
     finally:
         await provider.aclose()
 

@@ -17,6 +17,7 @@ from ..core.messages import (
     Usage,
     new_call_id,
 )
+from ..core.profile import billions_stated
 from ..core.toolspec import Tool
 from ..store.config import normalize_ollama_host
 from . import DEFAULT_MODELS
@@ -277,12 +278,17 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
         capabilities = data.get("capabilities") if data else None
         return isinstance(capabilities, list) and "tools" in capabilities
 
-    async def parameter_size(self, model: str) -> str | None:
-        """The size the server states for the model (`details.parameter_size`, e.g. "1.5B")."""
+    async def stated_billions(self, model: str) -> float | None:
+        """The model's parameters in billions, as `/api/show` states them: the exact
+        `model_info["general.parameter_count"]`, else `details.parameter_size` ("1.5B")."""
         data = await self._show(model)
-        details = data.get("details") if data else None
-        size = details.get("parameter_size") if isinstance(details, dict) else None
-        return size if isinstance(size, str) else None
+        if not data:
+            return None
+        info, details = data.get("model_info"), data.get("details")
+        count = _positive_int(info.get("general.parameter_count")) if isinstance(info, dict) else None
+        if count is not None:
+            return count / 1e9
+        return billions_stated(details.get("parameter_size")) if isinstance(details, dict) else None
 
     async def context_window(self, model: str) -> int | None:
         """The window tether asks for, sent as `num_ctx` with every chat request.

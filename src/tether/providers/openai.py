@@ -275,6 +275,8 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     connect_hint = "Check OPENAI_BASE_URL or --base-url (it should end in /v1)."
     key_env = "OPENAI_API_KEY"
     chat_path_shown = CHAT_PATH
+    _model_entries: dict[str, dict[str, Any]] | None = None
+    """`/models` by id, once the server answered (see `_model_entry`)."""
 
     def _chat_request(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
@@ -311,15 +313,33 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
         known = known_context_window(model)
         if known:
             return known
-        try:
-            data = await self._http.get_json("/models", timeout=CAPABILITY_TIMEOUT)
-        except ProviderError:
+        entry = await self._model_entry(model)
+        return stated_window(entry) if entry is not None else None
+
+    async def stated_billions(self, model: str) -> float | None:
+        """The model's parameters in billions as the server's model list states them
+        (llama.cpp's `meta.n_params`); None when it states none or cannot be asked."""
+        entry = await self._model_entry(model)
+        meta = entry.get("meta") if entry is not None else None
+        count = meta.get("n_params") if isinstance(meta, dict) else None
+        if isinstance(count, bool) or not isinstance(count, int) or count <= 0:
             return None
-        entries = data.get("data") if isinstance(data, dict) else None
-        for entry in entries if isinstance(entries, list) else []:
-            if isinstance(entry, dict) and entry.get("id") == model:
-                return stated_window(entry)
-        return None
+        return count / 1e9
+
+    async def _model_entry(self, model: str) -> dict[str, Any] | None:
+        """The model's entry in `/models` (short timeout), asked once per provider while
+        the server answers; None when it cannot be asked or does not list the model."""
+        if self._model_entries is None:
+            try:
+                data = await self._http.get_json("/models", timeout=CAPABILITY_TIMEOUT)
+            except ProviderError:
+                return None
+            entries = data.get("data") if isinstance(data, dict) else None
+            self._model_entries = {
+                entry["id"]: entry for entry in (entries if isinstance(entries, list) else [])
+                if isinstance(entry, dict) and isinstance(entry.get("id"), str)
+            }
+        return self._model_entries.get(model)
 
     async def supports_native_tools(self, model: str) -> bool:
         """Assumed for every chat-completions server: the API offers no way to ask. A server

@@ -275,7 +275,7 @@ class App(StartUp):
                 ("deepthink", self.deepthink), ("plan", runtime.plan_gate.active),
             ) if on]
             parts = [f" {runtime.settings.provider} · {runtime.model}", f"{self.protocol} tools",
-                     f"{runtime.profile.name} profile", self.context_used()]
+                     runtime.profile_shown(), self.context_used()]
         if modes:
             parts.append("modes: " + ", ".join(modes))
         return "  │  ".join(parts)
