@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolTable
 from ..safety.shell_session import Launcher
 from .catalog import Skill, SkillCatalog, prompt_index
-from .scripts import RunCommand, is_script, is_script_tool, script_tool
+from .scripts import RunCommand, is_script, may_replace, script_tool
 
 USE_SKILL = "use_skill"
 
@@ -110,9 +110,9 @@ class SkillBook:
 
 
 def add_to_table(table: ToolTable, tools: list[Tool]) -> list[Tool]:
-    """Script tools into `table`; a name another kind of tool holds stays that tool's. The
-    ones added are returned."""
-    added = [tool for tool in tools if is_script_tool(table.get(tool.name))]
+    """Script tools into `table`; a name another tool holds (another kind of tool, another
+    skill's script) stays that tool's. The ones added are returned."""
+    added = [tool for tool in tools if may_replace(table.get(tool.name), tool)]
     for tool in added:
         table.replace(tool)
     return added

@@ -27,7 +27,12 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised only on 3.10
     import tomli as tomllib
 
+from ..safety.regular_files import NotARegularFile, TooLarge, read_small_file
 from .atomic import atomic_write_json
+
+MAX_STATE_BYTES = 16 * 1024 * 1024
+"""The most a configuration or state file may hold: a bigger one is refused, not read
+(a hostile repository's `.mcp.json` could be a sparse file of terabytes)."""
 
 ShapeCheck = Callable[[Any], str]
 """Says what is wrong with a parsed value's shape ("" when it is right)."""
@@ -51,13 +56,18 @@ class LoadedFile:
         return bool(self.problem)
 
 
-def read_json_file(path: Path, check: ShapeCheck | None = None) -> LoadedFile:
-    """A JSON file's value, or its problem; an absent file is not a problem."""
-    return _read(Path(path), _parse_json, check)
+def read_json_file(
+    path: Path, check: ShapeCheck | None = None, *, limit: int = MAX_STATE_BYTES
+) -> LoadedFile:
+    """A JSON file's value, or its problem; an absent file is not a problem. A FIFO, a
+    device or a file over `limit` bytes is a problem, found without waiting on it."""
+    return _read(Path(path), _parse_json, check, limit)
 
 
-def read_toml_file(path: Path, check: ShapeCheck | None = None) -> LoadedFile:
-    return _read(Path(path), _parse_toml, check)
+def read_toml_file(
+    path: Path, check: ShapeCheck | None = None, *, limit: int = MAX_STATE_BYTES
+) -> LoadedFile:
+    return _read(Path(path), _parse_toml, check, limit)
 
 
 def write_json_state(path: Path, data: Any, loaded: LoadedFile, *, secret: bool = False) -> None:
@@ -86,9 +96,13 @@ def dangling_link(path: Path) -> str:
     return f"{path} is a symbolic link to {target}, which does not exist"
 
 
-def _read(path: Path, parse: Callable[[str], Any], check: ShapeCheck | None) -> LoadedFile:
+def _read(
+    path: Path, parse: Callable[[str], Any], check: ShapeCheck | None, limit: int
+) -> LoadedFile:
     try:
-        raw = path.read_bytes()
+        raw = read_small_file(path, limit)
+    except (NotARegularFile, TooLarge) as exc:
+        return LoadedFile(path, problem=f"{exc}, not read", exists=True)
     except FileNotFoundError:
         dangling = dangling_link(path)
         return LoadedFile(path, problem=dangling, exists=True) if dangling else LoadedFile(path)
