@@ -31,6 +31,10 @@ CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar
 reply's calls; a sub-agent's calls see its own): repo_map leans toward what it talks about."""
 
 DEFAULT_RESULT_CAP = 16_000
+MCP_NAMESPACE = "mcp__"
+"""Names starting with this are MCP servers' tools (`mcp__<server>__<tool>`) and only theirs:
+a skill script cannot take one, so the rules and hooks written for an MCP tool reach
+nothing else."""
 SECRETS_REFUSED = (
     "tether's saved keys (credentials.json in its state directory) are never read or "
     "written through a tool"

@@ -15,13 +15,17 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from ..store.filereads import read_file_bytes
 from ..store.statefile import read_json_file
 
 PROJECT_FILE = ".mcp.json"
 USER_FILE = "mcp.json"
+MAX_SERVERS_FILE_BYTES = 1024 * 1024
+"""A servers file bigger than this is refused (a real one is a few kilobytes)."""
 Source = Literal["project", "user", "flag"]
 Transport = Literal["stdio", "http", "sse"]
 DEFAULT_START_TIMEOUT = 30.0
@@ -51,6 +55,9 @@ class ServerConfig:
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The entry as written (before expansion): what an approval is keyed by."""
     problem: str = ""
+    approved_files: Mapping[str, str] | None = None
+    """A project server's: the project files it runs as they were when approved
+    (`entry_files`); it does not start once they differ. None for the others."""
 
     @property
     def fingerprint(self) -> str:
@@ -91,7 +98,7 @@ def load_servers(
 def read_servers_file(
     path: Path, source: Source, env: Mapping[str, str], problems: list[str], *, must_exist: bool
 ) -> list[ServerConfig]:
-    file = read_json_file(path)
+    file = read_json_file(path, reader=partial(read_file_bytes, limit=MAX_SERVERS_FILE_BYTES))
     if file.problem:
         problems.append(f"{file.problem}; its MCP servers are not used")
         return []

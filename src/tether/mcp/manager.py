@@ -19,9 +19,11 @@ from ..core.toolspec import Tool, ToolError, ToolTable
 from ..core.ui_protocol import NoticeLevel
 from ..safety.visible import visible
 from .config import ServerConfig
+from .entry_files import changes, entry_files
+from .launch import server_launch
 from .session import McpError, Session, Transport
-from .stdio import StdioTransport, server_environment
-from .tools import bridged_tool, hints, tool_name
+from .stdio import StdioTransport
+from .tools import PREFIX, bridged_tool, hints, server_label, tool_name
 
 State = Literal["starting", "ready", "failed", "stopped"]
 INSTRUCTIONS_LIMIT = 2000
@@ -91,7 +93,13 @@ class McpManager:
 
     async def _start_one(self, server: Server) -> None:
         config = server.config
-        session = Session(self._transport(config), self._notification_handler(server),
+        try:
+            self._check_label(config)
+            transport = self._transport(config)
+        except McpError as exc:
+            await self._failed(server, str(exc))
+            return
+        session = Session(transport, self._notification_handler(server),
                           root=self.root if config.roots else None)
         session.on_close = lambda reason: self._died(server, reason)
         server.session = session
@@ -110,14 +118,41 @@ class McpManager:
         await self._refresh_tools(server)
 
     def _transport(self, config: ServerConfig) -> Transport:
+        """McpError when the server must not or cannot start (a project file it runs changed
+        since its approval, its program is not found)."""
         if config.transport == "stdio":
-            env = server_environment(self.env, config.env)
-            return StdioTransport(config.command, config.args, env, self.root)
+            self._check_approved_files(config)
+            launch = server_launch(config, self.root, self.env)
+            return StdioTransport(launch.program, config.args, launch.env, launch.cwd)
         from .http import SseTransport, StreamableHttpTransport  # httpx: only when needed
 
         if config.transport == "sse":
             return SseTransport(config.url, config.headers, config.timeout)
         return StreamableHttpTransport(config.url, config.headers, config.timeout)
+
+    def _check_label(self, config: ServerConfig) -> None:
+        """Two servers whose tools would be named alike (`a.b` and `a_b` both give
+        `mcp__a_b__...`): the one listed first keeps the names (the user's own servers
+        come before the project's), so a rule written for one never reaches the other's."""
+        label = server_label(config.name)
+        for name in self.servers:
+            if name == config.name:
+                return
+            if server_label(name) == label:
+                raise McpError(f"its tools would be named like those of the server {name!r} "
+                               f"({PREFIX}{label}__...); rename one of them")
+
+    def _check_approved_files(self, config: ServerConfig) -> None:
+        """A project server runs only the project files its approval saw (a sandboxed
+        command may have rewritten them since, and the server runs outside the sandbox)."""
+        if config.source != "project":
+            return
+        if config.approved_files is None:
+            raise McpError("it was not approved")
+        changed = changes(config.approved_files, entry_files(config, self.root))
+        if changed:
+            raise McpError(f"{', '.join(changed)} since it was approved; restart tether to be "
+                           "asked about it again")
 
     async def _failed(self, server: Server, reason: str) -> None:
         detail = server.diagnostics().strip().splitlines()

@@ -22,6 +22,8 @@ class McpSetup:
     """Project servers the user has not approved yet (asked about in the chat)."""
     warnings: list[str] = field(default_factory=list)
     home: Path = Path()
+    asked_because: dict[str, str] = field(default_factory=dict)
+    """Why a waiting server approved before is asked about again (what changed), by name."""
 
     def approve(self, server: ServerConfig, *, remember: bool = True) -> str:
         """Start a waiting project server; "" or why its approval could not be saved."""
@@ -45,7 +47,8 @@ def attach_mcp(
     if admission.start or admission.ask:
         for tool in resource_tools(manager):
             table.replace(tool)
-    return McpSetup(manager, admission.ask, loaded.problems + admission.notices, home)
+    return McpSetup(manager, admission.ask, loaded.problems + admission.notices, home,
+                    admission.asked_because)
 
 
 def mcp_share(table: ToolTable) -> tuple[int, int]:

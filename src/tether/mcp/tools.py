@@ -22,14 +22,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.textclip import clip_words
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
 from ..safety.visible import visible
 from .config import ServerConfig
 
-PREFIX = "mcp__"
+PREFIX = MCP_NAMESPACE
 NAME_LIMIT = 64
 DESCRIPTION_LIMIT = 1500
 UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+SEPARATOR_RUN = re.compile(r"_{2,}")
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Calls one tool of one server by its own name: the raw `tools/call` result."""
@@ -45,10 +46,19 @@ def is_mcp_tool(name: str) -> bool:
     return name.startswith(PREFIX)
 
 
+def server_label(server: str) -> str:
+    """The server's part of its tools' names: sanitized, without `__` and without an `_` at
+    either end, so `mcp__<label>__` starts the names of that server's tools and no other's
+    (a rule for `mcp__a__*` must not reach the tools of a server named `a__b` or `a_`).
+    Two servers may still share a label (`a.b`, `a_b`): the manager starts only the first."""
+    label = SEPARATOR_RUN.sub("_", UNSAFE.sub("_", server)).strip("_")
+    return label or "server_" + hashlib.sha256(server.encode()).hexdigest()[:8]
+
+
 def tool_name(server: str, tool: str) -> str:
-    """`mcp__<server>__<tool>`, sanitized to what every provider accepts, at most 64
+    """`mcp__<label>__<tool>`, sanitized to what every provider accepts, at most 64
     characters (a cut name ends in a short hash of the whole, so two stay apart)."""
-    name = f"{PREFIX}{UNSAFE.sub('_', server)}__{UNSAFE.sub('_', tool)}"
+    name = f"{PREFIX}{server_label(server)}__{UNSAFE.sub('_', tool)}"
     if len(name) <= NAME_LIMIT:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]

@@ -4,41 +4,71 @@ A `.mcp.json` in a cloned repository is a list of programs to run on the user's 
 so it gets the same suspicion as a project's allow rules: nothing of it starts until the
 folder is trusted and the user approved that exact entry. Approvals are kept in
 `TETHER_HOME/mcp-approvals.json`, keyed by the folder and the server's name, holding a hash
-of the entry as written: a changed entry asks again.
+of the entry as written and the state of the project files it runs (`entry_files`): a
+changed entry, or a changed file, asks again and says what changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+from ..store.filereads import read_file_bytes
 from ..store.statefile import StateFileError, read_json_file, write_json_state
 from .config import ServerConfig
+from .entry_files import changes, entry_files
 
 APPROVALS_FILE = "mcp-approvals.json"
+MAX_APPROVALS_BYTES = 8 * 1024 * 1024
+NEVER_APPROVED = ""
 
 
 class ApprovalStore:
-    """Project servers the user approved, per folder: {folder: {name: fingerprint}}."""
+    """Project servers the user approved, per folder:
+    {folder: {name: {"entry": fingerprint, "files": {word: state}}}}."""
 
     def __init__(self, home: Path) -> None:
         self.path = home / APPROVALS_FILE
 
-    def _load(self) -> tuple[dict[str, dict[str, str]], str]:
-        loaded = read_json_file(self.path)
+    def _load(self) -> tuple[dict[str, dict[str, Any]], str]:
+        loaded = read_json_file(self.path, reader=partial(read_file_bytes, limit=MAX_APPROVALS_BYTES))
         data = loaded.data if isinstance(loaded.data, dict) else {}
         return {k: v for k, v in data.items() if isinstance(v, dict)}, loaded.problem
 
-    def is_approved(self, root: Path, server: ServerConfig) -> bool:
+    def problem(self) -> str:
+        """Why the approvals file cannot be read ("" when it can, or is absent)."""
+        return self._load()[1]
+
+    def why_not_approved(self, root: Path, server: ServerConfig, files: Mapping[str, str]) -> str | None:
+        """None when `server` was approved as it is, with its project files in the states
+        `files`; otherwise why not: NEVER_APPROVED, or what changed since."""
         data, _ = self._load()
-        return data.get(str(root), {}).get(server.name) == server.fingerprint
+        record = data.get(str(root), {}).get(server.name)
+        if record is None:
+            return NEVER_APPROVED
+        if not isinstance(record, dict) or not isinstance(record.get("files"), dict):
+            return "it was approved before tether recorded the files it runs"
+        if record.get("entry") != server.fingerprint:
+            return "its entry in .mcp.json changed since it was approved"
+        changed = changes(record["files"], files)
+        return f"{', '.join(changed)} since it was approved" if changed else None
+
+    def is_approved(self, root: Path, server: ServerConfig) -> bool:
+        return self.why_not_approved(root, server, entry_files(server, root)) is None
 
     def approve(self, root: Path, server: ServerConfig) -> None:
-        """Raises StateFileError for a broken approvals file (it is kept), OSError."""
-        loaded = read_json_file(self.path)
+        """Record `server` with its files as the user saw them (`approved_files`, else as
+        they are now). Raises StateFileError for a broken approvals file (it is kept), OSError."""
+        loaded = read_json_file(self.path, reader=partial(read_file_bytes, limit=MAX_APPROVALS_BYTES))
         data, _ = self._load()
-        data.setdefault(str(root), {})[server.name] = server.fingerprint
+        files = server.approved_files
+        data.setdefault(str(root), {})[server.name] = {
+            "entry": server.fingerprint,
+            "files": dict(files if files is not None else entry_files(server, root)),
+        }
         write_json_state(self.path, data, loaded)
 
 
@@ -49,6 +79,8 @@ class Admission:
     start: list[ServerConfig] = field(default_factory=list)
     ask: list[ServerConfig] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    asked_because: dict[str, str] = field(default_factory=dict)
+    """Why a server approved before is asked about again (what changed), by name."""
 
 
 def admit(
@@ -57,9 +89,12 @@ def admit(
 ) -> Admission:
     """Sort the servers: personal and `--mcp-config` ones start; a project one starts in a
     trusted folder once approved (`approve` names servers approved for this run), is asked
-    about where a person can answer, and is skipped with a notice otherwise."""
+    about where a person can answer, and is skipped with a notice otherwise. A project server
+    let through carries its files' states (`approved_files`): it does not start once they
+    change, /mcp reload included."""
     admission = Admission()
     approved_now = set(approve)
+    unapproved = False
     for server in servers:
         if server.problem:
             admission.notices.append(server.problem)
@@ -71,15 +106,35 @@ def admit(
             admission.notices.append(
                 f"MCP server {server.name!r} from the project's .mcp.json was not started: "
                 "this folder is not trusted" + ("" if can_ask else " (use --trust)"))
-        elif server.name in approved_now or store.is_approved(root, server):
-            admission.start.append(_without_own_grants(server, admission.notices))
-        elif can_ask:
-            admission.ask.append(_without_own_grants(server, admission.notices))
         else:
-            admission.notices.append(
-                f"MCP server {server.name!r} from the project's .mcp.json was not started: it "
-                f"was never approved (approve it in the chat, or pass --mcp-approve {server.name})")
+            why = _admit_project_server(server, root, store, admission, can_ask=can_ask,
+                                        approved_now=server.name in approved_now)
+            unapproved = unapproved or why is not None
+    if unapproved and store.problem():
+        admission.notices.append(f"{store.problem()}; the approvals in it cannot be used")
     return admission
+
+
+def _admit_project_server(
+    server: ServerConfig, root: Path, store: ApprovalStore, admission: Admission, *,
+    can_ask: bool, approved_now: bool,
+) -> str | None:
+    """Start, ask about or skip one project server; returns why it is not approved (None
+    when it is)."""
+    files = entry_files(server, root)
+    why = None if approved_now else store.why_not_approved(root, server, files)
+    if why is not None and not can_ask:
+        admission.notices.append(
+            f"MCP server {server.name!r} from the project's .mcp.json was not started: "
+            f"{why or 'it was never approved'} (approve it in the chat, or pass "
+            f"--mcp-approve {server.name})")
+        return why
+    admitted = replace(_without_own_grants(server, admission.notices), approved_files=files)
+    (admission.start if why is None else admission.ask).append(admitted)
+    if why:
+        admission.asked_because[server.name] = why
+        admission.notices.append(f"MCP server {server.name!r}: {why}; it is asked about again")
+    return why
 
 
 def _without_own_grants(server: ServerConfig, notices: list[str]) -> ServerConfig:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolTable
 from ..safety.shell_session import Launcher
 from .catalog import Skill, SkillCatalog, prompt_index
-from .scripts import RunCommand, is_script, is_script_tool, script_tool
+from .scripts import RunCommand, is_script, may_replace, script_tool
 
 USE_SKILL = "use_skill"
 
@@ -53,9 +53,9 @@ class SkillBook:
             raise ToolError(f"Skill {skill.name} cannot be read now ({skill.file}): {exc}") from None
         tools, problems = self.script_tools(skill)
         added = self.on_load(tools)
-        taken = {t.name for t in added}
+        taken = {id(t) for t in added}
         problems += [f"{t.name}: the name belongs to another tool" for t in tools
-                     if t.name not in taken]
+                     if id(t) not in taken]
         tools = added
         self.tools_of[skill.name] = [t.name for t in added]
         if skill.name not in self.loaded:
@@ -114,11 +114,13 @@ class SkillBook:
 
 
 def add_to_table(table: ToolTable, tools: list[Tool]) -> list[Tool]:
-    """Script tools into `table`; a name another kind of tool holds stays that tool's. The
-    ones added are returned."""
-    added = [tool for tool in tools if is_script_tool(table.get(tool.name))]
-    for tool in added:
-        table.replace(tool)
+    """Script tools into `table`; a name another tool holds (another kind of tool, another
+    skill's script) stays that tool's. The ones added are returned."""
+    added = []
+    for tool in tools:  # one at a time: two scripts of one skill may share a name (x.py, x)
+        if may_replace(table.get(tool.name), tool):
+            table.replace(tool)
+            added.append(tool)
     return added
 
 

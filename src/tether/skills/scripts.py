@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
 from ..safety.regular_files import open_regular, read_at_most
 from ..safety.shell_session import Launcher
 from ..tools.shell import RunCmdParams
@@ -56,6 +56,8 @@ class ScriptTool(Tool):
     """A tool whose main value is the command line it runs (so rules match the command)."""
 
     command_of: Callable[[dict[str, Any]], str] | None = None
+    script: Path | None = None
+    """The script it runs: only a tool of the same script may take its place (a reload)."""
 
     def main_value(self, arguments: dict[str, Any]) -> str:
         if self.command_of is None:
@@ -66,14 +68,25 @@ class ScriptTool(Tool):
             return ""
 
 
-def is_script_tool(tool: Tool | None) -> bool:
-    """True for None too: a free name may take a script tool."""
-    return tool is None or isinstance(tool, ScriptTool)
+def may_replace(existing: Tool | None, new: Tool) -> bool:
+    """Whether `new` may take the name `existing` holds: a free name, or the same script's
+    tool loaded again. Another skill's script of the same name keeps it, as any other
+    tool does (its rules must not start judging a different program)."""
+    if existing is None:
+        return True
+    return (isinstance(existing, ScriptTool) and isinstance(new, ScriptTool)
+            and existing.script is not None and existing.script == new.script)
 
 
 def tool_name(skill: str, script: Path) -> str:
+    """`<skill>__<script>`; ToolError for a name in the MCP tools' namespace (a skill named
+    `mcp` or `mcp__fs`), which would take the rules written for an MCP server's tool."""
     stem = re.sub(r"[^a-zA-Z0-9_]", "_", script.stem)
-    return f"{skill.replace('-', '_')}__{stem}"[:64]
+    name = f"{skill.replace('-', '_')}__{stem}"[:64]
+    if name.startswith(MCP_NAMESPACE):
+        raise ToolError(f"{name}: names starting with {MCP_NAMESPACE} belong to MCP servers' "
+                        "tools; the skill needs another name for its scripts to be tools")
+    return name
 
 
 def read_help(script: Path, root: Path, launcher: Launcher) -> str:
@@ -199,7 +212,7 @@ def script_tool(
 
     return ScriptTool(
         name=name, description=description[:MAX_DESCRIPTION], params=params, handler=run,
-        runs_commands=True, main_arg="command", command_of=command_of,
+        runs_commands=True, main_arg="command", command_of=command_of, script=script.resolve(),
     )
 
 

@@ -88,8 +88,10 @@ async def ask_about_project_servers(ctx: CommandContext) -> None:
     if setup is None:
         return
     for server in list(setup.waiting):
+        because = setup.asked_because.get(server.name)
         ctx.say(f"This project's .mcp.json declares the MCP server {server.name!r}: "
-                f"{server.describe()}", "warning")
+                f"{server.describe()}" + (f" (approved before, but {because})" if because else ""),
+                "warning")
         try:
             answer = await ctx.ask_line("Start it now and whenever this entry is unchanged? [y/N]: ")
         except (KeyboardInterrupt, EOFError):
