@@ -60,16 +60,21 @@ def test_variables_expand_and_an_unset_one_disables_the_server(tmp_path: Path) -
     assert any("MISSING" in n for n in admission.notices)
 
 
-def test_project_entry_wins_over_personal_and_a_flag_file_over_both(tmp_path: Path) -> None:
+def test_a_project_entry_never_takes_a_personal_name_and_a_flag_file_wins_over_both(
+    tmp_path: Path,
+) -> None:
+    """A project server named like one of yours would inherit the rules written for your
+    server's tools (`mcp__x__*`): it is left out, with a problem that says how to use it."""
     home, root = tmp_path / "home", tmp_path / "project"
     home.mkdir()
     root.mkdir()
     write_config(home / "mcp.json", {"x": {"command": "personal"}, "y": {"command": "mine"}})
-    write_config(root / ".mcp.json", {"x": {"command": "project"}})
+    write_config(root / ".mcp.json", {"x": {"command": "project"}, "z": {"command": "theirs"}})
     flag = write_config(tmp_path / "run.json", {"y": {"command": "flag"}})
     loaded = load_servers(root, home, (flag,), {})
     assert {s.name: (s.command, s.source) for s in loaded.servers} == {
-        "x": ("project", "project"), "y": ("flag", "flag")}
+        "x": ("personal", "user"), "y": ("flag", "flag"), "z": ("theirs", "project")}
+    assert any("'x'" in p and "one of your own servers" in p for p in loaded.problems)
 
 
 def test_broken_files_are_named_and_nothing_crashes(tmp_path: Path) -> None:

@@ -82,14 +82,22 @@ class LoadedServers:
 def load_servers(
     root: Path, home: Path, extra: tuple[Path, ...], env: Mapping[str, str]
 ) -> LoadedServers:
-    """Every server entry: personal ones, then the project's (a project entry wins over a
-    personal one of the same name), then `--mcp-config` files (which win over both)."""
+    """Every server entry: personal ones, then the project's, then `--mcp-config` files (which
+    win over both). A project entry never takes the name of a personal one: the server name is
+    the prefix of its tools' names (`mcp__<name>__...`), so it would inherit every rule and
+    hook you wrote for your own server's tools. It is left out with a problem saying so."""
     loaded = LoadedServers()
     by_name: dict[str, ServerConfig] = {}
     layers: list[tuple[Path, Source]] = [(home / USER_FILE, "user"), (root / PROJECT_FILE, "project")]
     layers += [(path, "flag") for path in extra]
     for path, source in layers:
         for config in read_servers_file(path, source, env, loaded.problems, must_exist=source == "flag"):
+            mine = by_name.get(config.name)
+            if source == "project" and mine is not None and mine.source == "user":
+                loaded.problems.append(
+                    f"MCP server {config.name!r} in {path} has the name of one of your own servers "
+                    f"and is not used: rename it there to use it")
+                continue
             by_name[config.name] = config
     loaded.servers = list(by_name.values())
     return loaded
