@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..safety.project_config import MCP_FILE
 from ..store.statefile import read_json_file
 
-PROJECT_FILE = ".mcp.json"
+PROJECT_FILE = MCP_FILE
 USER_FILE = "mcp.json"
 Source = Literal["project", "user", "flag"]
 Transport = Literal["stdio", "http", "sse"]

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safety.project_config import AGENT_FOLDERS
+
 MAX_DEFINITION_BYTES = 64_000
 NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
@@ -28,7 +30,7 @@ def definition_dirs(root: Path, home: Path, trusted: bool) -> list[Path]:
     """Later directories win on a name clash: the project's own over the user's."""
     dirs = [home / "agents"]
     if trusted:
-        dirs += [root / ".claude" / "agents", root / ".tether" / "agents"]
+        dirs += [root / folder for folder in AGENT_FOLDERS]
     return dirs
 
 
