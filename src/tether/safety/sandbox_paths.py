@@ -31,8 +31,9 @@ git would use whatever repository a command made there.
 
 Paths are resolved as the kernel resolves them (`paths.resolve_path`): through a
 symlink, the file it names is what is mounted. What the sandbox cannot hold is the
-symlink itself when it sits in a writable folder: it is a name, not a mount point, and
-a command can replace it (see `symlinked_entries`).
+symlink itself when it sits in a writable folder: bubblewrap mounts onto what a link
+names, never onto the link, so a command can remove an AGENTS.md that is a link to
+CLAUDE.md and write a file of that name.
 """
 
 from __future__ import annotations
