@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..safety.project_config import HOOKS_FILE
 from ..store.loader_gate import LoaderGate
 from ..store.statefile import read_json_file
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "PreCompact")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 """The events whose matcher is a tool name; the others run for every occurrence."""
-PROJECT_HOOKS_FILE = ".tether/settings.json"
+PROJECT_HOOKS_FILE = HOOKS_FILE
 USER_HOOKS_JSON = "settings.json"
 DEFAULT_TIMEOUT = 60.0
 MAX_TIMEOUT = 3600.0

@@ -19,10 +19,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from ..safety.project_config import MCP_FILE
 from ..store.filereads import read_file_bytes
 from ..store.statefile import read_json_file
 
-PROJECT_FILE = ".mcp.json"
+PROJECT_FILE = MCP_FILE
 USER_FILE = "mcp.json"
 MAX_SERVERS_FILE_BYTES = 1024 * 1024
 """A servers file bigger than this is refused (a real one is a few kilobytes)."""

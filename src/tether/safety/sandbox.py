@@ -12,8 +12,9 @@ only its own processes, and tether's state directory (TETHER_HOME, where saved
 keys live) is hidden behind an empty tmpfs. bubblewrap itself starts with an
 environment built from `ENV_ALLOWED` only, so no key variable reaches any
 process inside, not even through /proc/1/environ. In workspace-write, git's
-folder, tether's project config and the root's AGENTS.md stay read-only (see
-`sandbox_paths`).
+folder, tether's project config (rules, hooks, MCP servers and the scripts they
+run, skills, agent definitions) and the root's AGENTS.md stay read-only, and
+cannot be renamed away or created (see `sandbox_paths`).
 
 It does NOT stop a command from reading any other file the user can read, nor
 limit CPU, memory or disk use.
@@ -39,7 +40,7 @@ from ..store.keys import SECRET_FILES
 from ..tools._paths import is_within
 from .host_programs import host_program
 from .processes import MARKER
-from .sandbox_paths import Placeholders, Protected, protected_paths, real
+from .sandbox_paths import Placeholders, Protected, pinned, protected_paths, real
 from .sandbox_probe import NOT_INSTALLED, data_fd, remembered_problem
 from .sandbox_probe import probe_problem as _probe_with
 from .seccomp import unix_socket_filter
@@ -189,8 +190,9 @@ class Sandbox:
             yield Launch(list(argv), dict(env))
             return
         refuse_if_keys_have_other_names(real(self.home))
+        root = real(self.root)
         protected = self._placeholders.acquire(
-            protected_paths(real(self.root), self.instructions)) if (
+            protected_paths(root, self.instructions, hidden=real(self.home))) if (
             mode == "workspace-write") else []  # fmt: skip
         released = False
 
@@ -202,7 +204,8 @@ class Sandbox:
         try:
             with data_fd(unix_socket_filter()) as fd:
                 filter_args = [] if fd is None else ["--seccomp", str(fd)]
-                options = [*self.mount_args(), *_read_only(protected), *filter_args]
+                options = [*self.mount_args(), *_pinned(root, protected), *_read_only(protected),
+                           *filter_args]
                 yield Launch(
                     [host_program("bwrap", self.root) or "bwrap", *options, "--", *argv],
                     sandbox_environment(env),
@@ -270,6 +273,12 @@ def _interpreter_args(root: Path) -> list[str]:
     hidden = [p for p in prefixes if is_within(p, tmp) and p != tmp and not is_within(p, root)
               and p.is_dir()]
     return [arg for p in hidden for arg in ("--ro-bind", str(p), str(p))]
+
+
+def _pinned(root: Path, protected: list[Protected]) -> list[str]:
+    """The folders holding protected paths, bound onto themselves (still writable) so they
+    cannot be renamed or removed; before the read-only mounts inside them."""
+    return [arg for folder in pinned(root, protected) for arg in ("--bind", str(folder), str(folder))]
 
 
 def _read_only(paths: list[Protected]) -> list[str]:

@@ -1,16 +1,24 @@
 """What stays read-only inside a writable project: git's folder, tether's own project config
-and the project's instruction files (AGENTS.md).
+(`project_config.PROJECT_CONFIG`), the project's instruction files (AGENTS.md) and the
+project files that config runs (`config_programs`).
 
 A command in the workspace-write sandbox may change the project, but not what
 tether or git later runs *outside* the sandbox on the project's behalf: a hook
 in `.git/hooks`, a clean filter or `core.hooksPath` in `.git/config`, a
 `.git/commondir` that points git at a copy with hooks of its own, or allow
-rules in `.permissions.json`, nor the AGENTS.md the next request carries. So
-the whole git directory is read-only inside the sandbox (git commands that
-write, such as commit or checkout, fail there and need to run outside it),
-and so is every path in `PROJECT_CONFIG` and every instruction file name of
-the root (`instruction_entries`; the folders above the root are outside the
-writable bind already).
+rules in `.permissions.json`, nor the AGENTS.md the next request carries, nor
+the MCP server list and the script a server entry starts. So the whole git
+directory is read-only inside the sandbox (git commands that write, such as
+commit or checkout, fail there and need to run outside it), and so is every
+path in `PROJECT_CONFIG`, every instruction file name of the root
+(`instruction_entries`; the folders above the root are outside the writable
+bind already) and every file `config_programs.named_programs` finds.
+
+A read-only mount cannot be renamed away, but the folder holding it could be:
+`mv .claude x; mkdir .claude` would put a new, writable `.claude/agents` where
+tether looks. So every folder between the root and a protected path is
+`pinned`: bound onto itself, writable, which makes it a mount point that no
+command can rename or remove (EBUSY).
 
 A path that does not exist yet is covered too, or the command could create
 it: tether makes a placeholder (an empty folder, or a file holding the
@@ -20,6 +28,12 @@ again, if still untouched, once no sandboxed command is left running. For a
 nested path the placeholder is its first missing folder. The same goes for a folder
 that a `.git` file (`gitdir: ...`) or a `.git` symlink names but that does not exist:
 git would use whatever repository a command made there.
+
+Paths are resolved as the kernel resolves them (`paths.resolve_path`): through a
+symlink, the file it names is what is mounted. What the sandbox cannot hold is the
+symlink itself when it sits in a writable folder: bubblewrap mounts onto what a link
+names, never onto the link, so a command can remove an AGENTS.md that is a link to
+CLAUDE.md and write a file of that name.
 """
 
 from __future__ import annotations
@@ -30,35 +44,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from ..store.filereads import read_file_bytes
 from ..tools._paths import is_within
+from .config_programs import named_programs
 from .git_guard import MAX_POINTER_BYTES
-from .permissions import PROJECT_FILE
+from .paths import resolve_path
+from .project_config import PROJECT_CONFIG, ConfigPath, Kind
 
-Kind = Literal["file", "dir"]
-
-@dataclass(frozen=True)
-class ConfigPath:
-    name: str
-    """Relative to the project root."""
-    kind: Kind
-    stand_in: bytes = b""
-    """What a placeholder file holds while the real one does not exist."""
-
-
-PROJECT_CONFIG: tuple[ConfigPath, ...] = (
-    ConfigPath(PROJECT_FILE, "file", b"{}\n"),
-    ConfigPath(".tether/settings.json", "file", b"{}\n"),  # hooks: commands tether runs
-    # skill folders bring instructions and tools (skills/catalog.py's PROJECT_FOLDERS; an
-    # empty placeholder folder is invisible to git status)
-    *(ConfigPath(folder, "dir") for folder in ("skills", ".tether/skills", ".agents/skills",
-                                                ".claude/skills")),
-)
-"""Every path in a project that tether reads as its own configuration. A feature that reads
-another one from the project (a server list, skills, agent definitions) adds it here, so
-the sandbox keeps commands from planting it."""
 GIT_ENTRY = ".git"
 
 
@@ -71,11 +64,13 @@ class Protected:
 
 
 def real(path: Path) -> Path:
-    """bubblewrap mounts onto real paths: a symlinked directory must be resolved first."""
+    """bubblewrap mounts onto real paths: a symlinked directory must be resolved first,
+    the way the kernel does (a loop or a NUL byte leaves the path as written)."""
+    written = Path(path).expanduser()
     try:
-        return Path(path).expanduser().resolve()
-    except (OSError, RuntimeError):
-        return Path(path).expanduser().absolute()
+        return Path(resolve_path(str(written), os.getcwd()))
+    except (OSError, ValueError):
+        return written.absolute()
 
 
 def instruction_entries(names: Sequence[str]) -> tuple[ConfigPath, ...]:
@@ -87,13 +82,41 @@ def instruction_entries(names: Sequence[str]) -> tuple[ConfigPath, ...]:
     return tuple(ConfigPath(name, "dir") for name in dict.fromkeys(names))
 
 
-def protected_paths(root: Path, instructions: Sequence[str] = ()) -> list[Protected]:
+def protected_paths(
+    root: Path, instructions: Sequence[str] = (), hidden: Path | None = None
+) -> list[Protected]:
     """What a workspace-write sandbox mounts read-only over `root` (a real path), with the
-    instruction files named `instructions`."""
+    instruction files named `instructions`. `hidden` is a folder the sandbox covers with an
+    empty one (tether's state directory): nothing under it needs protecting or a
+    placeholder, unless it is inside `root` and does not exist yet."""
     found = git_paths(root)
     for entry in (*PROJECT_CONFIG, *instruction_entries(instructions)):
         found += _config_path(root, entry)
+    found += [Protected(program, "file") for program in named_programs(root)]
+    if hidden is not None:
+        found = [item for item in found if not _covered(item.path, hidden, root)]
+        found += _missing_folder(root, hidden)
     return list(dict.fromkeys(found))
+
+
+def _covered(path: Path, hidden: Path, root: Path) -> bool:
+    """Whether the sandbox hides `path` behind the empty folder over `hidden`: the root is
+    bound again over it when it lies inside (but is not) the hidden folder."""
+    if not is_within(path, hidden) or not hidden.is_dir():
+        return False
+    return not (is_within(root, hidden) and root != hidden and is_within(path, root))
+
+
+def pinned(root: Path, protected: Sequence[Protected]) -> list[Path]:
+    """The folders between `root` and each protected path, outermost first: bound onto
+    themselves so that no command can rename or remove one and put another in its place.
+    A folder inside a protected folder is read-only already and left out."""
+    folders = [Path(*item.path.parts[:depth]) for item in protected if is_within(item.path, root)
+               for depth in range(len(root.parts) + 1, len(item.path.parts))]
+    read_only = [item.path for item in protected if item.kind == "dir"]
+    kept = [folder for folder in dict.fromkeys(folders)
+            if not any(is_within(folder, ro) for ro in read_only)]
+    return sorted(kept, key=lambda folder: len(folder.parts))
 
 
 def git_paths(root: Path) -> list[Protected]:

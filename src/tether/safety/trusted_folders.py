@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..store.statefile import LoadedFile, read_json_file, write_json_state
+from .project_config import RULES_FILE
 
-PROJECT_FILE = ".permissions.json"
+PROJECT_FILE = RULES_FILE
 """The project's own rules file, whose allow rules count only in a trusted folder."""
 
 TRUST_FILE = "trusted.json"

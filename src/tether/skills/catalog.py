@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.textclip import clip_words
+from ..safety.project_config import SKILL_FOLDERS
 from ..store.filereads import FileProblem
 from ..store.loader_gate import LoaderGate
 from .frontmatter import Frontmatter, FrontmatterError, parse_frontmatter, split_frontmatter
 
-PROJECT_FOLDERS = ("skills", ".tether/skills", ".agents/skills", ".claude/skills")
+PROJECT_FOLDERS = SKILL_FOLDERS
 SKILL_FILE = "SKILL.md"
 PROMPT_BUDGET = 4000
 """Characters the skill index may take in the system prompt."""

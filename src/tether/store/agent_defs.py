@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..safety.project_config import AGENT_FOLDERS
 from .filereads import FileProblem
 from .loader_gate import LoaderGate
 
@@ -35,7 +36,7 @@ def definition_dirs(root: Path, home: Path, trusted: bool) -> list[tuple[Path, L
     dirs = [(home / "agents", LoaderGate(home))]
     if trusted:
         project = LoaderGate(home, project=root)
-        dirs += [(root / ".claude" / "agents", project), (root / ".tether" / "agents", project)]
+        dirs += [(root / folder, project) for folder in AGENT_FOLDERS]
     return dirs
 
 
