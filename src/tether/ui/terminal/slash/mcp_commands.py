@@ -89,11 +89,7 @@ async def ask_about_project_servers(ctx: CommandContext) -> None:
     for server in list(setup.waiting):
         ctx.say(f"This project's .mcp.json declares the MCP server {server.name!r}: "
                 f"{server.describe()}", "warning")
-        try:
-            answer = await ctx.ask_line("Start it now and whenever this entry is unchanged? [y/N]: ")
-        except (KeyboardInterrupt, EOFError):
-            answer = ""
-        if answer.strip().lower() in ("y", "yes"):
+        if await ctx.confirm("Start it now and whenever this entry is unchanged?"):
             problem = setup.approve(server)
             ctx.say(problem or f"Approved; {server.name!r} is starting.", "warning" if problem else "info")
         else:
