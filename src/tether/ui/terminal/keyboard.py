@@ -29,7 +29,7 @@ from tether.core.textclip import clip_words
 from .shown import shown
 from .typed_ahead import TypedAhead
 
-KEPT_NOTE_CHARS = 60
+KEPT_NOTE_CHARS = 40
 """Characters of the typed-ahead text a note quotes."""
 
 
@@ -63,8 +63,9 @@ def key_name(press: KeyPress) -> str:
 
 
 def kept_note(kept: str) -> str:
-    return (f"Typed before the question, so not its answer: “{clip_words(' '.join(kept.split()), KEPT_NOTE_CHARS)}”"
-            " waits as your next message.")
+    """What a question says about keys typed before it: not its answer, and where they went."""
+    quoted = clip_words(" ".join(kept.split()), KEPT_NOTE_CHARS)
+    return f"Typed ahead, not an answer: “{quoted}” (kept for your next message)"
 
 
 async def read_key(choices: Choices, typed_ahead: TypedAhead) -> str:
