@@ -8,20 +8,25 @@ question must still wait for a key pressed after it appeared.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 from fakeserver import FakeServer, Reply
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
 from ptyapp import PtyApp, app_env, openai_args
+from rich.console import Console
 from test_app import CHAT, start_app, turn_bodies
 from test_app_startup import HELD_BUILD
 
 from tether.safety.trusted_folders import PROJECT_FILE as RULES_FILE
 from tether.safety.trusted_folders import TrustStore
+from tether.ui.terminal.asking import PLAN, Asking
+from tether.ui.terminal.keyboard import Asker, Choices
 from tether.ui.terminal.typed_ahead import TypedAhead, typed_text
 
 TYPED = "also yes, run some things"
@@ -166,6 +171,30 @@ def test_keys_typed_while_the_commit_message_is_drafted_do_not_commit(
     assert git(project, "log", "--format=%s") == "Swap the operands of add\nfirst\n"
 
 
+def test_keys_typed_while_the_model_thinks_do_not_answer_its_question(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    """get_user_input reads a line: a line typed ahead, Enter and all, is not its answer."""
+    gate = threading.Event()
+    question = {"question": "Which one?", "options": ["first", "second"]}
+    server.add(Reply(tool_calls=[("get_user_input", {"questions": [question]})], gate=gate),
+               Reply(text="Going with it."), Reply(text="Fancy Title"))
+    with start_app(server, project, home) as app:
+        app.line("pick one")
+        wait_for_request(app, server, 1)
+        app.send("2\r")
+        gate.set()
+        wait_for_question(app, "answer (a number or your own words):", "Going with it.")
+        app.send("1")
+        app.wait_for(lambda _: app.cursor_line() == "answer (a number or your own words): 1",
+                     what="only the key typed after the question in its line")
+        app.send("\r")
+        app.wait_for_text("Going with it.")
+        app.wait_for(lambda _: app.cursor_line() == "› 2", what="the typed-ahead line")
+    results = [m["content"] for m in turn_bodies(server)[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 1 and "first" in results[0] and "second" not in results[0]
+
+
 def test_typed_text_keeps_characters_line_ends_and_pastes_and_applies_backspace() -> None:
     presses = [KeyPress(c) for c in "fiz"] + [KeyPress(Keys.ControlH), KeyPress("x"),
                                               KeyPress(Keys.Up, "\x1b[A"), KeyPress(Keys.ControlM, "\r"),
@@ -182,3 +211,39 @@ def test_kept_text_is_mentioned_once_and_taken_for_the_next_line() -> None:
     kept.keep([])
     assert kept.news() == ""  # nothing new: nothing to say
     assert kept.take() == "go on" and kept.take() == ""
+
+
+class ScriptedAsker(Asker):
+    """Answers with scripted keys and lines, recording what was asked and whether a line was
+    asked fresh (keys typed before it dropped) or as the follow-up of a key."""
+
+    def __init__(self, *answers: str) -> None:
+        super().__init__(Console(file=io.StringIO()))
+        self.answers = list(answers)
+        self.asked: list[tuple[str, bool]] = []
+
+    async def choose(self, choices: Choices) -> str | None:
+        self.asked.append((choices.question, True))
+        key = self.answers.pop(0)
+        assert key in choices.answers
+        return key
+
+    async def line(self, message: str, default: str = "", secret: bool = False,
+                   fresh: bool = True) -> str:
+        self.asked.append((message, fresh))
+        return self.answers.pop(0)
+
+
+@pytest.mark.parametrize(("keys", "decision", "asked"), [
+    (["y"], (True, ""), [PLAN.question]),
+    (["escape"], (False, ""), [PLAN.question]),
+    (["n", "smaller steps"], (False, "smaller steps"), [PLAN.question, "What should change? "]),
+])
+async def test_a_plan_is_approved_with_one_key(keys: list[str], decision: tuple[bool, str],
+                                               asked: list[str]) -> None:
+    asker = ScriptedAsker(*keys)
+    assert await Asking(asker.console, lambda: None, asker).approve_plan("1. do it") == decision
+    assert [question for question, _ in asker.asked] == asked
+    assert all(fresh for question, fresh in asker.asked if question == PLAN.question)
+    assert not any(fresh for question, fresh in asker.asked if question != PLAN.question), \
+        "what follows the n is the reason, not keys typed ahead of it"
