@@ -195,6 +195,32 @@ def test_keys_typed_while_the_model_thinks_do_not_answer_its_question(
     assert len(results) == 1 and "first" in results[0] and "second" not in results[0]
 
 
+def test_keys_typed_ahead_of_a_key_question_are_dropped_unseen(project: Path, home: Path) -> None:
+    """A key pasted before /connect's key question is drawn is not the answer, and since it may
+    be a secret it is neither shown nor kept for the next message."""
+    ahead, typed = "sk-ant-typed-ahead-1", "sk-ant-typed-after-2"
+    with FakeServer([Reply(text="Hello.")]) as server:
+        env = app_env(home, ANTHROPIC_BASE_URL=server.url)
+        env.pop("ANTHROPIC_API_KEY", None)
+        with PtyApp(openai_args(server.url), cwd=project, env=env) as app:
+            app.wait_for_prompt()
+            app.line(f"/connect anthropic\r{ahead}")
+            wait_for_question(app, "owner-only; empty if the server needs none)", "model (number")
+            app.line(typed)
+            app.wait_for_text("were dropped, not taken as its answer")
+            app.wait_for_text("model (number or name")
+            app.line("2")
+            app.wait_for_text("Connected: anthropic")
+            app.wait_for_prompt()
+            assert app.cursor_line() == "›", "the dropped key came back in the input line"
+            screen = app.text()
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+    assert ahead not in screen and typed not in screen
+    saved = (home / "credentials.json").read_text()
+    assert typed in saved and ahead not in saved
+
+
 def test_typed_text_keeps_characters_line_ends_and_pastes_and_applies_backspace() -> None:
     presses = [KeyPress(c) for c in "fiz"] + [KeyPress(Keys.ControlH), KeyPress("x"),
                                               KeyPress(Keys.Up, "\x1b[A"), KeyPress(Keys.ControlM, "\r"),

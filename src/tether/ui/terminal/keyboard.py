@@ -11,7 +11,7 @@ No question is answered by keys typed before it was drawn: each runs through
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from prompt_toolkit import PromptSession
@@ -31,6 +31,8 @@ from .typed_ahead import TypedAhead
 
 KEPT_NOTE_CHARS = 40
 """Characters of the typed-ahead text a note quotes."""
+DROPPED_NOTE = "Keys typed before the question were dropped, not taken as its answer."
+"""Said instead of quoting them when the question asks for a secret."""
 
 
 @dataclass(frozen=True)
@@ -135,18 +137,25 @@ class Asker:
                    fresh: bool = True) -> str:
         """One line typed at a prompt of its own; KeyboardInterrupt or EOFError on Ctrl-C or
         Ctrl-D. `fresh`: keys typed before the prompt was drawn are not part of it (False for
-        a line that a key answer asked for, such as a reason: what follows that key is meant)."""
+        a line that a key answer asked for, such as a reason: what follows that key is meant).
+        Keys typed ahead of a `secret` line may be the secret itself: they are dropped, never
+        shown nor kept for the next message."""
         session: PromptSession[str] = PromptSession()
+
+        def prompt(pre_run: Callable[[], None] | None = None) -> Awaitable[str]:
+            return session.prompt_async(message, default=default, handle_sigint=False,
+                                        is_password=secret, pre_run=pre_run)
+
         if not fresh:
-            return await session.prompt_async(message, default=default, handle_sigint=False,
-                                              is_password=secret)
+            return await prompt()
+        holder = TypedAhead() if secret else self.typed_ahead
         try:
-            return await self.typed_ahead.fresh(
-                session.app, lambda pre_run: session.prompt_async(
-                    message, default=default, handle_sigint=False, is_password=secret,
-                    pre_run=pre_run))
+            return await holder.fresh(session.app, prompt)
         finally:
-            self.tell_kept()
+            if secret and holder.news():
+                self.console.print(shown(DROPPED_NOTE, "notice"))
+            elif not secret:
+                self.tell_kept()
 
     def tell_kept(self) -> None:
         """One line about keys typed ahead of the question just answered, if there were any."""
