@@ -2,7 +2,8 @@
 
 It holds a real Runtime (against a FakeServer's OpenAI-compatible endpoint) and real Sessions
 in a temporary TETHER_HOME; what a command says is kept in `said`, what it prints in `printed`,
-and `answers` are the lines the user would type (none left: Ctrl-D).
+and `answers` are the lines the user would type, or the keys pressed at a one-key question
+(none left: Ctrl-D).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tether.core.ui_protocol import NoticeLevel, SilentUI
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.store.config import Settings
 from tether.store.session import SessionStore
+from tether.ui.terminal.keyboard import Choices, yes_no
 from tether.ui.terminal.sessions import Sessions
 from tether.ui.terminal.slash.handlers import COMMANDS
 
@@ -52,11 +54,25 @@ class FakeContext:
     def say(self, message: str, level: NoticeLevel = "info") -> None:
         self.said.append((message, level))
 
-    async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
+    async def ask_line(self, message: str, default: str = "", secret: bool = False,
+                       fresh: bool = True) -> str:
         self.asked.append((message, secret))
         if not self.answers:
             raise EOFError
         return self.answers.pop(0)
+
+    async def choose(self, choices: Choices) -> str | None:
+        """The next answer as the key pressed: one that answers nothing fails the test (the
+        real question would wait on); none left is Ctrl-D."""
+        self.asked.append((choices.question, False))
+        if not self.answers:
+            return None
+        key = self.answers.pop(0)
+        assert key in choices.answers, f"{key!r} does not answer {choices.question!r}"
+        return key
+
+    async def confirm(self, question: str) -> bool:
+        return await self.choose(yes_no(question)) == "y"
 
     async def ready(self) -> None:
         if self.started:

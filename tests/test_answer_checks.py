@@ -116,10 +116,7 @@ def test_the_terminal_shows_one_dimmed_line_per_warning() -> None:
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, color_system="standard", width=100, theme=THEME)
 
-    async def ask(*_: object) -> str:
-        return ""
-
-    ui = TerminalUI(console, ask)
+    ui = TerminalUI(console)
     ui.text("All tests pass.")
     ui.answer_checks(["The answer says that the tests pass, but no command ran in this turn."])
     written = out.getvalue()

@@ -94,7 +94,7 @@ def test_commit_shows_the_drafted_message_and_commits_after_a_yes(
         app.wait_for_cursor_on("Commit with this message?")
         assert "Swap the operands of add" in app.text_since_line()
         assert git(project, "log", "--format=%s") == "first\n"  # nothing before the yes
-        app.line("y")
+        app.send("y")  # one key, no Enter
         app.wait_for_text("Committed ")
         app.wait_for_prompt()
         app.ctrl_d()

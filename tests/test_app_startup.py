@@ -121,7 +121,7 @@ def test_an_untrusted_folder_with_rules_is_asked_before_its_prompt(project: Path
         with PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
             app.wait_for_text("Trust this folder")
             assert STARTING not in app.text()
-            app.line("n")
+            app.send("n")  # one key, no Enter
             app.wait_for_prompt()
             app.ctrl_d()
             assert app.wait_exit() == 0

@@ -142,10 +142,7 @@ def test_the_terminal_writer_never_fails_on_what_it_is_given(
     stream = byte_stream("utf-8")
     console = Console(file=SafeTextStream(stream), width=80, force_terminal=True)
 
-    async def no_answer(prompt: str) -> str:
-        return "n"
-
-    ui = TerminalUI(console, no_answer, root=tmp_path, show_thinking=True)
+    ui = TerminalUI(console, root=tmp_path, show_thinking=True)
     call = feed(ui, texts, arguments)
     ui.command_output(texts[0])
     ui.tool_end(Evidence(call, 0.0, 0.1, texts[0], texts[-1], error=True))

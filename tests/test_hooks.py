@@ -368,9 +368,7 @@ async def test_pre_compact_hooks_run_before_the_history_is_condensed(tmp_path: P
     assert json.loads(seen.read_text())["hook_event_name"] == "PreCompact"
 
 
-async def test_the_chat_asks_to_trust_a_folder_that_brings_hooks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_the_chat_asks_to_trust_a_folder_that_brings_hooks(tmp_path: Path) -> None:
     from tether.ui.terminal import trust as trust_module
 
     root = project_hooks(tmp_path, "./check.sh")
@@ -378,16 +376,16 @@ async def test_the_chat_asks_to_trust_a_folder_that_brings_hooks(
     options = RunOptions(root=root, home=tmp_path / "home")
     said: list[str] = []
 
-    async def answer(question: str, *args: object, **kwargs: object) -> str:
+    async def answer(question: str) -> bool:
         said.append(question)
-        return "y"
+        return True
 
     async def rebuild() -> None:
         said.append("rebuilt")
 
-    monkeypatch.setattr(trust_module, "ask_line", answer)
-    await trust_module.FolderTrust(options, lambda message, level="info": said.append(message)).ask(rebuild)
+    await trust_module.FolderTrust(options, lambda message, level="info": said.append(message),
+                                   answer).ask(rebuild)
     assert options.trusted
     assert said[0].startswith("This folder's .tether/settings.json has hooks")
-    assert said[1] == "Trust this folder and honour its allow rules and hooks? [y/N]: "
+    assert said[1] == "Trust this folder and honour its allow rules and hooks?"
     assert said[2] == "rebuilt"

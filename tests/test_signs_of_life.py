@@ -132,7 +132,7 @@ def test_off_a_terminal_the_region_draws_nothing(tmp_path: Path) -> None:
     from tether.ui.terminal.terminal_ui import TerminalUI
 
     buf = io.StringIO()
-    ui = TerminalUI(Console(file=buf, width=100), ask_line=None)  # type: ignore[arg-type]
+    ui = TerminalUI(Console(file=buf, width=100))
     ui.waiting()
     call = ToolCall("c", "run_cmd", {"command": "make"})
     ui.tool_start(call)

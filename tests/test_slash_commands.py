@@ -290,7 +290,7 @@ async def test_export_replaces_an_existing_file_only_after_a_yes(
     source.write_text("print(1)\n")
     ctx.answers = ["n"]
     await ctx.run("/export json calc.py")
-    assert ctx.asked == [(f"{source} exists. Replace it? [y/N]: ", False)]
+    assert ctx.asked == [(f"{source} exists. Replace it? [y/N] ", False)]
     assert ctx.messages()[-1] == "Not exported." and source.read_text() == "print(1)\n"
     await ctx.run("/export json calc.py")  # Ctrl-D: no
     assert source.read_text() == "print(1)\n"
@@ -306,7 +306,7 @@ async def test_export_makes_a_folder_outside_the_project_only_after_a_yes(
     await ctx.run("/export md notes/today/talk.md")  # inside the project: made without a question
     assert (project / "notes" / "today" / "talk.md").is_file() and ctx.asked == []
     outside = tmp_path / "elsewhere"
-    ctx.answers = ["no"]
+    ctx.answers = ["n"]
     await ctx.run("/export md ../elsewhere/deep/talk.md")
     assert ctx.asked[-1][0].startswith(f"{project / '..' / 'elsewhere'} does not exist and is "
                                        "outside the project. Create it?")

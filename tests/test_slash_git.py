@@ -96,8 +96,9 @@ async def test_commit_refused_or_replaced_by_the_users_words(
     ctx.answers = ["n"]
     await ctx.run("/commit")
     assert ctx.messages()[-1] == "Not committed." and git(repo, "rev-parse", "HEAD") == before
-    ctx.answers = ["Use my own words"]
+    ctx.answers = ["e", "Use my own words"]  # e, then the message typed over the draft
     await ctx.run("/commit")
+    assert ctx.asked[-1] == ("Commit message: ", False)
     assert head_message(repo) == "Use my own words"
 
 

@@ -156,7 +156,7 @@ async def test_the_main_conversations_command_output_still_reaches_the_terminal(
 
 async def test_the_terminal_shows_an_agents_output_under_its_live_line(tmp_path: Path) -> None:
     console = Console(file=io.StringIO(), width=150, force_terminal=True, color_system=None)
-    ui = TerminalUI(console, ask_line=None)  # type: ignore[arg-type]
+    ui = TerminalUI(console)
     seen: list[str] = []
     fifo = tmp_path / "project" / "go"
     parent = [call(("spawn_agent", {"task": "build it"})), say("fine")]

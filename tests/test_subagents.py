@@ -450,7 +450,7 @@ async def test_no_more_agents_run_at_once_than_the_setting_allows(tmp_path: Path
 async def test_the_chat_shows_a_live_line_per_agent_and_a_summary(tmp_path: Path) -> None:
     buf = io.StringIO()
     console = Console(file=buf, width=150, force_terminal=True, color_system=None)
-    ui = TerminalUI(console, ask_line=None)  # type: ignore[arg-type]
+    ui = TerminalUI(console)
     release = asyncio.Event()
     started: list[str] = []
     parent = [call(("spawn_agent", {"task": "survey the \x1b[2Jmodules"})), say("fine")]

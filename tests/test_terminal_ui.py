@@ -12,7 +12,7 @@ from tether.ui.terminal.terminal_ui import LIVE_LINES, TerminalUI
 
 def make_ui() -> tuple[TerminalUI, io.StringIO]:
     buf = io.StringIO()
-    return TerminalUI(Console(file=buf, width=100), ask_line=None), buf  # type: ignore[arg-type]
+    return TerminalUI(Console(file=buf, width=100)), buf
 
 
 def test_flooding_output_is_shown_up_to_a_limit_then_its_tail() -> None:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the 
     from tether.runtime import Runtime
     from tether.store.session import SessionRecord
 
+    from .keyboard import Asker, Choices
     from .sessions import Sessions
     from .terminal_ui import TerminalUI
     from .trust import FolderTrust
@@ -68,6 +69,8 @@ class App(StartUp):
     prompt: PromptSession = field(init=False)
     trust: FolderTrust = field(init=False)
     pastes: Pastes = field(default_factory=Pastes)
+    asker: Asker = field(init=False)
+    """Every question (`keyboard`); keys typed ahead of one wait in the next input line."""
     protocol: str = "…"
     starting: asyncio.Future | None = None
     exiting: bool = False
@@ -124,7 +127,8 @@ class App(StartUp):
             pre_run = drawn_soon(first_drawn) if first_drawn is not None else None
             first_drawn = None
             try:
-                line = await self.prompt.prompt_async("› ", pre_run=pre_run)
+                line = await self.prompt.prompt_async("› ", default=self.asker.typed_ahead.take(),
+                                                      pre_run=pre_run)
                 interrupts = 0
             except KeyboardInterrupt:
                 interrupts += 1
@@ -244,10 +248,15 @@ class App(StartUp):
         else:
             run_in_terminal(lambda: self.say(message, "warning"))
 
-    async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
-        from .asking import ask_line
+    async def ask_line(self, message: str, default: str = "", secret: bool = False,
+                       fresh: bool = True) -> str:
+        return await self.asker.line(message, default, secret, fresh)
 
-        return await ask_line(message, default, secret)
+    async def choose(self, choices: Choices) -> str | None:
+        return await self.asker.choose(choices)
+
+    async def confirm(self, question: str) -> bool:
+        return await self.asker.confirm(question)
 
     @property
     def show_thinking(self) -> bool:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from tether.store.config import Settings
     from tether.store.session import SessionRecord
 
+    from .keyboard import Asker
     from .paste import Pastes
     from .sessions import Sessions
     from .slash.context import CommandContext
@@ -57,6 +58,7 @@ class StartUp:
     prompt: PromptSession
     trust: FolderTrust
     pastes: Pastes
+    asker: Asker
     protocol: str
     starting: asyncio.Future | None
     exiting: bool
@@ -72,7 +74,6 @@ class StartUp:
         def banner(self) -> None: ...
         def toolbar(self) -> FormattedText: ...
         def status_line(self) -> str: ...
-        async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str: ...
         async def read_loop(self, first_drawn: Callable[[], None] | None = None) -> None: ...
         async def rebuild(self, settings: Settings | None = None) -> None: ...
 
@@ -81,6 +82,9 @@ class StartUp:
         left off), and the runtime unless it can wait until the prompt is up (it cannot when
         the start may ask a question); ValueError for a usage problem (the --allow and --deny
         rules are checked here, before the prompt), LookupError or SessionCorrupt for -r."""
+        from .keyboard import Asker
+
+        self.asker = Asker(self.console)
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(command_names, files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
@@ -109,11 +113,11 @@ class StartUp:
         from .terminal_ui import TerminalUI
         from .trust import AlwaysAnswer, FolderTrust
 
-        trust = FolderTrust(self.options, self.say)
-        ui = TerminalUI(self.console, self.ask_line, root=self.options.root,
+        trust = FolderTrust(self.options, self.say, self.asker.confirm)
+        ui = TerminalUI(self.console, self.asker, root=self.options.root,
                         on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
                         status=self.status_line)
-        asking = Asking(self.console, ui.pause)
+        asking = Asking(self.console, ui.pause, self.asker)
         self.options.asker = asking.questions
         self.options.approve_plan = asking.approve_plan
         self.options.on_output = ui.command_output

@@ -27,13 +27,14 @@ from tether.safety.visible import visible
 
 from ..headless import describe_arguments, outcome_mark
 from .activity import Activity, LiveRegion, last_line
-from .approval_question import ApprovalQuestion, KeyAsker, LineAsker, print_diff, read_key
+from .approval_question import ApprovalQuestion, print_diff
+from .keyboard import Asker
 from .shown import shown
 
 if TYPE_CHECKING:
     from .render import MarkdownStream
 
-__all__ = ["LineAsker", "TerminalUI", "keys_not_echoed", "shown"]
+__all__ = ["TerminalUI", "keys_not_echoed", "shown"]
 
 DIFF_TOOLS = ("edit_file", "write_file")
 SHOWN_RESULT_LINES = 12
@@ -46,14 +47,14 @@ LONGEST_PARTIAL_LINE = 2000
 @dataclass
 class TerminalUI:
     console: Console
-    ask_line: LineAsker
+    asker: Asker | None = None
+    """Asks the approval question (None: one of its own, keeping typed-ahead keys to itself)."""
     on_always: Callable[[ToolCall], str] = lambda call: ""
     """Called when the user answers "always"; returns the rule it saved, for the message."""
     show_thinking: bool = False
     root: Path | None = None
     """The project root, to show the diff a write would make."""
     can_ask: bool = True
-    ask_key: KeyAsker = read_key
     status: Callable[[], str] = lambda: ""
     """The status line (the prompt's toolbar), kept on the screen while a turn runs."""
     activity: Activity = field(default_factory=Activity, init=False)
@@ -77,7 +78,8 @@ class TerminalUI:
 
     def __post_init__(self) -> None:
         self.region = LiveRegion(self.console, self.activity, lambda: self.status())
-        self.question = ApprovalQuestion(self.console, self.ask_key, self.ask_line, self.root)
+        asker = Asker(self.console) if self.asker is None else self.asker
+        self.question = ApprovalQuestion(self.console, asker, self.root)
 
     # ------------------------------------------------------------ turn framing
 

@@ -19,16 +19,25 @@ from tether.safety.permissions import (
 )
 from tether.store.statefile import StateFileError
 
-from .asking import Say, ask_line
+from .asking import Say
+
+Confirm = Callable[[str], Awaitable[bool]]
+"""Asks a yes/no question (one key; Enter, Esc, Ctrl-C and Ctrl-D say no): True for yes."""
+
+
+async def nobody_to_ask(question: str) -> bool:
+    return False
 
 
 class FolderTrust:
     """Whether this run trusts the project folder (`options.trusted`, which the runtime's
     rules read), asked at start and remembered in TETHER_HOME."""
 
-    def __init__(self, options: RunOptions, say: Say) -> None:
+    def __init__(self, options: RunOptions, say: Say, confirm: Confirm | None = None) -> None:
+        """`confirm` asks the trust question; without one, nobody can say yes."""
         self.options = options
         self.say = say
+        self.confirm = confirm or nobody_to_ask
         self.store = TrustStore(options.home)
 
     def trusted_before(self) -> bool:
@@ -48,13 +57,9 @@ class FolderTrust:
         if has_hooks:
             self.say(f"This folder's {PROJECT_HOOKS_FILE} has hooks: commands tether would run "
                      "around tool calls and requests.", "warning")
-        question = ("Trust this folder and honour its allow rules and hooks? [y/N]: " if has_hooks
-                    else "Trust this folder and honour its allow rules? [y/N]: ")
-        try:
-            answer = await ask_line(question)
-        except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D: the safe answer, no
-            answer = ""
-        if answer.strip().lower() in ("y", "yes"):
+        question = ("Trust this folder and honour its allow rules and hooks?" if has_hooks
+                    else "Trust this folder and honour its allow rules?")
+        if await self.confirm(question):
             saved = self.remember()
             self.options.trusted = True
             await rebuild()

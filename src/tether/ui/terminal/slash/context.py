@@ -17,6 +17,7 @@ from tether.core.ui_protocol import NoticeLevel
 from tether.runtime import Runtime
 from tether.store.config import Settings
 
+from ..keyboard import Choices
 from ..sessions import Sessions
 
 
@@ -35,8 +36,19 @@ class CommandContext(Protocol):
 
     def say(self, message: str, level: NoticeLevel = "info") -> None: ...
 
-    async def ask_line(self, message: str, default: str = "", secret: bool = False) -> str:
-        """A line typed by the user; KeyboardInterrupt or EOFError on Ctrl-C or Ctrl-D."""
+    async def ask_line(self, message: str, default: str = "", secret: bool = False,
+                       fresh: bool = True) -> str:
+        """A line typed by the user; KeyboardInterrupt or EOFError on Ctrl-C or Ctrl-D. Keys
+        typed before it was asked are not part of it, unless `fresh` is False (a line that
+        a key answer asked for)."""
+        ...
+
+    async def choose(self, choices: Choices) -> str | None:
+        """The key (of `choices.answers`) pressed to answer; None for Ctrl-C or Ctrl-D."""
+        ...
+
+    async def confirm(self, question: str) -> bool:
+        """A yes/no question answered by one key; only y is a yes."""
         ...
 
     async def ready(self) -> None:

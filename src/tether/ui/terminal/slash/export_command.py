@@ -64,11 +64,11 @@ async def _may_write(ctx: CommandContext, target: Path, root: Path, home: Path) 
     """Ask before replacing a file and before making a folder outside the project (and
     outside TETHER_HOME, whose folders are tether's own)."""
     if os.path.lexists(target):
-        return await _yes(ctx, f"{target} exists. Replace it? [y/N]: ")
+        return await ctx.confirm(f"{target} exists. Replace it?")
     folder = missing_folder(target)
     if folder is None or _inside(folder, root) or _inside(folder, home):
         return True
-    return await _yes(ctx, f"{folder} does not exist and is outside the project. Create it? [y/N]: ")
+    return await ctx.confirm(f"{folder} does not exist and is outside the project. Create it?")
 
 
 def _inside(path: Path, base: Path) -> bool:
@@ -76,9 +76,3 @@ def _inside(path: Path, base: Path) -> bool:
     return is_within(str(path.resolve()), str(base.resolve()))
 
 
-async def _yes(ctx: CommandContext, question: str) -> bool:
-    try:
-        answer = await ctx.ask_line(question)
-    except (KeyboardInterrupt, EOFError):  # Ctrl-C or Ctrl-D: the safe answer
-        return False
-    return answer.strip().lower() in ("y", "yes")

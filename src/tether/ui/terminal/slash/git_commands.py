@@ -1,5 +1,5 @@
 """/diff and /commit: the project's uncommitted changes, and committing them as the user's
-own commit with a message the model drafts and the user approves (or types).
+own commit with a message the model drafts and the user approves (or edits).
 
 Git runs only through `GitOps` (the hardened plumbing of store/git_repo.py), in a worker
 thread, so nothing the repository configures runs and the event loop never blocks.
@@ -17,6 +17,7 @@ from tether.providers.base import RequestOptions
 from tether.store.git_commit import changed_files
 from tether.store.git_repo import GitCommandError
 
+from ..keyboard import Choices
 from ..terminal_ui import shown
 from .context import CommandContext
 from .handlers import command
@@ -26,6 +27,8 @@ DIFF_LINES_SHOWN = 400
 DRAFT_DIFF_CHARS = 12_000
 """Characters of the diff the model sees when it drafts a message."""
 DRAFT_MAX_TOKENS = 300
+COMMIT = Choices("Commit with this message? [y]es / [n]o / [e]dit it (Esc: no) ",
+                 {"y": "yes", "n": "no", "e": "edit", "escape": "no"}, "Press y, n or e (Esc: no).")
 _THINKING = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```[\w-]*\n(.*?)\n```$", re.DOTALL)
 
@@ -92,8 +95,8 @@ async def commit(ctx: CommandContext, arg: str) -> None:
 
 
 async def _approved_draft(ctx: CommandContext, diff_text: str) -> str:
-    """The model's draft once the user says yes, or the message the user types instead;
-    "" when the user says no or the draft fails."""
+    """The model's draft once the user says yes, or the message the user edits it into;
+    "" when the user says no (or leaves the message empty) or the draft fails."""
     await ctx.ready()
     try:
         draft = await ctx.run_cancellable(draft_message(ctx, diff_text))
@@ -105,17 +108,18 @@ async def _approved_draft(ctx: CommandContext, diff_text: str) -> str:
         return ""
     ctx.console.print(Text("Commit message:", style="bold"))
     ctx.console.print(shown(draft))
-    try:
-        answer = (await ctx.ask_line(
-            "Commit with this message? [y]es / [n]o, or type a message of your own: ")).strip()
-    except (KeyboardInterrupt, EOFError):
-        answer = ""
-    if answer.lower() in ("y", "yes"):
+    answer = await ctx.choose(COMMIT)
+    if answer == "y":
         return draft
-    if answer.lower() in ("", "n", "no"):
-        ctx.say("Not committed.")
-        return ""
-    return answer
+    if answer == "e":
+        try:  # typed after the e: what follows it is meant
+            draft = (await ctx.ask_line("Commit message: ", default=draft, fresh=False)).strip()
+        except (KeyboardInterrupt, EOFError):
+            draft = ""
+        if draft:
+            return draft
+    ctx.say("Not committed.")
+    return ""
 
 
 async def draft_message(ctx: CommandContext, diff_text: str) -> str:

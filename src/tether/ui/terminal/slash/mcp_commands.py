@@ -92,11 +92,7 @@ async def ask_about_project_servers(ctx: CommandContext) -> None:
         ctx.say(f"This project's .mcp.json declares the MCP server {server.name!r}: "
                 f"{server.describe()}" + (f" (approved before, but {because})" if because else ""),
                 "warning")
-        try:
-            answer = await ctx.ask_line("Start it now and whenever this entry is unchanged? [y/N]: ")
-        except (KeyboardInterrupt, EOFError):
-            answer = ""
-        if answer.strip().lower() in ("y", "yes"):
+        if await ctx.confirm("Start it now and whenever this entry and the files it runs are unchanged?"):
             problem = setup.approve(server)
             ctx.say(problem or f"Approved; {server.name!r} is starting.", "warning" if problem else "info")
         else:
