@@ -40,7 +40,15 @@ from ..store.keys import SECRET_FILES
 from ..tools._paths import is_within
 from .host_programs import host_program
 from .processes import MARKER
-from .sandbox_paths import Placeholders, Protected, pinned, protected_paths, real
+from .sandbox_paths import (
+    Placeholders,
+    Protected,
+    entry_links,
+    pinned,
+    protected_paths,
+    real,
+    restore_links,
+)
 from .sandbox_probe import NOT_INSTALLED, data_fd, remembered_problem
 from .sandbox_probe import probe_problem as _probe_with
 from .seccomp import unix_socket_filter
@@ -115,7 +123,8 @@ class Sandbox:
     root: Path
     home: Path
     notice: Callable[[str], None] = lambda message: None
-    """Told once, the first time the sandbox turns out to be unavailable."""
+    """Told once, the first time the sandbox turns out to be unavailable, and each time a
+    link to tether's configuration that a command replaced is put back."""
     instructions: tuple[str, ...] = instruction_names(DEFAULT_FALLBACKS)
     """The instruction file names of the root, kept read-only (the fallbacks are a setting)."""
     problem: str = field(default="", init=False)
@@ -194,12 +203,15 @@ class Sandbox:
         protected = self._placeholders.acquire(
             protected_paths(root, self.instructions, hidden=real(self.home))) if (
             mode == "workspace-write") else []  # fmt: skip
+        links = entry_links(root, self.instructions) if protected else []
         released = False
 
         def release() -> None:
             nonlocal released
             if protected and not released:
                 released = True
+                for line in restore_links(links):
+                    self.notice(line)
                 self._placeholders.release()
         try:
             with data_fd(unix_socket_filter()) as fd:

@@ -30,10 +30,13 @@ that a `.git` file (`gitdir: ...`) or a `.git` symlink names but that does not e
 git would use whatever repository a command made there.
 
 Paths are resolved as the kernel resolves them (`paths.resolve_path`): through a
-symlink, the file it names is what is mounted. What the sandbox cannot hold is the
-symlink itself when it sits in a writable folder: bubblewrap mounts onto what a link
-names, never onto the link, so a command can remove an AGENTS.md that is a link to
-CLAUDE.md and write a file of that name.
+symlink, the file it names is what is mounted. The symlink itself, when it sits in a
+writable folder, no mount can hold: bubblewrap mounts onto what a link names, never onto
+the link, so a command could remove an AGENTS.md that is a link to CLAUDE.md (or a
+`.tether` that is a link to a shared folder) and write its own in its place. So every link
+on the way to a protected entry is written down before the command (`entry_links`) and put
+back once it ended (`restore_links`); what the command left in its place is kept beside
+it, renamed, so nothing is lost and tether never reads it as its configuration.
 """
 
 from __future__ import annotations
@@ -142,6 +145,52 @@ def git_paths(root: Path) -> list[Protected]:
     if common is not None and common.is_dir():
         found.append(Protected(common, "dir"))
     return found
+
+
+@dataclass(frozen=True)
+class EntryLink:
+    path: Path
+    """A symlink inside the root on the way to a protected entry (the entry itself, or a
+    folder above it), as written: not resolved."""
+    target: str
+    """What it pointed to before the command ran."""
+
+
+def entry_links(root: Path, instructions: Sequence[str] = ()) -> list[EntryLink]:
+    """The symlinks in `root` (a real path) on the way to a protected entry: each component
+    of `.git`, the config paths and the instruction names that is a link now."""
+    names = [GIT_ENTRY, *(entry.name for entry in PROJECT_CONFIG), *instructions]
+    found: dict[Path, EntryLink] = {}
+    for name in names:
+        for depth in range(1, len(Path(name).parts) + 1):
+            path = root.joinpath(*Path(name).parts[:depth])
+            with contextlib.suppress(OSError):
+                found.setdefault(path, EntryLink(path, os.readlink(path)))
+    return list(found.values())
+
+
+def restore_links(links: Sequence[EntryLink]) -> list[str]:
+    """Put back every link a command removed or changed; what it left in a link's place is
+    renamed to `<name>.from-sandbox[-N]`. Returns one line per link put back."""
+    restored = []
+    for link in links:
+        with contextlib.suppress(OSError):
+            if os.path.islink(link.path) and os.readlink(link.path) == link.target:
+                continue
+            kept = _set_aside(link.path) if os.path.lexists(link.path) else None
+            os.symlink(link.target, link.path)
+            restored.append(f"{link.path} was a link to {link.target}, which the sandbox keeps "
+                            f"as it was" + (f"; the command's version is in {kept}" if kept else ""))
+    return restored
+
+
+def _set_aside(path: Path) -> Path:
+    for n in range(1000):
+        aside = path.with_name(f"{path.name}.from-sandbox" + (f"-{n}" if n else ""))
+        if not os.path.lexists(aside):
+            os.rename(path, aside)
+            return aside
+    raise FileExistsError(path)
 
 
 def _missing_folder(root: Path, target: Path) -> list[Protected]:
