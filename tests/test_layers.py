@@ -71,6 +71,62 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     return graph
 
 
+def cycle_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the package it needs loaded first, for finding cycles.
+
+    An import of a.b.c needs a.b.c and the packages above it. The importer's own parent
+    packages are left out: they are already loading when it runs, so Python never waits on
+    them (a package's `__init__` importing its own modules is not a cycle). An explicit
+    import of one's own package (`from . import x`) still counts.
+    """
+    modules = modules_of(root, package)
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        own_parents = set(parents(module))
+        deps: set[str] = set()
+        for name in imported_names(module, path, known):
+            deps.add(name)
+            deps.update(p for p in parents(name) if p not in own_parents)
+        graph[module] = {d for d in deps if d in known and d != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
 def import_chains(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
     """Everything `start` reaches, each with one import chain that reaches it."""
     chains = {start: [start]}
@@ -111,6 +167,7 @@ def shown(found: dict[str, list[str]]) -> str:
 
 SRC = Path(tether.__file__).parent
 GRAPH = import_graph(SRC, "tether")
+CYCLE_GRAPH = cycle_graph(SRC, "tether")
 
 
 def test_the_graph_sees_the_package() -> None:
@@ -134,6 +191,12 @@ def test_every_module_lives_in_a_layer() -> None:
     """A new module at the top beside the entry points would sit outside every contract."""
     top_level = {m for m in GRAPH if m.count(".") == 1 and (SRC / f"{m.split('.')[1]}.py").exists()}
     assert top_level == {"tether.__main__", "tether.cli", "tether.runtime"}
+
+
+def test_no_import_cycles() -> None:
+    """Modules that import each other cannot be understood, tested or moved one at a time."""
+    found = cycles(CYCLE_GRAPH)
+    assert not found, "these modules import each other:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 # The checker itself, on a package small enough to know every answer.
@@ -210,3 +273,26 @@ def test_checker_counts_a_parent_package_init(tmp_path: Path) -> None:
     }
     found = pkg_violations(tmp_path, files)
     assert found["pkg.core.messages"] == ["pkg.core.messages", "pkg.tools.x", "pkg.tools", "pkg.ui"]
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # a module and its package's face, the face importing the module: not a cycle
+        ({"__init__.py": "from .a import x\n", "a.py": "x = 1\n"}, []),
+        # two modules importing each other, one inside a function
+        ({"__init__.py": "", "a.py": "from .b import y\n", "b.py": "def f():\n    from .a import x\n"},
+         [["pkg.a", "pkg.b"]]),
+        # under TYPE_CHECKING
+        ({"__init__.py": "", "a.py": "from .b import y\n",
+          "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n"},
+         [["pkg.a", "pkg.b"]]),
+        # through another package's face: importing pkg.t.m runs pkg/t/__init__.py
+        ({"__init__.py": "", "s.py": "from .t.m import y\n", "t/__init__.py": "from ..s import x\n",
+          "t/m.py": ""}, [["pkg.s", "pkg.t"]]),
+        # a module importing its own package's face, which imports it back
+        ({"__init__.py": "from .a import x\n", "a.py": "from . import y\n"}, [["pkg", "pkg.a"]]),
+    ],
+)
+def test_checker_finds_cycles(tmp_path: Path, files: dict[str, str], expected: list[list[str]]) -> None:
+    assert cycles(cycle_graph(write_package(tmp_path, files), "pkg")) == expected
