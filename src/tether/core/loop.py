@@ -45,7 +45,7 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch
+from .nudges import REPEATED_CALL, nudge_for
 from .offers import with_send_cue
 from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
@@ -54,6 +54,7 @@ from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
+from .turn_watch import TurnWatch
 from .ui_protocol import UI, RequestEvents, show_checks
 
 ProtocolMode = Literal["native", "text"]
@@ -247,7 +248,7 @@ class TurnLoop:
                 parsed = self.parse(reply)
                 if not parsed.calls and not parsed.errors:
                     nudging = watch if self.settings.nudges else None
-                    nudge = nudging.nudge(parsed.text, reply.result_first) if nudging else None
+                    nudge = nudge_for(nudging, parsed.text, reply.result_first) if nudging else None
                     if nudge is None:
                         result = await conclude(self, turn, reply, parsed)
                         if result is not None:

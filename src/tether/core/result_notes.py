@@ -13,7 +13,7 @@ from .toolspec import ToolContext
 from .usage_fix import usage_fix_note
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 
 def result_notes(watch: TurnWatch, earlier: list[Evidence], last: Evidence, ctx: ToolContext) -> str:
