@@ -28,7 +28,7 @@ from ..protocol import (
 from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_guard import guard_call
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, first_line
 from .messages import (
     Done,
     Event,
@@ -53,7 +53,7 @@ from .result_notes import noted_result
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
-from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
+from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
 from .turn_watch import TurnWatch
 from .ui_protocol import UI, RequestEvents, show_checks
 
@@ -233,9 +233,9 @@ class TurnLoop:
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.evidence = []
-        refused = await submit_prompt(self.hooks, conv, user_text, self.ui)
-        if refused is not None:
-            return refused
+        refusal = await submit_prompt(self.hooks, conv.messages, user_text, self.ui)
+        if refusal:
+            return TurnResult("", "blocked", 0, Usage(), [], error=refusal)
         if self.on_turn is not None:
             self.on_turn()
         watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
@@ -250,7 +250,7 @@ class TurnLoop:
                     nudging = watch if self.settings.nudges else None
                     nudge = nudge_for(nudging, parsed.text, reply.result_first) if nudging else None
                     if nudge is None:
-                        result = await conclude(self, turn, reply, parsed)
+                        result = await self.conclude(turn, reply, parsed)
                         if result is not None:
                             return result
                         continue  # a Stop hook keeps the turn going
@@ -391,8 +391,29 @@ class TurnLoop:
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
+    async def conclude(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> TurnResult | None:
+        """The turn's answer, unless a Stop hook's reason to go on becomes the next message
+        (None); checked, and with feedback on, corrected once in a tool-free request."""
+        reason = await stop_reason(self.hooks, parsed.text, turn.stop_holds)
+        if reason:
+            turn.stop_holds += 1
+            turn.conv.messages += [assistant_message(parsed, reply, self.settings), Message.user(reason)]
+            self.ui.notice(f"Stop hook: {first_line(reason)}")
+            return None
+        text = parsed.text
+        checks = self.checks_of(turn, text)
+        if checks and self.settings.answer_check_feedback:
+            turn.conv.messages.append(Message("assistant", [Text(text or "(empty reply)")]))
+            self.ui.notice(f"answer checks: {len(checks)} problem(s); asking for a corrected answer")
+            reply = await self.ask(turn, tools=False, note=correction_note(checks))
+            text = self.parse(reply).text
+            checks = self.checks_of(turn, text)
+        return self.finish(turn, reply, text, checks=checks)
+
     def checks_of(self, turn: TurnState, text: str) -> list[str]:
-        return answer_problems(text, turn, self.table) if self.settings.answer_checks else []
+        if not self.settings.answer_checks:
+            return []
+        return answer_problems(text, turn.conv.evidence, turn.conv.messages, turn.start, self.table)
 
     def finish(self, turn: TurnState, reply: Reply, text: str, stop: str | None = None,
                checks: list[str] | None = None) -> TurnResult:
@@ -480,7 +501,7 @@ def system_message(text: str, previous: Message | None) -> Message:
 @dataclass
 class TurnState:
     """One turn in progress: its conversation, requests, usage and what the nudges watch;
-    the loop's and turn_end's shared state (no one else holds it)."""
+    the loop's own state (no one else holds it)."""
 
     conv: Conversation
     start: int = 0
