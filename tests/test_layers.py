@@ -9,6 +9,7 @@ packages' `__init__.py`, so a module depends on its parents too.
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from pathlib import Path
 
@@ -21,6 +22,24 @@ LOWER_LAYERS = ("core", "protocol", "tools", "safety", "store", "providers", "mc
 UI_MODULES = ("tether.ui", "prompt_toolkit", "rich")
 # A provider encodes and decodes messages; running tools is the loop's business.
 PROVIDER_FORBIDDEN = ("tether.tools", "tether.core.dispatch")
+
+# What each package (or top-level module) may import from the others: ARCHITECTURE.md's
+# "Layers" table, exactly (a test compares the two).
+LAYERS: dict[str, set[str]] = {
+    "__main__": {"cli"},
+    "cli": {"core", "providers", "runtime", "safety", "store", "ui"},
+    "ui": {"core", "hooks", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
+    "runtime": {"core", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
+    "hooks": {"core", "safety", "store"},
+    "mcp": {"core", "safety", "store"},
+    "skills": {"core", "safety", "store", "tools"},
+    "providers": {"core", "safety", "store"},
+    "protocol": {"core"},
+    "tools": {"core", "safety", "store"},
+    "core": {"protocol", "providers", "safety", "store", "tools"},
+    "safety": {"core", "store"},
+    "store": {"core", "safety", "tools"},
+}
 
 
 def modules_of(root: Path, package: str) -> dict[str, Path]:
@@ -187,6 +206,68 @@ def test_providers_never_reach_tools_or_dispatch() -> None:
     assert not found, "these import chains lead a provider to tools:\n" + shown(found)
 
 
+def layer_of(name: str, package: str) -> str | None:
+    """The layer a dotted name belongs to: the first name under the package (None: the package itself)."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == package and len(parts) > 1 else None
+
+
+def layer_imports(root: Path, package: str) -> dict[tuple[str, str], list[str]]:
+    """(layer, layer it imports) -> the imports that make that edge ("module -> name")."""
+    modules = modules_of(root, package)
+    known = set(modules)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, path in modules.items():
+        source = layer_of(module, package)
+        for name in sorted(imported_names(module, path, known)):
+            target = layer_of(name, package)
+            if source is not None and target is not None and target != source:
+                edges.setdefault((source, target), []).append(f"{module} -> {name}")
+    return edges
+
+
+def undeclared(edges: dict[tuple[str, str], list[str]], layers: dict[str, set[str]]) -> list[str]:
+    """The imports the table does not allow (a layer missing from it allows nothing)."""
+    return [
+        example
+        for (source, target), examples in sorted(edges.items())
+        if target not in layers.get(source, set())
+        for example in examples
+    ]
+
+
+def unused(edges: dict[tuple[str, str], list[str]], layers: dict[str, set[str]]) -> list[str]:
+    """The table's allowances no import uses: a table that allows more than the code does
+    stops saying what the code does."""
+    return [f"{source} -> {target}" for source, targets in sorted(layers.items())
+            for target in sorted(targets) if (source, target) not in edges]
+
+
+def architecture_layers(text: str) -> dict[str, set[str]]:
+    """ARCHITECTURE.md's "Layers" table: layer -> what it may import."""
+    section = text.split("### Layers", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `([\w]+)` \| (.*?) \|$", section, re.M)
+    return {layer: set(re.findall(r"`(\w+)`", allowed)) for layer, allowed in rows}
+
+
+LAYER_EDGES = layer_imports(SRC, "tether")
+
+
+def test_every_import_between_layers_is_in_the_table() -> None:
+    found = undeclared(LAYER_EDGES, LAYERS)
+    assert not found, "imports the layer table does not allow (ARCHITECTURE.md, Layers):\n" + "\n".join(found)
+
+
+def test_the_table_allows_nothing_the_code_does_not_do() -> None:
+    found = unused(LAYER_EDGES, LAYERS)
+    assert not found, "the layer table allows imports nothing makes (remove them):\n" + "\n".join(found)
+
+
+def test_the_architecture_table_is_the_tested_table() -> None:
+    text = (SRC.parents[1] / "ARCHITECTURE.md").read_text()
+    assert architecture_layers(text) == LAYERS
+
+
 def test_every_module_lives_in_a_layer() -> None:
     """A new module at the top beside the entry points would sit outside every contract."""
     top_level = {m for m in GRAPH if m.count(".") == 1 and (SRC / f"{m.split('.')[1]}.py").exists()}
@@ -296,3 +377,17 @@ def test_checker_counts_a_parent_package_init(tmp_path: Path) -> None:
 )
 def test_checker_finds_cycles(tmp_path: Path, files: dict[str, str], expected: list[list[str]]) -> None:
     assert cycles(cycle_graph(write_package(tmp_path, files), "pkg")) == expected
+
+
+def test_layer_checker_finds_an_import_the_table_does_not_allow(tmp_path: Path) -> None:
+    files = {**CLEAN, "core/messages.py": "def later():\n    from ..ui import screen\n"}
+    edges = layer_imports(write_package(tmp_path, files), "pkg")
+    layers = {"ui": {"core"}, "core": set()}
+    assert undeclared(edges, layers) == ["pkg.core.messages -> pkg.ui", "pkg.core.messages -> pkg.ui.screen"]
+    assert unused(edges, {**layers, "core": {"ui", "store"}}) == ["core -> store"]
+    assert undeclared(edges, {"ui": {"core"}, "core": {"ui"}}) == []
+
+
+def test_the_architecture_table_is_read_row_by_row() -> None:
+    text = "### Layers\n\n| layer | may import |\n| --- | --- |\n| `a` | `b`, `c` |\n| `b` |  |\n\n## Next\n| `z` | `y` |\n"
+    assert architecture_layers(text) == {"a": {"b", "c"}, "b": set()}
