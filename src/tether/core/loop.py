@@ -27,7 +27,7 @@ from ..protocol import (
 )
 from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
-from .call_guard import guard_call
+from .call_steps import TurnSteps
 from .dispatch import Dispatcher, first_line
 from .messages import (
     Done,
@@ -45,11 +45,10 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, nudge_for
+from .nudges import nudge_for
 from .offers import with_send_cue
 from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
-from .result_notes import noted_result
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
@@ -239,7 +238,8 @@ class TurnLoop:
         if self.on_turn is not None:
             self.on_turn()
         watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
-        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch)
+        steps = TurnSteps(self.table, self.dispatcher.ctx, conv.evidence, self.menu, watch, self.settings.nudges)
+        turn = self._turn = TurnState(conv, steps, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
@@ -444,32 +444,8 @@ class TurnLoop:
     # ------------------------------------------------------------ helpers
 
     async def _run_one(self, turn: TurnState, call: ToolCall, results: dict[str, ToolResult]) -> None:
-        tool = self.table.get(call.name)
-        key = call_key(call)
-        reusable = tool is not None and tool.read_only
-        refusal = self.menu.refusal(call.name) if self.menu is not None else None
-        if refusal is None and turn.watch is not None and self.settings.nudges:
-            refusal = guard_call(turn.watch, call, self.dispatcher.ctx)
-        if refusal is not None:  # not run: a deferred tool not loaded yet, or a blind overwrite
-            result = ToolResult(call.id, call.name, refusal, True)
-            evidence = Evidence(call, time.time(), 0.0, "not run", refusal, error=True)
-            self.ui.tool_start(call)
-            self.ui.tool_end(evidence)
-        elif reusable and key in turn.read_cache:
-            result, evidence = turn.read_cache[key]
-            content = REPEATED_CALL if turn.watch and self.settings.nudges else result.content
-            result = ToolResult(call.id, call.name, content, result.is_error)
-            evidence = Evidence(call, evidence.started, 0.0, "reused earlier result", result.content)
-            self.ui.tool_start(call)
-            self.ui.tool_end(evidence)
-        else:
-            result, evidence = await self.dispatcher.dispatch(call)
-            if reusable and not result.is_error:
-                turn.read_cache[key] = (result, evidence)
-            elif not reusable:
-                turn.read_cache.clear()  # something may have changed what reads would see
-        if turn.watch is not None:
-            result = noted_result(turn.watch, key, result, turn.conv.evidence, evidence, self.dispatcher.ctx, not reusable)
+        """One call, through the dispatcher with the turn's steps (refusals, reuse, notes)."""
+        result, evidence = await self.dispatcher.dispatch(call, turn.steps)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
@@ -504,13 +480,14 @@ class TurnState:
     the loop's own state (no one else holds it)."""
 
     conv: Conversation
+    steps: TurnSteps
+    """The turn's steps inside the dispatch pipeline: refusals, reused reads, result notes."""
     start: int = 0
     """Index of this turn's user message in conv.messages."""
     requests: int = 0
     """Model requests of this turn that completed."""
     usage: Usage = field(default_factory=Usage)
     pending: Reply | None = None
-    read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
     unreadable_in_a_row: int = 0
@@ -539,7 +516,8 @@ async def closing_reply(loop: TurnLoop, conv: Conversation, note: str) -> TurnRe
     """One request without tools on the history as it stands, with `note` (a sub-agent a
     budget stopped reports from what it has); the reply ends the history."""
     users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
-    turn = loop._turn = TurnState(conv, start=users[-1] if users else 0)
+    steps = TurnSteps(loop.table, loop.dispatcher.ctx, conv.evidence)  # no calls run here
+    turn = loop._turn = TurnState(conv, steps, start=users[-1] if users else 0)
     try:
         reply = await loop.ask(turn, tools=False, note=note)
     except ProviderError as exc:
@@ -580,10 +558,6 @@ def turn_watch(
     tools = {tool.name: tool.main_arg for tool in table}
     return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
                      find=lambda pattern: occurrences(pattern, ctx))
-
-
-def call_key(call: ToolCall) -> str:
-    return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
 
 
 def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:
