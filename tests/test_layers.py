@@ -9,6 +9,7 @@ packages' `__init__.py`, so a module depends on its parents too.
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from pathlib import Path
 
@@ -21,6 +22,24 @@ LOWER_LAYERS = ("core", "protocol", "tools", "safety", "store", "providers", "mc
 UI_MODULES = ("tether.ui", "prompt_toolkit", "rich")
 # A provider encodes and decodes messages; running tools is the loop's business.
 PROVIDER_FORBIDDEN = ("tether.tools", "tether.core.dispatch")
+
+# What each package (or top-level module) may import from the others: ARCHITECTURE.md's
+# "Layers" table, exactly (a test compares the two).
+LAYERS: dict[str, set[str]] = {
+    "__main__": {"cli"},
+    "cli": {"core", "providers", "runtime", "safety", "store", "ui"},
+    "ui": {"core", "hooks", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
+    "runtime": {"core", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
+    "hooks": {"core", "safety", "store"},
+    "mcp": {"core", "safety", "store"},
+    "skills": {"core", "safety", "store", "tools"},
+    "providers": {"core", "safety", "store"},
+    "protocol": {"core"},
+    "tools": {"core", "safety", "store"},
+    "core": {"protocol", "providers", "safety", "store", "tools"},
+    "safety": {"core", "store"},
+    "store": {"core", "safety", "tools"},
+}
 
 
 def modules_of(root: Path, package: str) -> dict[str, Path]:
@@ -71,6 +90,62 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     return graph
 
 
+def cycle_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the package it needs loaded first, for finding cycles.
+
+    An import of a.b.c needs a.b.c and the packages above it. The importer's own parent
+    packages are left out: they are already loading when it runs, so Python never waits on
+    them (a package's `__init__` importing its own modules is not a cycle). An explicit
+    import of one's own package (`from . import x`) still counts.
+    """
+    modules = modules_of(root, package)
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        own_parents = set(parents(module))
+        deps: set[str] = set()
+        for name in imported_names(module, path, known):
+            deps.add(name)
+            deps.update(p for p in parents(name) if p not in own_parents)
+        graph[module] = {d for d in deps if d in known and d != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in on_stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
 def import_chains(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
     """Everything `start` reaches, each with one import chain that reaches it."""
     chains = {start: [start]}
@@ -111,6 +186,7 @@ def shown(found: dict[str, list[str]]) -> str:
 
 SRC = Path(tether.__file__).parent
 GRAPH = import_graph(SRC, "tether")
+CYCLE_GRAPH = cycle_graph(SRC, "tether")
 
 
 def test_the_graph_sees_the_package() -> None:
@@ -130,10 +206,78 @@ def test_providers_never_reach_tools_or_dispatch() -> None:
     assert not found, "these import chains lead a provider to tools:\n" + shown(found)
 
 
+def layer_of(name: str, package: str) -> str | None:
+    """The layer a dotted name belongs to: the first name under the package (None: the package itself)."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == package and len(parts) > 1 else None
+
+
+def layer_imports(root: Path, package: str) -> dict[tuple[str, str], list[str]]:
+    """(layer, layer it imports) -> the imports that make that edge ("module -> name")."""
+    modules = modules_of(root, package)
+    known = set(modules)
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, path in modules.items():
+        source = layer_of(module, package)
+        for name in sorted(imported_names(module, path, known)):
+            target = layer_of(name, package)
+            if source is not None and target is not None and target != source:
+                edges.setdefault((source, target), []).append(f"{module} -> {name}")
+    return edges
+
+
+def undeclared(edges: dict[tuple[str, str], list[str]], layers: dict[str, set[str]]) -> list[str]:
+    """The imports the table does not allow (a layer missing from it allows nothing)."""
+    return [
+        example
+        for (source, target), examples in sorted(edges.items())
+        if target not in layers.get(source, set())
+        for example in examples
+    ]
+
+
+def unused(edges: dict[tuple[str, str], list[str]], layers: dict[str, set[str]]) -> list[str]:
+    """The table's allowances no import uses: a table that allows more than the code does
+    stops saying what the code does."""
+    return [f"{source} -> {target}" for source, targets in sorted(layers.items())
+            for target in sorted(targets) if (source, target) not in edges]
+
+
+def architecture_layers(text: str) -> dict[str, set[str]]:
+    """ARCHITECTURE.md's "Layers" table: layer -> what it may import."""
+    section = text.split("### Layers", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `([\w]+)` \| (.*?) \|$", section, re.M)
+    return {layer: set(re.findall(r"`(\w+)`", allowed)) for layer, allowed in rows}
+
+
+LAYER_EDGES = layer_imports(SRC, "tether")
+
+
+def test_every_import_between_layers_is_in_the_table() -> None:
+    found = undeclared(LAYER_EDGES, LAYERS)
+    assert not found, "imports the layer table does not allow (ARCHITECTURE.md, Layers):\n" + "\n".join(found)
+
+
+def test_the_table_allows_nothing_the_code_does_not_do() -> None:
+    found = unused(LAYER_EDGES, LAYERS)
+    assert not found, "the layer table allows imports nothing makes (remove them):\n" + "\n".join(found)
+
+
+def test_the_architecture_table_is_the_tested_table() -> None:
+    text = (SRC.parents[1] / "ARCHITECTURE.md").read_text()
+    assert architecture_layers(text) == LAYERS
+
+
 def test_every_module_lives_in_a_layer() -> None:
     """A new module at the top beside the entry points would sit outside every contract."""
     top_level = {m for m in GRAPH if m.count(".") == 1 and (SRC / f"{m.split('.')[1]}.py").exists()}
     assert top_level == {"tether.__main__", "tether.cli", "tether.runtime"}
+
+
+def test_no_import_cycles() -> None:
+    """Modules that import each other cannot be understood, tested or moved one at a time."""
+    found = cycles(CYCLE_GRAPH)
+    assert not found, "these modules import each other:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 # The checker itself, on a package small enough to know every answer.
@@ -210,3 +354,40 @@ def test_checker_counts_a_parent_package_init(tmp_path: Path) -> None:
     }
     found = pkg_violations(tmp_path, files)
     assert found["pkg.core.messages"] == ["pkg.core.messages", "pkg.tools.x", "pkg.tools", "pkg.ui"]
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        # a module and its package's face, the face importing the module: not a cycle
+        ({"__init__.py": "from .a import x\n", "a.py": "x = 1\n"}, []),
+        # two modules importing each other, one inside a function
+        ({"__init__.py": "", "a.py": "from .b import y\n", "b.py": "def f():\n    from .a import x\n"},
+         [["pkg.a", "pkg.b"]]),
+        # under TYPE_CHECKING
+        ({"__init__.py": "", "a.py": "from .b import y\n",
+          "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n"},
+         [["pkg.a", "pkg.b"]]),
+        # through another package's face: importing pkg.t.m runs pkg/t/__init__.py
+        ({"__init__.py": "", "s.py": "from .t.m import y\n", "t/__init__.py": "from ..s import x\n",
+          "t/m.py": ""}, [["pkg.s", "pkg.t"]]),
+        # a module importing its own package's face, which imports it back
+        ({"__init__.py": "from .a import x\n", "a.py": "from . import y\n"}, [["pkg", "pkg.a"]]),
+    ],
+)
+def test_checker_finds_cycles(tmp_path: Path, files: dict[str, str], expected: list[list[str]]) -> None:
+    assert cycles(cycle_graph(write_package(tmp_path, files), "pkg")) == expected
+
+
+def test_layer_checker_finds_an_import_the_table_does_not_allow(tmp_path: Path) -> None:
+    files = {**CLEAN, "core/messages.py": "def later():\n    from ..ui import screen\n"}
+    edges = layer_imports(write_package(tmp_path, files), "pkg")
+    layers = {"ui": {"core"}, "core": set()}
+    assert undeclared(edges, layers) == ["pkg.core.messages -> pkg.ui", "pkg.core.messages -> pkg.ui.screen"]
+    assert unused(edges, {**layers, "core": {"ui", "store"}}) == ["core -> store"]
+    assert undeclared(edges, {"ui": {"core"}, "core": {"ui"}}) == []
+
+
+def test_the_architecture_table_is_read_row_by_row() -> None:
+    text = "### Layers\n\n| layer | may import |\n| --- | --- |\n| `a` | `b`, `c` |\n| `b` |  |\n\n## Next\n| `z` | `y` |\n"
+    assert architecture_layers(text) == {"a": {"b", "c"}, "b": set()}

@@ -16,7 +16,7 @@ from test_cli import run_cli
 from tether.core.dispatch import Dispatcher
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import ToolCall
-from tether.core.nudges import AFTER_FAILURE, EMPTY_REPLY, LOOK_FIRST, NOT_APPLIED, REPEATED_FAILURE
+from tether.core.nudges import AFTER_FAILURE, EMPTY_REPLY, LOOK_FIRST, NOT_APPLIED
 from tether.core.profile import (
     SMALL,
     billions_in_name,
@@ -27,6 +27,7 @@ from tether.core.profile import (
 from tether.core.projectmap import project_map
 from tether.core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
+from tether.core.turn_watch import REPEATED_FAILURE
 from tether.core.ui_protocol import Decision, SilentUI
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
@@ -560,7 +561,7 @@ def test_not_found_suggests_nothing_when_nothing_is_alike(tmp_path: Path) -> Non
 
 
 async def test_the_opening_note_goes_beside_the_request_in_the_first_request_only(tmp_path: Path) -> None:
-    from tether.core.nudges import OPENING_NOTE
+    from tether.core.turn_watch import OPENING_NOTE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), say("It prints 1.")])
     loop, _ = menu_loop(provider, tmp_path)
@@ -627,7 +628,7 @@ async def test_a_blind_overwrite_refusal_shows_no_file_a_deny_rule_or_size_keeps
     tmp_path: Path,
 ) -> None:
     from tether.core.call_guard import SHOW_UNREAD_CHARS, overwrite_refusal
-    from tether.core.nudges import TurnWatch
+    from tether.core.turn_watch import TurnWatch
 
     secret, big = tmp_path / "secret.env", tmp_path / "big.txt"
     secret.write_text("TOKEN=abc\n")

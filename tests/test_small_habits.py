@@ -2077,8 +2077,8 @@ async def test_a_message_that_ends_with_an_offered_call_gets_the_cue_to_send_it(
 
 def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
     from tether.core.messages import Message
-    from tether.core.nudges import TurnWatch
     from tether.core.offers import SEND_CUE, with_send_cue
+    from tether.core.turn_watch import TurnWatch
 
     watch = TurnWatch("rename a to b", show_call=lambda name, args: json.dumps({"name": name, "arguments": args}))
     call_text = watch.offer("edit_file", {"filepath": "x.py"})

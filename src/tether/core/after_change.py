@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 CHANGE_MADE = (
     "Your last call worked: {path} is changed (its result is above). If that is all the request "

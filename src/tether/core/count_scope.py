@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 _COUNTS = re.compile(r"\b(count|how many|number of|tally|total number)\b", re.I)
 _FOLDER = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+)/(?![\w-])")

@@ -1,10 +1,14 @@
-"""The one choke point every tool call crosses.
+"""The one choke point every tool call crosses, refused, reused or run.
 
-validate -> screening hooks (PreToolUse: block or rewrite, the rewrite validated
-again) -> gates (policy, approval) -> before-hooks (the undo snapshot) -> run
-(worker thread, timeout) -> window -> result hooks (PostToolUse: context for the
-model) -> evidence -> after-hooks (auto-commit). Every failure is a ToolResult
-with `is_error`; nothing here raises into the loop except cancellation.
+look up the tool -> the turn's checks (`CallSteps.refusal`: the tool menu, the call
+guards) -> validate -> screening hooks (PreToolUse: block or rewrite, the rewrite
+validated again; they also see a call the turn's checks refused, which then stays
+refused) -> gates (policy, approval) -> an earlier identical read's result
+(`CallSteps.reused`) or before-hooks (the undo snapshot) and run (worker thread,
+timeout) -> window -> result notes (`CallSteps.finished`) -> result hooks
+(PostToolUse: context for the model, after reading what the model will read) ->
+evidence -> after-hooks (auto-commit). Every failure is a ToolResult with
+`is_error`; nothing here raises into the loop except cancellation.
 
 The screening runs before the gates, so the permission rules and the user's
 approval see the arguments that will really run.
@@ -24,7 +28,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
@@ -114,6 +118,25 @@ class ToolHooks(Protocol):
         ...
 
 
+class CallSteps(Protocol):
+    """The steps a turn adds to the pipeline (core/call_steps.py): without them a call is
+    only checked against the table, the hooks and the gates."""
+
+    def refusal(self, call: ToolCall) -> str | None:
+        """Why the call may not run in this turn (a tool not loaded yet, a call guard), or None."""
+        ...
+
+    def reused(self, call: ToolCall) -> str | None:
+        """The text to answer with instead of running the call again (an identical read
+        earlier in the turn), or None to run it."""
+        ...
+
+    def finished(self, call: ToolCall, text: str, evidence: Evidence, ran: bool) -> str:
+        """Told each call's outcome (`call` as the model sent it; `ran`: its handler ran);
+        the notes to add to its result ("" for none)."""
+        ...
+
+
 # ---------------------------------------------------------------- dispatcher
 
 
@@ -124,6 +147,8 @@ class _Outcome(NamedTuple):
     is_error: bool
     ran: bool
     """Whether the handler was started (no PostToolUse hook runs for a call that never ran)."""
+    reused: bool = False
+    """The text is an earlier identical read's, not a new run."""
 
 
 @dataclass
@@ -149,23 +174,22 @@ class Dispatcher:
     """Where a too-long result of a tool with `keeps_full_result` is saved whole."""
     _approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
-    async def dispatch(self, call: ToolCall) -> tuple[ToolResult, Evidence]:
+    async def dispatch(self, call: ToolCall, steps: CallSteps | None = None) -> tuple[ToolResult, Evidence]:
         started = time.time()
         self.ui.tool_start(call)
         tool = self.table.get(call.name)
         token = CURRENT_CALL.set(call)
         asked = _Asked()
         try:
-            ran, output, is_error, started_handler = await self._checked_run(call, tool, asked)
+            outcome = await self._checked_run(call, tool, asked, steps)
         finally:
             CURRENT_CALL.reset(token)
+        ran, output, is_error = outcome.call, outcome.output, outcome.is_error
         # Results enter the history here: text UTF-8 cannot encode (a file name that
         # is not UTF-8) is escaped once, with a note, so the model knows what it sees.
         text = self._windowed(call.name, tool, cleaned_with_note(output.text))
         if ran is not call:
             text += f"\n[A hook changed the arguments; what ran was: {ran.arguments}]"
-        if tool is not None and self.hooks is not None and started_handler:
-            text += cleaned_with_note(await self.hooks.after_result(ran, tool, text, is_error))
         evidence = Evidence(
             call=ran,
             started=started,
@@ -177,15 +201,27 @@ class Dispatcher:
             details=output.details,
             changed_paths=() if is_error else tuple(str(p) for p in output.changed_paths),
         )
-        if not is_error and tool is not None:
+        if steps is not None:
+            text += steps.finished(call, text, evidence, outcome.ran and not outcome.reused)
+        if tool is not None and self.hooks is not None and outcome.ran:
+            text += cleaned_with_note(await self.hooks.after_result(ran, tool, text, is_error))
+        evidence = replace(evidence, result=text)
+        if not is_error and tool is not None and not outcome.reused:
             self._after(ran, tool, output)
         self.ui.tool_end(evidence)
         return ToolResult(call.id, call.name, text, is_error), evidence
 
-    async def _checked_run(self, call: ToolCall, tool: Tool | None, asked: _Asked) -> _Outcome:
+    async def _checked_run(
+        self, call: ToolCall, tool: Tool | None, asked: _Asked, steps: CallSteps | None
+    ) -> _Outcome:
         if tool is None:
             names = ", ".join(self.table.names())
             return _refused(call, f"Unknown tool '{call.name}'. Available tools: {names}.", "unknown tool")
+        turn_refusal = steps.refusal(call) if steps is not None else None
+        if turn_refusal is not None:
+            if self.hooks is not None:
+                await self.hooks.screen(call, tool)  # seen, and logged if a hook wants; refused anyway
+            return _refused(call, turn_refusal, "not run")
         args, problem = self._validate(call, tool)
         if problem:
             return _refused(call, problem, "invalid arguments")
@@ -195,6 +231,9 @@ class Dispatcher:
         refusal = await self._gate(call, tool, asked)
         if refusal:
             return _refused(call, refusal, "blocked")
+        earlier = steps.reused(call) if steps is not None else None
+        if earlier is not None:
+            return _Outcome(call, ToolOutput(earlier, summary="reused earlier result"), False, ran=True, reused=True)
         self._before(call, tool)
         output, is_error = await self._run(tool, args)
         return _Outcome(call, output, is_error, ran=True)

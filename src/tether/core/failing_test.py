@@ -24,7 +24,7 @@ from .reply_shapes import file_text, is_question, is_test_path, leaves_tests
 from .toolspec import ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 FAILING_UNREAD = (
     "\n\nThe failing test calls {name} from {module}, which you have not read yet{keep}. "

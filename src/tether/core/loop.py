@@ -27,8 +27,8 @@ from ..protocol import (
 )
 from ..protocol.callstop import CallStop
 from ..providers.base import Provider, ProviderError, RequestOptions
-from .call_guard import guard_call
-from .dispatch import Dispatcher
+from .call_steps import TurnSteps
+from .dispatch import Dispatcher, first_line
 from .messages import (
     Done,
     Event,
@@ -45,15 +45,15 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import REPEATED_CALL, TurnWatch
+from .nudges import nudge_for
 from .offers import with_send_cue
 from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
-from .result_notes import noted_result
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
-from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
+from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
+from .turn_watch import TurnWatch
 from .ui_protocol import UI, RequestEvents, show_checks
 
 ProtocolMode = Literal["native", "text"]
@@ -232,13 +232,14 @@ class TurnLoop:
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.evidence = []
-        refused = await submit_prompt(self.hooks, conv, user_text, self.ui)
-        if refused is not None:
-            return refused
+        refusal = await submit_prompt(self.hooks, conv.messages, user_text, self.ui)
+        if refusal:
+            return TurnResult("", "blocked", 0, Usage(), [], error=refusal)
         if self.on_turn is not None:
             self.on_turn()
         watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
-        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch)
+        steps = TurnSteps(self.table, self.dispatcher.ctx, conv.evidence, self.menu, watch, self.settings.nudges)
+        turn = self._turn = TurnState(conv, steps, start=len(conv.messages) - 1, watch=watch)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
@@ -247,9 +248,9 @@ class TurnLoop:
                 parsed = self.parse(reply)
                 if not parsed.calls and not parsed.errors:
                     nudging = watch if self.settings.nudges else None
-                    nudge = nudging.nudge(parsed.text, reply.result_first) if nudging else None
+                    nudge = nudge_for(nudging, parsed.text, reply.result_first) if nudging else None
                     if nudge is None:
-                        result = await conclude(self, turn, reply, parsed)
+                        result = await self.conclude(turn, reply, parsed)
                         if result is not None:
                             return result
                         continue  # a Stop hook keeps the turn going
@@ -390,8 +391,29 @@ class TurnLoop:
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
+    async def conclude(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> TurnResult | None:
+        """The turn's answer, unless a Stop hook's reason to go on becomes the next message
+        (None); checked, and with feedback on, corrected once in a tool-free request."""
+        reason = await stop_reason(self.hooks, parsed.text, turn.stop_holds)
+        if reason:
+            turn.stop_holds += 1
+            turn.conv.messages += [assistant_message(parsed, reply, self.settings), Message.user(reason)]
+            self.ui.notice(f"Stop hook: {first_line(reason)}")
+            return None
+        text = parsed.text
+        checks = self.checks_of(turn, text)
+        if checks and self.settings.answer_check_feedback:
+            turn.conv.messages.append(Message("assistant", [Text(text or "(empty reply)")]))
+            self.ui.notice(f"answer checks: {len(checks)} problem(s); asking for a corrected answer")
+            reply = await self.ask(turn, tools=False, note=correction_note(checks))
+            text = self.parse(reply).text
+            checks = self.checks_of(turn, text)
+        return self.finish(turn, reply, text, checks=checks)
+
     def checks_of(self, turn: TurnState, text: str) -> list[str]:
-        return answer_problems(text, turn, self.table) if self.settings.answer_checks else []
+        if not self.settings.answer_checks:
+            return []
+        return answer_problems(text, turn.conv.evidence, turn.conv.messages, turn.start, self.table)
 
     def finish(self, turn: TurnState, reply: Reply, text: str, stop: str | None = None,
                checks: list[str] | None = None) -> TurnResult:
@@ -422,32 +444,8 @@ class TurnLoop:
     # ------------------------------------------------------------ helpers
 
     async def _run_one(self, turn: TurnState, call: ToolCall, results: dict[str, ToolResult]) -> None:
-        tool = self.table.get(call.name)
-        key = call_key(call)
-        reusable = tool is not None and tool.read_only
-        refusal = self.menu.refusal(call.name) if self.menu is not None else None
-        if refusal is None and turn.watch is not None and self.settings.nudges:
-            refusal = guard_call(turn.watch, call, self.dispatcher.ctx)
-        if refusal is not None:  # not run: a deferred tool not loaded yet, or a blind overwrite
-            result = ToolResult(call.id, call.name, refusal, True)
-            evidence = Evidence(call, time.time(), 0.0, "not run", refusal, error=True)
-            self.ui.tool_start(call)
-            self.ui.tool_end(evidence)
-        elif reusable and key in turn.read_cache:
-            result, evidence = turn.read_cache[key]
-            content = REPEATED_CALL if turn.watch and self.settings.nudges else result.content
-            result = ToolResult(call.id, call.name, content, result.is_error)
-            evidence = Evidence(call, evidence.started, 0.0, "reused earlier result", result.content)
-            self.ui.tool_start(call)
-            self.ui.tool_end(evidence)
-        else:
-            result, evidence = await self.dispatcher.dispatch(call)
-            if reusable and not result.is_error:
-                turn.read_cache[key] = (result, evidence)
-            elif not reusable:
-                turn.read_cache.clear()  # something may have changed what reads would see
-        if turn.watch is not None:
-            result = noted_result(turn.watch, key, result, turn.conv.evidence, evidence, self.dispatcher.ctx, not reusable)
+        """One call, through the dispatcher with the turn's steps (refusals, reuse, notes)."""
+        result, evidence = await self.dispatcher.dispatch(call, turn.steps)
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
@@ -479,16 +477,17 @@ def system_message(text: str, previous: Message | None) -> Message:
 @dataclass
 class TurnState:
     """One turn in progress: its conversation, requests, usage and what the nudges watch;
-    the loop's and turn_end's shared state (no one else holds it)."""
+    the loop's own state (no one else holds it)."""
 
     conv: Conversation
+    steps: TurnSteps
+    """The turn's steps inside the dispatch pipeline: refusals, reused reads, result notes."""
     start: int = 0
     """Index of this turn's user message in conv.messages."""
     requests: int = 0
     """Model requests of this turn that completed."""
     usage: Usage = field(default_factory=Usage)
     pending: Reply | None = None
-    read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
     unreadable_in_a_row: int = 0
@@ -517,7 +516,8 @@ async def closing_reply(loop: TurnLoop, conv: Conversation, note: str) -> TurnRe
     """One request without tools on the history as it stands, with `note` (a sub-agent a
     budget stopped reports from what it has); the reply ends the history."""
     users = [i for i, m in enumerate(conv.messages) if m.role == "user"]
-    turn = loop._turn = TurnState(conv, start=users[-1] if users else 0)
+    steps = TurnSteps(loop.table, loop.dispatcher.ctx, conv.evidence)  # no calls run here
+    turn = loop._turn = TurnState(conv, steps, start=users[-1] if users else 0)
     try:
         reply = await loop.ask(turn, tools=False, note=note)
     except ProviderError as exc:
@@ -558,10 +558,6 @@ def turn_watch(
     tools = {tool.name: tool.main_arg for tool in table}
     return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
                      find=lambda pattern: occurrences(pattern, ctx))
-
-
-def call_key(call: ToolCall) -> str:
-    return call.name + "\0" + json.dumps(call.arguments, sort_keys=True, default=str)
 
 
 def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:

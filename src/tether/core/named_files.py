@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .reply_shapes import CHANGE_WORDS, is_question, is_test_path
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 NAMED_UNCHANGED = (
     "The request also names {paths}, which you have not changed in this turn. If the request "

@@ -9,18 +9,11 @@ sent at most once per turn, and a nudge never makes a call: the model decides.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from .after_change import change_made
-from .answer_checks import COUNT_WORDS, LINE_PREFIXES, PASS_CLAIM, RAN_CLAIM
+from .answer_checks import PASS_CLAIM, RAN_CLAIM
 from .count_scope import count_file_nudge, count_scope_nudge
-from .derived_numbers import SeenNumbers
-from .dispatch import first_line
-from .messages import Evidence, ToolCall
 from .named_files import named_unchanged_nudge
 from .offers import next_guess, told_to_open, unseen_number_nudge
 from .renames import rename_left_nudge
@@ -29,7 +22,6 @@ from .reply_shapes import (
     CHANGE_WORDS,
     NUMBERED_STEPS,
     RUN_VERBS,
-    RUN_WORDS,
     asks_for_number,
     asks_for_value,
     gives_number,
@@ -44,11 +36,8 @@ from .reply_shapes import (
     value_search_pattern,
 )
 from .shown_code import function_fix_nudge, version_nudge
+from .turn_watch import SHORT_CHAT, TurnWatch
 
-OPENING_NOTE = (
-    "(Do this yourself with the tools, one call at a time. Look at the files first; never "
-    "guess. Reply with a tool call now.)"
-)
 LOOK_FIRST = (
     "You have not looked at anything yet. Check first: use list_dir, read_file or "
     "search_in_file (or run_cmd) to see the files, then act. Do not guess."
@@ -111,11 +100,6 @@ UNCHECKED = (
     "You changed {path} but have not run anything since. Check your work first: run it, or "
     "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
 )
-CODE_SUFFIXES = frozenset({
-    ".py", ".js", ".mjs", ".ts", ".sh", ".bash", ".rb", ".go", ".rs", ".java", ".kt", ".c",
-    ".h", ".cc", ".cpp", ".cs", ".php", ".pl", ".lua", ".swift", ".r", ".jl",
-})
-"""Files whose change is worth running before the answer (a config value needs no run)."""
 NAMED_NOT_CALLED = (
     "Your reply names {tool} but makes no call, so nothing ran: a tool runs only when your "
     "reply is the call itself.{question} {form}If the task is done, give the final answer in "
@@ -148,8 +132,6 @@ REPEATED_CALL = (
 )
 MAX_EMPTY_OFFERS = 3
 """The most calls an empty reply is given again in one turn (each a different call)."""
-MAX_WAITING_NUDGES = 8
-"""The most times a turn is told a program still waits (each after new input went to it)."""
 CLAIMED_RUN = (
     "Your answer says it ran, but no command ran in this turn: nothing was run, so its "
     "output is not known. Run it with run_cmd, then answer from what it prints."
@@ -158,28 +140,9 @@ UNRUN_ANSWER = (
     "The request asks you to run it, but no command ran in this turn, so this answer is not "
     "from its output. Run it with run_cmd, then answer from what it prints."
 )
-REPEATED_FAILURE = (
-    "\n(Note: this is the same call that already failed. Repeating it will not help: "
-    "change the arguments or do something else.)"
-)
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
 _ACTION_WORDS = re.compile(rf"\b({CHANGE_VERBS}|{RUN_VERBS})\b", re.I)
-_ANY_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,_]*\d)?(?:\.\d+)?(?![\w])")
-_SAYS_LINE = re.compile(r"\blines?\b", re.I)
-_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
-_REPLY_KEPT = frozenset({"apply"})
-SEEN_TEXT_CAP = 400_000
-_SHORT_CHAT = 3
-"""A request of fewer words than this (a greeting, "thanks") needs no looking."""
-
-
-def failed(evidence: Evidence) -> bool:
-    """The call failed, or what it ran did (a non-zero exit, a timeout)."""
-    summary = evidence.summary
-    return evidence.error or summary == "timed out" or (
-        summary.startswith("exit ") and not summary.startswith("exit 0")
-    )
 
 
 def _named_call(text: str, tools: dict[str, str | None]) -> tuple[str, str | None] | None:
@@ -252,13 +215,6 @@ def waiting_answer(watch: TurnWatch, text: str) -> str:
         return ""
     call = watch.offer("send_input", {"session": watch.waiting, "text": value})
     return WAITING_ANSWER.format(prompt=prompt, value=value, call=call)
-
-
-def waiting_prompt(result: str) -> str:
-    """The question a waiting program asked last: the last line of its output above the
-    status line ("Your guess:")."""
-    lines = [line for line in result.splitlines() if line.strip() and not line.startswith("[")]
-    return lines[-1] if lines else ""
 
 
 def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
@@ -337,250 +293,89 @@ def requested_run(watch: TurnWatch) -> tuple[str, str] | None:
     return script, watch.offer("run_cmd", {"command": run_command(script)})
 
 
-@dataclass
-class TurnWatch:
-    """What one turn has done so far, and which nudges it has had."""
+def nudge_for(watch: TurnWatch, reply_text: str, result_first: bool = False) -> str | None:
+    """The message to send instead of ending the turn on this reply, or None.
+    `result_first`: the reply began with a tool result (see loop.began_with_result)."""
+    message = _pick(watch, reply_text.strip(), result_first)
+    if message is not None:
+        watch.nudged.append(message)
+    return message
 
-    request: str
-    sent: set[str] = field(default_factory=set)
-    calls: int = 0
-    acted: bool = False
-    """A file tool changed something, or a command ran and succeeded."""
-    last_failure: str | None = None
-    failures: dict[str, str] = field(default_factory=dict)
-    """call key -> first line of its failed result."""
-    seen: list[str] = field(default_factory=list)
-    """The results of this turn's calls (capped), to tell a number that was looked up from
-    one that was made up."""
-    seen_chars: int = 0
-    read_paths: set[Path] = field(default_factory=set)
-    touched: dict[Path, str] = field(default_factory=dict)
-    """Files read or edited this turn (resolved path -> as the model named it)."""
-    warned_paths: set[Path] = field(default_factory=set)
-    unchecked: str | None = None
-    """The code file changed last since the last command that ran (None: checked or none)."""
-    last_kind: str = ""
-    """The kind of the last nudge sent ("look", "empty", "failure", "apply", "check", "unseen")."""
-    tools: dict[str, str | None] = field(default_factory=dict)
-    """The tools on offer and each one's main argument, to tell a call written as prose."""
-    show_call: Callable[[str, dict[str, str]], str] | None = None
-    """Renders a call as the protocol in use writes it (for the named-not-called nudge)."""
-    shrink_warned: set[Path] = field(default_factory=set)
-    root: Path | None = None
-    """The project root, to tell a path the reply names from one it made up."""
-    last_call: ToolCall | None = None
-    """The turn's last call, when it worked."""
-    last_search: dict[str, str] | None = None
-    """The arguments of this turn's last search_in_file that worked."""
-    written: set[str] = field(default_factory=set)
-    """The paths write_file and edit_file changed this turn, as the calls named them."""
-    find: Callable[[str], str] | None = None
-    """The project's lines that match a pattern, by the search tool and under its rules
-    ("path:line: text" lines, "" for none)."""
-    commands: set[str] = field(default_factory=set)
-    """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
-    waiting: str | None = None
-    """The session of the last command that is still waiting for input (None: none is)."""
-    waiting_prompt: str = ""
-    """What that program asked last (the last line of its output)."""
-    answered: bool = True
-    """Input went to a program since the last waiting nudge (or none was sent yet)."""
-    waiting_nudges: int = 0
-    nudged: list[str] = field(default_factory=list)
-    """The nudges sent this turn (a reply that repeats one is no answer)."""
-    offered: str = ""
-    """The call the last nudge wrote out for the model to send ("": none, or it has called since)."""
-    reply_text: str = ""
-    """The text of the reply whose calls are running (a refusal can answer what it showed)."""
-    last_warned: bool = False
-    """The last call's result carries a tool's warning (broken Python, a missing import, ...)."""
-    last_note: str = ""
-    """What the harness added to the last call's result (result_notes)."""
-    unseen_at: int = 0
-    """How many calls had run when the unseen-number nudge was sent."""
 
-    def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
-        """Record one finished call (`key`: its name and arguments)."""
-        self.calls += 1
-        self.offered = ""
-        self.last_call = evidence.call if not failed(evidence) else None
-        if self.seen_chars < SEEN_TEXT_CAP:
-            # the call's own arguments count as seen: a number in a path it named
-            # (notes/meeting-2024-04-18.txt) was not made up
-            seen = " ".join(str(v) for v in evidence.call.arguments.values()) + "\n" + evidence.result
-            self.seen.append(seen)
-            self.seen_chars += len(seen)
-        if evidence.command is not None:
-            waits = evidence.command.state == "waiting_for_input"
-            self.waiting = evidence.command.session if waits else None
-            self.waiting_prompt = waiting_prompt(evidence.result) if waits else ""
-            self.answered = self.answered or evidence.call.name == "send_input"
-        if evidence.call.name == "run_cmd":
-            self.commands.add(str(evidence.call.arguments.get("command", "")).strip())
-        if failed(evidence):
-            self.last_failure = first_line(evidence.result, 160) or evidence.summary
-            self.failures[key] = self.last_failure
-            return
-        self.last_failure, self.last_warned = None, "\nWarning: " in evidence.result
-        self.acted = self.acted or changes_things
-        tool = evidence.call.name
-        if tool == "run_cmd":
-            self.unchecked = None
-        elif tool == "search_in_file":
-            self.last_search = {k: str(v) for k, v in evidence.call.arguments.items()}
-        elif tool in ("write_file", "edit_file"):
-            path = evidence.call.arguments.get("filepath")
-            if isinstance(path, str):
-                self.written.add(os.path.normpath(path))
-            if isinstance(path, str) and Path(path).suffix.lower() in CODE_SUFFIXES:
-                self.unchecked = path
-
-    def saw_read(self, path: Path, shown: str) -> None:
-        self.read_paths.add(path)
-        self.touched[path] = shown
-
-    def repeat_note(self, key: str, evidence: Evidence) -> str:
-        """The note for a result when this exact call had already failed (once per turn)."""
-        if key in self.failures and failed(evidence) and self.once("repeat"):
-            return REPEATED_FAILURE
-        return ""
-
-    def opening_note(self) -> str:
-        """The reminder sent beside the request in the turn's first request ("" for chat)."""
-        return OPENING_NOTE if len(self.request.split()) >= _SHORT_CHAT else ""
-
-    def nudge(self, reply_text: str, result_first: bool = False) -> str | None:
-        """The message to send instead of ending the turn on this reply, or None.
-        `result_first`: the reply began with a tool result (see loop.began_with_result)."""
-        message = self._pick(reply_text.strip(), result_first)
-        if message is not None:
-            self.nudged.append(message)
+def _pick(watch: TurnWatch, text: str, result_first: bool) -> str | None:
+    if echoes(text, watch.nudged):
+        return ECHOED if watch.once("echo") else None
+    if not text:
+        return empty_reply_nudge(watch, result_first)
+    shown = shown_command_nudge(watch, text)
+    if shown is not None:
+        return shown
+    if watch.calls == 0 and len(watch.request.split()) >= SHORT_CHAT and watch.once("look"):
+        return LOOK_FIRST
+    if watch.still_waiting():
+        return STILL_WAITING.format(session=watch.waiting) + (waiting_answer(watch, text) or next_guess(watch))
+    if watch.waiting is not None and "played" not in watch.sent:  # once, even with no answer since
+        played = waiting_answer(watch, text)
+        if played and watch.once("played"):
+            return PLAYED.format(session=watch.waiting) + played
+    scoped = count_scope_nudge(watch) or count_file_nudge(watch)
+    if scoped is not None:
+        return scoped
+    version = version_nudge(watch, text) or function_fix_nudge(watch, text)
+    if version is not None:
+        return version
+    if watch.last_failure is not None and watch.once("failure"):
+        return AFTER_FAILURE.format(error=watch.last_failure)
+    left = rename_left_nudge(watch) or claimed_run_nudge(watch, text)
+    if left is not None:
+        return left
+    named = _named_call(text, watch.tools)
+    if named is not None and watch.once("named"):
+        return _named_not_called(watch, *named)
+    told = told_to_open(watch, text)
+    if told is not None:
+        return told
+    if not watch.acted and _shows_instead_of_doing(watch, text) and watch.once("apply"):
+        return not_run(watch) if watch.asks_to_run() else NOT_APPLIED
+    unrun = claimed_run_nudge(watch, text, plain=True)
+    if unrun is not None:
+        return unrun
+    untouched = named_unchanged_nudge(watch)
+    if untouched is not None:
+        return untouched
+    if watch.unchecked is not None and watch.once("check"):
+        return UNCHECKED.format(path=watch.unchecked)
+    valued = name_not_value_nudge(watch, text)
+    if valued is not None:
+        return valued
+    unseen = watch.unseen_number(text)
+    if unseen is not None and (message := unseen_number_nudge(watch, unseen)) is not None:
         return message
+    if watch.calls and asks_for_number(watch.request) and not gives_number(text, watch.request) and watch.once("no_number"):
+        return NO_NUMBER
+    return None
 
-    def _pick(self, text: str, result_first: bool) -> str | None:
-        if echoes(text, self.nudged):
-            return ECHOED if self.once("echo") else None
-        if not text:
-            return empty_reply_nudge(self, result_first)
-        shown = shown_command_nudge(self, text)
-        if shown is not None:
-            return shown
-        if self.calls == 0 and len(self.request.split()) >= _SHORT_CHAT and self.once("look"):
-            return LOOK_FIRST
-        if self.still_waiting():
-            return STILL_WAITING.format(session=self.waiting) + (waiting_answer(self, text) or next_guess(self))
-        if self.waiting is not None and "played" not in self.sent:  # once, even with no answer since
-            played = waiting_answer(self, text)
-            if played and self.once("played"):
-                return PLAYED.format(session=self.waiting) + played
-        scoped = count_scope_nudge(self) or count_file_nudge(self)
-        if scoped is not None:
-            return scoped
-        version = version_nudge(self, text) or function_fix_nudge(self, text)
-        if version is not None:
-            return version
-        if self.last_failure is not None and self.once("failure"):
-            return AFTER_FAILURE.format(error=self.last_failure)
-        left = rename_left_nudge(self) or claimed_run_nudge(self, text)
-        if left is not None:
-            return left
-        named = _named_call(text, self.tools)
-        if named is not None and self.once("named"):
-            return self._named_not_called(*named)
-        told = told_to_open(self, text)
-        if told is not None:
-            return told
-        if not self.acted and self._shows_instead_of_doing(text) and self.once("apply"):
-            return not_run(self) if self.asks_to_run() else NOT_APPLIED
-        unrun = claimed_run_nudge(self, text, plain=True)
-        if unrun is not None:
-            return unrun
-        untouched = named_unchanged_nudge(self)
-        if untouched is not None:
-            return untouched
-        if self.unchecked is not None and self.once("check"):
-            return UNCHECKED.format(path=self.unchecked)
-        valued = name_not_value_nudge(self, text)
-        if valued is not None:
-            return valued
-        unseen = self.unseen_number(text)
-        if unseen is not None and (message := unseen_number_nudge(self, unseen)) is not None:
-            return message
-        if self.calls and asks_for_number(self.request) and not gives_number(text, self.request) and self.once("no_number"):
-            return NO_NUMBER
-        return None
 
-    def offer(self, tool: str, arguments: dict[str, str]) -> str:
-        """A call written out in the protocol's form for the model to send (remembered until
-        it makes a call, for a reply that comes back empty)."""
-        assert self.show_call is not None
-        self.offered = self.show_call(tool, arguments)
-        return self.offered
+def _named_not_called(watch: TurnWatch, tool: str, value: str | None) -> str:
+    main_arg = watch.tools.get(tool)
+    form = ""
+    if tool == "send_input" and value and watch.waiting is None and looks_like_command(value):
+        if watch.show_call is not None and "run_cmd" in watch.tools:
+            return START_FIRST.format(call=watch.offer("run_cmd", {"command": value}))
+    if value is not None and main_arg and watch.show_call is not None:
+        form = NAMED_FORM.format(call=watch.offer(tool, {main_arg: value}))
+    question = FIND_IT_YOURSELF if is_question(watch.request) else ""
+    return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
-    def still_waiting(self) -> bool:
-        """Whether to say the program still waits. Unlike the other nudges this one may come
-        again in a turn, but only after the model answered the program since the last one (a
-        guessing game takes several answers), so it cannot repeat without progress."""
-        if self.waiting is None or not self.answered or self.waiting_nudges >= MAX_WAITING_NUDGES:
-            return False
-        self.answered, self.waiting_nudges, self.last_kind = False, self.waiting_nudges + 1, "waiting"
-        return True
 
-    def _named_not_called(self, tool: str, value: str | None) -> str:
-        main_arg = self.tools.get(tool)
-        form = ""
-        if tool == "send_input" and value and self.waiting is None and looks_like_command(value):
-            if self.show_call is not None and "run_cmd" in self.tools:
-                return START_FIRST.format(call=self.offer("run_cmd", {"command": value}))
-        if value is not None and main_arg and self.show_call is not None:
-            form = NAMED_FORM.format(call=self.offer(tool, {main_arg: value}))
-        question = FIND_IT_YOURSELF if is_question(self.request) else ""
-        return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
-
-    def unseen_number(self, text: str, bare: bool = False) -> str | None:
-        """A number the answer states that neither the request nor any result of this turn
-        showed, nor could be worked out from what they showed (`derived_numbers`: a unit
-        conversion, a sum, a percentage, a small count, a year), and that is no count of
-        things it names ("14 files"); None when every one may be honest. `bare`: the text is
-        a file's content, checked even before any call."""
-        if self.calls == 0 and not bare:
-            return None  # look_first covers an answer given without looking
-        known = self.request + "\n" + "\n".join(self.seen)
-        if not _SAYS_LINE.search(text):  # "3" from the `3| MAX = 4` of a file is no value
-            known = LINE_PREFIXES.sub("", known)
-        seen = SeenNumbers(m.group() for m in _ANY_NUMBER.finditer(known))
-        stated = _LIST_MARKER.sub("", text)
-        for m in _ANY_NUMBER.finditer(stated):
-            after = stated[m.end():]
-            if not (seen.explains(m.group(), after) or COUNT_WORDS.match(after)):
-                return m.group()
-        return None
-
-    def _shows_instead_of_doing(self, text: str) -> bool:
-        """The reply shows or describes a change the request asked for. A question asks for
-        none: an answer that quotes the code in a fence is an answer (nudging it made the
-        model "apply" its answer to the file it quoted)."""
-        if is_question(self.request):
-            return False
-        return bool(
-            _FENCED_CODE.search(text)
-            or NUMBERED_STEPS.search(text + "\n")
-            or _ACTION_WORDS.search(self.request)
-        )
-
-    def asks_to_run(self) -> bool:
-        """The request asks to run something and asks for no change to the files."""
-        return bool(RUN_WORDS.search(self.request)) and not CHANGE_WORDS.search(self.request)
-
-    def keeps_reply(self) -> bool:
-        """Whether the reply the last nudge answers is worth keeping in the history. A wrong
-        answer kept there anchors a small model, which repeats it; a fix shown in prose is
-        kept, so the model can apply what it wrote."""
-        return self.last_kind in _REPLY_KEPT
-
-    def once(self, kind: str) -> bool:
-        if kind in self.sent:
-            return False
-        self.sent.add(kind)
-        self.last_kind = kind
-        return True
+def _shows_instead_of_doing(watch: TurnWatch, text: str) -> bool:
+    """The reply shows or describes a change the request asked for. A question asks for
+    none: an answer that quotes the code in a fence is an answer (nudging it made the
+    model "apply" its answer to the file it quoted)."""
+    if is_question(watch.request):
+        return False
+    return bool(
+        _FENCED_CODE.search(text)
+        or NUMBERED_STEPS.search(text + "\n")
+        or _ACTION_WORDS.search(watch.request)
+    )

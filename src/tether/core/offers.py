@@ -17,7 +17,7 @@ from .reply_shapes import NUMBERED_STEPS
 from .seen_values import seen_values
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 SEND_CUE = "Send that call now."
 _STEP_NOTE = re.compile(r"\s*\(Note: \d+ of \d+ tool round trips used\.[^()]*\)\s*")

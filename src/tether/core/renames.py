@@ -13,7 +13,7 @@ from .messages import Evidence
 from .toolspec import ToolContext, ToolError
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 RENAME_LEFT = (
     "The old name {old} is still in the project, so the rename is not done:\n{places}\n"

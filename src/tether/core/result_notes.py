@@ -6,14 +6,14 @@ from typing import TYPE_CHECKING
 
 from .failing_test import failing_test_note
 from .guessing import guess_range_note
-from .messages import Evidence, ToolResult
+from .messages import Evidence
 from .renames import rename_progress_note
 from .script_args import unread_arguments_note
 from .toolspec import ToolContext
 from .usage_fix import usage_fix_note
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 
 def result_notes(watch: TurnWatch, earlier: list[Evidence], last: Evidence, ctx: ToolContext) -> str:
@@ -29,12 +29,11 @@ def result_notes(watch: TurnWatch, earlier: list[Evidence], last: Evidence, ctx:
     )
 
 
-def noted_result(watch: TurnWatch, key: str, result: ToolResult, earlier: list[Evidence], last: Evidence,
-                 ctx: ToolContext, changes_things: bool) -> ToolResult:
-    """`result` of the turn's `last` call with the repeat note and the result notes added, after
-    the watch has seen the call (a note may offer a call: it must come after)."""
+def result_note(watch: TurnWatch, key: str, earlier: list[Evidence], last: Evidence,
+                ctx: ToolContext, changes_things: bool) -> str:
+    """The repeat note and the result notes for the turn's `last` call, after the watch has
+    seen the call (a note may offer a call: it must come after)."""
     note = watch.repeat_note(key, last)
     watch.saw(key, last, changes_things)
     watch.last_note = result_notes(watch, earlier, last, ctx)
-    note += watch.last_note
-    return ToolResult(result.call_id, result.name, result.content + note, result.is_error)
+    return note + watch.last_note

@@ -19,7 +19,7 @@ from ..tools._paths import is_inside_root
 from .messages import Evidence
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 NO_ARGUMENTS = (
     "\nWarning: {script} reads no command-line arguments (sys.argv or argparse), but the request "

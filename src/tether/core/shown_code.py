@@ -31,7 +31,7 @@ from .reply_shapes import (
 )
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 _PYTHON_LABELS = frozenset({"python", "py", ""})
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", re.M)

@@ -13,16 +13,13 @@ import functools
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
 from ..safety.paths import resolve_user_path
 from .messages import CommandStatus, Message
 from .project_files import ProjectFiles
-
-if TYPE_CHECKING:
-    from ..store.keys import SecretFiles
 
 CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar(
     "tether_conversation", default=()
@@ -39,6 +36,18 @@ SECRETS_REFUSED = (
     "tether's saved keys (credentials.json in its state directory) are never read or "
     "written through a tool"
 )
+
+
+class SecretGuard(Protocol):
+    """tether's saved keys, as a tool sees them (store.keys.SecretFiles is the one in use)."""
+
+    def is_secret(self, resolved: str) -> bool:
+        """True for a resolved path that is a saved key, by name or by identity."""
+        ...
+
+    def identities(self) -> set[tuple[int, int]]:
+        """(device, inode) of every saved key there now."""
+        ...
 
 
 class ToolError(Exception):
@@ -64,7 +73,7 @@ class ToolContext:
 
     root: Path
     notice: Callable[[str], None] = lambda message: None
-    secrets: SecretFiles | None = None
+    secrets: SecretGuard | None = None
     """tether's saved keys: no path a tool resolves may be one of them, no file it reads either."""
     may_read: Callable[[Path], bool] = lambda path: True
     """Whether the deny rules let a tool read a file it found by itself (a search walking a

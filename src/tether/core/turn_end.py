@@ -7,16 +7,13 @@ The loop calls these as named steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from .answer_checks import check_answer
 from .answer_facts import gather_facts
-from .messages import Message, Usage
+from .messages import Evidence, Message
 from .toolspec import ToolTable
 from .ui_protocol import UI
-
-if TYPE_CHECKING:
-    from .loop import Conversation, ParseResult, Reply, TurnLoop, TurnResult, TurnState
 
 CHECKS_NOTE = (
     "Checks of your answer against this turn's tool results found problems:\n{found}\n"
@@ -46,20 +43,16 @@ class TurnHooks(Protocol):
         ...
 
 
-async def submit_prompt(
-    hooks: TurnHooks | None, conv: Conversation, text: str, ui: UI
-) -> TurnResult | None:
-    """The UserPromptSubmit hooks on `text`: the result of a refused request (told to `ui`),
-    else None once the request, with any context the hooks gave, is in the history."""
+async def submit_prompt(hooks: TurnHooks | None, messages: list[Message], text: str, ui: UI) -> str:
+    """The UserPromptSubmit hooks on `text`: why the request is refused (told to `ui`), else
+    "" once the request, with any context the hooks gave, is in `messages`."""
     screening = await hooks.prompt_submitted(text) if hooks is not None else PromptScreening()
     if screening.refusal:
-        from .loop import TurnResult  # the loop imports this module
-
         ui.notice(f"A UserPromptSubmit hook blocked the request: {screening.refusal}", "warning")
-        return TurnResult("", "blocked", 0, Usage(), [], error=screening.refusal)
+        return screening.refusal
     context = f"\n\n[Context from a hook]\n{screening.context}" if screening.context else ""
-    conv.messages.append(Message.user(text + context))
-    return None
+    messages.append(Message.user(text + context))
+    return ""
 
 
 async def stop_reason(hooks: TurnHooks | None, answer: str, holds: int) -> str:
@@ -71,39 +64,16 @@ async def stop_reason(hooks: TurnHooks | None, answer: str, holds: int) -> str:
     return f"A Stop hook asks you to go on: {reason}" if reason else ""
 
 
-def answer_problems(text: str, turn: TurnState, table: ToolTable) -> list[str]:
-    """The answer checks on `text`, the answer to `turn`."""
-    conv, start = turn.conv, turn.start
-    messages = conv.messages
+def answer_problems(
+    text: str, evidence: list[Evidence], messages: list[Message], start: int, table: ToolTable
+) -> list[str]:
+    """The answer checks on `text`, the answer to the turn whose request is `messages[start]`
+    and whose calls left `evidence`."""
     prompt = messages[start].text if start < len(messages) else ""
-    facts = gather_facts(conv.evidence, messages[:start], prompt,
+    facts = gather_facts(evidence, messages[:start], prompt,
                          lambda name: (tool := table.get(name)) is not None and tool.read_only)
     return check_answer(text, facts)
 
 
 def correction_note(checks: list[str]) -> str:
     return CHECKS_NOTE.format(found="\n".join(f"- {check}" for check in checks))
-
-
-async def conclude(loop: TurnLoop, turn: TurnState, reply: Reply, parsed: ParseResult) -> TurnResult | None:
-    """The turn's answer, unless a Stop hook's reason to go on becomes the next message (None);
-    checked, and with feedback on, corrected once in a tool-free request."""
-    from .dispatch import first_line
-    from .loop import assistant_message
-    from .messages import Text
-
-    reason = await stop_reason(loop.hooks, parsed.text, turn.stop_holds)
-    if reason:
-        turn.stop_holds += 1
-        turn.conv.messages += [assistant_message(parsed, reply, loop.settings), Message.user(reason)]
-        loop.ui.notice(f"Stop hook: {first_line(reason)}")
-        return None
-    text = parsed.text
-    checks = loop.checks_of(turn, text)
-    if checks and loop.settings.answer_check_feedback:
-        turn.conv.messages.append(Message("assistant", [Text(text or "(empty reply)")]))
-        loop.ui.notice(f"answer checks: {len(checks)} problem(s); asking for a corrected answer")
-        reply = await loop.ask(turn, tools=False, note=correction_note(checks))
-        text = loop.parse(reply).text
-        checks = loop.checks_of(turn, text)
-    return loop.finish(turn, reply, text, checks=checks)

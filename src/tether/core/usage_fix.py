@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .messages import Evidence
 
 if TYPE_CHECKING:
-    from .nudges import TurnWatch
+    from .turn_watch import TurnWatch
 
 UNKNOWN_OPTIONS = (
     "\n\nThe program does not take {options}. Nothing was run in its place. Its usage:\n{usage}\n"

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..providers import API_KEY_ENV
 from ..safety.processes import OWN_HELPERS
+from ..store.keys import API_KEY_ENV
 from .session import McpError, Receiver
 
 MESSAGE_LIMIT = 32 * 1024 * 1024

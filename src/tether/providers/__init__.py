@@ -1,7 +1,7 @@
 """The provider registry: a name picks a module, imported only when it is used.
 
 Adding a provider is one line in PROVIDERS (plus, if it has them, one line in
-BASE_URL_SETTINGS and API_KEY_ENV). A provider without a base-URL setting is
+BASE_URL_SETTINGS and store.keys.API_KEY_ENV). A provider without a base-URL setting is
 built with its class attribute `default_base_url`. A key comes from the
 environment first, then from the keys saved with /connect.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..store.config import Settings
+from ..store.keys import API_KEY_ENV
 
 if TYPE_CHECKING:  # the chat names the providers before its prompt; their code waits
     from .base import Provider
@@ -41,12 +42,6 @@ DEFAULT_MODELS: dict[str, str] = {
 """The model each provider uses when none is chosen (its class's `default_model`): here, so
 the chat can name it before the provider's code is imported."""
 
-API_KEY_ENV: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-}
-"""The environment variables that may hold each provider's key, in the order they are read."""
 
 
 def provider_names() -> list[str]:

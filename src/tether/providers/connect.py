@@ -16,9 +16,8 @@ from urllib.parse import urlsplit
 
 from ..core.profile import PROFILES, detect_profile
 from ..store.config import Settings, setting_default
-from ..store.keys import KeyStore, key_variables, resolve_key
+from ..store.keys import API_KEY_ENV, KeyStore, key_variables, resolve_key
 from . import (
-    API_KEY_ENV,
     BASE_URL_SETTINGS,
     base_url_of,
     create_provider,

@@ -98,8 +98,10 @@ def resolved_forms(text: str, root: str) -> tuple[str, ...]:
     return (followed,) if entry == followed else (followed, entry)
 
 
-def is_within(path: str, parent: str) -> bool:
-    """True when `path` is `parent` or lies beneath it, comparing the strings as given."""
+def is_within(path: str | os.PathLike[str], parent: str | os.PathLike[str]) -> bool:
+    """True when `path` is `parent` or lies beneath it, comparing the paths as given (no
+    symlink resolved: resolve both first)."""
+    path, parent = os.fspath(path), os.fspath(parent)
     if path == parent:
         return True
     prefix = parent if parent.endswith(os.sep) else parent + os.sep

@@ -37,8 +37,8 @@ from typing import Literal, get_args
 
 from ..core.instructions import DEFAULT_FALLBACKS, instruction_names
 from ..store.keys import SECRET_FILES
-from ..tools._paths import is_within
 from .host_programs import host_program
+from .paths import is_within
 from .processes import MARKER
 from .sandbox_paths import (
     Placeholders,
@@ -238,7 +238,7 @@ class Sandbox:
             args += ["--tmpfs", str(home)]
             # Hiding the state directory must not hide a project inside it, but a project that
             # is the state directory stays hidden: its keys and global rules are in it.
-            if is_within(root, home) and root != home:
+            if is_within(str(root), str(home)) and root != home:
                 args += [bind, str(root), str(root)]
         return [*args, "--chdir", str(root)]
 
@@ -282,7 +282,7 @@ def _interpreter_args(root: Path) -> list[str]:
     inside the project is left to the project's own bind, which keeps it writable."""
     tmp = real(Path("/tmp"))
     prefixes = dict.fromkeys(real(Path(p)) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix))
-    hidden = [p for p in prefixes if is_within(p, tmp) and p != tmp and not is_within(p, root)
+    hidden = [p for p in prefixes if is_within(str(p), str(tmp)) and p != tmp and not is_within(str(p), str(root))
               and p.is_dir()]
     return [arg for p in hidden for arg in ("--ro-bind", str(p), str(p))]
 

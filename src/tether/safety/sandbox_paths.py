@@ -49,10 +49,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..store.filereads import read_file_bytes
-from ..tools._paths import is_within
 from .config_programs import named_programs
 from .git_guard import MAX_POINTER_BYTES
-from .paths import resolve_path
+from .paths import is_within, resolve_path
 from .project_config import PROJECT_CONFIG, ConfigPath, Kind
 
 GIT_ENTRY = ".git"
@@ -196,7 +195,7 @@ def _set_aside(path: Path) -> Path:
 def _missing_folder(root: Path, target: Path) -> list[Protected]:
     """A placeholder for a folder that does not exist yet, so no command can make it: its
     first missing folder inside `root` (outside it, all but the private /tmp is read-only)."""
-    if os.path.lexists(target) or not is_within(target, root) or target == root:
+    if os.path.lexists(target) or not is_within(str(target), str(root)) or target == root:
         return []
     return [Protected(_first_missing(root, target), "dir")]
 
@@ -224,7 +223,7 @@ def _config_path(root: Path, entry: ConfigPath) -> list[Protected]:
     target = real(root / entry.name)  # through a symlink, the file it names is what tether reads
     if os.path.lexists(target):
         return [Protected(target, "dir" if target.is_dir() else "file")]
-    if not is_within(target, root):
+    if not is_within(str(target), str(root)):
         return []  # outside the project everything but /tmp is read-only already
     missing = _first_missing(root, target)
     if missing != target:

@@ -27,6 +27,13 @@ FORMAT_VERSION = 1
 SECRET_FILES = (CREDENTIALS_FILE,)
 """Names of the files in TETHER_HOME (or below it) that no tool may read or change."""
 
+API_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""The environment variables that may hold each provider's key, in the order they are read."""
+
 
 class KeyStoreError(Exception):
     """The credentials file cannot be used; the message names it and says what to do."""
@@ -221,8 +228,6 @@ class KeyStore:
 
 def key_variables(provider: str) -> tuple[str, ...]:
     """The environment variables that may hold `provider`'s key (none for a keyless one)."""
-    from ..providers import API_KEY_ENV
-
     return API_KEY_ENV.get(provider, ())
 
 

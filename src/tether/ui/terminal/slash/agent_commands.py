@@ -5,7 +5,11 @@ from __future__ import annotations
 from ....core.textclip import clip_words
 from ..terminal_ui import shown
 from .context import CommandContext
-from .handlers import command, print_evidence
+from .evidence_view import print_evidence
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 
 @command("agents", "/agents", "this session's sub-agents: state, steps, tokens, time, transcript")

@@ -24,7 +24,10 @@ from tether.store.statefile import StateFileError
 
 from ..asking import picked
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,10 @@ from tether.skills.catalog import prompt_index
 
 from ..terminal_ui import shown
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 
 def estimator_of(ctx: CommandContext) -> TokenEstimator:

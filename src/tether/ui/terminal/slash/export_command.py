@@ -14,7 +14,10 @@ from pathlib import Path
 from tether.safety.paths import is_within
 
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 EXPORTS_FOLDER = "exports"
 """The folder under TETHER_HOME that /export writes to by default."""

@@ -20,7 +20,10 @@ from tether.store.git_repo import GitCommandError
 from ..keyboard import Choices
 from ..terminal_ui import shown
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 DIFF_LINES_SHOWN = 400
 """Lines of /diff printed; the rest is counted."""

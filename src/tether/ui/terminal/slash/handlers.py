@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import difflib
-import json
 import time
 
 from rich.text import Text
 
-from tether.core.messages import INVALID_JSON_KEY, Evidence
-from tether.core.textclip import clip_words
 from tether.runtime import session_started
 from tether.safety.permissions import RuleError
 from tether.store.session import SessionCorrupt
-from tether.ui.headless import describe_arguments, outcome_mark
 
 from ..terminal_ui import shown
+from . import (
+    agent_commands,
+    connect_command,
+    context_report,
+    export_command,
+    git_commands,
+    hook_commands,
+    mcp_commands,
+    skill_commands,
+)
 from .context import CommandContext
+from .evidence_view import print_evidence
 from .table import CommandTable, on_off
 
-COMMANDS = CommandTable()
-command = COMMANDS.command
+# The commands defined here; the other command modules keep tables of their own, which
+# `COMMANDS` (the one the app runs) joins below. They never import this module back.
+HERE = CommandTable()
+command = HERE.command
 
 
 @command("help", "/help", "list the commands")
@@ -117,28 +126,6 @@ async def evidence(ctx: CommandContext, arg: str) -> None:
         return
     print_evidence(ctx, found)
     agent_commands.show_agent_calls(ctx, {e.call.id for e in found})
-
-
-def arguments_text(arguments: dict) -> str:
-    """The arguments as JSON (arguments that were not JSON as the text sent), at most 500 characters."""
-    if INVALID_JSON_KEY in arguments:
-        return describe_arguments(arguments, 500)
-    return clip_words(json.dumps(arguments, ensure_ascii=False), 500)
-
-
-def print_evidence(ctx: CommandContext, found: list[Evidence], indent: str = "") -> None:
-    for i, e in enumerate(found, 1):
-        mark = outcome_mark(e)
-        ctx.console.print(shown(f"{indent}{i}. {mark} {e.call.name}", "bold"),
-                          shown(f" {e.elapsed * 1000:.0f} ms · {e.summary}", "status"))
-        ctx.console.print(shown(f"{indent}   " + arguments_text(e.call.arguments)))
-        for line in e.details:
-            ctx.console.print(shown(f"{indent}   · " + line[:300], "status"))
-        lines = e.result.splitlines()
-        for line in lines[:8]:
-            ctx.console.print(shown(f"{indent}   │ " + line[:200], "status"))
-        if len(lines) > 8:
-            ctx.console.print(Text(f"{indent}   │ [... {len(lines) - 8} more lines ...]", style="status"))
 
 
 @command("sessions", "/sessions", "the saved sessions of this folder")
@@ -272,15 +259,14 @@ async def perms(ctx: CommandContext, arg: str) -> None:
         ctx.say("  " + line)
 
 
-# the other command modules register theirs (/agents, /commit, /connect, /context,
-# /diff, /export, /hooks, /mcp, /skills, /skill); they import `command` from here
-from . import (  # noqa: E402,F401
-    agent_commands,
-    connect_command,
-    context_report,
-    export_command,
-    git_commands,
-    hook_commands,
-    mcp_commands,
-    skill_commands,
+COMMANDS = CommandTable.joined(
+    HERE,
+    agent_commands.COMMANDS,
+    connect_command.COMMANDS,
+    context_report.COMMANDS,
+    export_command.COMMANDS,
+    git_commands.COMMANDS,
+    hook_commands.COMMANDS,
+    mcp_commands.COMMANDS,
+    skill_commands.COMMANDS,
 )

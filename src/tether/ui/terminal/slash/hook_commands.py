@@ -8,7 +8,10 @@ from tether.hooks.config import EVENTS, TOOL_EVENTS
 
 from ..terminal_ui import shown
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 NONE_CONFIGURED = ("No hooks. Add a `hooks` table to TETHER_HOME/config.toml or settings.json, "
                    "or to a trusted project's .tether/settings.json (the README shows the format).")

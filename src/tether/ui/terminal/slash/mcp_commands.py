@@ -11,7 +11,10 @@ from tether.mcp.resources import list_resources, parse_prompt_arguments, prompt_
 from tether.mcp.setup import McpSetup
 
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 USAGE = "/mcp [tools|resources|reload|prompt SERVER NAME [key=value ...]]"
 

@@ -12,7 +12,10 @@ from tether.core.toolspec import ToolError
 
 from ..terminal_ui import shown
 from .context import CommandContext
-from .handlers import command
+from .table import CommandTable
+
+COMMANDS = CommandTable()
+command = COMMANDS.command
 
 NONE_FOUND = ("No skills found. Put them in skills/<name>/SKILL.md (a trusted project's "
               "skills, .tether/skills, .agents/skills or .claude/skills) or TETHER_HOME/skills.")

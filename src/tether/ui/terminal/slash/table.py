@@ -34,6 +34,17 @@ class CommandTable:
 
         return register
 
+    @classmethod
+    def joined(cls, *tables: CommandTable) -> CommandTable:
+        """One table holding every table's commands, in order; a name defined twice is a bug."""
+        whole = cls()
+        for table in tables:
+            for c in table.all():
+                if c.name in whole._commands:
+                    raise ValueError(f"/{c.name} is defined twice")
+                whole._commands[c.name] = c
+        return whole
+
     def names(self) -> list[tuple[str, str]]:
         return [("/" + c.name, c.help) for c in self._commands.values()]
 
