@@ -219,7 +219,7 @@ class AiderAgent:
             # for its message), no .gitignore entry, aider's own files outside the folder.
             "--no-auto-commits", "--no-dirty-commits", "--no-gitignore",
             "--no-show-model-warnings", "--no-check-update", "--no-analytics",
-            "--no-pretty", "--no-fancy-input",
+            "--no-show-release-notes", "--no-pretty", "--no-fancy-input",
             # Whole replies, so the token figures are the server's own counts (streamed, aider
             # estimates them); the model sees the same requests either way.
             "--no-stream",
@@ -248,6 +248,9 @@ class AiderAgent:
         # aider fetches a model price list from the internet when its cache is empty; a local
         # model is not in it, so a cache that holds nothing about it changes nothing but the
         # attempt to go out.
+        # aider reads the git identity from git's config, not the environment.
+        (home / ".gitconfig").write_text(
+            "[user]\n\tname = bench\n\temail = bench@localhost\n", encoding="utf-8")
         caches = home / ".aider" / "caches"
         caches.mkdir(parents=True, exist_ok=True)
         (caches / "model_prices_and_context_window.json").write_text(

@@ -137,7 +137,7 @@ def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, 
             raise
 
 
-def stop_group(proc: subprocess.Popen[str]) -> None:
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
     """Ctrl-C first: tether then still writes its result (usage, calls so far); then harder."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         try:
