@@ -269,7 +269,15 @@ def test_aider_gets_the_project_files_our_request_names_and_no_others(tmp_path: 
     work = tmp_path / "repo"
     bench_tasks.lay_out(task, work)
     cmd = aider().command(task, work, tmp_path / "t")
-    assert cmd[-1] == "tests/test_core.py" and option_values(cmd, "--read") == []
+    # the request says to leave the test alone: aider may read it, not edit it
+    assert option_values(cmd, "--read") == ["tests/test_core.py"]
+    assert "tests/test_core.py" not in cmd[cmd.index("--read") + 2:]
+    count = bench_tasks.load_task(TASKS / "count_log_errors")
+    bench_tasks.lay_out(count, tmp_path / "logs-repo")
+    named = aider().command(count, tmp_path / "logs-repo", tmp_path / "t")
+    # logs/server.log is named and there; error_count.txt is named but not there yet
+    assert named[-1] == "logs/server.log" and "--read" not in named
+    assert "error_count.txt" not in named
     (work / "scripts").mkdir()
     (work / "scripts" / "report.py").write_text("print(1)\n")
     assert agents.named_files("Run report.py and tell me the total.", work) == ["scripts/report.py"]

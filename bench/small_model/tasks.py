@@ -104,6 +104,7 @@ def load_task(folder: Path) -> Task:
         timeout=float(spec.get("timeout", DEFAULT_TIMEOUT)),
         answer=spec.get("reference", {}).get("answer", ""),
         near_misses=misses,
+        read_only=tuple(spec.get("read_only", ())),
     )
 
 
