@@ -357,3 +357,25 @@ def test_the_report_of_a_missing_results_file_is_one_line(tmp_path: Path) -> Non
     done = run_bench("--report", "nothing-here", "--results-dir", str(tmp_path))
     assert done.returncode != 0
     assert "cannot read" in done.stderr and "Traceback" not in done.stderr
+
+
+@needs_exercises
+def test_a_tether_run_on_an_exercise_records_its_suite_and_part_and_runs_its_tests(
+    tmp_path: Path,
+) -> None:
+    solution = 'def two_fer(name="you"):\n    return f"One for {name}, one for me."\n'
+    with FakeServer([Reply(tool_calls=[("write_file", {"filepath": "two_fer.py",
+                                                       "content": solution})], usage=(300, 40)),
+                     Reply(text="Implemented two_fer.", usage=(350, 5))]) as server:
+        done = run_bench("--provider", "openai", "--base-url", server.url + "/v1",
+                         "--model", "fake-coder:7b", "--protocol", "native", "--profile", "full",
+                         "--suite", "exercism", "--tasks", "two-fer", "--no-warmup",
+                         "--label", "ex", "--results-dir", str(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((tmp_path / "ex.json").read_text())
+    assert (results["agent"], results["suite"], results["part"]) == ("tether", "exercism", "all")
+    (attempt,) = results["attempts"]
+    assert attempt["solved"] and attempt["part"] == split.part_of("two-fer")
+    assert attempt["check"] == "OK: two_fer_test.py unchanged and its tests pass"
+    sent = json.dumps(server.bodies("/v1/chat/completions")[0])
+    assert "Implement two_fer.py so that the tests in two_fer_test.py pass" in sent
