@@ -9,8 +9,13 @@ at the project, the server's working directory) or as the kernel resolves it. It
 is where it leads and what is there: a content hash, "absent", "a directory", "a FIFO
 (named pipe)". Any difference, a retargeted symbolic link included, asks again.
 
-What these files import in turn (a module next to srv.py, `node_modules`) is not
-recorded here: the sandbox keeps those from being written.
+What these files load in turn (a module next to srv.py, the package `python3 -m pkg`
+runs, the project's `node_modules` that npx prefers) can be any file of the project: a
+project server starts in the project, and the sandbox keeps only the named files
+read-only. So a project entry's record also holds a fingerprint of every file and link in
+the project (`project_fingerprint`: path, inode, size and change time, which no command
+can set back; `.git` left out, the sandbox keeps it read-only): a change anywhere asks
+again before the server next starts outside the sandbox.
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ from ..safety.paths import is_within, resolve_path
 from ..safety.regular_files import CHUNK, NotARegularFile, open_regular
 from .config import ServerConfig
 
+PROJECT_FILES = "the project's files"
+"""The record's key for the project's fingerprint (see the module's text)."""
+FINGERPRINT_LIMIT = 200_000
+"""Entries fingerprinted at most; a bigger project cannot be checked and always asks."""
+CANNOT_CHECK = "too many files to check"
 HASH_LIMIT = 256 * 1024 * 1024
 """Bytes hashed at most: a bigger file is recorded by its size and modification time."""
 ABSENT = "absent"
@@ -46,7 +56,36 @@ def entry_files(config: ServerConfig, root: Path) -> dict[str, str]:
         written = os.path.normpath(os.path.join(base, word))
         if is_within(written, base) or is_within(reached, project):
             states[word] = _state(reached, written)
+    if config.source == "project":
+        states[PROJECT_FILES] = project_fingerprint(Path(project))
     return states
+
+
+def project_fingerprint(root: Path) -> str:
+    """A digest of every file and link under `root` (not `.git`): its path, inode, size and
+    change time (and a link's target). The change time moves on every write, rename or
+    chmod and cannot be set back by a command, unlike the modification time."""
+    digest = hashlib.sha256()
+    count = 0
+    for folder, dirs, files in os.walk(root, onerror=lambda exc: None):
+        dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d == ".git"))
+        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]):
+            count += 1
+            if count > FINGERPRINT_LIMIT:
+                return CANNOT_CHECK
+            digest.update(_entry_line(Path(folder, name), root))
+    return f"{count} files, fingerprint {digest.hexdigest()}"
+
+
+def _entry_line(path: Path, root: Path) -> bytes:
+    try:
+        info = os.lstat(path)
+        target = os.readlink(path) if os.path.islink(path) else ""
+    except OSError:
+        return f"{path.relative_to(root)}\0gone\n".encode("utf-8", "surrogateescape")
+    line = (f"{path.relative_to(root)}\0{info.st_ino}\0{info.st_size}\0{info.st_ctime_ns}"
+            f"\0{info.st_mode}\0{target}\n")
+    return line.encode("utf-8", "surrogateescape")
 
 
 def changes(approved: FileStates, now: FileStates) -> list[str]:
@@ -54,7 +93,9 @@ def changes(approved: FileStates, now: FileStates) -> list[str]:
     said = []
     for word in sorted(set(approved) | set(now)):
         before, after = approved.get(word, ABSENT), now.get(word, ABSENT)
-        if before == after:
+        if before == after and after != CANNOT_CHECK:
+            continue
+        if word == PROJECT_FILES:
             continue
         if before == ABSENT:
             said.append(f"{word} appeared")
@@ -62,7 +103,15 @@ def changes(approved: FileStates, now: FileStates) -> list[str]:
             said.append(f"{word} is gone")
         else:
             said.append(f"{word} changed")
-    return said
+    return said or _project_change(approved.get(PROJECT_FILES), now.get(PROJECT_FILES))
+
+
+def _project_change(approved: str | None, now: str | None) -> list[str]:
+    """The project's files, said only when no named file changed (a named file's change
+    moves the fingerprint too)."""
+    if now == CANNOT_CHECK:
+        return ["the project has too many files to check"]
+    return ["files in the project changed"] if approved != now else []
 
 
 def _path_words(config: ServerConfig) -> Iterator[str]:
