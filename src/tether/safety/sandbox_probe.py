@@ -116,7 +116,7 @@ def remembered_problem(
     if records is not None and home.is_dir():  # a state directory of its own is not made for this
         records[host] = {"fingerprint": digest, "problem": problem}
         with contextlib.suppress(OSError):
-            atomic_write_json(path, records)
+            atomic_write_json(path, records, secret=True)
     return problem
 
 
