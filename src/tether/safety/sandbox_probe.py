@@ -27,8 +27,10 @@ from typing import Any
 
 from ..store.atomic import atomic_write_json
 from .host_programs import host_program
+from .regular_files import read_small_file
 
 PROBE_FILE = "sandbox.json"
+MAX_RECORDS_BYTES = 1024 * 1024
 PROBE_TIMEOUT = 10.0
 """Seconds the probe may take before bubblewrap counts as unusable."""
 NOT_INSTALLED = "bubblewrap (bwrap) is not installed"
@@ -121,9 +123,10 @@ def remembered_problem(
 
 
 def _read_records(path: Path) -> dict[str, Any] | None:
-    """The file's records by host; {} when there is none; None when it cannot be parsed."""
+    """The file's records by host; {} when there is none; None when it cannot be parsed, or
+    is no regular file of at most MAX_RECORDS_BYTES (a FIFO there must not make start-up wait)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_small_file(path, MAX_RECORDS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError):
