@@ -9,8 +9,10 @@ at the project, the server's working directory) or as the kernel resolves it. It
 is where it leads and what is there: a content hash, "absent", "a directory", "a FIFO
 (named pipe)". Any difference, a retargeted symbolic link included, asks again.
 
-What these files import in turn (a module next to srv.py, `node_modules`) is not
-recorded here: the sandbox keeps those from being written.
+What these files import in turn (a module next to srv.py, the package `python3 -m pkg`
+runs, `node_modules`) is neither recorded here nor kept read-only by the sandbox
+(`config_programs` protects only what the entry names): a sandboxed command can still
+change it, and the approved server then runs that code unconfined.
 """
 
 from __future__ import annotations
