@@ -248,3 +248,25 @@ def test_the_run_folders_of_results_and_subagents_are_owner_only(tmp_path: Path)
     files = ResultFiles(tmp_path)
     files.save("mcp__srv__tool", "x" * 10, kept_head=5)
     assert _mode(files.parent) == 0o700 and _mode(files.folder) == 0o700
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_the_undo_snapshots_and_input_history_are_private_in_an_open_home(tmp_path: Path) -> None:
+    """A TETHER_HOME the user made 0755 (to put config.toml in) lets others into it: what
+    tether keeps there that holds the project's files or what was typed is owner-only."""
+    from tether.store.git_repo import find_repo
+    from tether.ui.terminal.prompt import open_history
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir(mode=0o755)
+    project.mkdir()
+    old_umask = os.umask(0o022)
+    try:
+        find_repo(project, home / "shadow" / "abc", create=True)
+        history = open_history(home / "history", lambda message: None)
+        history.append_string("my typed request")
+    finally:
+        os.umask(old_umask)
+    assert _mode(home / "shadow") == 0o700  # git's own files inside follow the umask
+    assert _mode(home / "history") == 0o600
+    assert "my typed request" in (home / "history").read_text()

@@ -754,3 +754,22 @@ def test_a_color_code_typed_or_pasted_at_the_prompt_is_text_not_a_crash(
     asked = [m["content"] for _, body in server.requests for m in body.get("messages", [])
              if m["role"] == "user"]
     assert asked[0] == "paint it [31m red"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_input_history_that_is_no_regular_file_is_left_alone(tmp_path: Path, kind: str) -> None:
+    """A FIFO as TETHER_HOME/history would make reading it wait forever, /dev/zero would
+    never end: one warning, and the history lives in memory."""
+    from tether.ui.terminal.prompt import open_history
+
+    path = tmp_path / "history"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    warnings: list[str] = []
+    history = open_history(path, warnings.append)
+    assert list(history.load_history_strings()) == []
+    history.append_string("typed")
+    assert history.get_strings() == ["typed"]
+    assert len(warnings) == 1 and ("FIFO" in warnings[0] or "device" in warnings[0])

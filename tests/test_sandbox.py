@@ -548,6 +548,24 @@ def test_the_probe_is_remembered_per_machine_until_something_changes(
     assert (home / "sandbox.json").read_text() == "{not json"  # never overwritten
 
 
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_remembered_probe_that_is_no_regular_file_is_probed_again_not_waited_on(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """A FIFO as TETHER_HOME/sandbox.json made every start wait for a writer; /dev/zero
+    never ends. Such a file is not read, not replaced, and the machine is probed again."""
+    from tether.safety.sandbox_probe import PROBE_FILE, remembered_problem
+
+    _, home = project
+    if kind == "fifo":
+        os.mkfifo(home / PROBE_FILE)
+    else:
+        (home / PROBE_FILE).symlink_to("/dev/zero")
+    monkeypatch.setattr("tether.safety.sandbox_probe.host_program", lambda *_: "/bin/true")
+    assert remembered_problem(home, (), None, lambda: "probed") == "probed"
+    assert not (home / PROBE_FILE).is_file()
+
+
 # ---------------------------------------------------------------- what stays hidden
 
 FAKE_KEYS = {

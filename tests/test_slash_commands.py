@@ -4,6 +4,8 @@ Runtime on a scripted model server and real Sessions in a temporary TETHER_HOME.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -623,3 +625,13 @@ async def test_hooks_lists_each_hook_with_the_file_it_came_from(
     assert "PreToolUse" in ctx.printed and "[run_cmd] ./check.sh  (timeout 5s, strict)" in ctx.printed
     assert "Stop" in ctx.printed and "./done.sh  (timeout 60s)" in ctx.printed
     assert f"from {project / '.tether' / 'settings.json'}" in ctx.printed
+
+
+async def test_an_export_under_an_open_home_goes_into_an_owner_only_folder(
+    ctx: FakeContext, home: Path
+) -> None:
+    home.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(home, 0o755)
+    with_exchange(ctx, answer="exported answer")
+    await ctx.run("/export md")
+    assert stat.S_IMODE((home / "exports").stat().st_mode) == 0o700

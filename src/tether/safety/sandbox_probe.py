@@ -27,8 +27,10 @@ from typing import Any
 
 from ..store.atomic import atomic_write_json
 from .host_programs import host_program
+from .regular_files import read_small_file
 
 PROBE_FILE = "sandbox.json"
+MAX_RECORDS_BYTES = 1024 * 1024
 PROBE_TIMEOUT = 10.0
 """Seconds the probe may take before bubblewrap counts as unusable."""
 NOT_INSTALLED = "bubblewrap (bwrap) is not installed"
@@ -116,14 +118,15 @@ def remembered_problem(
     if records is not None and home.is_dir():  # a state directory of its own is not made for this
         records[host] = {"fingerprint": digest, "problem": problem}
         with contextlib.suppress(OSError):
-            atomic_write_json(path, records)
+            atomic_write_json(path, records, secret=True)
     return problem
 
 
 def _read_records(path: Path) -> dict[str, Any] | None:
-    """The file's records by host; {} when there is none; None when it cannot be parsed."""
+    """The file's records by host; {} when there is none; None when it cannot be parsed, or
+    is no regular file of at most MAX_RECORDS_BYTES (a FIFO there must not make start-up wait)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_small_file(path, MAX_RECORDS_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tether.safety.git_guard import GitConfigError, HardenedGit, hardened_git
-from tether.store.atomic import atomic_write_text
+from tether.store.atomic import atomic_write_text, make_parents
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0
@@ -424,7 +424,8 @@ def find_repo(root: Path, shadow: Path, *, create: bool) -> _Repo | None:
 
 
 def _init_shadow(shadow: Path, root: Path) -> None:
-    shadow.parent.mkdir(parents=True, exist_ok=True)
+    # the snapshots are copies of the project's files: their folder is owner-only
+    make_parents(shadow, private=True)
     hardened = _hardened(shadow.parent)
     # --template=: none of the user's template hooks or config in tether's own repository.
     proc = _spawn(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -15,7 +17,8 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
 from tether.core.project_files import ProjectFiles
-from tether.safety.regular_files import open_regular, read_at_most
+from tether.safety.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
+from tether.store.atomic import SECRET_MODE, make_parents
 
 from .paste import Pastes
 
@@ -23,6 +26,8 @@ MENTION = re.compile(r"(?<![\w@])@([\w./~-][\w./~-]*)")
 MAX_ATTACH_CHARS = 60_000
 MAX_ATTACH_BYTES = 4 * MAX_ATTACH_CHARS
 """Bytes read of an attached file: enough for its first MAX_ATTACH_CHARS characters."""
+MAX_HISTORY_BYTES = 64 * 1024 * 1024
+"""The input history read at start: a larger file is left alone (kept in memory only)."""
 COMPLETED_FILES = 5000
 """Project files offered to @ completion (a huge tree is not listed whole per key press)."""
 
@@ -76,7 +81,11 @@ def key_bindings(pastes: Pastes | None = None) -> KeyBindings:
 
 class SafeFileHistory(FileHistory):
     """Input history in a file that may fail: the first read or write error is reported
-    through `warn`, after which the file is left alone and the history lives in memory."""
+    through `warn`, after which the file is left alone and the history lives in memory.
+
+    Only a regular file of at most MAX_HISTORY_BYTES is read or appended to: a FIFO or a
+    device there would make opening it wait forever (or read forever). The file holds
+    everything typed, so it is created owner-only."""
 
     def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
         super().__init__(str(path))
@@ -86,6 +95,7 @@ class SafeFileHistory(FileHistory):
 
     def load_history_strings(self) -> Iterable[str]:
         try:
+            self._check_regular()
             return list(super().load_history_strings())
         except OSError as exc:
             self._give_up(exc)
@@ -95,9 +105,20 @@ class SafeFileHistory(FileHistory):
         if self.failed:
             return
         try:
+            self._check_regular()
+            _create_owner_only(self.path)
             super().store_string(string)
         except OSError as exc:
             self._give_up(exc)
+
+    def _check_regular(self) -> None:
+        """NotARegularFile or TooLarge unless the file is absent or a regular file that fits."""
+        try:
+            with open_regular(self.path) as handle:
+                if os.fstat(handle.fileno()).st_size > MAX_HISTORY_BYTES:
+                    raise TooLarge(self.path, MAX_HISTORY_BYTES)
+        except FileNotFoundError:
+            pass
 
     def _give_up(self, exc: OSError) -> None:
         if not self.failed:
@@ -106,10 +127,17 @@ class SafeFileHistory(FileHistory):
                       "this session's history is kept in memory only.")
 
 
+def _create_owner_only(path: Path) -> None:
+    """Create `path` empty and 0600 unless something is there already."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, SECRET_MODE))
+
+
 def open_history(path: Path, warn: Callable[[str], None]) -> History:
     """The history file, or an in-memory history (with one warning) when its folder cannot be made."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(path, private=True)
+        path.parent.mkdir(exist_ok=True)  # FileExistsError when a file is in the way
     except OSError as exc:
         reason = "a file is in the way" if isinstance(exc, FileExistsError) else _reason(exc)
         warn(f"The folder {path.parent} cannot be created ({reason}); "
@@ -119,6 +147,10 @@ def open_history(path: Path, warn: Callable[[str], None]) -> History:
 
 
 def _reason(exc: OSError) -> str:
+    if isinstance(exc, NotARegularFile):
+        return f"it is {exc.kind}"
+    if isinstance(exc, TooLarge):
+        return f"it holds more than {exc.limit:,} bytes"
     return exc.strerror or str(exc) or type(exc).__name__
 
 

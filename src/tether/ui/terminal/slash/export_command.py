@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from tether.safety.paths import is_within
+from tether.store.atomic import make_parents
 
 from .context import CommandContext
 from .table import CommandTable
@@ -56,6 +57,8 @@ async def export(ctx: CommandContext, arg: str) -> None:
         ctx.say("Not exported.")
         return
     try:
+        if _inside(target, runtime.home):  # tether's own folders there are owner-only
+            make_parents(target, private=True)
         written = ctx.sessions.export(fmt, target)
     except OSError as exc:
         ctx.say(f"Could not export: {exc}", "error")
