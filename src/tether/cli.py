@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
                    help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
     p.add_argument("--provider",
-                   help="ollama, openai, anthropic or gemini (default: setting 'provider')")
+                   help="ollama, openai, anthropic, gemini or local (default: setting 'provider')")
     p.add_argument("--model", help="model name (default: setting 'model' or the provider's default)")
     p.add_argument("--base-url", help="base URL of the provider's API")
     p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
