@@ -146,7 +146,7 @@ def reused_prefix(cached: Sequence[int], tokens: Sequence[int]) -> int:
     with what it holds, less one when that is the whole prompt (its last token is evaluated
     again to get fresh logits)."""
     shared = 0
-    for old, new in zip(cached, tokens):
+    for old, new in zip(cached, tokens, strict=False):
         if old != new:
             break
         shared += 1
