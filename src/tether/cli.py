@@ -41,8 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
                    help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
     p.add_argument("--provider",
-                   help="ollama, openai, anthropic or gemini (default: setting 'provider')")
-    p.add_argument("--model", help="model name (default: setting 'model' or the provider's default)")
+                   help="ollama, openai, anthropic, gemini or local (default: setting 'provider')")
+    p.add_argument("--model", help="model name (default: setting 'model' or the provider's "
+                                    "default); with --local a cached model or ./any.gguf")
+    p.add_argument("--local", action="store_true",
+                   help="run a small model in this process (the local extra): the default is "
+                        "fetched once into your cache; `tether models` lists what is cached")
     p.add_argument("--base-url", help="base URL of the provider's API")
     p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
                    help="one-shot output: text (answer on stdout), json (one object), stream-json (JSON lines)")
@@ -104,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # the fast path: nothing else imported
         print(f"tether {__version__}")
         return EXIT_OK
+    if argv[:1] == ["models"]:
+        return models_command(argv[1:], dict(os.environ))
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: --help exits 0, a usage error 2
@@ -241,6 +247,12 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
     if args.provider is not None and args.provider not in provider_names():
         return usage_error(f"unknown provider {args.provider!r}; known providers: "
                            + ", ".join(provider_names()))
+    local = getattr(args, "local", False)
+    if local and args.provider not in (None, "local"):
+        return usage_error(f"--local runs the model in this process; it cannot go with "
+                           f"--provider {args.provider}")
+    if local:
+        args.provider = "local"
     home = tether_home(env)
     remembered, problem = remembered_connection(home, args.provider or env.get("TETHER_PROVIDER"))
     settings, warnings = load_settings(setting_flags(args), env, home, remembered,
@@ -256,6 +268,42 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
                          mcp_config=[Path(f).expanduser().resolve() for f in args.mcp_config],
                          mcp_approve=args.mcp_approve)
     return settings, options, warnings
+
+
+async def nothing_to_talk_to(settings: Settings, env: dict[str, str]) -> str:
+    """With nothing configured and no Ollama running, the one line that says what was found
+    and names --local and /connect; "" when there is something to talk to."""
+    from .providers.first_run import one_shot_error, survey, unconfigured
+
+    if not unconfigured(settings):
+        return ""
+    findings = await survey(settings, env)
+    return "" if findings.ollama_running else one_shot_error(findings)
+
+
+def models_command(argv: list[str], env: dict[str, str]) -> int:
+    """`tether models`: the cached models (size, where from); `tether models rm NAME`."""
+    from .store.models import cached_models, format_size, models_dir, remove_model
+
+    folder = models_dir(env)
+    if not argv:
+        models = cached_models(folder)
+        if not models:
+            sys.stdout.write(f"no models cached in {folder}\n")
+        for model in models:
+            sys.stdout.write(f"{model.name}  {format_size(model.size)}  from {model.source}\n")
+        return EXIT_OK
+    if len(argv) == 2 and argv[0] == "rm":
+        try:
+            removed = remove_model(folder, argv[1])
+        except LookupError as exc:
+            return usage_error(f"models rm: {one_line_of(exc)}")
+        except OSError as exc:
+            write_stderr(f"tether: models rm: {exc.strerror or exc}\n")
+            return EXIT_ERROR
+        sys.stdout.write(f"removed {removed}\n")
+        return EXIT_OK
+    return usage_error("usage: tether models [rm NAME]")
 
 
 def undo_last_change(args: argparse.Namespace) -> int:
@@ -410,6 +458,11 @@ async def run_on(
         ui.notice(warning, "warning")
     runtime.resume_skills(conv)
     try:
+        nothing = await nothing_to_talk_to(settings, env)
+        if nothing:  # nothing is asked in -p: one line naming the choices
+            ui.notice(nothing, "error")
+            ui.result(failed_result(conv, started, nothing))
+            return EXIT_ERROR
         ui.record.watch(runtime.git)
         ui.record.agents = runtime.subagents.runs if runtime.subagents is not None else ()
         mode = await runtime.start()

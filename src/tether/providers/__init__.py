@@ -24,6 +24,7 @@ PROVIDERS: dict[str, str] = {
     "openai": "tether.providers.openai:OpenAIProvider",
     "anthropic": "tether.providers.anthropic:AnthropicProvider",
     "gemini": "tether.providers.gemini:GeminiProvider",
+    "local": "tether.providers.local:LocalProvider",
 }
 
 BASE_URL_SETTINGS: dict[str, str] = {
@@ -38,6 +39,7 @@ DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4o-mini",
     "anthropic": "claude-sonnet-4-5",
     "gemini": "gemini-2.5-flash",
+    "local": "qwen2.5-coder-1.5b-instruct-q4_k_m",
 }
 """The model each provider uses when none is chosen (its class's `default_model`): here, so
 the chat can name it before the provider's code is imported."""
@@ -88,6 +90,8 @@ def create_provider(
 
     name = settings.provider
     cls = provider_class(name)
+    if hasattr(cls, "from_settings"):  # no URL, no key: in-process (local)
+        return cls.from_settings(settings, env, notice)  # type: ignore[no-any-return]
     api_key = None
     if name in API_KEY_ENV:
         store = KeyStore(tether_home(env) if home is None else home)

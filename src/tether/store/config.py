@@ -53,7 +53,7 @@ class Settings:
     field left out takes its default. Made with keywords; changed with `with_changes`."""
 
     provider: str = setting(
-        "ollama", "Which provider to talk to: ollama, openai, anthropic or gemini.",
+        "ollama", "Which provider to talk to: ollama, openai, anthropic, gemini or local.",
     )
     model: str = setting("", "Model name; empty picks the provider's default.")
     ollama_host: str = url_setting(

@@ -167,6 +167,19 @@ class StartUp:
         await ask_about_project_servers(cast("CommandContext", self))  # the app is one
         source = "resume" if self.sessions.conv.messages else "startup"
         await session_started(self.runtime, source, self.sessions.record.id)
+        await self.first_run_choices()
+
+    async def first_run_choices(self) -> None:
+        """With nothing configured and no Ollama running: what was found and the choices
+        (`--local` first when it can run here), before the first request fails."""
+        from tether.providers.first_run import chat_choices, survey, unconfigured
+
+        if not unconfigured(self.settings):
+            return
+        findings = await survey(self.settings, self.env)
+        if not findings.ollama_running:
+            for line in chat_choices(findings):
+                self.say(line, "warning")
 
     def build_and_warm_up(self) -> None:
         """`build`, then load what the first reply needs, so that no request starts while
