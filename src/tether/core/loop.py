@@ -53,6 +53,7 @@ from .result_notes import noted_result
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
+from .turn_assist import AnswerGate, RequestView, TurnAssist
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
 from .ui_protocol import UI, RequestEvents, show_checks
 
@@ -182,6 +183,8 @@ class TurnSettings:
     """Check the final answer against the turn's evidence (answer_checks.py)."""
     answer_check_feedback: bool = False
     """Send what the checks found back for one tool-free corrected answer."""
+    verify_attempts: int = 0
+    """Fixes the check after a change may ask for (assist/verify.py; 0: no check)."""
 
 
 class ContextGuard(Protocol):
@@ -225,6 +228,8 @@ class TurnLoop:
     """Told when a turn starts (sub-agents' per-turn budget starts again)."""
     hooks: TurnHooks | None = None
     """The user's hooks on a submitted request and on the end of a turn."""
+    assist: TurnAssist | None = None
+    """Reads each request once and checks the answer after a change (assist/, via the runtime)."""
     _turn: TurnState | None = field(default=None, init=False, repr=False)
     _system: Message | None = field(default=None, init=False, repr=False)
     """The latest request's system message, sent again while its text is the same: the
@@ -237,8 +242,11 @@ class TurnLoop:
             return refused
         if self.on_turn is not None:
             self.on_turn()
-        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
-        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch)
+        assisted = self.assist.start(user_text, self.settings.verify_attempts) if self.assist else None
+        reading = assisted.reading if assisted is not None else None
+        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx, reading)
+        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch,
+                                      gate=assisted.gate if assisted is not None else None)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
@@ -491,6 +499,8 @@ class TurnState:
     read_cache: dict[str, tuple[ToolResult, Evidence]] = field(default_factory=dict)
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
+    gate: AnswerGate | None = None
+    """Asked before the turn ends with an answer (the check after a change)."""
     unreadable_in_a_row: int = 0
     looped: bool = False
     """The last reply was stopped for repeating one line (see repeatstop.py), or began with
@@ -539,7 +549,8 @@ def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings)
 
 
 def turn_watch(
-    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext
+    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext,
+    reading: RequestView | None = None,
 ) -> TurnWatch | None:
     """What the turn's nudges watch, when the profile nudges or adds an opening note."""
     if not (settings.nudges or settings.opening_note):
@@ -557,7 +568,7 @@ def turn_watch(
 
     tools = {tool.name: tool.main_arg for tool in table}
     return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
-                     find=lambda pattern: occurrences(pattern, ctx))
+                     find=lambda pattern: occurrences(pattern, ctx), reading=reading)
 
 
 def call_key(call: ToolCall) -> str:

@@ -26,14 +26,11 @@ from .offers import next_guess, told_to_open, unseen_number_nudge
 from .renames import rename_left_nudge
 from .reply_shapes import (
     CHANGE_VERBS,
-    CHANGE_WORDS,
     NUMBERED_STEPS,
     RUN_VERBS,
-    RUN_WORDS,
     asks_for_number,
     asks_for_value,
     gives_number,
-    is_question,
     looks_like_command,
     name_given_for_value,
     reads_input,
@@ -44,6 +41,7 @@ from .reply_shapes import (
     value_search_pattern,
 )
 from .shown_code import function_fix_nudge, version_nudge
+from .turn_assist import RequestView
 
 OPENING_NOTE = (
     "(Do this yourself with the tools, one call at a time. Look at the files first; never "
@@ -216,7 +214,7 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
         again = bool(watch.offered) and command in watch.offered and watch.once("again")
         return OFFER_AGAIN.format(call=watch.offered) if again else None
     watch.once("shown")
-    question = FIND_IT_YOURSELF if is_question(watch.request) else ""
+    question = FIND_IT_YOURSELF if watch.asks_question() else ""
     call = watch.offer("run_cmd", {"command": command})
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
@@ -271,8 +269,7 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
         if watch.offered:
             return RESULT_FIRST_OFFER.format(call=watch.offered)
         last = watch.last_call
-        changes = CHANGE_WORDS.search(watch.request) and not is_question(watch.request)
-        if last is not None and last.name == "read_file" and changes:
+        if last is not None and last.name == "read_file" and watch.asks_change():
             # it was about to write out the file it had read
             read = last.arguments.get("filepath", "the file")
             new = requested_new_file(watch.request, watch.root)
@@ -304,7 +301,7 @@ def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
     per name, MAX_NAME_NUDGES a turn), with the search that leads to where it is set."""
     if watch.show_call is None or "search_in_file" not in watch.tools or watch.calls == 0:
         return None
-    if not (is_question(watch.request) and asks_for_value(watch.request)):
+    if not (watch.asks_question() and asks_for_value(watch.request)):
         return None
     name = name_given_for_value(text, "\n".join(watch.seen))
     if name is None or f"value:{name}" in watch.sent:
@@ -398,6 +395,8 @@ class TurnWatch:
     """What the harness added to the last call's result (result_notes)."""
     unseen_at: int = 0
     """How many calls had run when the unseen-number nudge was sent."""
+    reading: RequestView | None = None
+    """The request as read once (assist/request.py); None: nothing is known of it."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -506,7 +505,7 @@ class TurnWatch:
         unseen = self.unseen_number(text)
         if unseen is not None and (message := unseen_number_nudge(self, unseen)) is not None:
             return message
-        if self.calls and asks_for_number(self.request) and not gives_number(text, self.request) and self.once("no_number"):
+        if self.calls and self.asks_question() and asks_for_number(self.request) and not gives_number(text, self.request) and self.once("no_number"):
             return NO_NUMBER
         return None
 
@@ -534,7 +533,7 @@ class TurnWatch:
                 return START_FIRST.format(call=self.offer("run_cmd", {"command": value}))
         if value is not None and main_arg and self.show_call is not None:
             form = NAMED_FORM.format(call=self.offer(tool, {main_arg: value}))
-        question = FIND_IT_YOURSELF if is_question(self.request) else ""
+        question = FIND_IT_YOURSELF if self.asks_question() else ""
         return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
     def unseen_number(self, text: str, bare: bool = False) -> str | None:
@@ -560,7 +559,7 @@ class TurnWatch:
         """The reply shows or describes a change the request asked for. A question asks for
         none: an answer that quotes the code in a fence is an answer (nudging it made the
         model "apply" its answer to the file it quoted)."""
-        if is_question(self.request):
+        if self.asks_question():
             return False
         return bool(
             _FENCED_CODE.search(text)
@@ -568,9 +567,17 @@ class TurnWatch:
             or _ACTION_WORDS.search(self.request)
         )
 
+    def asks_question(self) -> bool:
+        """The request is a question about the project and asks for no change and no run."""
+        return self.reading is not None and self.reading.asks_question
+
+    def asks_change(self) -> bool:
+        """The request asks for a change and is no question."""
+        return self.reading is not None and self.reading.change and not self.reading.asks_question
+
     def asks_to_run(self) -> bool:
         """The request asks to run something and asks for no change to the files."""
-        return bool(RUN_WORDS.search(self.request)) and not CHANGE_WORDS.search(self.request)
+        return self.reading is not None and self.reading.asks_only_to_run
 
     def keeps_reply(self) -> bool:
         """Whether the reply the last nudge answers is worth keeping in the history. A wrong

@@ -13,6 +13,7 @@ from .answer_checks import check_answer
 from .answer_facts import gather_facts
 from .messages import Message, Usage
 from .toolspec import ToolTable
+from .turn_assist import GateVerdict
 from .ui_protocol import UI
 
 if TYPE_CHECKING:
@@ -92,6 +93,11 @@ async def conclude(loop: TurnLoop, turn: TurnState, reply: Reply, parsed: ParseR
     from .loop import assistant_message
     from .messages import Text
 
+    verdict = await gate_verdict(turn)
+    if verdict.again:  # the check after the change failed: the model gets it and goes on
+        turn.conv.messages += [assistant_message(parsed, reply, loop.settings), Message.user(verdict.again)]
+        loop.ui.notice("the check after the change failed: its output goes back to the model")
+        return None
     reason = await stop_reason(loop.hooks, parsed.text, turn.stop_holds)
     if reason:
         turn.stop_holds += 1
@@ -106,4 +112,19 @@ async def conclude(loop: TurnLoop, turn: TurnState, reply: Reply, parsed: ParseR
         reply = await loop.ask(turn, tools=False, note=correction_note(checks))
         text = loop.parse(reply).text
         checks = loop.checks_of(turn, text)
+    if verdict.note:  # after the checks, which read the model's words: this line is the harness's
+        text = f"{text.rstrip()}\n\n{verdict.note}" if text.strip() else verdict.note
+        loop.ui.text(f"\n\n{verdict.note}\n")
     return loop.finish(turn, reply, text, checks=checks)
+
+
+async def gate_verdict(turn: TurnState) -> GateVerdict:
+    """What the turn's gate says of the answer about to end it; the calls it made join the
+    turn's evidence (and a command it ran may have changed what reads would see)."""
+    if turn.gate is None:
+        return GateVerdict()
+    verdict = await turn.gate.before_answer(turn.conv.evidence)
+    if verdict.evidence:
+        turn.conv.evidence.extend(verdict.evidence)
+        turn.read_cache.clear()
+    return verdict
