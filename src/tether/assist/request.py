@@ -127,8 +127,18 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         new_files=_unique(new_files),
         commands=commands,
         test_files=_unique(name for name in files + new_files if is_test_path(name)),
-        test_commands=tuple(command for command in commands if _TEST_PROGRAMS.search(command)),
+        test_commands=tuple(command for command in commands if runs_tests(command)),
     )
+
+
+def runs_tests(command: str) -> bool:
+    """The command runs tests: a test runner, or a program given a test file (`python x_test.py`)."""
+    return bool(_TEST_PROGRAMS.search(command)) or any(is_test_path(word) for word in command.split()[1:])
+
+
+def test_runner_named(command: str) -> bool:
+    """The command starts a test runner (which counts its tests), not a test file run directly."""
+    return bool(_TEST_PROGRAMS.search(command))
 
 
 def _asks(text: str) -> bool:

@@ -25,8 +25,9 @@ from ..core.messages import Evidence, ToolCall, ToolResult, new_call_id
 from ..core.reply_shapes import is_test_path
 from ..core.turn_assist import AssistedTurn, GateVerdict
 from ..safety.host_programs import host_program
+from ..safety.paths import is_within, resolve_path
 from ..safety.regular_files import NotARegularFile, TooLarge, read_small_file
-from .request import RequestReading, read_request
+from .request import RequestReading, read_request, test_runner_named
 
 OUTPUT_LINES = 40
 """Lines of a failed check's output sent back: the end, where the tests' assertions are."""
@@ -148,8 +149,9 @@ def script_check(command: str, root: Path) -> Check | None:
     """A command the request asks to run whose program is a script of the project
     (`report.py --year 2020`, `python report.py`), run with its interpreter when named bare."""
     words = command.split()
-    script = words[1] if words[0] in _SCRIPT_RUNNERS.values() or words[0] == "python" else words[0]
-    if not (root / script).is_file() or script.rsplit(".", 1)[-1] not in _SCRIPT_RUNNERS:
+    runner_first = words[0] in _SCRIPT_RUNNERS.values() or words[0] == "python"
+    script = words[1] if runner_first and len(words) > 1 else words[0]
+    if script.rsplit(".", 1)[-1] not in _SCRIPT_RUNNERS or not _project_file(script, root):
         return None
     if script == words[0]:
         command = f"{_SCRIPT_RUNNERS[script.rsplit('.', 1)[-1]]} {command}"
@@ -157,11 +159,18 @@ def script_check(command: str, root: Path) -> Check | None:
     return Check(command, counts_tests=direct_test, must_show_tests=direct_test)
 
 
+def _project_file(name: str, root: Path) -> bool:
+    """`name` is a regular file inside the project (a link out of it is not)."""
+    resolved = resolve_path(name, str(root))
+    return is_within(resolved, resolve_path(".", str(root))) and Path(resolved).is_file()
+
+
 async def checks_for(reading: RequestReading, root: Path, python: ProjectPython,
                      project_files: Callable[[], Sequence[str]]) -> list[Check]:
     """The checks the request names (its test commands, its Python test files, the project
     scripts it asks to run), else for a change request the project's obvious test command."""
-    checks = [Check(command, counts_tests=True) for command in reading.test_commands]
+    checks = [Check(command, counts_tests=True, must_show_tests=not test_runner_named(command))
+              for command in reading.test_commands]
     for name in reading.test_files:
         if name.endswith(".py") and not any(name in check.command for check in checks):
             found = await python.test_file_check(name)
