@@ -130,6 +130,15 @@ def test_providers_never_reach_tools_or_dispatch() -> None:
     assert not found, "these import chains lead a provider to tools:\n" + shown(found)
 
 
+def test_only_the_runtime_reaches_the_assist_package() -> None:
+    """assist/ sits above core/: the layers below never reach it (the loop sees it only
+    through core/turn_assist's seam), and only the runtime's wiring imports it."""
+    found = violations(GRAPH, "tether", LOWER_LAYERS, ("tether.assist",))
+    assert not found, "these import chains reach the assist package:\n" + shown(found)
+    importers = {m for m, deps in GRAPH.items() if any(under(d, ("tether.assist",)) for d in deps)}
+    assert {m for m in importers if not m.startswith("tether.assist")} == {"tether.runtime"}
+
+
 def test_every_module_lives_in_a_layer() -> None:
     """A new module at the top beside the entry points would sit outside every contract."""
     top_level = {m for m in GRAPH if m.count(".") == 1 and (SRC / f"{m.split('.')[1]}.py").exists()}
