@@ -53,7 +53,7 @@ from .result_notes import noted_result
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
-from .turn_assist import AnswerGate, RequestView, TurnAssist
+from .turn_assist import UNASSISTED, AnswerGate, RequestView, TurnAssist
 from .turn_end import TurnHooks, answer_problems, conclude, submit_prompt
 from .ui_protocol import UI, RequestEvents, show_checks
 
@@ -228,8 +228,7 @@ class TurnLoop:
     """Told when a turn starts (sub-agents' per-turn budget starts again)."""
     hooks: TurnHooks | None = None
     """The user's hooks on a submitted request and on the end of a turn."""
-    assist: TurnAssist | None = None
-    """Reads each request once and checks the answer after a change (assist/, via the runtime)."""
+    assist: TurnAssist | None = None  # the request read once, the check after a change (assist/)
     _turn: TurnState | None = field(default=None, init=False, repr=False)
     _system: Message | None = field(default=None, init=False, repr=False)
     """The latest request's system message, sent again while its text is the same: the
@@ -242,11 +241,9 @@ class TurnLoop:
             return refused
         if self.on_turn is not None:
             self.on_turn()
-        assisted = self.assist.start(user_text, self.settings.verify_attempts) if self.assist else None
-        reading = assisted.reading if assisted is not None else None
-        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx, reading)
-        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch,
-                                      gate=assisted.gate if assisted is not None else None)
+        assisted = self.assist.start(user_text, self.settings.verify_attempts) if self.assist else UNASSISTED
+        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx, assisted.reading)
+        turn = self._turn = TurnState(conv, start=len(conv.messages) - 1, watch=watch, gate=assisted.gate)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:

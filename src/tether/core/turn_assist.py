@@ -58,9 +58,13 @@ class AnswerGate(Protocol):
 class AssistedTurn:
     """What the assist package gives one turn."""
 
-    reading: RequestView
+    reading: RequestView | None
+    """None: the request was not read (no assist is wired in)."""
     gate: AnswerGate | None = None
     """None: nothing to check before the answer."""
+
+
+UNASSISTED = AssistedTurn(None)
 
 
 class TurnAssist(Protocol):
