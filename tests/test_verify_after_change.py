@@ -148,3 +148,11 @@ async def test_a_change_request_in_a_project_with_tests_runs_its_test_command(tm
 def test_a_test_file_becomes_the_module_unittest_loads() -> None:
     assert unittest_target("tests/test_calc.py") == "tests.test_calc"
     assert unittest_target("my-tests/test_calc.py") == "my-tests/test_calc.py"
+
+
+async def test_a_data_file_written_for_a_change_request_runs_no_project_tests(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    written = call(("write_file", {"filepath": "total.txt", "content": "5\n"}))
+    runtime, provider = runtime_for(root, home, [written, say("Wrote 5.")])
+    result = await runtime.loop.run_turn(Conversation(), "write the sum of 2 and 3 to total.txt")
+    assert checks_run(result) == [] and result.text == "Wrote 5." and len(provider.requests) == 2

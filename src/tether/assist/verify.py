@@ -166,9 +166,11 @@ def _project_file(name: str, root: Path) -> bool:
 
 
 async def checks_for(reading: RequestReading, root: Path, python: ProjectPython,
-                     project_files: Callable[[], Sequence[str]]) -> list[Check]:
+                     project_files: Callable[[], Sequence[str]], changed: Sequence[str]) -> list[Check]:
     """The checks the request names (its test commands, its Python test files, the project
-    scripts it asks to run), else for a change request the project's obvious test command."""
+    scripts it asks to run), else, for a change request that changed Python code (`changed`:
+    the paths changed), the project's obvious test command (a count written to a text file
+    is no reason to run the project's tests)."""
     checks = [Check(command, counts_tests=True, must_show_tests=not test_runner_named(command))
               for command in reading.test_commands]
     for name in reading.test_files:
@@ -179,7 +181,7 @@ async def checks_for(reading: RequestReading, root: Path, python: ProjectPython,
         for command in reading.commands:
             found = script_check(command, root) if command not in reading.test_commands else None
             checks += [found] if found is not None else []
-    if not checks and reading.change:
+    if not checks and reading.change and any(path.endswith(".py") for path in changed):
         found = await python.project_check(project_files())
         checks += [found] if found is not None else []
     return list(dict.fromkeys(checks))
@@ -229,11 +231,11 @@ class VerifyGate:
     done: bool = False
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
-        changed = any(record.changed_paths for record in evidence[self.seen:])
+        changed = [path for record in evidence[self.seen:] for path in record.changed_paths]
         self.seen = len(evidence)
         if self.done or not changed:
             return self._unchanged()
-        checks = await checks_for(self.reading, self.root, self.python, self.project_files)
+        checks = await checks_for(self.reading, self.root, self.python, self.project_files, changed)
         if not checks:
             self.done = True
             return GateVerdict()
