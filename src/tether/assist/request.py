@@ -5,6 +5,16 @@ needs it (the nudges through `TurnWatch.reading`, the verification after a chang
 module reads the request with regular expressions of its own. Names are found the same way
 in any language (paths, backticks, file suffixes, program names); only the kind of request
 (a question, a change, a run) is read from English words.
+
+Moved here so far: whether the request is a question, a change or a run only
+(`TurnWatch.asks_question` / `asks_change` / `asks_to_run`, used by nudges, shown_code,
+failing_test, call_guard) and the files a change request names (named_files). Still read from
+the request text in core/, to move here next: `reply_shapes.requested_new_file`,
+`requested_script`, `asks_for_value`, `asks_for_number`, `leaves_tests` and `_ACTION_WORDS`
+(nudges), `call_guard`'s `_REMOVES`/`_ADDS`/`_TAKES_AWAY` and its data-file check,
+`count_scope.requested_folder` and `_INTO_FILE`, `named_files._ASKS_FOR_TEST`,
+`renames.renamed_names`, `script_args.requested_usage`, `seen_values` (ranked by the
+request's words).
 """
 
 from __future__ import annotations
