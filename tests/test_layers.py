@@ -29,11 +29,12 @@ LAYERS: dict[str, set[str]] = {
     "__main__": {"cli"},
     "cli": {"core", "providers", "runtime", "safety", "store", "ui"},
     "ui": {"core", "hooks", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
-    "runtime": {"core", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
+    "runtime": {"assist", "core", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
+    "assist": {"core", "safety"},
     "hooks": {"core", "safety", "store"},
     "mcp": {"core", "safety", "store"},
     "skills": {"core", "safety", "store", "tools"},
-    "providers": {"core", "safety", "store"},
+    "providers": {"core", "protocol", "safety", "store"},
     "protocol": {"core"},
     "tools": {"core", "safety", "store"},
     "core": {"protocol", "providers", "safety", "store", "tools"},
@@ -266,6 +267,15 @@ def test_the_table_allows_nothing_the_code_does_not_do() -> None:
 def test_the_architecture_table_is_the_tested_table() -> None:
     text = (SRC.parents[1] / "ARCHITECTURE.md").read_text()
     assert architecture_layers(text) == LAYERS
+
+
+def test_only_the_runtime_reaches_the_assist_package() -> None:
+    """assist/ sits above core/: the layers below never reach it (the loop sees it only
+    through core/turn_assist's seam), and only the runtime's wiring imports it."""
+    found = violations(GRAPH, "tether", LOWER_LAYERS, ("tether.assist",))
+    assert not found, "these import chains reach the assist package:\n" + shown(found)
+    importers = {m for m, deps in GRAPH.items() if any(under(d, ("tether.assist",)) for d in deps)}
+    assert {m for m in importers if not m.startswith("tether.assist")} == {"tether.runtime"}
 
 
 def test_every_module_lives_in_a_layer() -> None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 from test_cli import run_cli
 
+from tether.assist.verify import Assist
 from tether.core.dispatch import Dispatcher
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import ToolCall
@@ -138,7 +139,8 @@ def test_levers_can_be_switched_off_by_name() -> None:
     profile = profile_named("small", "menu,nudges")
     assert not profile.short_menu and not profile.nudges and profile.simple_edit
     assert "menu" not in profile.levers() and "edit" in profile.levers()
-    assert profile_named("full", "menu").levers() == []
+    assert profile_named("full", "menu").levers() == ["verify"]  # the one lever every profile has
+    assert profile_named("full", "verify").levers() == []
     with pytest.raises(ValueError, match="unknown profile lever 'menus'"):
         SMALL.without(["menus"])
 
@@ -214,9 +216,11 @@ def menu_loop(provider: ScriptedProvider, tmp_path: Path, tools=None, nudges: bo
     ui = AllowingUI()
     menu = ToolMenu(table, list(menu_names))
     table.add(tool_search_tool(menu))
+    dispatcher = Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0)
     loop = TurnLoop(
-        provider, table, Dispatcher(table, ToolContext(root=tmp_path), ui, default_timeout=5.0), ui,
+        provider, table, dispatcher, ui,
         TurnSettings(model="m", nudges=nudges), system_prompt=lambda mode: "SYSTEM", menu=menu,
+        assist=Assist(tmp_path, dispatcher.dispatch, dispatcher.ctx.files.names),
     )
     return loop, ui
 
@@ -733,6 +737,6 @@ async def test_an_answer_to_a_question_that_quotes_the_code_is_not_nudged_to_app
     ("count the TODO lines and write the number to todo.txt", False),
 ])
 def test_questions_are_told_from_requests_for_a_change(request_text: str, question: bool) -> None:
-    from tether.core.reply_shapes import is_question
+    from tether.assist.request import read_request
 
-    assert is_question(request_text) is question
+    assert read_request(request_text, ()).asks_question is question

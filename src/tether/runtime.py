@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .assist.verify import Assist
 from .core.context import Compressor, TokenEstimator, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .core.instructions import ProjectInstructions, instruction_names, load_instructions
@@ -243,6 +244,7 @@ class Runtime:
         turn.stop_at_call = profile.stop_at_call
         turn.max_reply_tokens = profile.max_reply_tokens
         turn.terse_history = profile.terse_history
+        turn.verify_attempts = self.settings.verify_after_change if profile.verify else 0
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but
@@ -379,6 +381,7 @@ def build_runtime(
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     dispatcher.results = results
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
+    loop.assist = Assist(options.root, dispatcher.dispatch, ctx.files.names)
     runtime = Runtime(
         settings, provider, table, loop, rules, git, policy, plan_gate, options, ui, env,
         warnings, closers, levers_off=env.get(LEVERS_ENV, ""),
@@ -545,6 +548,7 @@ def build_loop(
         keep_thinking=settings.keep_thinking,
         answer_checks=settings.answer_checks,
         answer_check_feedback=settings.answer_check_feedback,
+        verify_attempts=settings.verify_after_change,
     )
     return TurnLoop(
         provider=provider,

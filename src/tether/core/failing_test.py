@@ -20,7 +20,7 @@ from ..tools._paths import display_path, is_inside_root
 from ..tools.outside_values import absolute_module, module_file, package_dir
 from .messages import Evidence
 from .python_tree import parsed_python
-from .reply_shapes import file_text, is_question, is_test_path, leaves_tests
+from .reply_shapes import file_text, is_test_path, leaves_tests
 from .toolspec import ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def failing_test_note(watch: TurnWatch, evidence: Evidence, ctx: ToolContext) ->
     """The note for a failed test run: the function the failure calls and its file ("" when
     the run was no failing test, or the file was named this turn already)."""
     ran = evidence.command
-    if evidence.call.name != "run_cmd" or ran is None or not ran.failed or is_question(watch.request):
+    if evidence.call.name != "run_cmd" or ran is None or not ran.failed or watch.asks_question():
         return ""
     output = evidence.result
     for test in _tests_named(output, ctx):

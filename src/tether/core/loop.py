@@ -52,6 +52,7 @@ from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
+from .turn_assist import UNASSISTED, AnswerGate, GateVerdict, RequestView, TurnAssist
 from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
 from .turn_watch import TurnWatch
 from .ui_protocol import UI, RequestEvents, show_checks
@@ -182,6 +183,8 @@ class TurnSettings:
     """Check the final answer against the turn's evidence (answer_checks.py)."""
     answer_check_feedback: bool = False
     """Send what the checks found back for one tool-free corrected answer."""
+    verify_attempts: int = 0
+    """Fixes the check after a change may ask for (assist/verify.py; 0: no check)."""
 
 
 class ContextGuard(Protocol):
@@ -225,6 +228,7 @@ class TurnLoop:
     """Told when a turn starts (sub-agents' per-turn budget starts again)."""
     hooks: TurnHooks | None = None
     """The user's hooks on a submitted request and on the end of a turn."""
+    assist: TurnAssist | None = None  # the request read once, the check after a change (assist/)
     _turn: TurnState | None = field(default=None, init=False, repr=False)
     _system: Message | None = field(default=None, init=False, repr=False)
     """The latest request's system message, sent again while its text is the same: the
@@ -237,9 +241,12 @@ class TurnLoop:
             return TurnResult("", "blocked", 0, Usage(), [], error=refusal)
         if self.on_turn is not None:
             self.on_turn()
-        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx)
+        assisted = self.assist.start(user_text, self.settings.verify_attempts) if self.assist else UNASSISTED
+        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx,
+                           assisted.reading)
         steps = TurnSteps(self.table, self.dispatcher.ctx, conv.evidence, self.menu, watch, self.settings.nudges)
-        turn = self._turn = TurnState(conv, steps, start=len(conv.messages) - 1, watch=watch)
+        turn = self._turn = TurnState(conv, steps, start=len(conv.messages) - 1, watch=watch,
+                                      gate=assisted.gate)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
@@ -393,7 +400,14 @@ class TurnLoop:
 
     async def conclude(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> TurnResult | None:
         """The turn's answer, unless a Stop hook's reason to go on becomes the next message
-        (None); checked, and with feedback on, corrected once in a tool-free request."""
+        (None); checked, and with feedback on, corrected once in a tool-free request. The
+        turn's gate (the check after a change) comes first: a failed check goes back to the
+        model, and its last word is the answer's last line."""
+        verdict = await self.gate_verdict(turn)
+        if verdict.again:  # the check after the change failed: the model gets it and goes on
+            turn.conv.messages += [assistant_message(parsed, reply, self.settings), Message.user(verdict.again)]
+            self.ui.notice("the check after the change failed: its output goes back to the model")
+            return None
         reason = await stop_reason(self.hooks, parsed.text, turn.stop_holds)
         if reason:
             turn.stop_holds += 1
@@ -408,7 +422,21 @@ class TurnLoop:
             reply = await self.ask(turn, tools=False, note=correction_note(checks))
             text = self.parse(reply).text
             checks = self.checks_of(turn, text)
+        if verdict.note:  # after the checks, which read the model's words: this line is the harness's
+            text = f"{text.rstrip()}\n\n{verdict.note}" if text.strip() else verdict.note
+            self.ui.text(f"\n\n{verdict.note}\n")
         return self.finish(turn, reply, text, checks=checks)
+
+    async def gate_verdict(self, turn: TurnState) -> GateVerdict:
+        """What the turn's gate says of the answer about to end it; the calls it made join the
+        turn's evidence (and a command it ran may have changed what reads would see)."""
+        if turn.gate is None:
+            return GateVerdict()
+        verdict = await turn.gate.before_answer(turn.conv.evidence)
+        if verdict.evidence:
+            turn.conv.evidence.extend(verdict.evidence)
+            turn.steps.read_cache.clear()
+        return verdict
 
     def checks_of(self, turn: TurnState, text: str) -> list[str]:
         if not self.settings.answer_checks:
@@ -490,6 +518,8 @@ class TurnState:
     pending: Reply | None = None
     watch: TurnWatch | None = None
     """What the turn has done, for the nudges; None when nudges are off."""
+    gate: AnswerGate | None = None
+    """Asked before the turn ends with an answer (the check after a change)."""
     unreadable_in_a_row: int = 0
     looped: bool = False
     """The last reply was stopped for repeating one line (see repeatstop.py), or began with
@@ -539,7 +569,8 @@ def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings)
 
 
 def turn_watch(
-    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext
+    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext,
+    reading: RequestView | None = None,
 ) -> TurnWatch | None:
     """What the turn's nudges watch, when the profile nudges or adds an opening note."""
     if not (settings.nudges or settings.opening_note):
@@ -557,7 +588,7 @@ def turn_watch(
 
     tools = {tool.name: tool.main_arg for tool in table}
     return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
-                     find=lambda pattern: occurrences(pattern, ctx))
+                     find=lambda pattern: occurrences(pattern, ctx), reading=reading)
 
 
 def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:

@@ -15,7 +15,7 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from .reply_shapes import CHANGE_WORDS, is_question, is_test_path
+from .reply_shapes import is_test_path
 
 if TYPE_CHECKING:
     from .turn_watch import TurnWatch
@@ -24,24 +24,25 @@ NAMED_UNCHANGED = (
     "The request also names {paths}, which you have not changed in this turn. If the request "
     "asks for a change there, make it now (read the file first if it exists); if not, answer."
 )
-_TARGET_FILE = re.compile(
-    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|js|mjs|ts|tsx|jsx|go|rs|rb|java|kt|c|h|cc|cpp|cs|php|sh"
-    r"|json|toml|yaml|yml|ini|cfg|conf))(?![\w/-])"
-)
+_TARGET_SUFFIXES = frozenset({
+    "py", "js", "mjs", "ts", "tsx", "jsx", "go", "rs", "rb", "java", "kt", "c", "h", "cc", "cpp",
+    "cs", "php", "sh", "json", "toml", "yaml", "yml", "ini", "cfg", "conf",
+})
+"""Code and settings files: what a change targets (data files are its inputs)."""
 _ASKS_FOR_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
 
 
 def named_unchanged_nudge(watch: TurnWatch) -> str | None:
     """NAMED_UNCHANGED for the files the request names that this turn has not changed, once
     per turn; None when there are none or the request is no change request."""
-    request = watch.request
-    if not watch.acted or not watch.written or not CHANGE_WORDS.search(request) or is_question(request):
+    if not watch.acted or not watch.written or watch.reading is None or not watch.asks_change():
         return None
     if watch.asks_to_run():
         return None
-    wants_test = bool(_ASKS_FOR_TEST.search(request))
+    wants_test = bool(_ASKS_FOR_TEST.search(watch.request))
     left = []
-    for named in dict.fromkeys(m.group(1) for m in _TARGET_FILE.finditer(request)):
+    targets = [name for name in watch.reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES]
+    for named in targets:
         if is_test_path(named) and not wants_test:
             continue
         if os.path.normpath(named) not in watch.written:

@@ -19,13 +19,11 @@ from .offers import next_guess, told_to_open, unseen_number_nudge
 from .renames import rename_left_nudge
 from .reply_shapes import (
     CHANGE_VERBS,
-    CHANGE_WORDS,
     NUMBERED_STEPS,
     RUN_VERBS,
     asks_for_number,
     asks_for_value,
     gives_number,
-    is_question,
     looks_like_command,
     name_given_for_value,
     reads_input,
@@ -179,7 +177,7 @@ def shown_command_nudge(watch: TurnWatch, text: str) -> str | None:
         again = bool(watch.offered) and command in watch.offered and watch.once("again")
         return OFFER_AGAIN.format(call=watch.offered) if again else None
     watch.once("shown")
-    question = FIND_IT_YOURSELF if is_question(watch.request) else ""
+    question = FIND_IT_YOURSELF if watch.asks_question() else ""
     call = watch.offer("run_cmd", {"command": command})
     return SHOWN_COMMAND.format(command=command, call=call, question=question)
 
@@ -227,8 +225,7 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
         if watch.offered:
             return RESULT_FIRST_OFFER.format(call=watch.offered)
         last = watch.last_call
-        changes = CHANGE_WORDS.search(watch.request) and not is_question(watch.request)
-        if last is not None and last.name == "read_file" and changes:
+        if last is not None and last.name == "read_file" and watch.asks_change():
             # it was about to write out the file it had read
             read = last.arguments.get("filepath", "the file")
             new = requested_new_file(watch.request, watch.root)
@@ -260,7 +257,7 @@ def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
     per name, MAX_NAME_NUDGES a turn), with the search that leads to where it is set."""
     if watch.show_call is None or "search_in_file" not in watch.tools or watch.calls == 0:
         return None
-    if not (is_question(watch.request) and asks_for_value(watch.request)):
+    if not (watch.asks_question() and asks_for_value(watch.request)):
         return None
     name = name_given_for_value(text, "\n".join(watch.seen))
     if name is None or f"value:{name}" in watch.sent:
@@ -351,7 +348,7 @@ def _pick(watch: TurnWatch, text: str, result_first: bool) -> str | None:
     unseen = watch.unseen_number(text)
     if unseen is not None and (message := unseen_number_nudge(watch, unseen)) is not None:
         return message
-    if watch.calls and asks_for_number(watch.request) and not gives_number(text, watch.request) and watch.once("no_number"):
+    if watch.calls and watch.asks_question() and asks_for_number(watch.request) and not gives_number(text, watch.request) and watch.once("no_number"):
         return NO_NUMBER
     return None
 
@@ -364,7 +361,7 @@ def _named_not_called(watch: TurnWatch, tool: str, value: str | None) -> str:
             return START_FIRST.format(call=watch.offer("run_cmd", {"command": value}))
     if value is not None and main_arg and watch.show_call is not None:
         form = NAMED_FORM.format(call=watch.offer(tool, {main_arg: value}))
-    question = FIND_IT_YOURSELF if is_question(watch.request) else ""
+    question = FIND_IT_YOURSELF if watch.asks_question() else ""
     return NAMED_NOT_CALLED.format(tool=tool, form=form, question=question)
 
 
@@ -372,7 +369,7 @@ def _shows_instead_of_doing(watch: TurnWatch, text: str) -> bool:
     """The reply shows or describes a change the request asked for. A question asks for
     none: an answer that quotes the code in a fence is an answer (nudging it made the
     model "apply" its answer to the file it quoted)."""
-    if is_question(watch.request):
+    if watch.asks_question():
         return False
     return bool(
         _FENCED_CODE.search(text)

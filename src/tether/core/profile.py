@@ -32,7 +32,7 @@ CORE_TOOLS = (
 )
 
 LEVERS_ENV = "TETHER_PROFILE_OFF"
-"""Comma-separated lever names to switch off in the small profile (for the benchmark)."""
+"""Comma-separated lever names to switch off (for the benchmark)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,9 @@ class Profile:
     max_steps: int | None = None
     soft_pressure_after: int | None = None
     """Used when the user has set neither."""
+    verify: bool = True
+    """Run the check the request names after a change (assist/verify.py), in every profile;
+    the `verify_after_change` setting says how many fixes it may ask for."""
 
     def levers(self) -> list[str]:
         """The names of the levers that are on (for the json output and the benchmark)."""
@@ -102,6 +105,7 @@ LEVER_FIELDS = {
     "terse": "terse_history",
     "sampling": "temperature",
     "steps": "max_steps",
+    "verify": "verify",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 LEVER_OFF: dict[str, dict[str, object]] = {
@@ -117,6 +121,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "terse": {"terse_history": False},
     "sampling": {"temperature": None},
     "steps": {"max_steps": None, "soft_pressure_after": None},
+    "verify": {"verify": False},
 }
 
 FULL = Profile("full")
@@ -140,9 +145,9 @@ PROFILES: dict[str, Profile] = {"small": SMALL, "full": FULL}
 
 
 def profile_named(name: str, levers_off: str = "") -> Profile:
-    """The profile called `name`; for small, less the comma-separated `levers_off`."""
-    profile = PROFILES[name]
-    return profile.without(levers_off.split(",")) if profile.name == "small" else profile
+    """The profile called `name`, less the comma-separated `levers_off` (the full profile has
+    only the levers every profile shares, such as `verify`)."""
+    return PROFILES[name].without(levers_off.split(","))
 
 
 # ---------------------------------------------------------------- telling a small model

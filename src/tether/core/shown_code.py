@@ -23,7 +23,6 @@ from .reply_shapes import (
     CODE_BLOCK,
     VERSION_MAX_CHARS,
     file_text,
-    is_question,
     is_test_path,
     leaves_tests,
     shown_new_file,
@@ -129,7 +128,7 @@ def function_fix_nudge(watch: TurnWatch, text: str) -> str | None:
     (once per turn, never for a question); None when it shows none, or cannot offer the call."""
     if watch.root is None or watch.find is None or watch.show_call is None or "edit_file" not in watch.tools:
         return None
-    if "```" not in text or "function" in watch.sent or is_question(watch.request):
+    if "```" not in text or "function" in watch.sent or watch.asks_question():
         return None  # an answer to a question may quote the code it explains
     fix = shown_function_fix(text, watch.root, watch.find, skip_tests=leaves_tests(watch.request))
     if fix is None or not watch.once("function"):
@@ -153,7 +152,7 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
     """The nudge for a new version of a file shown in a code block instead of written,
     or for the code of the new file the request names (once per turn), with the
     write_file call that would write it."""
-    if watch.show_call is None or "write_file" not in watch.tools or is_question(watch.request):
+    if watch.show_call is None or "write_file" not in watch.tools or watch.asks_question():
         return None
     if watch.asks_to_run():
         return None  # a program to run as it is: its code shown again is no change to make

@@ -17,7 +17,7 @@ from .answer_checks import COUNT_WORDS, LINE_PREFIXES
 from .derived_numbers import SeenNumbers
 from .dispatch import first_line
 from .messages import Evidence, ToolCall
-from .reply_shapes import CHANGE_WORDS, RUN_WORDS
+from .turn_assist import RequestView
 
 OPENING_NOTE = (
     "(Do this yourself with the tools, one call at a time. Look at the files first; never "
@@ -120,6 +120,8 @@ class TurnWatch:
     """What the harness added to the last call's result (result_notes)."""
     unseen_at: int = 0
     """How many calls had run when the unseen-number nudge was sent."""
+    reading: RequestView | None = None
+    """The request as read once (assist/request.py); None: nothing is known of it."""
 
     def saw(self, key: str, evidence: Evidence, changes_things: bool) -> None:
         """Record one finished call (`key`: its name and arguments)."""
@@ -206,9 +208,17 @@ class TurnWatch:
                 return m.group()
         return None
 
+    def asks_question(self) -> bool:
+        """The request is a question about the project and asks for no change and no run."""
+        return self.reading is not None and self.reading.asks_question
+
+    def asks_change(self) -> bool:
+        """The request asks for a change and is no question."""
+        return self.reading is not None and self.reading.change and not self.reading.asks_question
+
     def asks_to_run(self) -> bool:
         """The request asks to run something and asks for no change to the files."""
-        return bool(RUN_WORDS.search(self.request)) and not CHANGE_WORDS.search(self.request)
+        return self.reading is not None and self.reading.asks_only_to_run
 
     def keeps_reply(self) -> bool:
         """Whether the reply the last nudge answers is worth keeping in the history. A wrong

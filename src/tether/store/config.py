@@ -211,6 +211,11 @@ class Settings:
         False, "Send what the answer checks found back to the model for one "
         "tool-free corrected answer.",
     )
+    verify_after_change: int = setting(
+        2, "After a turn changed files, run the check the request names (its tests, the "
+        "script it asks to run) before the answer, and send a failure back at most this "
+        "many times (0: off).", ge=0, le=20,
+    )
 
     given: frozenset[str] = field(default=frozenset(), init=False, compare=False, repr=False)
     """The settings a layer or the caller gave, defaults left out (a profile's own step

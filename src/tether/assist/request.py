@@ -1,0 +1,222 @@
+"""The request read once: what the user asks for, and the files, commands and tests it names.
+
+`read_request` runs once per user request and its `RequestReading` is handed to whoever
+needs it (the nudges through `TurnWatch.reading`, the verification after a change), so no
+module reads the request with regular expressions of its own. Names are found the same way
+in any language (paths, backticks, file suffixes, program names); only the kind of request
+(a question, a change, a run) is read from English words.
+
+Moved here so far: whether the request is a question, a change or a run only
+(`TurnWatch.asks_question` / `asks_change` / `asks_to_run`, used by nudges, shown_code,
+failing_test, call_guard) and the files a change request names (named_files). Still read from
+the request text in core/, to move here next: `reply_shapes.requested_new_file`,
+`requested_script`, `asks_for_value`, `asks_for_number`, `leaves_tests` and `_ACTION_WORDS`
+(nudges), `call_guard`'s `_REMOVES`/`_ADDS`/`_TAKES_AWAY` and its data-file check,
+`count_scope.requested_folder` and `_INTO_FILE`, `named_files._ASKS_FOR_TEST`,
+`renames.renamed_names`, `script_args.requested_usage`, `seen_values` (ranked by the
+request's words).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..core.reply_shapes import CHANGE_VERBS, RUN_VERBS, is_test_path
+
+_PATH = re.compile(
+    r"(?<![\w/.@:-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
+)
+"""A file name with a suffix (`total.py`, `src/app.ts`, `./run.sh`); a URL's or an e-mail
+address's pieces never start one (no letter, `/`, `.`, `@` or `:` before it)."""
+_BACKTICKED = re.compile(r"`([^`\n]+)`")
+_CODE_SUFFIXES = frozenset({
+    "py", "pyi", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "rs", "rb", "java", "kt", "c", "h",
+    "cc", "cpp", "hpp", "cs", "php", "sh", "bash", "swift", "scala", "lua", "pl", "r", "sql",
+    "json", "toml", "yaml", "yml", "ini", "cfg", "conf", "env", "xml", "html", "css", "md",
+    "txt", "csv", "tsv", "log", "rst", "lock",
+})
+"""Suffixes a file the project does not have yet must have to count as named (`e.g.` and
+`v2.x` name nothing)."""
+_CODE_KEYWORDS = frozenset({
+    "def", "class", "return", "import", "from", "if", "for", "while", "let", "const", "var",
+    "function", "fn", "func", "pub", "print", "raise", "assert", "async", "await", "lambda",
+})
+"""First words of code in backticks, which is not a command."""
+_TEST_PROGRAMS = re.compile(
+    r"(?:^|[\s/])(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|bats)\b"
+    r"|(?:^|\s)(?:npm|yarn|pnpm|bun|go|cargo|make|mvn|gradle|dotnet|mix|deno|zig)\s+(?:run\s+)?tests?\b"
+)
+"""A command that runs tests, by the program it starts (language-neutral: program names)."""
+_RUN_CLAUSE = re.compile(
+    rf"\b(?:{RUN_VERBS})\s+(?!(?:the|it|this|that|them|a|an|my|our|all|some)\b)"
+    r"([^\n,;!?`]+?)(?=\s+(?:and|then|to|so|with|again|once|after|before|until|for)\b|[,;!?\n`]|\.(?:\s|$)|$)",
+    re.I,
+)
+"""What follows "run"/"execute" up to the end of its clause ("run pytest -k bar and ...")."""
+_RUNNERS = frozenset({
+    "python", "python3", "pytest", "node", "npm", "npx", "yarn", "pnpm", "bun", "deno", "bash",
+    "sh", "zsh", "make", "go", "cargo", "ruby", "perl", "php", "java", "dotnet", "tox", "nox",
+    "uv", "poetry", "just", "docker",
+})
+"""Programs whose name after "run" starts a command, not an ordinary word ("run fast")."""
+_CHANGE = re.compile(rf"\b({CHANGE_VERBS})\b", re.I)
+_RUN = re.compile(rf"\b({RUN_VERBS})\b", re.I)
+_QUESTION_START = re.compile(
+    r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
+    r"describe|show|list|find|count)\b", re.I
+)
+_NEW_FILE_WORDS = re.compile(r"\b(create|write|add|make|new|save|generate|put)\b", re.I)
+
+
+@dataclass(frozen=True)
+class RequestReading:
+    """One user request, read once. Several kinds may hold at once ("run report.py and write
+    the total to total.txt" is a run and a change); a request in another language may hold
+    none and still name files, commands and tests."""
+
+    text: str
+    question: bool = False
+    """Asks for an answer in words and for no change (a run may still be asked)."""
+    change: bool = False
+    """Asks for a change to the project (fix, add, rename, write ...)."""
+    run: bool = False
+    """Asks to run a program."""
+    new_file: bool = False
+    """Asks to write a file the project does not have yet."""
+    files: tuple[str, ...] = ()
+    """Project files the request names, as project-relative paths."""
+    new_files: tuple[str, ...] = ()
+    """Files the request names that the project does not have (yet), as written."""
+    commands: tuple[str, ...] = ()
+    """Commands the request names, as written (in backticks, or after "run")."""
+    test_files: tuple[str, ...] = ()
+    """Test files the request names, existing or not (project-relative when they exist)."""
+    test_commands: tuple[str, ...] = ()
+    """The named commands that run tests (`pytest -k bar`, `npm test`)."""
+
+    @property
+    def asks_question(self) -> bool:
+        """A question about the project that asks neither for a change nor for a run."""
+        return self.question and not self.run
+
+    @property
+    def asks_only_to_run(self) -> bool:
+        """Asks to run something and for no change to the files."""
+        return self.run and not self.change
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        """Every file the request names: those the project has, then the new ones."""
+        return self.files + self.new_files
+
+
+def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
+    """`text` read once; `project_files` are the project's files as relative paths (to tell
+    a named file the project has from a new one, and to find `strings.py` at `pkg/strings.py`)."""
+    index = _FileIndex(project_files)
+    files: list[str] = []
+    new_files: list[str] = []
+    for name in _named_paths(text):
+        found = index.find(name)
+        if found is not None:
+            files.append(found)
+        elif name.rsplit(".", 1)[1].lower() in _CODE_SUFFIXES:
+            new_files.append(name)
+    commands = _named_commands(text, index)
+    change = bool(_CHANGE.search(text))
+    return RequestReading(
+        text=text,
+        question=_asks(text) and not change,
+        change=change,
+        run=bool(_RUN.search(text)),
+        new_file=bool(new_files) and bool(_NEW_FILE_WORDS.search(text)),
+        files=_unique(files),
+        new_files=_unique(new_files),
+        commands=commands,
+        test_files=_unique(name for name in files + new_files if is_test_path(name)),
+        test_commands=tuple(command for command in commands if runs_tests(command)),
+    )
+
+
+def runs_tests(command: str) -> bool:
+    """The command runs tests: a test runner, or a program given a test file (`python x_test.py`)."""
+    return bool(_TEST_PROGRAMS.search(command)) or any(is_test_path(word) for word in command.split()[1:])
+
+
+def test_runner_named(command: str) -> bool:
+    """The command starts a test runner (which counts its tests), not a test file run directly."""
+    return bool(_TEST_PROGRAMS.search(command))
+
+
+def _asks(text: str) -> bool:
+    stripped = text.strip()
+    return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
+
+
+def _unique(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(names))
+
+
+def _named_paths(text: str) -> list[str]:
+    """File names in the request, in order, `\\` read as `/` and `./` dropped."""
+    names = []
+    for match in _PATH.finditer(text.replace("\\", "/")):
+        name = posixpath.normpath(match.group(1))
+        if not name.startswith("../") and name != "..":
+            names.append(name)
+    return names
+
+
+class _FileIndex:
+    """The project's files by relative path and by base name."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.paths = {posixpath.normpath(name) for name in names}
+        self.by_base: dict[str, list[str]] = {}
+        for path in sorted(self.paths):
+            self.by_base.setdefault(posixpath.basename(path), []).append(path)
+
+    def find(self, name: str) -> str | None:
+        """The project file `name` names: itself, else the one file whose path ends with it."""
+        if name in self.paths:
+            return name
+        ending = [p for p in self.by_base.get(posixpath.basename(name), []) if p.endswith("/" + name)]
+        return ending[0] if len(ending) == 1 else None
+
+    def has(self, name: str) -> bool:
+        return self.find(posixpath.normpath(name)) is not None
+
+
+def _named_commands(text: str, index: _FileIndex) -> tuple[str, ...]:
+    """Commands in backticks (a program and its arguments; a bare program only when the
+    request asks to run it) and after "run"/"execute" (a known program, or a project file)."""
+    found: list[str] = []
+    asks_run = bool(_RUN.search(text))
+    for match in _BACKTICKED.finditer(text):
+        span = match.group(1).strip()
+        if _is_command(span, index, single_ok=asks_run and _follows_run(text, match.start())):
+            found.append(span)
+    for match in _RUN_CLAUSE.finditer(text):
+        clause = match.group(1).strip()
+        first = clause.split()[0] if clause else ""
+        if first in _RUNNERS or first.startswith("./") or index.has(first):
+            found.append(clause)
+    return _unique(found)
+
+
+def _follows_run(text: str, at: int) -> bool:
+    """The backticks at `at` come right after a run verb ("run `pytest`")."""
+    return bool(re.search(rf"\b(?:{RUN_VERBS})\s*$", text[:at], re.I))
+
+
+def _is_command(span: str, index: _FileIndex, single_ok: bool) -> bool:
+    words = span.split()
+    first = words[0] if words else ""
+    if not re.fullmatch(r"(?:\.{0,2}/)?[\w.+/-]+", first) or first in _CODE_KEYWORDS:
+        return False
+    if len(words) == 1:
+        return single_ok and (first in _RUNNERS or first.startswith("./") or index.has(first))
+    return words[1] not in ("=", "==", ":=", "+=", "-=") and not words[1].startswith("(")

@@ -1,0 +1,317 @@
+"""Verify after a change: the harness runs the check the request names and gives a failure back.
+
+When the request names a check (a test command, a test file, a script it asks to run), or
+asks for a change in a project with an obvious test command, and the turn changed files,
+a reply that would end the turn makes the harness run that check itself: as a `run_cmd` call
+through the dispatcher, so approval, the deny rules, the sandbox, the hooks and the evidence
+apply as to any call of the model's. A failure goes back to the model (the command, its exit
+code, the end of its output) with a request to fix the code, at most `attempts` times; the
+answer then ends with a line saying whether the check passed or still fails. A test run that
+ran no test is a failure, not a pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.commands_ran import RanCommand, commands_run
+from ..core.dispatch import first_line
+from ..core.messages import Evidence, ToolCall, ToolResult, new_call_id
+from ..core.reply_shapes import is_test_path
+from ..core.turn_assist import AssistedTurn, GateVerdict
+from ..safety.host_programs import host_program
+from ..safety.paths import is_within, resolve_path
+from ..safety.regular_files import NotARegularFile, TooLarge, read_small_file
+from .request import RequestReading, read_request, test_runner_named
+
+OUTPUT_LINES = 40
+"""Lines of a failed check's output sent back: the end, where the tests' assertions are."""
+LINE_CHARS = 300
+CHECK_ID = "check"
+"""How the harness's own calls' ids begin, so the evidence tells them from the model's."""
+
+CHECK_FAILED = (
+    "The harness ran this request's check after your change, and it fails:\n"
+    "$ {command}\n{how}\n{output}\n"
+    "Fix the code (not the tests) so that the check passes, then answer."
+)
+CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
+CHECK_STILL_FAILS = "Not fixed: `{command}` still fails ({how})."
+CHECK_NOT_RUN = "Not verified: the check `{command}` was not run ({reason})."
+RAN_NO_TESTS = "it ran no tests"
+
+_NO_TESTS = re.compile(r"\bno tests ran\b|\bRan 0 tests\b|\bcollected 0 items\b", re.I)
+_TESTS_COUNTED = re.compile(r"\bRan [1-9]\d* tests?\b|\b[1-9]\d* (?:passed|failed)\b", re.I)
+_PYTHON_TEST_RUNNERS = re.compile(r"\b(?:pytest|py\.test|unittest)\b")
+_IMPORTS_PYTEST = re.compile(r"^\s*(?:import|from)\s+pytest\b", re.M)
+_UNITTEST_STYLE = re.compile(r"^\s*(?:import|from)\s+unittest\b", re.M)
+_SCRIPT_RUNNERS = {"py": "python3", "js": "node", "sh": "bash"}
+_PYTEST_FOUND = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"
+TEST_FILE_LIMIT = 256 * 1024
+
+Dispatch = Callable[[ToolCall], Awaitable[tuple[ToolResult, Evidence]]]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A command that tells whether the change worked."""
+
+    command: str
+    counts_tests: bool = False
+    """It runs tests: a run that ran none fails."""
+    must_show_tests: bool = False
+    """It runs a test file directly (`python x_test.py`): only output that counts tests
+    shows any ran."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    check: Check
+    evidence: Evidence
+    ran: RanCommand | None
+    """How the command ended; None when it never ran (refused, or it could not start)."""
+    output: str
+    failure: str = ""
+    """Why it failed ("" when it passed)."""
+
+    @property
+    def passed(self) -> bool:
+        return self.ran is not None and not self.failure
+
+
+@dataclass
+class ProjectPython:
+    """How to run a project's Python tests, found without running project code."""
+
+    root: Path
+    python: str = "python3"
+    _has_pytest: bool | None = None
+
+    async def has_pytest(self) -> bool:
+        """pytest is importable by the host's python (asked in isolated mode: no project
+        file on the path, nothing of the project runs)."""
+        if self._has_pytest is None:
+            self._has_pytest = await asyncio.to_thread(self._ask_pytest)
+        return self._has_pytest
+
+    def _ask_pytest(self) -> bool:
+        program = host_program(self.python, self.root)
+        if program is None:
+            return False
+        try:
+            done = subprocess.run([program, "-I", "-c", _PYTEST_FOUND], capture_output=True,
+                                  timeout=20, cwd="/", check=False)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0
+
+    async def test_file_check(self, name: str) -> Check | None:
+        """How to run the tests of one Python test file: pytest when it is importable or the
+        file imports it, else unittest for a unittest-style file; None otherwise."""
+        source = _file_text(self.root / name)
+        if source is None:
+            return None
+        if _IMPORTS_PYTEST.search(source) or await self.has_pytest():
+            return Check(f"{self.python} -m pytest -q --tb=short {name}", counts_tests=True)
+        if _UNITTEST_STYLE.search(source):
+            return Check(f"{self.python} -m unittest {unittest_target(name)}", counts_tests=True)
+        return None
+
+    async def project_check(self, files: Sequence[str]) -> Check | None:
+        """The project's obvious test command: its Python tests, when it has test files."""
+        if not any(name.endswith(".py") and is_test_path(name) for name in files):
+            return None
+        if await self.has_pytest():
+            return Check(f"{self.python} -m pytest -q --tb=short", counts_tests=True)
+        return Check(f"{self.python} -m unittest", counts_tests=True)
+
+
+def unittest_target(name: str) -> str:
+    """The module unittest loads for a test file (`tests/test_x.py` -> `tests.test_x`); the
+    path itself when a part is no Python name (unittest takes a path too)."""
+    parts = name.removesuffix(".py").split("/")
+    return ".".join(parts) if all(part.isidentifier() for part in parts) else name
+
+
+def _file_text(path: Path) -> str | None:
+    try:
+        return read_small_file(path, TEST_FILE_LIMIT).decode("utf-8", errors="replace")
+    except (OSError, NotARegularFile, TooLarge):
+        return None
+
+
+def script_check(command: str, root: Path) -> Check | None:
+    """A command the request asks to run whose program is a script of the project
+    (`report.py --year 2020`, `python report.py`), run with its interpreter when named bare."""
+    words = command.split()
+    runner_first = words[0] in _SCRIPT_RUNNERS.values() or words[0] == "python"
+    script = words[1] if runner_first and len(words) > 1 else words[0]
+    if script.rsplit(".", 1)[-1] not in _SCRIPT_RUNNERS or not _project_file(script, root):
+        return None
+    if script == words[0]:
+        command = f"{_SCRIPT_RUNNERS[script.rsplit('.', 1)[-1]]} {command}"
+    direct_test = is_test_path(script)
+    return Check(command, counts_tests=direct_test, must_show_tests=direct_test)
+
+
+def _project_file(name: str, root: Path) -> bool:
+    """`name` is a regular file inside the project (a link out of it is not)."""
+    resolved = resolve_path(name, str(root))
+    return is_within(resolved, resolve_path(".", str(root))) and Path(resolved).is_file()
+
+
+async def checks_for(reading: RequestReading, root: Path, python: ProjectPython,
+                     project_files: Callable[[], Sequence[str]], changed: Sequence[str]) -> list[Check]:
+    """The checks the request names (its test commands, its Python test files, the project
+    scripts it asks to run), else, for a change request that changed Python code (`changed`:
+    the paths changed), the project's obvious test command (a count written to a text file
+    is no reason to run the project's tests)."""
+    checks = [Check(command, counts_tests=True, must_show_tests=not test_runner_named(command))
+              for command in reading.test_commands]
+    for name in reading.test_files:
+        if name.endswith(".py") and not any(name in check.command for check in checks):
+            found = await python.test_file_check(name)
+            checks += [found] if found is not None else []
+    if reading.run:
+        for command in reading.commands:
+            found = script_check(command, root) if command not in reading.test_commands else None
+            checks += [found] if found is not None else []
+    if not checks and reading.change and any(path.endswith(".py") for path in changed):
+        found = await python.project_check(project_files())
+        checks += [found] if found is not None else []
+    return list(dict.fromkeys(checks))
+
+
+def failure_of(check: Check, ran: RanCommand | None, output: str) -> str:
+    """Why the check failed ("" when it passed)."""
+    if ran is None:
+        return "it did not run"
+    if ran.state != "exited":
+        return {"timed_out": "it timed out", "waiting_for_input": "it waited for input"}.get(
+            ran.state, "it was stopped before it finished")
+    if check.counts_tests and _ran_no_tests(check, ran, output):
+        return RAN_NO_TESTS
+    return "" if ran.exit_code == 0 else f"exit {ran.exit_code}"
+
+
+def _ran_no_tests(check: Check, ran: RanCommand, output: str) -> bool:
+    if ran.exit_code == 5 and _PYTHON_TEST_RUNNERS.search(check.command):
+        return True  # pytest's "no tests ran", and unittest's since Python 3.12
+    if _NO_TESTS.search(output):
+        return True
+    return check.must_show_tests and not _TESTS_COUNTED.search(output)
+
+
+def output_tail(text: str) -> str:
+    """The last OUTPUT_LINES lines of a command's result, each cut at LINE_CHARS."""
+    lines = text.rstrip().splitlines()[-OUTPUT_LINES:]
+    return "\n".join(line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + " …" for line in lines)
+
+
+@dataclass
+class VerifyGate:
+    """One turn's verification: runs the checks after a change, at most `attempts` fixes asked."""
+
+    reading: RequestReading
+    root: Path
+    dispatch: Dispatch
+    python: ProjectPython
+    project_files: Callable[[], Sequence[str]]
+    attempts: int
+    asked: int = 0
+    """Fixes asked for so far."""
+    seen: int = 0
+    """Evidence records already looked at: a change after them calls for a check."""
+    last: Outcome | None = None
+    done: bool = False
+
+    async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        changed = [path for record in evidence[self.seen:] for path in record.changed_paths]
+        self.seen = len(evidence)
+        if self.done or not changed:
+            return self._unchanged()
+        checks = await checks_for(self.reading, self.root, self.python, self.project_files, changed)
+        if not checks:
+            self.done = True
+            return GateVerdict()
+        outcomes = await self._run(checks)
+        self.seen += len(outcomes)
+        return self._verdict(outcomes)
+
+    def _unchanged(self) -> GateVerdict:
+        """No change since the last check: a failure stands (said again at the end)."""
+        if self.last is None or self.last.passed or self.done:
+            return GateVerdict()
+        self.done = True
+        return GateVerdict(note=self._still_fails(self.last))
+
+    async def _run(self, checks: list[Check]) -> list[Outcome]:
+        outcomes = []
+        for check in checks:  # in order; the first that fails is the one sent back
+            outcome = await self._run_one(check)
+            outcomes.append(outcome)
+            if not outcome.passed:
+                break
+        return outcomes
+
+    async def _run_one(self, check: Check) -> Outcome:
+        call = ToolCall(f"{CHECK_ID}_{new_call_id()}", "run_cmd", {"command": check.command})
+        result, evidence = await self.dispatch(call)
+        ran = next(iter(commands_run([evidence])), None)
+        if ran is not None and ran.state == "waiting_for_input" and ran.session:
+            await self.dispatch(ToolCall(f"{CHECK_ID}_{new_call_id()}", "end_process",
+                                         {"session": ran.session}))
+        output = result.content
+        return Outcome(check, evidence, ran, output, failure_of(check, ran, output))
+
+    def _verdict(self, outcomes: list[Outcome]) -> GateVerdict:
+        evidence = tuple(outcome.evidence for outcome in outcomes)
+        last = self.last = outcomes[-1]
+        if last.ran is None:  # refused (no approval, a deny rule) or could not start
+            self.done = True
+            reason = first_line(last.output, 160) or "refused"
+            return GateVerdict(note=CHECK_NOT_RUN.format(command=last.check.command, reason=reason),
+                               evidence=evidence)
+        if last.passed:
+            shown = "`, `".join(outcome.check.command for outcome in outcomes)
+            return GateVerdict(note=CHECK_PASSED.format(command=shown), evidence=evidence)
+        if self.asked >= self.attempts:
+            self.done = True
+            return GateVerdict(note=self._still_fails(last), evidence=evidence)
+        self.asked += 1
+        return GateVerdict(again=self._failed_message(last), evidence=evidence)
+
+    def _still_fails(self, outcome: Outcome) -> str:
+        tries = f"after {self.asked} attempt{'s' if self.asked != 1 else ''} to fix it"
+        return CHECK_STILL_FAILS.format(command=outcome.check.command, how=f"{outcome.failure}, {tries}")
+
+    @staticmethod
+    def _failed_message(outcome: Outcome) -> str:
+        how = f"It failed: {outcome.failure}."
+        return CHECK_FAILED.format(command=outcome.check.command, how=how,
+                                   output=output_tail(outcome.output))
+
+
+@dataclass
+class Assist:
+    """The assist package as the loop sees it (core/turn_assist.TurnAssist), for one project."""
+
+    root: Path
+    dispatch: Dispatch
+    project_files: Callable[[], Sequence[str]]
+    python: ProjectPython = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.python = ProjectPython(self.root)
+
+    def start(self, request: str, attempts: int) -> AssistedTurn:
+        reading = read_request(request, self.project_files())
+        if attempts <= 0:
+            return AssistedTurn(reading)
+        gate = VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts)
+        return AssistedTurn(reading, gate)

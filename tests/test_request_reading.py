@@ -1,0 +1,67 @@
+"""The request read once (assist/request.py): its kinds, and the files, commands and tests it names."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.assist.request import read_request
+
+PROJECT = ("src/app.py", "tests/test_app.py", "pkg/strings.py", "report.py", "foo_test.py",
+           "web/ui.spec.ts", "README.md", "a/config.json", "b/config.json")
+
+
+@pytest.mark.parametrize("text, question, change, run, new_file", [
+    ("How many times does the uploader retry?", True, False, False, False),
+    ("which port does src/app.py listen on by default?", True, False, False, False),
+    ("Where is the code that decides whether a coupon expired? Give me the file.", True, False, False, False),
+    ("Can you fix the parser so the tests pass?", False, True, False, False),
+    ("run report.py and tell me the total", False, False, True, False),
+    ("what does `python report.py` print when run?", True, False, True, False),
+    ("write a script total.py that sums numbers.csv", False, True, False, True),
+    ("count the TODO lines and write the number to todo.txt", False, True, False, True),
+    ("corrige `src/app.py` pour que tests/test_app.py passe", False, False, False, False),
+])
+def test_the_kinds_of_a_request(text: str, question: bool, change: bool, run: bool, new_file: bool) -> None:
+    reading = read_request(text, PROJECT)
+    assert (reading.question, reading.change, reading.run, reading.new_file) == (question, change, run, new_file)
+
+
+@pytest.mark.parametrize("text, files, new_files", [
+    ("fix the bug in strings.py", ("pkg/strings.py",), ()),  # found by its base name
+    ("fix `src/app.py`", ("src/app.py",), ()),  # in backticks
+    ("fix .\\src\\app.py and ./report.py", ("src/app.py", "report.py"), ()),  # \ and ./ read as paths
+    ("change config.json", (), ("config.json",)),  # two such files: none is the one
+    ("change a/config.json", ("a/config.json",), ()),
+    ("write a script total.py that sums numbers.csv", (), ("total.py", "numbers.csv")),
+    ("e.g. see https://example.com/a.py or mail bob@x.py; v2.x is out", (), ()),
+    ("ändere `src/app.py`, damit tests/test_app.py durchläuft", ("src/app.py", "tests/test_app.py"), ()),
+    ("src/app.py の バグを直して", ("src/app.py",), ()),
+    ("look at ../outside.py", (), ()),  # above the project: named by no project path
+])
+def test_the_files_a_request_names(text: str, files: tuple[str, ...], new_files: tuple[str, ...]) -> None:
+    reading = read_request(text, PROJECT)
+    assert (reading.files, reading.new_files) == (files, new_files)
+
+
+@pytest.mark.parametrize("text, commands, test_files, test_commands", [
+    ("make tests/test_app.py pass", (), ("tests/test_app.py",), ()),
+    ("the tests in foo_test.py fail, fix it", (), ("foo_test.py",), ()),
+    ("fix web/ui.spec.ts", (), ("web/ui.spec.ts",), ()),
+    ("make `pytest -k bar` pass", ("pytest -k bar",), (), ("pytest -k bar",)),
+    ("run pytest -k bar and fix what fails", ("pytest -k bar",), (), ("pytest -k bar",)),
+    ("run `npm test`", ("npm test",), (), ("npm test",)),
+    ("run `pytest`", ("pytest",), (), ("pytest",)),
+    ("fix calc.py so that `python3 foo_test.py` passes", ("python3 foo_test.py",), ("foo_test.py",),
+     ("python3 foo_test.py",)),
+    ("run python report.py --year 2020 and fix the crash", ("python report.py --year 2020",), (), ()),
+    ("run report.py and tell me the total", ("report.py",), (), ()),
+    ("set `x = 1` in src/app.py and keep `def main()` as it is", (), (), ()),  # code, not commands
+    ("the `pytest` docs say so", (), (), ()),  # a program's name alone, not asked to run
+    ("run the tests in foo_test.py", (), ("foo_test.py",), ()),
+    ("run fast and fix src/app.py", (), (), ()),  # "run" followed by no program
+])
+def test_the_commands_and_tests_a_request_names(
+    text: str, commands: tuple[str, ...], test_files: tuple[str, ...], test_commands: tuple[str, ...]
+) -> None:
+    reading = read_request(text, PROJECT)
+    assert (reading.commands, reading.test_files, reading.test_commands) == (commands, test_files, test_commands)

@@ -1,0 +1,158 @@
+"""Verify after a change (assist/verify.py), through the real loop, dispatcher and run_cmd on a
+real project: the harness runs the check the request names and gives a failure back."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from scripted import ScriptedProvider, call, say
+
+from tether.assist.verify import CHECK_ID, RAN_NO_TESTS, unittest_target
+from tether.core.loop import Conversation, TurnResult
+from tether.core.profile import LEVERS_ENV, profile_named
+from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
+
+WRONG = "def add(a, b):\n    return a - b\n"
+STILL_WRONG = "def add(a, b):\n    return a * b\n"
+RIGHT = "def add(a, b):\n    return a + b\n"
+UNITTEST = (
+    "import unittest\n\nfrom calc import add\n\n\n"
+    "class AddTest(unittest.TestCase):\n"
+    "    def test_add(self):\n"
+    "        self.assertEqual(add(2, 3), 5)\n"
+)
+REQUEST = "fix add in calc.py so that test_calc.py passes"
+
+
+def project(tmp_path: Path, test: str = UNITTEST, name: str = "test_calc.py") -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "calc.py").write_text(WRONG)
+    (root / name).write_text(test)
+    return root
+
+
+def runtime_for(root: Path, home: Path, replies: list, *, auto: bool = True,
+                env: dict[str, str] | None = None, **given: object) -> tuple[Runtime, ScriptedProvider]:
+    settings = {"provider": "openai", "model": "gpt-test", "openai_base_url": "http://127.0.0.1:9/v1",
+                "sandbox": "off", **given}
+    loaded, _ = load_settings(settings, {}, home)
+    runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=auto),
+                            HeadlessUI(out=io.StringIO(), err=io.StringIO()), env or {})
+    runtime.apply_profile(profile_named("full", runtime.levers_off))
+    provider = ScriptedProvider(replies)
+    runtime.loop.provider = provider
+    return runtime, provider
+
+
+def write(content: str) -> list:
+    return call(("write_file", {"filepath": "calc.py", "content": content}))
+
+
+def checks_run(result: TurnResult) -> list:
+    return [record for record in result.evidence if record.call.id.startswith(CHECK_ID)]
+
+
+def sent_back(provider: ScriptedProvider) -> list[str]:
+    """The user messages of the last request after the first (what the harness said)."""
+    return [m.text for m in provider.requests[-1].messages[2:] if m.role == "user" and not m.tool_results]
+
+
+async def test_a_failing_check_goes_back_and_the_fix_ends_the_turn_verified(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [write(STILL_WRONG), say("Fixed."), write(RIGHT), say("Fixed now.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert (root / "calc.py").read_text() == RIGHT
+    [failure] = sent_back(provider)
+    assert "python3 -m" in failure and "test_calc" in failure and "exit 1" in failure
+    assert "AssertionError: 6 != 5" in failure  # the test's own assertion line
+    first, second = checks_run(result)
+    assert first.command is not None and first.command.exit_code == 1
+    assert second.command is not None and second.command.exit_code == 0
+    assert result.text.startswith("Fixed now.")
+    assert result.text.splitlines()[-1].startswith("Verified: `python3 -m ") and "passed (exit 0)" in result.text
+
+
+async def test_when_the_fixes_run_out_the_answer_says_the_check_still_fails(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    replies = [write(STILL_WRONG), say("Fixed."), write(STILL_WRONG + "\n"), say("Fixed, surely.")]
+    runtime, provider = runtime_for(root, home, replies, verify_after_change=1)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert len(checks_run(result)) == 2 and result.stop_reason == "end_turn"
+    last = result.text.splitlines()[-1]
+    assert last.startswith("Not fixed: `python3 -m") and "still fails (exit 1, after 1 attempt to fix it)" in last
+
+
+async def test_an_answer_with_no_new_change_after_a_failure_says_it_still_fails(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, _ = runtime_for(root, home, [write(STILL_WRONG), say("Fixed."), say("It is fixed, really.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert len(checks_run(result)) == 1  # nothing changed: the failure stands, not run again
+    assert result.text.startswith("It is fixed, really.") and "Not fixed: " in result.text.splitlines()[-1]
+
+
+async def test_a_refused_check_is_a_note_and_no_loop(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    # one-shot without --auto: writes are allowed by a rule, commands are not, so run_cmd is refused
+    runtime, provider = runtime_for(root, home, [write(RIGHT), say("Fixed.")], auto=False)
+    runtime.add_session_rule("allow", "write_file")
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert len(provider.requests) == 2 and sent_back(provider) == []
+    [refused] = checks_run(result)
+    assert refused.command is None and refused.error
+    assert result.text.startswith("Fixed.")
+    assert result.text.splitlines()[-1].startswith("Not verified: the check `python3 -m")
+
+
+async def test_a_test_file_run_directly_that_runs_no_test_is_no_pass(tmp_path: Path, home: Path) -> None:
+    quiet = UNITTEST  # no unittest.main(): `python3 calc_test.py` defines the test and runs nothing
+    root = project(tmp_path, quiet, name="calc_test.py")
+    request = "fix calc.py so that `python3 calc_test.py` passes"
+    runtime, provider = runtime_for(root, home, [write(RIGHT), say("Fixed."), say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), request)
+    [check] = checks_run(result)
+    assert check.call.arguments["command"] == "python3 calc_test.py"
+    assert check.command is not None and check.command.exit_code == 0  # it exited 0 ...
+    assert RAN_NO_TESTS in sent_back(provider)[0]  # ... and that is no pass
+    assert "Not fixed" in result.text.splitlines()[-1] and RAN_NO_TESTS in result.text
+
+
+async def test_the_lever_and_the_setting_switch_it_off(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    for options in ({"env": {LEVERS_ENV: "verify"}}, {"verify_after_change": 0}):
+        (root / "calc.py").write_text(WRONG)
+        runtime, provider = runtime_for(root, home, [write(STILL_WRONG), say("Fixed.")], **options)  # type: ignore[arg-type]
+        result = await runtime.loop.run_turn(Conversation(), REQUEST)
+        assert checks_run(result) == [] and result.text == "Fixed." and len(provider.requests) == 2
+
+
+async def test_no_change_no_check_and_a_question_is_never_checked(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [say("add subtracts.")])
+    result = await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    assert checks_run(result) == [] and result.text == "add subtracts."
+
+
+async def test_a_change_request_in_a_project_with_tests_runs_its_test_command(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, _ = runtime_for(root, home, [write(RIGHT), say("Fixed.")])
+    result = await runtime.loop.run_turn(Conversation(), "the add function is wrong, fix it")
+    [check] = checks_run(result)
+    assert check.call.arguments["command"] in ("python3 -m pytest -q --tb=short", "python3 -m unittest")
+    assert "Verified:" in result.text.splitlines()[-1]
+
+
+def test_a_test_file_becomes_the_module_unittest_loads() -> None:
+    assert unittest_target("tests/test_calc.py") == "tests.test_calc"
+    assert unittest_target("my-tests/test_calc.py") == "my-tests/test_calc.py"
+
+
+async def test_a_data_file_written_for_a_change_request_runs_no_project_tests(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    written = call(("write_file", {"filepath": "total.txt", "content": "5\n"}))
+    runtime, provider = runtime_for(root, home, [written, say("Wrote 5.")])
+    result = await runtime.loop.run_turn(Conversation(), "write the sum of 2 and 3 to total.txt")
+    assert checks_run(result) == [] and result.text == "Wrote 5." and len(provider.requests) == 2
