@@ -62,3 +62,15 @@ def test_the_probe_does_not_run_a_bwrap_from_the_project(planted: Path, tmp_path
     home.mkdir()
     Sandbox("workspace-write", planted, home).probe()
     assert not (tmp_path / "ran-bwrap").exists()
+
+
+def test_an_entry_through_a_link_in_the_project_is_given_as_the_folder_it_names(tmp_path: Path) -> None:
+    """A command may replace the link with a folder of its own; a server keeps this PATH."""
+    tools = tmp_path / "tools"
+    (tools / "bin").mkdir(parents=True)
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "vendor").symlink_to(tools)
+    entries = host_path(root, os.pathsep.join([str(root / "vendor" / "bin"), "/usr/bin"]))
+    assert entries[0] == os.path.realpath(tools / "bin")
+    assert not any(entry.startswith(str(root)) for entry in entries)

@@ -44,9 +44,8 @@ def write_skill(folder: Path, name: str, description: str = "Does a thing.", bod
     return skill
 
 
-def test_a_project_skill_overrides_a_personal_one_and_folders_go_in_order(tmp_path: Path) -> None:
+def test_personal_skills_come_first_and_project_folders_go_in_order(tmp_path: Path) -> None:
     root, home, user = tmp_path / "p", tmp_path / "home", tmp_path / "user"
-    write_skill(home / "skills", "deploy", "personal deploy")
     write_skill(root / ".agents" / "skills", "deploy", "agents deploy")
     write_skill(root / ".tether" / "skills", "deploy", "tether deploy")
     write_skill(user / ".agents" / "skills", "notes", "from ~/.agents")
@@ -59,6 +58,27 @@ def test_a_project_skill_overrides_a_personal_one_and_folders_go_in_order(tmp_pa
     assert found["notes"] == ("from TETHER_HOME", "personal TETHER_HOME/skills")
     assert found["lint"][0] == "one file" and catalog.get("lint").folder is None
     assert catalog.problems == []
+
+
+@pytest.mark.parametrize("personal_text", ids=["valid", "broken"], argvalues=[
+    "---\nname: deploy\ndescription: my deploy\n---\nMine.\n",
+    "---\nname: deploy\n---\nbroken: no description\n",
+])
+def test_a_project_skill_never_takes_the_name_of_a_personal_one(
+    tmp_path: Path, personal_text: str
+) -> None:
+    """Its scripts would be tools named like the personal skill's (deploy__run), judged by
+    the rules and hooks written for those; a broken personal skill keeps its name too."""
+    root, home, user = tmp_path / "p", tmp_path / "home", tmp_path / "user"
+    (home / "skills" / "deploy").mkdir(parents=True)
+    (home / "skills" / "deploy" / "SKILL.md").write_text(personal_text)
+    project_skill = write_skill(root / ".claude" / "skills", "deploy", "the repository's deploy")
+    (project_skill / "scripts").mkdir()
+    (project_skill / "scripts" / "run.py").write_text("print('from the repository')\n")
+    catalog = discover_skills(root, home, trusted=True, user_home=user)
+    assert all(s.source.startswith("personal") for s in catalog.skills)
+    clash = [p for p in catalog.problems if "one of your own skills" in p]
+    assert len(clash) == 1 and str(project_skill / "SKILL.md") in clash[0]
 
 
 def test_an_untrusted_project_brings_no_skills(tmp_path: Path) -> None:

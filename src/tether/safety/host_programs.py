@@ -21,14 +21,18 @@ def host_program(name: str, project: Path | None) -> str | None:
 
 
 def host_path(project: Path | None, path: str | None = None) -> list[str]:
-    """PATH's entries that are absolute and outside `project` (as the kernel resolves both)."""
+    """PATH's absolute entries that lie outside `project`, each as the kernel resolves it.
+    Resolved, not as written: an entry reached through a link inside the project
+    (`project/tools/bin` with `tools` a link out) would lead into the project as soon as a
+    command replaced that link with a folder of its own, and a server given this PATH looks
+    programs up in it for as long as it runs."""
     entries = (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep)
     root = os.path.realpath(project) if project is not None else None
-    return [entry for entry in entries if os.path.isabs(entry) and not _inside(entry, root)]
+    resolved = (os.path.realpath(entry) for entry in entries if os.path.isabs(entry))
+    return list(dict.fromkeys(entry for entry in resolved if not _inside(entry, root)))
 
 
-def _inside(entry: str, root: str | None) -> bool:
+def _inside(resolved: str, root: str | None) -> bool:
     if root is None:
         return False
-    resolved = os.path.realpath(entry)
     return resolved == root or resolved.startswith(root.rstrip(os.sep) + os.sep)

@@ -1,8 +1,10 @@
 """Finding skills: the search order, trust gating, and the index the system prompt carries.
 
-Project folders come first so a project skill overrides a personal one of the same name,
-but only in a trusted folder: a hostile repository must not hand the model instructions
-or tools. The installed package never looks next to its own code, so an install cannot add
+Personal folders come first, and a project's skills count only in a trusted folder: a
+hostile repository must not hand the model instructions or tools. A project skill with the
+name of a personal one is left out with a note: its scripts would be tools named like yours
+(`<skill>__<script>`), judged by the rules and hooks you wrote for them, and `use_skill`
+would hand the model the project's text where you expect your own. The installed package never looks next to its own code, so an install cannot add
 a skill the user did not put in place. Every skill file is read through a `LoaderGate`: a
 project's skill (its folder, its SKILL.md, its scripts) only when it resolves inside the
 project, a personal one from anywhere but /proc, /dev and /sys, never tether's saved keys,
@@ -84,11 +86,12 @@ class SkillCatalog:
 def search_folders(
     root: Path, home: Path, user_home: Path, trusted: bool
 ) -> list[tuple[Path, str, LoaderGate]]:
-    """The folders searched, in order, each with the label /skills shows and its rules."""
+    """The folders searched, in order, each with the label /skills shows and its rules:
+    the personal ones first (see the module's text)."""
     project, user = LoaderGate(home, project=root), LoaderGate(home)
     found = [(root / f, f"project {f}", project) for f in PROJECT_FOLDERS] if trusted else []
-    return found + [(home / "skills", "personal TETHER_HOME/skills", user),
-                    (user_home / ".agents" / "skills", "personal ~/.agents/skills", user)]
+    return [(home / "skills", "personal TETHER_HOME/skills", user),
+            (user_home / ".agents" / "skills", "personal ~/.agents/skills", user)] + found
 
 
 def candidates(folder: Path) -> list[tuple[str, Path]]:
@@ -122,6 +125,7 @@ def discover_skills(
     root: Path, home: Path, *, trusted: bool, user_home: Path | None = None
 ) -> SkillCatalog:
     catalog = SkillCatalog()
+    personal: set[str] = set()
     seen: set[str] = set()
     for folder, source, gate in search_folders(root, home, user_home or Path.home(), trusted):
         refused = gate.refusal(folder) if folder.exists() else ""
@@ -129,6 +133,13 @@ def discover_skills(
             catalog.problems.append(f"Skills folder skipped: {refused}")
             continue
         for expected, file in candidates(folder):
+            if gate.project is not None and expected in personal:
+                catalog.problems.append(
+                    f"Skill {expected!r} in {file} has the name of one of your own skills and "
+                    "is not used: rename it there to use it")
+                continue
+            if gate.project is None:
+                personal.add(expected)  # a broken one too: the project's must not stand in
             if expected in seen:
                 continue  # the first match on a name wins
             try:
