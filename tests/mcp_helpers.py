@@ -35,6 +35,12 @@ def fake_entry(mode: str = "ok", **extra: object) -> dict:
     return {"command": sys.executable, "args": [str(FAKE), mode], **extra}
 
 
+def outside_config(project: Path) -> Path:
+    """Where a test keeps its `--mcp-config` file: beside the project, not in it (a file in
+    the project counts as the project's own, needing trust and approval)."""
+    return project.parent / f"{project.name}.mcp-servers.json"
+
+
 def write_config(path: Path, servers: dict) -> Path:
     path.write_text(json.dumps({"mcpServers": servers}))
     return path
@@ -106,7 +112,7 @@ def runtime_with(tmp_path: Path, servers: dict, *, auto: bool = False, deny: tup
                  **settings: object) -> Runtime:
     """A runtime whose project is `tmp_path` (TETHER_HOME inside it unless `home` is given)."""
     home = home or tmp_path / "home"
-    config = write_config(tmp_path / "servers.json", servers)
+    config = write_config(outside_config(tmp_path), servers)
     given = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1", **settings}
     loaded, _ = load_settings(given, {}, home)
     options = RunOptions(root=tmp_path, home=home, auto=auto, deny=deny, mcp_config=[config])

@@ -495,9 +495,9 @@ def test_a_broken_stream_is_an_error_in_every_format(
 def test_a_run_with_an_mcp_server_ends_without_a_warning_after_a_command(
     project: Path, home: Path, tmp_path: Path
 ) -> None:
-    from mcp_helpers import fake_entry, write_config
+    from mcp_helpers import fake_entry, outside_config, write_config
 
-    config = write_config(tmp_path / "servers.json", {"fake": fake_entry()})
+    config = write_config(outside_config(tmp_path), {"fake": fake_entry()})
     script = [Reply(tool_calls=[("run_cmd", {"command": "echo ran"})]), Reply(text="Done.")]
     with FakeServer(script) as server:
         proc = run_cli(["-p", "go", "--auto", "--sandbox", "off", "--mcp-config", str(config),

@@ -22,6 +22,7 @@ from mcp_helpers import (
     fake_entry,
     filesystem_entry,
     npm_bin,
+    outside_config,
     runtime_with,
     start,
     state_of,
@@ -474,7 +475,7 @@ def echo_script() -> list[Reply]:
 
 @pytest.mark.parametrize(("flags", "ran"), [(["--auto"], True), ([], False)])
 def test_one_shot_calls_a_real_server_only_when_allowed(tmp_path: Path, flags: list[str], ran: bool) -> None:
-    config = write_config(tmp_path / "servers.json", {"everything": everything_entry()})
+    config = write_config(outside_config(tmp_path), {"everything": everything_entry()})
     with FakeServer(echo_script()) as server:
         proc = run_cli(["-p", "echo", "--output-format", "json", "--provider", "openai",
                         "--base-url", server.url + "/v1", "--model", "fake",
@@ -533,7 +534,7 @@ async def test_mcp_prompt_sends_the_prompt_as_the_next_request(tmp_path: Path) -
     pytest.importorskip("mcp.server.mcpserver", reason="the test extra (mcp) is not installed")
     from slash_context import FakeContext, fake_settings
 
-    config = write_config(tmp_path / "servers.json",
+    config = write_config(outside_config(tmp_path),
                           {"sdk": {"command": sys.executable, "args": [str(SDK_SERVER)]}})
     options = RunOptions(root=tmp_path, home=tmp_path / "home", mcp_config=[config])
     runtime = build_runtime(fake_settings("http://127.0.0.1:9", mcp_startup_wait=120), options,

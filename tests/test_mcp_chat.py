@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fakeserver import FakeServer, Reply
-from mcp_helpers import everything_entry, write_config
+from mcp_helpers import everything_entry, outside_config, write_config
 from ptyapp import PtyApp, app_env, openai_args
 from test_app import turn_bodies
 
@@ -22,7 +22,7 @@ def test_an_mcp_call_is_approved_at_the_prompt_and_a_refused_one_does_not_run(tm
     project.mkdir()
     home.mkdir()  # a window wide enough that server-everything's tools are offered, not deferred
     (home / "config.toml").write_text("context_window = 200000\n")
-    config = write_config(tmp_path / "servers.json", {"everything": everything_entry()})
+    config = write_config(outside_config(tmp_path), {"everything": everything_entry()})
     script = [Reply(tool_calls=[(ECHO, {"message": "approved"})]), Reply(text="It echoed."),
               Reply(text="Echo Title"),
               Reply(tool_calls=[(ECHO, {"message": "refused"})]), Reply(text="It was refused.")]

@@ -320,3 +320,40 @@ async def test_a_second_script_of_the_same_name_does_not_replace_the_first(tmp_p
     assert runtime.table.get("demo__greet").script == tool.script  # type: ignore[union-attr]
     assert "Tools now available: demo__greet, demo__shout" in again
     await runtime.aclose()
+
+
+def test_an_mcp_config_file_inside_the_project_counts_as_the_projects(tmp_path: Path) -> None:
+    """A command may rewrite a file in the project: an `--mcp-config` there needs trust and
+    approval like `.mcp.json`, its `autoApprove` does not count, and it cannot take the name
+    of one of your servers. One outside the project is yours."""
+    root, home, _ = folders(tmp_path)
+    write_config(home / "mcp.json", {"mine": {"command": "personal"}})
+    inside = write_config(root / "dev-mcp.json", {
+        "x": {"command": "bash", "args": ["-c", "id"], "autoApprove": ["*"]},
+        "mine": {"command": "taken"}})
+    (root / "link.json").symlink_to(tmp_path / "outside.json")
+    write_config(tmp_path / "outside.json", {"y": {"command": "fine"}})
+    loaded = load_servers(root, home, (inside, root / "link.json"), {})
+    sources = {s.name: (s.command, s.source) for s in loaded.servers}
+    assert sources == {"mine": ("personal", "user"), "x": ("bash", "project"), "y": ("fine", "flag")}
+    admission = admit(loaded.servers, root, ApprovalStore(home), trusted=False, can_ask=False)
+    assert "x" not in [s.name for s in admission.start]
+    assert "y" in [s.name for s in admission.start]
+
+
+def test_a_project_server_never_gets_the_tools_your_rules_allow_by_name(tmp_path: Path) -> None:
+    """With `mcp__github__*` allowed in your rules but no server of yours by that name, a
+    project server named `github` would run its tools unasked: it is left out, even approved.
+    `mcp__*` names no server (it allows every one, as written)."""
+    from tether.mcp.tools import ruled_servers
+
+    root, home, _ = folders(tmp_path)
+    write_config(root / ".mcp.json", {"github": {"command": "gh-mcp"}, "g_h": {"command": "x"},
+                                      "docs": {"command": "y"}})
+    servers = load_servers(root, home, (), {}).servers
+    reserved = ruled_servers(["mcp__github__*", "mcp__g_*__read", "mcp__*", "read_file"])
+    assert reserved == ["github", "g_*"]
+    admission = admit(servers, root, ApprovalStore(home), trusted=True, can_ask=False,
+                      approve=("github", "g_h", "docs"), reserved=reserved)
+    assert [s.name for s in admission.start] == ["docs"]
+    assert any("'github'" in n and "your own rules" in n for n in admission.notices)

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from fakeserver import FakeServer, Reply
-from mcp_helpers import FAKE, write_config
+from mcp_helpers import FAKE, outside_config, write_config
 from ptyapp import PtyApp, app_env, openai_args
 from test_app import CHAT, start_app
 
@@ -179,7 +179,7 @@ def test_a_request_waiting_for_an_mcp_server_to_start_shows_it_with_a_clock(
     os.mkfifo(fifo)
     slow = {"command": "sh", "args": ["-c", f'cat "{fifo}" > /dev/null; exec "$0" "$@"',
                                       sys.executable, str(FAKE), "ok"]}
-    config = write_config(tmp_path / "servers.json", {"slowpoke": slow})
+    config = write_config(outside_config(tmp_path), {"slowpoke": slow})
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text("mcp_startup_wait = 120\n")
     server.add(Reply(text="Started and answered."), Reply(text="Fancy Title"))

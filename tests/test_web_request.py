@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from mcp_helpers import fake_entry, write_config
+from mcp_helpers import fake_entry, outside_config, write_config
 from scripted import ScriptedProvider, say
 from scripted import call as scripted_call
 from web_fixtures import FixtureServer, fixture_server
@@ -64,7 +64,7 @@ def make_runtime(runtimes: list[Runtime], tmp_path: Path, server: FixtureServer,
              "profile": "full", "sandbox": "off", "mcp_startup_wait": 60, **server.settings()}
     loaded, warnings = load_settings(given, {}, home)
     assert warnings == []
-    configs = [write_config(tmp_path / "servers.json", mcp)] if mcp else []
+    configs = [write_config(outside_config(tmp_path), mcp)] if mcp else []
     options = RunOptions(root=root, home=home, allow=[server.allow_rule, *allow], mcp_config=configs)
     runtime = build_runtime(loaded, options, ui or SilentUI(), {"PATH": "/usr/bin:/bin"})
     runtimes.append(runtime)

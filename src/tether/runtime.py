@@ -32,7 +32,7 @@ from .hooks.config import load_hooks
 from .hooks.engine import Hooks
 from .hooks.runner import HookRunner
 from .mcp.setup import McpSetup, attach_mcp, defers_mcp
-from .mcp.tools import is_mcp_tool
+from .mcp.tools import is_mcp_tool, ruled_servers
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
 from .safety.approval import ApprovalPolicy, denial
@@ -391,6 +391,7 @@ def build_runtime(
         options.root, options.home, env, table, lambda message, level: ui.notice(message, level),
         extra=options.mcp_config, approve=options.mcp_approve, trusted=options.trusted,
         can_ask=ui.can_ask, on_change=runtime.set_menu,
+        reserved=ruled_servers(rule.tool for rule in rules.allow if rule.source in ("user", "command line")),
     )
     warnings.extend(runtime.mcp.warnings)
     attach_context_files(runtime, sandbox)

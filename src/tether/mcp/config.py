@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from ..safety.paths import is_within, resolve_path
 from ..safety.project_config import MCP_FILE
 from ..store.filereads import read_file_bytes
 from ..store.statefile import read_json_file
@@ -84,17 +86,18 @@ def load_servers(
     root: Path, home: Path, extra: tuple[Path, ...], env: Mapping[str, str]
 ) -> LoadedServers:
     """Every server entry: personal ones, then the project's, then `--mcp-config` files (which
-    win over both). A project entry never takes the name of a personal one: the server name is
+    win over both; one inside the project counts as the project's). A project entry never takes the name of a personal one: the server name is
     the prefix of its tools' names (`mcp__<name>__...`), so it would inherit every rule and
     hook you wrote for your own server's tools. It is left out with a problem saying so."""
     loaded = LoadedServers()
     by_name: dict[str, ServerConfig] = {}
-    layers: list[tuple[Path, Source]] = [(home / USER_FILE, "user"), (root / PROJECT_FILE, "project")]
-    layers += [(path, "flag") for path in extra]
-    for path, source in layers:
-        for config in read_servers_file(path, source, env, loaded.problems, must_exist=source == "flag"):
+    layers: list[tuple[Path, Source, bool]] = [
+        (home / USER_FILE, "user", False), (root / PROJECT_FILE, "project", False)]
+    layers += [(path, flag_source(path, root), True) for path in extra]
+    for path, source, must_exist in layers:
+        for config in read_servers_file(path, source, env, loaded.problems, must_exist=must_exist):
             mine = by_name.get(config.name)
-            if source == "project" and mine is not None and mine.source == "user":
+            if source == "project" and mine is not None and mine.source != "project":
                 loaded.problems.append(
                     f"MCP server {config.name!r} in {path} has the name of one of your own servers "
                     f"and is not used: rename it there to use it")
@@ -102,6 +105,17 @@ def load_servers(
             by_name[config.name] = config
     loaded.servers = list(by_name.values())
     return loaded
+
+
+def flag_source(path: Path, root: Path) -> Source:
+    """An `--mcp-config` file is yours, unless it lies in the project (as the kernel resolves
+    it): a command may rewrite a file there, and the next run would start what it wrote
+    outside the sandbox. Such a file counts as the project's: trust and approval needed."""
+    try:
+        inside = is_within(resolve_path(str(path), os.getcwd()), resolve_path(str(root), "/"))
+    except (OSError, ValueError):
+        return "flag"
+    return "project" if inside else "flag"
 
 
 def read_servers_file(

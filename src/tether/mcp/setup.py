@@ -37,12 +37,13 @@ class McpSetup:
 def attach_mcp(
     root: Path, home: Path, env: Mapping[str, str], table: ToolTable, notice: Notice, *,
     extra: Sequence[Path] = (), approve: Sequence[str] = (), trusted: bool, can_ask: bool,
-    on_change: Callable[[], None] = lambda: None,
+    on_change: Callable[[], None] = lambda: None, reserved: Sequence[str] = (),
 ) -> McpSetup:
-    """Read the server entries and sort them (see trust.admit); nothing starts yet."""
+    """Read the server entries and sort them (see trust.admit); nothing starts yet.
+    `reserved`: the server parts your own allow rules name (`tools.ruled_servers`)."""
     loaded = load_servers(root, home, tuple(extra), env)
     admission = admit(loaded.servers, root, ApprovalStore(home), trusted=trusted,
-                      can_ask=can_ask, approve=approve)
+                      can_ask=can_ask, approve=approve, reserved=reserved)
     manager = McpManager(admission.start, table, root, env, notice, on_change)
     if admission.start or admission.ask:
         for tool in resource_tools(manager):

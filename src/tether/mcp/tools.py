@@ -13,10 +13,11 @@ sees them, model or user.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,6 +54,20 @@ def server_label(server: str) -> str:
     Two servers may still share a label (`a.b`, `a_b`): the manager starts only the first."""
     label = SEPARATOR_RUN.sub("_", UNSAFE.sub("_", server)).strip("_")
     return label or "server_" + hashlib.sha256(server.encode()).hexdigest()[:8]
+
+
+def ruled_servers(tool_patterns: Iterable[str]) -> list[str]:
+    """The server parts (`git` in `mcp__git__*`, wildcards kept) of the tool patterns of
+    rules you wrote: a project server whose label they match would inherit those rules. A
+    part that is only a wildcard (`mcp__*`) names no server: it allows every one, yours
+    and the project's, as written."""
+    parts = [pattern[len(PREFIX):].split("__")[0] for pattern in tool_patterns
+             if pattern.startswith(PREFIX)]
+    return [part for part in dict.fromkeys(parts) if part.strip("*?")]
+
+
+def names_ruled_server(label: str, ruled: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(label, part) for part in ruled)
 
 
 def tool_name(server: str, tool: str) -> str:

@@ -10,7 +10,7 @@ changed entry, or a changed file, asks again and says what changed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -20,6 +20,7 @@ from ..store.filereads import read_file_bytes
 from ..store.statefile import StateFileError, read_json_file, write_json_state
 from .config import ServerConfig
 from .entry_files import changes, entry_files
+from .tools import names_ruled_server, server_label
 
 APPROVALS_FILE = "mcp-approvals.json"
 MAX_APPROVALS_BYTES = 8 * 1024 * 1024
@@ -85,13 +86,15 @@ class Admission:
 
 def admit(
     servers: Iterable[ServerConfig], root: Path, store: ApprovalStore, *, trusted: bool,
-    can_ask: bool, approve: Iterable[str] = (),
+    can_ask: bool, approve: Iterable[str] = (), reserved: Collection[str] = (),
 ) -> Admission:
     """Sort the servers: personal and `--mcp-config` ones start; a project one starts in a
     trusted folder once approved (`approve` names servers approved for this run), is asked
     about where a person can answer, and is skipped with a notice otherwise. A project server
     let through carries its files' states (`approved_files`): it does not start once they
-    change, /mcp reload included."""
+    change, /mcp reload included. A project server whose label the server parts in `reserved`
+    match (`ruled_servers` of your own allow rules: `mcp__<name>__...`) is left out: it would
+    inherit them."""
     admission = Admission()
     approved_now = set(approve)
     unapproved = False
@@ -102,6 +105,10 @@ def admit(
             continue
         elif server.source != "project":
             admission.start.append(server)
+        elif server.source == "project" and names_ruled_server(server_label(server.name), reserved):
+            admission.notices.append(
+                f"MCP server {server.name!r} from the project was not started: your own rules "
+                f"allow tools named mcp__{server.name}__..., which it would get; rename it there")
         elif not trusted:
             admission.notices.append(
                 f"MCP server {server.name!r} from the project's .mcp.json was not started: "
