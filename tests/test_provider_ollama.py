@@ -298,7 +298,7 @@ async def test_list_models_when_down_is_a_connection_error():
 
 
 def test_registry_names_every_provider():
-    assert provider_names() == ["ollama", "openai", "anthropic", "gemini"]
+    assert provider_names() == ["ollama", "openai", "anthropic", "gemini", "local"]
     assert PROVIDERS["ollama"] == "tether.providers.ollama:OllamaProvider"
 
 
