@@ -203,6 +203,8 @@ class App(StartUp):
         from .terminal_ui import keys_not_echoed
 
         started = time.monotonic()
+        turns = self.runtime.loop
+        turns.interrupted = None  # set again only if this work is a turn that Ctrl-C stops
         task = asyncio.ensure_future(work)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, task.cancel)
@@ -214,6 +216,7 @@ class App(StartUp):
         except asyncio.CancelledError:
             self.ui.settle()
             self.console.print(Text("Stopped.", style="notice"))
+            result = turns.interrupted  # what it had done before Ctrl-C gets the footer too
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             self.ui.settle()

@@ -29,6 +29,7 @@ from ..headless import describe_arguments, outcome_mark
 from .activity import Activity, LiveRegion, last_line
 from .approval_question import ApprovalQuestion, print_diff
 from .keyboard import Asker
+from .preview import change_preview
 from .shown import shown
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ class TerminalUI:
     _partial: str = field(default="", init=False)
     _diff_shown: set[str] = field(default_factory=set, init=False)
     """Calls whose change was shown as a diff in their approval question."""
+    _changes: dict[str, tuple[ToolCall, list[str] | None]] = field(default_factory=dict, init=False)
+    """The diff each running file change will make, worked out before it runs (the file
+    holds the new text once it has): shown after a call that needed no question."""
     streaming_seconds: float = field(default=0.0, init=False)
     """Time spent receiving reply text in this turn, for tokens per second."""
 
@@ -163,6 +167,8 @@ class TerminalUI:
         line.append_text(shown(" " + describe_arguments(call.arguments)))
         self.console.print(line)
         self.activity.begin(call.id, call.name)
+        if call.name in DIFF_TOOLS:
+            self._changes[call.id] = (call, change_preview(call, self.root))
         self._output_key = call.id
         self._live_output = False
         self._live_lines = self._live_hidden = 0
@@ -204,8 +210,9 @@ class TerminalUI:
         if evidence.command is None:  # a command's summary has its own time
             line.append(f"  {evidence.elapsed:.1f}s", style="status")
         self.console.print(line)
+        previewed = self._changes.pop(call.id, None)
         if not evidence.error and call.name in DIFF_TOOLS and call.id not in self._diff_shown:
-            print_diff(self.console, evidence.result.splitlines())
+            print_diff(self.console, made_change(evidence, previewed))
         elif evidence.error or (call.name == "run_cmd" and not live):
             self._print_trimmed(evidence.result)
         self._diff_shown.discard(call.id)
@@ -293,6 +300,17 @@ class TerminalUI:
         self._end_reply_text()
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
         self.console.print(shown(message, style))
+
+
+def made_change(evidence: Evidence, previewed: tuple[ToolCall, list[str] | None] | None) -> list[str]:
+    """The diff a finished file change made: the one worked out before it ran, when what ran
+    is what was previewed (a hook may have rewritten the arguments), else what its result
+    says (edit_file's result holds its diff; write_file's only names the file)."""
+    if previewed is not None:
+        call, diff = previewed
+        if diff is not None and call.arguments == evidence.call.arguments:
+            return diff
+    return evidence.result.splitlines()
 
 
 WAIT_KEY = "the start"
