@@ -30,7 +30,7 @@ from .activity import Activity, LiveRegion, last_line
 from .approval_question import ApprovalQuestion, print_diff
 from .keyboard import Asker
 from .preview import change_preview
-from .shown import shown
+from .shown import hanging, indented, shown
 
 if TYPE_CHECKING:
     from .render import MarkdownStream
@@ -58,6 +58,9 @@ class TerminalUI:
     can_ask: bool = True
     status: Callable[[], str] = lambda: ""
     """The status line (the prompt's toolbar), kept on the screen while a turn runs."""
+    print_above_input: Callable[[Callable[[], None]], None] = lambda show: show()
+    """Prints with its argument above the input line or a question on the screen
+    (`fit.print_above_input`); directly when none is."""
     activity: Activity = field(default_factory=Activity, init=False)
     region: LiveRegion = field(init=False)
     question: ApprovalQuestion = field(init=False)
@@ -205,11 +208,10 @@ class TerminalUI:
         if live:
             self._end_live_output(evidence.result)
         style = "tool.error" if evidence.error else "tool"
-        line = Text(f"  {outcome_mark(evidence)} ", style=style)
-        line.append_text(shown(evidence.summary or "done"))
+        summary = shown(evidence.summary or "done", style)
         if evidence.command is None:  # a command's summary has its own time
-            line.append(f"  {evidence.elapsed:.1f}s", style="status")
-        self.console.print(line)
+            summary.append(f"  {evidence.elapsed:.1f}s", style="status")
+        self.console.print(hanging(Text(f"  {outcome_mark(evidence)} ", style=style), summary))
         previewed = self._changes.pop(call.id, None)
         if not evidence.error and call.name in DIFF_TOOLS and call.id not in self._diff_shown:
             print_diff(self.console, made_change(evidence, previewed))
@@ -232,7 +234,7 @@ class TerminalUI:
         self.console.print(Text(f"    [... {self._live_hidden} lines not shown; the last ones:]",
                                 style="status"))
         for ln in result.splitlines()[-TAIL_LINES:]:
-            self.console.print(shown("    " + ln[:200], "status"))
+            self.console.print(indented(shown(ln[:200], "status"), 4))
 
     def _print_trimmed(self, result: str) -> None:
         lines = result.splitlines()
@@ -241,7 +243,7 @@ class TerminalUI:
             omitted = len(lines) - SHOWN_RESULT_LINES
             lines = [*lines[:half], f"[... {omitted} lines omitted ...]", *lines[-half:]]
         for ln in lines:
-            self.console.print(shown("    " + ln[:200], "status"))
+            self.console.print(indented(shown(ln[:200], "status"), 4))
 
     async def approve(self, call: ToolCall, reason: str) -> Decision:
         """The question with one key for the answer; the call's clock starts again after it,
@@ -297,9 +299,11 @@ class TerminalUI:
             self.console.print(shown(f"check: {warning}", "status"))
 
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
+        """A line from the loop, or from the background (an MCP server ready or stopped) while
+        the input line is up: then it goes above that line, which is drawn again under it."""
         self._end_reply_text()
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
-        self.console.print(shown(message, style))
+        self.print_above_input(lambda: self.console.print(shown(message, style)))
 
 
 def made_change(evidence: Evidence, previewed: tuple[ToolCall, list[str] | None] | None) -> list[str]:
