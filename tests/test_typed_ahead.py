@@ -101,16 +101,18 @@ def test_keys_sent_with_the_request_in_one_write_do_not_answer_the_approval(
     """The input line may read the keys after its Enter in the same read(): prompt_toolkit
     keeps those for the next question, which must not take them either."""
     server.add(Reply(tool_calls=[("run_cmd", {"command": "echo ran > ran.txt"})]),
-               Reply(text="Ran it."), Reply(text="Fancy Title"))
+               Reply(text="Ran it."), Reply(text="Fancy Title"), Reply(text="Queued answer."))
     with start_app(server, project, home) as app:
-        app.line("run the thing\r" + TYPED)
+        app.line("run the thing\r" + TYPED)  # line() ends it with Enter too: a queued message
         wait_for_question(app, "Allow?", *ANSWERED)
         ask_again(app, "Press y, n or a", *ANSWERED)
         assert not (project / "ran.txt").exists() and not (project / RULES_FILE).exists()
         app.send("y")
         app.wait_for_text("Ran it.")
-        app.wait_for(lambda _: app.cursor_line() == "› " + TYPED, what="the typed-ahead text")
+        app.wait_for_text("queued: " + TYPED)
+        app.wait_for_text("Queued answer.")
     assert (project / "ran.txt").read_text() == "ran\n"
+    assert turn_bodies(server)[-1]["messages"][-1] == {"role": "user", "content": TYPED}
 
 
 def test_keys_typed_before_the_trust_question_do_not_trust_the_folder(
@@ -156,7 +158,7 @@ def test_keys_typed_while_the_commit_message_is_drafted_do_not_commit(
     git(project, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first")
     (project / "calc.py").write_text("def add(a, b):\n    return b + a\n")
     gate = threading.Event()
-    server.add(Reply(text="Swap the operands of add", gate=gate))
+    server.add(Reply(text="Swap the operands of add", gate=gate), Reply(text="Queued answer."))
     with start_app(server, project, home) as app:
         app.line("/commit")
         wait_for_request(app, server, 1)
@@ -167,7 +169,8 @@ def test_keys_typed_while_the_commit_message_is_drafted_do_not_commit(
         assert git(project, "log", "--format=%s") == "first\n"
         app.send("y")  # one key, no Enter
         app.wait_for_text("Committed ")
-        app.wait_for(lambda _: app.cursor_line() == "› yes", what="the typed-ahead text")
+        app.wait_for_text("queued: yes")  # a line ended with Enter: the next message
+        app.wait_for_text("Queued answer.")
     assert git(project, "log", "--format=%s") == "Swap the operands of add\nfirst\n"
 
 
@@ -178,7 +181,7 @@ def test_keys_typed_while_the_model_thinks_do_not_answer_its_question(
     gate = threading.Event()
     question = {"question": "Which one?", "options": ["first", "second"]}
     server.add(Reply(tool_calls=[("get_user_input", {"questions": [question]})], gate=gate),
-               Reply(text="Going with it."), Reply(text="Fancy Title"))
+               Reply(text="Going with it."), Reply(text="Fancy Title"), Reply(text="Two it is."))
     with start_app(server, project, home) as app:
         app.line("pick one")
         wait_for_request(app, server, 1)
@@ -190,7 +193,9 @@ def test_keys_typed_while_the_model_thinks_do_not_answer_its_question(
                      what="only the key typed after the question in its line")
         app.send("\r")
         app.wait_for_text("Going with it.")
-        app.wait_for(lambda _: app.cursor_line() == "› 2", what="the typed-ahead line")
+        app.wait_for_text("queued: 2")  # the line typed ahead is the next message, sent after
+        app.wait_for_text("Two it is.")
+    assert turn_bodies(server)[-1]["messages"][-1] == {"role": "user", "content": "2"}
     results = [m["content"] for m in turn_bodies(server)[1]["messages"] if m["role"] == "tool"]
     assert len(results) == 1 and "first" in results[0] and "second" not in results[0]
 
@@ -205,7 +210,8 @@ def test_keys_typed_ahead_of_a_key_question_are_dropped_unseen(project: Path, ho
         with PtyApp(openai_args(server.url), cwd=project, env=env) as app:
             app.wait_for_prompt()
             app.line(f"/connect anthropic\r{ahead}")
-            wait_for_question(app, "owner-only; empty if the server needs none)", "model (number")
+            # (the question wraps between words: its last words are on the cursor's row)
+            wait_for_question(app, "server needs none)", "model (number")
             app.line(typed)
             app.wait_for_text("were dropped, not taken as its answer")
             app.wait_for_text("model (number or name")

@@ -230,12 +230,16 @@ class TurnLoop:
     """The user's hooks on a submitted request and on the end of a turn."""
     assist: TurnAssist | None = None  # the request read once, the check after a change (assist/)
     _turn: TurnState | None = field(default=None, init=False, repr=False)
+    interrupted: TurnResult | None = field(default=None, init=False, repr=False)
+    """What the latest turn had done when it was cancelled (None: it was not): the chat's
+    footer counts it, as it counts a finished turn."""
     _system: Message | None = field(default=None, init=False, repr=False)
     """The latest request's system message, sent again while its text is the same: the
     same object lets the provider reuse what it worked out for the history behind it."""
 
     async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
         conv.evidence = []
+        self.interrupted = None
         refusal = await submit_prompt(self.hooks, conv.messages, user_text, self.ui)
         if refusal:
             return TurnResult("", "blocked", 0, Usage(), [], error=refusal)
@@ -274,9 +278,7 @@ class TurnLoop:
         except ProviderError as exc:
             return self.fail(turn, exc)
         except asyncio.CancelledError:
-            self.keep_partial(turn)
-            turn.conv.usage = turn.conv.usage + turn.usage
-            turn.conv.requests += turn.requests
+            self.interrupted = turn.result(self.keep_partial(turn), "cancelled")
             raise
 
     def count_usage(self, usage: Usage) -> None:

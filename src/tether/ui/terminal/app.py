@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import get_app_or_none, run_in_terminal
 from prompt_toolkit.formatted_text import FormattedText
 from rich.console import Console
 from rich.text import Text
@@ -27,8 +26,10 @@ from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, 
 from tether.store.config import Settings
 from tether.store.run_options import RunOptions
 
+from .fit import fit_parts, print_above_input
 from .paste import Pastes
 from .prompt import expand_mentions
+from .queued import QueuedMessages
 from .shown import shown
 from .startup import STARTING, StartUp, UsageProblem, drawn_soon
 from .theme import THEME
@@ -71,6 +72,8 @@ class App(StartUp):
     pastes: Pastes = field(default_factory=Pastes)
     asker: Asker = field(init=False)
     """Every question (`keyboard`); keys typed ahead of one wait in the next input line."""
+    queue: QueuedMessages = field(init=False)
+    """Lines typed while a turn ran, sent after it in order."""
     protocol: str = "…"
     starting: asyncio.Future | None = None
     exiting: bool = False
@@ -124,6 +127,11 @@ class App(StartUp):
         """Read and run lines until Ctrl-D; `first_drawn` runs once the first prompt is drawn."""
         interrupts = 0
         while not self.exiting:
+            queued = self.next_queued()
+            if queued is not None:
+                self.console.print(shown("› " + queued, "status"))
+                await self.handle(queued)
+                continue
             pre_run = drawn_soon(first_drawn) if first_drawn is not None else None
             first_drawn = None
             try:
@@ -139,6 +147,13 @@ class App(StartUp):
             except EOFError:
                 break
             await self.handle(line)
+
+    def next_queued(self) -> str | None:
+        """The next line typed during a turn (one a question's drain kept counts too)."""
+        if "queue" not in vars(self):
+            return None
+        self.queue.take_lines()
+        return self.queue.next()
 
     async def handle(self, line: str) -> None:
         line = self.pastes.expand(line)  # the prompt showed a large paste as one line
@@ -203,17 +218,23 @@ class App(StartUp):
         from .terminal_ui import keys_not_echoed
 
         started = time.monotonic()
+        turns = self.runtime.loop
+        turns.interrupted = None  # set again only if this work is a turn that Ctrl-C stops
         task = asyncio.ensure_future(work)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, task.cancel)
         self.ui.waiting()
         result = None
         try:
-            with keys_not_echoed():
+            with keys_not_echoed(), self.queue.collecting():
                 result = await task
         except asyncio.CancelledError:
             self.ui.settle()
             self.console.print(Text("Stopped.", style="notice"))
+            unsent = self.queue.give_back()
+            if unsent:
+                self.say(f"{unsent} queued message(s) not sent: they wait in the input line.")
+            result = turns.interrupted  # what it had done before Ctrl-C gets the footer too
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             self.ui.settle()
@@ -237,16 +258,17 @@ class App(StartUp):
     # ------------------------------------------------------------ talking to the user
 
     def say(self, message: str, level: NoticeLevel = "info") -> None:
+        """One line for the user; above the input line when it is on the screen (a message
+        from the background: the runtime built, the history file failing as Enter stores a
+        line), so that line is drawn again, whole, under it."""
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
-        self.console.print(shown(message, style))
+        self.print_above_input(lambda: self.console.print(shown(message, style)))
+
+    def print_above_input(self, show: Callable[[], None]) -> None:
+        print_above_input(show, self.prompt.app if "prompt" in vars(self) else None)
 
     def warn_anytime(self, message: str) -> None:
-        """A warning that may come while the input line is showing (the history file failing
-        as Enter stores a line): printed above the prompt then, directly otherwise."""
-        if get_app_or_none() is None:
-            self.say(message, "warning")
-        else:
-            run_in_terminal(lambda: self.say(message, "warning"))
+        self.say(message, "warning")
 
     async def ask_line(self, message: str, default: str = "", secret: bool = False,
                        fresh: bool = True) -> str:
@@ -277,6 +299,7 @@ class App(StartUp):
             modes = [name for name, on in (("auto", self.options.auto),
                                            ("deepthink", self.deepthink)) if on]
             parts = [f" {self.settings.provider} · {self.model_name}", STARTING]
+            droppable: list[str] = []
         else:
             runtime = self.runtime
             modes = [name for name, on in (
@@ -285,9 +308,10 @@ class App(StartUp):
             ) if on]
             parts = [f" {runtime.settings.provider} · {runtime.model}", f"{self.protocol} tools",
                      runtime.profile_shown(), self.context_used()]
+            droppable = [parts[2], parts[1]]  # the least needed, when the terminal is narrow
         if modes:
             parts.append("modes: " + ", ".join(modes))
-        return "  │  ".join(parts)
+        return fit_parts(parts, self.console.width - 1, droppable)
 
     def context_used(self) -> str:
         """The input tokens of the latest request; before one was made in this run (a

@@ -19,7 +19,7 @@ from tether.safety.approval import COMMAND_TEXT_PARAMS
 from ..headless import describe_arguments
 from .keyboard import Asker, Choices
 from .preview import change_preview
-from .shown import shown
+from .shown import indented, shown
 
 QUESTION = "Allow? [y]es / [n]o / [a]lways (Esc: no) "
 APPROVAL = Choices(QUESTION, {"y": "yes", "n": "no", "a": "always", "escape": "no"},
@@ -34,7 +34,7 @@ def print_diff(console: Console, lines: list[str]) -> None:
     lines = [ln for ln in lines if ln[:1] in "+-@" or ln.startswith(" ")]
     for ln in lines[:DIFF_LINES]:
         style = "diff.add" if ln.startswith("+") else "diff.del" if ln.startswith("-") else "status"
-        console.print(shown("    " + ln, style))
+        console.print(indented(shown(ln, style), 4))
     if len(lines) > DIFF_LINES:
         console.print(Text(f"    [... {len(lines) - DIFF_LINES} more diff lines ...]", style="status"))
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import Application
 from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.key_binding import KeyBindings, KeyPress, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
@@ -26,6 +27,7 @@ from rich.text import Text
 
 from tether.core.textclip import clip_words
 
+from .fit import screen_width, word_wrapped
 from .shown import shown
 from .typed_ahead import TypedAhead
 
@@ -102,7 +104,12 @@ async def read_key(choices: Choices, typed_ahead: TypedAhead) -> str:
 
     below = ConditionalContainer(Window(FormattedTextControl(notes), dont_extend_height=True),
                                  filter=Condition(lambda: bool(notes())))
-    question = Window(FormattedTextControl(choices.question, show_cursor=True), height=1)
+    def drawn_question() -> FormattedText:  # wrapped between words, the cursor after it
+        text = word_wrapped(choices.question, screen_width() - 1).rstrip(" ")
+        return FormattedText([("", text + " "), ("[SetCursorPosition]", " ")])  # (not empty: dropped)
+
+    question = Window(FormattedTextControl(drawn_question, show_cursor=True),
+                      dont_extend_height=True, wrap_lines=False)
     app: Application[str] = Application(layout=Layout(HSplit([question, below])),
                                         key_bindings=keys, erase_when_done=True)
     return await typed_ahead.fresh(app, lambda pre_run: app.run_async(pre_run=pre_run,
@@ -143,7 +150,8 @@ class Asker:
         session: PromptSession[str] = PromptSession()
 
         def prompt(pre_run: Callable[[], None] | None = None) -> Awaitable[str]:
-            return session.prompt_async(message, default=default, handle_sigint=False,
+            return session.prompt_async(lambda: word_wrapped(message, screen_width() - 1),
+                                        default=default, handle_sigint=False,
                                         is_password=secret, pre_run=pre_run)
 
         if not fresh:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.padding import Padding
 from rich.text import Text
 
 from tether.safety.visible import visible_pieces
@@ -14,3 +15,19 @@ def shown(text: str, style: str = "") -> Text:
     for piece, hidden in visible_pieces(text):
         out.append(piece, style="escape" if hidden else None)
     return out
+
+
+def indented(text: Text, columns: int) -> Padding:
+    """`text` indented by `columns`, its wrapped lines too (not back at the left edge)."""
+    return Padding(text, (0, 0, 0, columns))
+
+
+def hanging(mark: Text, body: Text) -> Padding:
+    """`mark` then `body`, the lines `body` wraps onto starting under its first character."""
+    from rich.table import Table
+
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    grid.add_row(mark, body)
+    return Padding(grid, 0)

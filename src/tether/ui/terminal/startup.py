@@ -19,6 +19,8 @@ from tether.mcp.config import PROJECT_FILE as PROJECT_MCP_FILE
 from tether.store.run_options import RunOptions
 
 from .prompt import ProjectFiles, TetherCompleter, make_session
+from .queued import QueuedMessages
+from .shown import shown
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -59,6 +61,7 @@ class StartUp:
     trust: FolderTrust
     pastes: Pastes
     asker: Asker
+    queue: QueuedMessages
     protocol: str
     starting: asyncio.Future | None
     exiting: bool
@@ -71,6 +74,7 @@ class StartUp:
     if TYPE_CHECKING:  # the app's own, which the start uses
         def say(self, message: str, level: NoticeLevel = "info") -> None: ...
         def warn_anytime(self, message: str) -> None: ...
+        def print_above_input(self, show: Callable[[], None]) -> None: ...
         def banner(self) -> None: ...
         def toolbar(self) -> FormattedText: ...
         def status_line(self) -> str: ...
@@ -85,6 +89,8 @@ class StartUp:
         from .keyboard import Asker
 
         self.asker = Asker(self.console)
+        self.queue = QueuedMessages(self.asker.typed_ahead,
+                                    lambda line: self.console.print(shown(f"queued: {line}", "status")))
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(command_names, files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
@@ -116,7 +122,7 @@ class StartUp:
         trust = FolderTrust(self.options, self.say, self.asker.confirm)
         ui = TerminalUI(self.console, self.asker, root=self.options.root,
                         on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
-                        status=self.status_line)
+                        status=self.status_line, print_above_input=self.print_above_input)
         asking = Asking(self.console, ui.pause, self.asker)
         self.options.asker = asking.questions
         self.options.approve_plan = asking.approve_plan

@@ -29,7 +29,8 @@ from ..headless import describe_arguments, outcome_mark
 from .activity import Activity, LiveRegion, last_line
 from .approval_question import ApprovalQuestion, print_diff
 from .keyboard import Asker
-from .shown import shown
+from .preview import change_preview
+from .shown import hanging, indented, shown
 
 if TYPE_CHECKING:
     from .render import MarkdownStream
@@ -57,6 +58,9 @@ class TerminalUI:
     can_ask: bool = True
     status: Callable[[], str] = lambda: ""
     """The status line (the prompt's toolbar), kept on the screen while a turn runs."""
+    print_above_input: Callable[[Callable[[], None]], None] = lambda show: show()
+    """Prints with its argument above the input line or a question on the screen
+    (`fit.print_above_input`); directly when none is."""
     activity: Activity = field(default_factory=Activity, init=False)
     region: LiveRegion = field(init=False)
     question: ApprovalQuestion = field(init=False)
@@ -73,6 +77,9 @@ class TerminalUI:
     _partial: str = field(default="", init=False)
     _diff_shown: set[str] = field(default_factory=set, init=False)
     """Calls whose change was shown as a diff in their approval question."""
+    _changes: dict[str, tuple[ToolCall, list[str] | None]] = field(default_factory=dict, init=False)
+    """The diff each running file change will make, worked out before it runs (the file
+    holds the new text once it has): shown after a call that needed no question."""
     streaming_seconds: float = field(default=0.0, init=False)
     """Time spent receiving reply text in this turn, for tokens per second."""
 
@@ -163,6 +170,8 @@ class TerminalUI:
         line.append_text(shown(" " + describe_arguments(call.arguments)))
         self.console.print(line)
         self.activity.begin(call.id, call.name)
+        if call.name in DIFF_TOOLS:
+            self._changes[call.id] = (call, change_preview(call, self.root))
         self._output_key = call.id
         self._live_output = False
         self._live_lines = self._live_hidden = 0
@@ -199,13 +208,13 @@ class TerminalUI:
         if live:
             self._end_live_output(evidence.result)
         style = "tool.error" if evidence.error else "tool"
-        line = Text(f"  {outcome_mark(evidence)} ", style=style)
-        line.append_text(shown(evidence.summary or "done"))
+        summary = shown(evidence.summary or "done", style)
         if evidence.command is None:  # a command's summary has its own time
-            line.append(f"  {evidence.elapsed:.1f}s", style="status")
-        self.console.print(line)
+            summary.append(f"  {evidence.elapsed:.1f}s", style="status")
+        self.console.print(hanging(Text(f"  {outcome_mark(evidence)} ", style=style), summary))
+        previewed = self._changes.pop(call.id, None)
         if not evidence.error and call.name in DIFF_TOOLS and call.id not in self._diff_shown:
-            print_diff(self.console, evidence.result.splitlines())
+            print_diff(self.console, made_change(evidence, previewed))
         elif evidence.error or (call.name == "run_cmd" and not live):
             self._print_trimmed(evidence.result)
         self._diff_shown.discard(call.id)
@@ -225,7 +234,7 @@ class TerminalUI:
         self.console.print(Text(f"    [... {self._live_hidden} lines not shown; the last ones:]",
                                 style="status"))
         for ln in result.splitlines()[-TAIL_LINES:]:
-            self.console.print(shown("    " + ln[:200], "status"))
+            self.console.print(indented(shown(ln[:200], "status"), 4))
 
     def _print_trimmed(self, result: str) -> None:
         lines = result.splitlines()
@@ -234,7 +243,7 @@ class TerminalUI:
             omitted = len(lines) - SHOWN_RESULT_LINES
             lines = [*lines[:half], f"[... {omitted} lines omitted ...]", *lines[-half:]]
         for ln in lines:
-            self.console.print(shown("    " + ln[:200], "status"))
+            self.console.print(indented(shown(ln[:200], "status"), 4))
 
     async def approve(self, call: ToolCall, reason: str) -> Decision:
         """The question with one key for the answer; the call's clock starts again after it,
@@ -290,9 +299,22 @@ class TerminalUI:
             self.console.print(shown(f"check: {warning}", "status"))
 
     def notice(self, message: str, level: NoticeLevel = "info") -> None:
+        """A line from the loop, or from the background (an MCP server ready or stopped) while
+        the input line is up: then it goes above that line, which is drawn again under it."""
         self._end_reply_text()
         style = {"error": "tool.error", "warning": "notice"}.get(level, "status")
-        self.console.print(shown(message, style))
+        self.print_above_input(lambda: self.console.print(shown(message, style)))
+
+
+def made_change(evidence: Evidence, previewed: tuple[ToolCall, list[str] | None] | None) -> list[str]:
+    """The diff a finished file change made: the one worked out before it ran, when what ran
+    is what was previewed (a hook may have rewritten the arguments), else what its result
+    says (edit_file's result holds its diff; write_file's only names the file)."""
+    if previewed is not None:
+        call, diff = previewed
+        if diff is not None and call.arguments == evidence.call.arguments:
+            return diff
+    return evidence.result.splitlines()
 
 
 WAIT_KEY = "the start"

@@ -77,6 +77,17 @@ class TypedAhead:
         changed, self._changed = self._changed, False
         return self.kept.strip() if changed else ""
 
+    def whole_lines(self) -> list[str]:
+        """The kept lines that a line end finished, taken out (blank ones dropped); what
+        follows the last line end stays kept."""
+        *done, rest = self.kept.split("\n")
+        self.kept = rest
+        return [line for line in done if line.strip()]
+
+    def put_first(self, text: str) -> None:
+        """`text` before what is kept (lines taken out with `whole_lines`, given back)."""
+        self.kept = text + ("\n" + self.kept if self.kept else "")
+
     def take(self) -> str:
         """The kept text, for the next input line (without the line end that sent it)."""
         kept, self.kept, self._changed = self.kept, "", False

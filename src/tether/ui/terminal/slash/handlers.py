@@ -34,9 +34,16 @@ command = HERE.command
 
 @command("help", "/help", "list the commands")
 async def show_help(ctx: CommandContext, arg: str) -> None:
-    width = max(len(c.usage) for c in COMMANDS.all()) + 1  # the longest usage still gets a gap
+    from rich.table import Table
+
+    # Two columns that wrap between words within themselves: at 80 columns a long usage
+    # (/mcp's) takes two lines of its own column instead of pushing every help text out.
+    table = Table.grid(padding=(0, 2), pad_edge=True)
+    table.add_column(style="bold", max_width=max(16, ctx.console.width * 2 // 5))
+    table.add_column(ratio=1)
     for c in COMMANDS.all():
-        ctx.console.print(Text(f"  {c.usage:<{width}}", style="bold"), Text(c.help))
+        table.add_row(Text(c.usage), Text(c.help))  # text, not rich markup: [NAME] stays
+    ctx.console.print(table)
     ctx.say("Mention a file with @path to attach it. Alt-Enter or Ctrl-J adds a line; "
             "Ctrl-C stops a running request.")
 
