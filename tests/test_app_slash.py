@@ -38,7 +38,7 @@ def test_connect_to_a_local_server_needs_no_key_and_is_remembered_with_its_url(
     with PtyApp([], cwd=project, env=keyless_env(home, OPENAI_BASE_URL=local)) as app:
         app.wait_for_prompt()
         app.line("/connect openai fake")
-        app.wait_for_cursor_on("empty if the server needs none")
+        app.wait_for_cursor_on("none):")
         app.line("")
         app.wait_for_text(f"Connected: openai · fake (native tools) at {local}.")
         app.wait_for_prompt()
