@@ -43,10 +43,8 @@ DEFAULT_MODEL = ModelSpec(
     url="https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/"
         "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     size=1_117_320_768,
-    # UNVERIFIED past its first 8 digits (cc324af0, the size and the prefix are from the
-    # development notes): compare with `sha256sum` of the real file before a release. A wrong
-    # value is refused safely (the download is deleted with a one-line message), never loaded.
-    sha256="cc324af0bd29a2e1a4f1cfe2c08c1b0bd55ba0a4f6e9c0d5e3c6a5f4d1e0b7c2",
+    # The sha256 of the published file (1,117,320,768 bytes), as `sha256sum` gives it.
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     billions=1.54,
 )
 """The model `tether --local` runs when none is named: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M."""
