@@ -241,6 +241,7 @@ class Runtime:
             turn.soft_pressure_after = profile.soft_pressure_after or turn.soft_pressure_after
         turn.nudges = profile.nudges
         turn.opening_note = profile.opening_note
+        turn.preread = profile.preread
         turn.stop_at_call = profile.stop_at_call
         turn.max_reply_tokens = profile.max_reply_tokens
         turn.terse_history = profile.terse_history

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, Protocol
 
 from ..protocol import (
@@ -172,6 +173,8 @@ class TurnSettings:
     nudges: bool = False
     """Nudge once per turn when a reply ends it too early (see nudges.py)."""
     opening_note: bool = False
+    preread: bool = False
+    """Read the files the request names before the first request (`TurnLoop.preread`)."""
     """Send a reminder to act with the tools beside the request, in the turn's first request."""
     stop_at_call: bool = False
     """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
@@ -254,6 +257,8 @@ class TurnLoop:
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
+            if self.settings.preread and assisted.reading is not None:
+                await self.preread(turn, assisted.reading.files)
             for step in range(1, self.settings.max_steps + 1):
                 reply = await self.ask(turn, tools=True, note=self._note(step, watch))
                 parsed = self.parse(reply)
@@ -378,6 +383,18 @@ class TurnLoop:
         finally:  # also on cancellation: every call gets a result, so history stays valid
             CONVERSATION.reset(history)
             self.record(turn, parsed, results)
+
+    async def preread(self, turn: TurnState, files: Sequence[str]) -> None:
+        """Read the small project files the request names, before the model's first reply:
+        read_file calls the harness makes through the one dispatch pipeline (rules, hooks,
+        evidence: the user sees each read), kept in the history as if the model had made them,
+        so it starts from their text instead of answering without opening them."""
+        if READ_FILE not in self.table:
+            return
+        chosen = small_files(self.dispatcher.ctx.root, files)
+        if chosen:
+            calls = [ToolCall(f"pre_{new_call_id()}", READ_FILE, {"filepath": name}) for name in chosen]
+            await self.dispatch_all(turn, Reply(), ParseResult(calls=calls, text="", thinking="", errors=[]))
 
     def record(self, turn: TurnState, parsed: ParseResult, results: dict[str, ToolResult]) -> None:
         if parsed.calls:
@@ -555,6 +572,30 @@ async def closing_reply(loop: TurnLoop, conv: Conversation, note: str) -> TurnRe
     except ProviderError as exc:
         return loop.fail(turn, exc)
     return loop.finish(turn, reply, loop.parse(reply).text)
+
+
+READ_FILE = "read_file"
+PREREAD_FILES = 4
+PREREAD_FILE_BYTES = 12_000
+PREREAD_TOTAL_BYTES = 24_000
+"""At most this many named files, each and in all this small, are read before the first
+reply: a small model's context holds them beside the prompt (a bigger file is left for the
+model to read in parts)."""
+
+
+def small_files(root: Path, names: Sequence[str]) -> list[str]:
+    """The names among `names` of regular files under `root` small enough to read whole."""
+    chosen: list[str] = []
+    total = 0
+    for name in names[:PREREAD_FILES]:
+        try:
+            size = (root / name).stat().st_size
+        except (OSError, ValueError):
+            continue
+        if size <= PREREAD_FILE_BYTES and total + size <= PREREAD_TOTAL_BYTES and (root / name).is_file():
+            chosen.append(name)
+            total += size
+    return chosen
 
 
 def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings) -> Message:

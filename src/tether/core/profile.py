@@ -63,6 +63,10 @@ class Profile:
     max_steps: int | None = None
     soft_pressure_after: int | None = None
     """Used when the user has set neither."""
+    preread: bool = False
+    """Read the project files the request names before the first request, as read_file calls
+    through the dispatcher (`TurnLoop.preread`): the model starts from their text, as aider
+    starts from the files in the chat, instead of answering or writing without opening them."""
     verify: bool = True
     """Run the check the request names after a change (assist/verify.py), in every profile;
     the `verify_after_change` setting says how many fixes it may ask for."""
@@ -106,6 +110,7 @@ LEVER_FIELDS = {
     "sampling": "temperature",
     "steps": "max_steps",
     "verify": "verify",
+    "preread": "preread",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 LEVER_OFF: dict[str, dict[str, object]] = {
@@ -122,6 +127,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "sampling": {"temperature": None},
     "steps": {"max_steps": None, "soft_pressure_after": None},
     "verify": {"verify": False},
+    "preread": {"preread": False},
 }
 
 FULL = Profile("full")
@@ -134,6 +140,7 @@ SMALL = Profile(
     project_map=700,
     nudges=True,
     opening_note=True,
+    preread=True,
     stop_at_call=True,
     max_reply_tokens=1500,
     terse_history=True,

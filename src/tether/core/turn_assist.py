@@ -31,6 +31,11 @@ class RequestView(Protocol):
         ...
 
     @property
+    def files(self) -> tuple[str, ...]:
+        """The project's files the request names (project-relative), in the request's order."""
+        ...
+
+    @property
     def named(self) -> tuple[str, ...]:
         """The files the request names, those the project has first."""
         ...

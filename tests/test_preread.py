@@ -1,0 +1,66 @@
+"""The files a request names are read before the model's first reply (the `preread` lever):
+read_file calls through the dispatcher, in the history and the evidence, small files only."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from scripted import ScriptedProvider, say
+
+from tether.core.loop import PREREAD_FILE_BYTES, Conversation
+from tether.core.profile import profile_named
+from tether.runtime import RunOptions, build_runtime
+from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
+
+
+def run(root: Path, home: Path, request: str, profile: str = "small", levers_off: str = ""):  # noqa: ANN201
+    settings = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1",
+                "sandbox": "off"}
+    loaded, _ = load_settings(settings, {}, home)
+    runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=True),
+                            HeadlessUI(out=io.StringIO(), err=io.StringIO()), {})
+    runtime.apply_profile(profile_named(profile, levers_off))
+    provider = ScriptedProvider([say("Done.")])
+    runtime.loop.provider = provider
+    return runtime, provider
+
+
+def first_request_text(provider: ScriptedProvider) -> str:
+    return "\n".join(m.text + "".join(r.content for r in m.tool_results)
+                     for m in provider.requests[0].messages)
+
+
+async def test_the_small_files_a_request_names_are_read_before_the_first_reply(
+    tmp_path: Path, home: Path
+) -> None:
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / "shapes.py").write_text("def area(w, h):\n    pass\n")
+    (root / "shapes_check.py").write_text("assert area(2, 3) == 6  # MARK-TEST\n")
+    (root / "docs" / "notes.md").write_text("Area is width times height. MARK-DOCS\n")
+    (root / "big.py").write_text("x = 1\n" * (PREREAD_FILE_BYTES // 6 + 10))
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), (
+        "Implement shapes.py so that shapes_check.py passes (see docs/notes.md); big.py and "
+        "missing.py stay as they are"))
+    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert read == ["shapes.py", "shapes_check.py", "docs/notes.md"]  # big.py is left to the model
+    sent = first_request_text(provider)
+    assert "MARK-TEST" in sent and "MARK-DOCS" in sent and "def area" in sent
+
+
+async def test_the_lever_switches_it_off_and_a_request_naming_nothing_reads_nothing(
+    tmp_path: Path, home: Path
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "shapes.py").write_text("def area(w, h):\n    pass  # MARK\n")
+    runtime, provider = run(root, home, "", levers_off="preread")
+    result = await runtime.loop.run_turn(Conversation(), "Implement area in shapes.py")
+    assert not [e for e in result.evidence if e.call.name == "read_file"]
+    assert "MARK" not in first_request_text(provider)
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), "What does this project do?")
+    assert not [e for e in result.evidence if e.call.name == "read_file"]
