@@ -18,7 +18,9 @@ from test_sandbox_config import needs_bwrap
 
 from tether.core.ui_protocol import SilentUI
 from tether.mcp.config import MCP_FILE
+from tether.mcp.entry_files import project_fingerprint
 from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.safety.project_config import RULES_FILE
 from tether.store.config import load_settings
 from tether.store.keys import CREDENTIALS_FILE
 
@@ -195,3 +197,21 @@ async def test_a_chosen_sandbox_that_cannot_start_keeps_a_project_server_from_st
     said = [text for _, text in runtime.ui.notices if "MCP server 'p' did not start" in text]
     assert len(said) == 1 and "\n" not in said[0] and "runs only inside it" in said[0]
     assert not (places.root / "written.txt").exists()
+
+
+def test_the_fingerprint_reads_a_config_placeholder_as_absent_and_any_other_text_as_a_change(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "srv.py").write_text("print('hi')\n")
+    absent = project_fingerprint(tmp_path)
+    rules = tmp_path / RULES_FILE
+    rules.write_bytes(b"{}\n")  # what a sandbox puts there while it runs
+    assert project_fingerprint(tmp_path) == absent
+    rules.write_text('{"allow": ["run_cmd"]}')
+    assert project_fingerprint(tmp_path) != absent
+    rules.unlink()
+    (tmp_path / "rules.txt").write_bytes(b"{}\n")
+    rules.symlink_to("rules.txt")  # tether's placeholders are never links
+    with_link = project_fingerprint(tmp_path)
+    rules.unlink()
+    assert with_link != project_fingerprint(tmp_path)
