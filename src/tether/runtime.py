@@ -393,6 +393,7 @@ def build_runtime(
         extra=options.mcp_config, approve=options.mcp_approve, trusted=options.trusted,
         can_ask=ui.can_ask, on_change=runtime.set_menu,
         reserved=ruled_servers(rule.tool for rule in rules.allow if rule.source in ("user", "command line")),
+        sandbox=sandbox,
     )
     warnings.extend(runtime.mcp.warnings)
     attach_context_files(runtime, sandbox)

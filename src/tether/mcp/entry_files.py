@@ -15,7 +15,11 @@ project server starts in the project, and the sandbox keeps only the named files
 read-only. So a project entry's record also holds a fingerprint of every file and link in
 the project (`project_fingerprint`: path, inode, size and change time, which no command
 can set back; `.git` left out, the sandbox keeps it read-only): a change anywhere asks
-again before the server next starts outside the sandbox.
+again before the server next starts. A project server runs inside the sandbox when it
+works (see `launch`), but with the network, which is why what it starts with must still
+be what the user approved. The sandbox's own placeholders (a `.permissions.json` holding
+`{}` while any sandbox runs, `sandbox_paths`) are no change: a file of tether's project
+config holding exactly its placeholder text counts as absent.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..safety.paths import is_within, resolve_path
+from ..safety.project_config import PROJECT_CONFIG
 from ..safety.regular_files import CHUNK, NotARegularFile, open_regular
 from .config import ServerConfig
 
@@ -70,11 +75,30 @@ def project_fingerprint(root: Path) -> str:
     for folder, dirs, files in os.walk(root, onerror=lambda exc: None):
         dirs[:] = sorted(d for d in dirs if not (folder == str(root) and d == ".git"))
         for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]):
+            if _placeholder(Path(folder, name), root):
+                continue
             count += 1
             if count > FINGERPRINT_LIMIT:
                 return CANNOT_CHECK
             digest.update(_entry_line(Path(folder, name), root))
     return f"{count} files, fingerprint {digest.hexdigest()}"
+
+
+PLACEHOLDERS = {entry.name: entry.stand_in for entry in PROJECT_CONFIG if entry.kind == "file"}
+"""The project config files a sandbox puts a placeholder in while it runs, and its text."""
+
+
+def _placeholder(path: Path, root: Path) -> bool:
+    """Whether `path` is one of tether's project config files holding exactly the text of
+    its placeholder (what it holds while a sandbox runs and the real one does not exist)."""
+    stand_in = PLACEHOLDERS.get(path.relative_to(root).as_posix())
+    if stand_in is None or path.is_symlink():  # tether makes its placeholders as files
+        return False
+    try:
+        with open_regular(path) as handle:
+            return handle.read(len(stand_in) + 1) == stand_in
+    except OSError:  # a link, a FIFO, gone: not a placeholder
+        return False
 
 
 def _entry_line(path: Path, root: Path) -> bytes:

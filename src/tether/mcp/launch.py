@@ -1,8 +1,17 @@
-"""How a stdio server is started: which program, in which folder, with which environment.
+"""How a stdio server is started: which program, in which folder, with which environment,
+and whether inside the sandbox.
 
-A server runs as the user, outside the sandbox, while sandboxed commands may write
-anywhere in the project. So nothing a server loads may come from the project unless the
-entry itself is the project's (a trusted folder's `.mcp.json`, approved by the user):
+A project's own server (a trusted folder's `.mcp.json`, or an `--mcp-config` file in the
+project, approved by the user) starts inside the sandbox commands run in, whenever that
+sandbox works (`ServerSandbox`, the runtime's `safety.sandbox.Sandbox`): it may load any
+file of the project, lazily, long after its approval, and sandboxed commands may write
+anywhere in the project, so what they write must never run outside the sandbox. It keeps
+the network (`Sandbox.launch(network=True)`). With the sandbox off (chosen, or `auto`
+without bubblewrap) it runs as the user, as the user's own servers always do. A sandbox
+chosen explicitly that cannot start keeps the project's servers from starting at all.
+
+The user's own servers run as the user, outside the sandbox, while sandboxed commands may
+write anywhere in the project. So nothing they load may come from the project:
 
 - the program is looked up in PATH without its relative entries and without the entries
   inside the project (`safety.host_programs`), and the server gets that PATH too, so
@@ -16,7 +25,9 @@ entry itself is the project's (a trusted folder's `.mcp.json`, approved by the u
   (PYTHONPATH, NODE_OPTIONS, LD_PRELOAD, ...) are dropped when they point into the
   project or to a relative place (which the working directory decides).
 
-The entry's own `env` is kept as written (the user wrote it, or approved it), PATH aside.
+The entry's own `env` is kept as written (the user wrote it, or approved it), PATH aside;
+inside the sandbox it comes on top of the variables the sandbox lets through
+(`sandbox_environment`), and PATH is still the one `host_path` gives.
 """
 
 from __future__ import annotations
@@ -25,11 +36,14 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..safety.host_programs import host_path
 from ..safety.paths import is_within
+from ..safety.shell_session import Launch as Started
 from .config import ServerConfig
 from .session import McpError
 from .stdio import server_environment
@@ -55,12 +69,36 @@ SPACE_SEPARATED = frozenset({"LD_PRELOAD"})
 OPTION_SPLIT = re.compile(r"[\s=]+")
 
 
+class ServerSandbox(Protocol):
+    """What the manager needs of the sandbox to start a project's server in it."""
+
+    problem: str
+
+    @property
+    def confinement(self) -> str:
+        """The mode programs really run in; "off" when nothing confines them."""
+
+    def probe(self) -> str:
+        """Find out whether the sandbox works (may start bwrap: call it from a thread)."""
+
+    def insisted_on(self) -> bool:
+        """True when a sandbox was chosen explicitly and cannot run."""
+
+    def launch(
+        self, argv: list[str], env: dict[str, str], *, network: bool = False,
+        own_env: Mapping[str, str] | None = None,
+    ) -> AbstractContextManager[Started]: ...
+
+
 @dataclass(frozen=True)
 class Launch:
     program: str
     """The program's absolute path (or the entry's own path to it, when it names one)."""
     cwd: Path
     env: dict[str, str]
+    own: dict[str, str] = field(default_factory=dict)
+    """The entry's own variables as they are in `env` (PATH aside): what a sandbox keeps
+    on top of the variables it lets through."""
 
 
 def server_launch(config: ServerConfig, root: Path, base_env: Mapping[str, str]) -> Launch:
@@ -70,7 +108,8 @@ def server_launch(config: ServerConfig, root: Path, base_env: Mapping[str, str])
     cwd = working_directory(config, root, base_env)
     if "PWD" in env:  # what a shell takes for its folder: the one it really starts in
         env["PWD"] = str(cwd)
-    return Launch(find_program(config.command, env["PATH"], root), cwd, env)
+    own = {name: env[name] for name in config.env if name != "PATH"}
+    return Launch(find_program(config.command, env["PATH"], root), cwd, env, own)
 
 
 def working_directory(config: ServerConfig, root: Path, env: Mapping[str, str]) -> Path:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,9 +21,9 @@ from ..core.ui_protocol import NoticeLevel
 from ..safety.visible import visible
 from .config import ServerConfig
 from .entry_files import changes, entry_files
-from .launch import server_launch
+from .launch import Launch, ServerSandbox, server_launch
 from .session import McpError, Session, Transport
-from .stdio import StdioTransport
+from .stdio import StdioTransport, Wrap, as_it_is
 from .tools import PREFIX, bridged_tool, hints, server_label, tool_name
 
 State = Literal["starting", "ready", "failed", "stopped"]
@@ -60,8 +61,11 @@ class McpManager:
     def __init__(
         self, configs: list[ServerConfig], table: ToolTable, root: Path, env: Mapping[str, str],
         notice: Notice, on_change: Callable[[], None] = lambda: None,
+        sandbox: ServerSandbox | None = None,
     ) -> None:
+        """`sandbox`: the one commands run in, where a project's stdio servers start too."""
         self.servers = {c.name: Server(c) for c in configs}
+        self.sandbox = sandbox
         self.table = table
         self.root = root
         self.env = env
@@ -95,6 +99,9 @@ class McpManager:
         config = server.config
         try:
             self._check_label(config)
+            sandbox = self._sandbox_for(config)
+            if sandbox is not None:  # probing may start bwrap: not on the event loop
+                await asyncio.to_thread(sandbox.probe)
             transport = self._transport(config)
         except McpError as exc:
             await self._failed(server, str(exc))
@@ -123,12 +130,32 @@ class McpManager:
         if config.transport == "stdio":
             self._check_approved_files(config)
             launch = server_launch(config, self.root, self.env)
-            return StdioTransport(launch.program, config.args, launch.env, launch.cwd)
+            return StdioTransport(launch.program, config.args, launch.env, launch.cwd,
+                                  self._wrap(config, launch))
         from .http import SseTransport, StreamableHttpTransport  # httpx: only when needed
 
         if config.transport == "sse":
             return SseTransport(config.url, config.headers, config.timeout)
         return StreamableHttpTransport(config.url, config.headers, config.timeout)
+
+    def _sandbox_for(self, config: ServerConfig) -> ServerSandbox | None:
+        """The sandbox `config` starts through when it works: a project's stdio server's."""
+        if config.source == "project" and config.transport == "stdio":
+            return self.sandbox
+        return None
+
+    def _wrap(self, config: ServerConfig, launch: Launch) -> Wrap:
+        """Inside the sandbox, with the network, for a project's server while the sandbox
+        works; as it is otherwise. McpError when a sandbox was chosen and cannot start."""
+        sandbox = self._sandbox_for(config)
+        if sandbox is None:
+            return as_it_is
+        if sandbox.insisted_on():
+            raise McpError(f"the sandbox you chose cannot start ({sandbox.problem}), and a "
+                           "project's server runs only inside it (--sandbox off runs it without)")
+        if sandbox.confinement == "off":
+            return as_it_is
+        return functools.partial(sandbox.launch, network=True, own_env=launch.own)
 
     def _check_label(self, config: ServerConfig) -> None:
         """Two servers whose tools would be named alike (`a.b` and `a_b` both give
@@ -144,7 +171,8 @@ class McpManager:
 
     def _check_approved_files(self, config: ServerConfig) -> None:
         """A project server runs only the project files its approval saw (a sandboxed
-        command may have rewritten them since, and the server runs outside the sandbox)."""
+        command may have rewritten them since, and the server may run outside the sandbox,
+        or inside it with the network that commands do not have)."""
         if config.source != "project":
             return
         if config.approved_files is None:

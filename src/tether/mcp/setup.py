@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..core.toolspec import ToolTable
 from .config import ServerConfig, load_servers
+from .launch import ServerSandbox
 from .manager import McpManager, Notice
 from .resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
 from .tools import is_mcp_tool
@@ -38,13 +39,15 @@ def attach_mcp(
     root: Path, home: Path, env: Mapping[str, str], table: ToolTable, notice: Notice, *,
     extra: Sequence[Path] = (), approve: Sequence[str] = (), trusted: bool, can_ask: bool,
     on_change: Callable[[], None] = lambda: None, reserved: Sequence[str] = (),
+    sandbox: ServerSandbox | None = None,
 ) -> McpSetup:
     """Read the server entries and sort them (see trust.admit); nothing starts yet.
-    `reserved`: the server parts your own allow rules name (`tools.ruled_servers`)."""
+    `reserved`: the server parts your own allow rules name (`tools.ruled_servers`).
+    `sandbox`: the commands' one, where the project's own stdio servers start."""
     loaded = load_servers(root, home, tuple(extra), env)
     admission = admit(loaded.servers, root, ApprovalStore(home), trusted=trusted,
                       can_ask=can_ask, approve=approve, reserved=reserved)
-    manager = McpManager(admission.start, table, root, env, notice, on_change)
+    manager = McpManager(admission.start, table, root, env, notice, on_change, sandbox)
     if admission.start or admission.ask:
         for tool in resource_tools(manager):
             table.replace(tool)

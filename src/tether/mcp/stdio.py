@@ -3,7 +3,9 @@
 The process gets a process group of its own, so stopping it stops whatever it started
 (an `npx` wrapper and the node process under it). Its stderr is kept (the last lines)
 for `/mcp`. Its environment is tether's minus the provider key variables, unless the
-entry names one in its `env`.
+entry names one in its `env`. A `wrap` (a project's server: the sandbox) turns the command
+line into what is really started (bubblewrap around it); what the wrap holds for the
+server (the sandbox's placeholders) is released once the server has exited.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import json
 import os
 import signal
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from ..safety.processes import OWN_HELPERS
+from ..safety.shell_session import Launch as Started
 from ..store.keys import API_KEY_ENV
 from .session import McpError, Receiver
 
@@ -36,31 +40,57 @@ def server_environment(base: Mapping[str, str], own: Mapping[str, str]) -> dict[
     return env
 
 
+Wrap = Callable[[list[str], dict[str, str]], AbstractContextManager[Started]]
+"""Turns a command line and its environment into what is started (see `ServerSandbox`)."""
+
+
+@contextlib.contextmanager
+def as_it_is(argv: list[str], env: dict[str, str]) -> Iterator[Started]:
+    yield Started(argv, env)
+
+
 class StdioTransport:
-    def __init__(self, command: str, args: tuple[str, ...], env: Mapping[str, str], cwd: Path) -> None:
+    def __init__(self, command: str, args: tuple[str, ...], env: Mapping[str, str], cwd: Path,
+                 wrap: Wrap = as_it_is) -> None:
         self.command = command
         self.args = args
         self.env = dict(env)
         self.cwd = cwd
+        self.wrap = wrap
         self.process: asyncio.subprocess.Process | None = None
         self.stderr: deque[str] = deque(maxlen=STDERR_LINES)
         self._tasks: list[asyncio.Task[None]] = []
         self._write_lock = asyncio.Lock()
+        self._release: Callable[[], None] | None = None
 
     async def open(self, receive: Receiver, closed: Callable[[str], None]) -> None:
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                self.command, *self.args, cwd=self.cwd, env=self.env,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=MESSAGE_LIMIT,
-            )
-        except OSError as exc:
+            with self.wrap([self.command, *self.args], self.env) as started:
+                self.process = await asyncio.create_subprocess_exec(
+                    *started.argv, cwd=self.cwd, env=started.env, pass_fds=started.pass_fds,
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE, start_new_session=True, limit=MESSAGE_LIMIT,
+                )
+        except OSError as exc:  # the program, or the sandbox refusing (a linked keys file)
             raise McpError(f"could not start {self.command!r}: {exc.strerror or exc}") from None
+        self._release = started.release
         OWN_HELPERS.add(self.process.pid)  # not a command's orphan for any run's sweep
         self._tasks = [
             asyncio.ensure_future(self._read_messages(receive, closed)),
             asyncio.ensure_future(self._read_stderr()),
+            asyncio.ensure_future(self._release_on_exit()),
         ]
+
+    async def _release_on_exit(self) -> None:
+        """A server that exits on its own frees what its start holds, as `aclose` would."""
+        assert self.process is not None
+        await self.process.wait()
+        self._released()
+
+    def _released(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     async def _read_messages(self, receive: Receiver, closed: Callable[[str], None]) -> None:
         assert self.process is not None and self.process.stdout is not None
@@ -147,6 +177,7 @@ class StdioTransport:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
             OWN_HELPERS.discard(process.pid)
+        self._released()  # killed, even if not yet reaped: nothing of it runs on
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -21,7 +21,7 @@ RULES_FILE = ".permissions.json"
 HOOKS_FILE = ".tether/settings.json"
 """The hooks table: commands tether runs around tool calls (hooks/config.py)."""
 MCP_FILE = ".mcp.json"
-"""MCP servers: programs tether starts outside the sandbox (mcp/config.py)."""
+"""MCP servers: programs tether starts (a project's stdio ones inside the sandbox; mcp/config.py)."""
 SKILL_FOLDERS = ("skills", ".tether/skills", ".agents/skills", ".claude/skills")
 """Skills bring instructions and script tools (skills/catalog.py), in search order."""
 AGENT_FOLDERS = (".claude/agents", ".tether/agents")

@@ -19,6 +19,13 @@ cannot be renamed away or created (see `sandbox_paths`).
 It does NOT stop a command from reading any other file the user can read, nor
 limit CPU, memory or disk use.
 
+A project's own MCP servers start through the same sandbox (`launch(..., network=True)`):
+everything above holds for them except the network, which they keep. Servers are there
+to reach services (an issue tracker, a documentation API), and one without the network
+would be of no use; what a server loads is what the user approved (see
+`mcp.entry_files`), and the sandbox is what keeps it from writing outside the project,
+reading tether's keys or starting anything that later runs unconfined.
+
 When an explicitly chosen sandbox cannot start, it says so once and reports
 itself unavailable; the approval policy then asks before every command
 instead of running it unconfined on an allow rule or `--auto`. `auto` falls
@@ -30,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,15 +92,16 @@ SANDBOX_FAILURES = re.compile(
 )
 
 
-def _isolation_args() -> list[str]:
-    """What every sandboxed command gets, whatever the mode."""
+def _isolation_args(network: bool = False) -> list[str]:
+    """What every sandboxed command gets, whatever the mode; `network` keeps the host's
+    network (a project's MCP server, see the module's text)."""
     return [
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         # A pid namespace needs its own /proc; the host still sees the real pids,
         # which is what the waiting-for-input detection reads.
         "--unshare-pid", "--proc", "/proc",
-        "--unshare-net",
+        *([] if network else ["--unshare-net"]),
         "--unshare-ipc",
         "--tmpfs", "/tmp",
         # No --new-session: commands already run in their own session with no
@@ -130,6 +139,7 @@ class Sandbox:
     problem: str = field(default="", init=False)
     """Why the sandbox cannot be used ("" when it can, or before it is probed)."""
     _probed: bool = field(default=False, init=False, repr=False)
+    _probing: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _told: bool = field(default=False, init=False, repr=False)
     _placeholders: Placeholders = field(default_factory=Placeholders, init=False, repr=False)
 
@@ -146,13 +156,15 @@ class Sandbox:
         return AUTO_MODE if self.mode == "auto" else self.mode
 
     def probe(self) -> str:
-        """Find out (once) whether bubblewrap works; safe to call from a worker thread."""
-        if self.enabled and not self._probed:
-            self.problem = remembered_problem(
-                self.home, _isolation_args(), unix_socket_filter(),
-                lambda: probe_problem(self.root), project=self.root,
-            )
-            self._probed = True
+        """Find out (once) whether bubblewrap works; safe to call from worker threads (the
+        start-up and a project's MCP servers may ask at the same time)."""
+        with self._probing:
+            if self.enabled and not self._probed:
+                self.problem = remembered_problem(
+                    self.home, _isolation_args(), unix_socket_filter(),
+                    lambda: probe_problem(self.root), project=self.root,
+                )
+                self._probed = True
         return self.problem
 
     def available(self) -> bool:
@@ -189,14 +201,20 @@ class Sandbox:
         )
 
     @contextlib.contextmanager
-    def launch(self, argv: list[str], env: dict[str, str]) -> Iterator[Launch]:
+    def launch(
+        self, argv: list[str], env: dict[str, str], *, network: bool = False,
+        own_env: Mapping[str, str] | None = None,
+    ) -> Iterator[Launch]:
         """What to start for `argv`: bubblewrap around it, or `argv` itself when there is no sandbox.
 
-        The seccomp program's descriptor is open only inside the `with`; `release` must be
-        called once the command has exited."""
+        `network`: keep the host's network (a project's MCP server). `own_env`: variables
+        set as given on top of the allowed ones (an MCP entry's own `env`, which the user
+        approved). The seccomp program's descriptor is open only inside the `with` (bwrap
+        reads it before it starts the program); `release` must be called once the program
+        has exited."""
         mode = self.confinement
         if mode == "off":
-            yield Launch(list(argv), dict(env))
+            yield Launch(list(argv), {**env, **(own_env or {})})
             return
         refuse_if_keys_have_other_names(real(self.home))
         root = real(self.root)
@@ -216,11 +234,11 @@ class Sandbox:
         try:
             with data_fd(unix_socket_filter()) as fd:
                 filter_args = [] if fd is None else ["--seccomp", str(fd)]
-                options = [*self.mount_args(), *_pinned(root, protected), *_read_only(protected),
-                           *filter_args]
+                options = [*self.mount_args(network), *_pinned(root, protected),
+                           *_read_only(protected), *filter_args]
                 yield Launch(
                     [host_program("bwrap", self.root) or "bwrap", *options, "--", *argv],
-                    sandbox_environment(env),
+                    {**sandbox_environment(env), **(own_env or {})},
                     () if fd is None else (fd,),
                     release,
                 )
@@ -228,12 +246,12 @@ class Sandbox:
             release()
             raise
 
-    def mount_args(self) -> list[str]:
+    def mount_args(self, network: bool = False) -> list[str]:
         """The bubblewrap options, in order: later mounts cover earlier ones."""
         root, home = real(self.root), real(self.home)
         bind = "--bind" if self.confinement == "workspace-write" else "--ro-bind"
         # The root is bound after the private /tmp so a project under /tmp stays visible.
-        args = [*_isolation_args(), *_interpreter_args(root), bind, str(root), str(root)]
+        args = [*_isolation_args(network), *_interpreter_args(root), bind, str(root), str(root)]
         if home.is_dir():
             args += ["--tmpfs", str(home)]
             # Hiding the state directory must not hide a project inside it, but a project that
