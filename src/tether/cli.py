@@ -33,11 +33,19 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
+EXEC_COMMAND = "exec"
+"""`tether exec REQUEST [flags]` is `tether -p REQUEST [flags]`, the habit other agents teach."""
+PICK_SESSION = ""
+"""-r given without a session: the chat lists this folder's sessions to pick from."""
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tether",
         description="A terminal AI assistant that reads, writes and runs things on your machine.",
     )
+    p.add_argument("request", nargs="?", metavar="REQUEST",
+                   help="open the chat with REQUEST as its first message; `tether exec REQUEST` "
+                        "answers it and exits, as -p does")
     p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
                    help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
     p.add_argument("--provider",
@@ -78,9 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent session for this folder (with -p the "
                         "exchange is saved to it)")
-    p.add_argument("-r", "--resume", metavar="SESSION",
+    p.add_argument("-r", "--resume", metavar="SESSION", nargs="?", const=PICK_SESSION,
                    help="continue a saved session by title or id (with -p the exchange is "
-                        "saved to it)")
+                        "saved to it); without SESSION, pick one of this folder's in a list")
     p.add_argument("--deepthink", action="store_true",
                    help="work the request as five stages: plan, check, implement, review, verify")
     p.add_argument("--undo", action="store_true",
@@ -104,12 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv == ["--version"]:  # the fast path: nothing else imported
         print(f"tether {__version__}")
         return EXIT_OK
+    executing = bool(argv) and argv[0] == EXEC_COMMAND
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(argv[1:] if executing else argv)
     except SystemExit as exc:  # argparse: --help exits 0, a usage error 2
         return int(exc.code or 0)
     if args.undo:
         return undo_last_change(args)
+    problem = place_request(args, executing)
+    if problem:
+        return usage_error(problem)
     if args.prompt is None and stdin_is_terminal():
         return interactive(args)
     if args.prompt is None:  # `echo "explain x" | tether`: the chat needs a terminal to read from
@@ -122,6 +134,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return EXIT_INTERRUPTED
+
+
+def place_request(args: argparse.Namespace, executing: bool) -> str:
+    """Where the positional REQUEST goes: with `exec` it is the one-shot prompt (stdin when
+    none is given and stdin is not a terminal), otherwise the chat's first message. The
+    usage problem, or ""."""
+    request = args.request
+    if request is not None and args.prompt is not None:
+        return "give the request once: as -p PROMPT or as the REQUEST argument, not both"
+    if executing and args.prompt is None:
+        if request is None and stdin_is_terminal():
+            return ('exec needs a request, e.g. tether exec "fix the failing test" '
+                    "(or - to read it from stdin)")
+        args.prompt, args.request = ("-" if request is None else request), None
+    elif request is not None and not stdin_is_terminal():
+        return ("stdin is not a terminal, so there is no chat to open with the request: "
+                f'use tether exec "{request}" (or -p) to answer it and exit')
+    return ""
 
 
 def stdin_is_terminal() -> bool:
@@ -224,7 +254,8 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
     for warning in warnings:
         write_stderr(f"warning: {warning}\n")
     try:
-        return await run_app(settings, options, env, args.resume, args.continue_last, args.deepthink)
+        return await run_app(settings, options, env, args.resume, args.continue_last, args.deepthink,
+                             first_request=args.request or "")
     except UsageProblem as exc:  # only set-up problems: a ValueError later is no usage error
         return usage_error(str(exc))
 
@@ -367,7 +398,10 @@ async def one_shot(
     try:
         session = OneShotSession.opened(args, options.home, options.root, ui.notice)
     except (LookupError, SessionCorrupt) as exc:
+        if args.resume == PICK_SESSION:  # the list of sessions to choose from, a line each
+            return usage_error(str(exc))
         return usage_error(f"-r: {one_line_of(exc)}" if args.resume else one_line_of(exc))
+    ui.session_id = session.id
     if piped:
         ui.notice(PIPED_NOTE)
     for warning in warnings:
@@ -379,8 +413,9 @@ async def run_one_shot(
     settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str,
     deepthink: bool = False, session: OneShotSession | None = None,
 ) -> int:
-    """One request, its result written in the UI's format; with a session (-c, -r) the
-    exchange continues that conversation and is saved to it, however the run ends."""
+    """One request, its result written in the UI's format; with a session (every run from the
+    command line has one: new, or -c, -r) the exchange continues that conversation and is
+    saved to it, however the run ends."""
     from .core.loop import Conversation
 
     started = time.monotonic()
@@ -431,8 +466,8 @@ async def run_on(
 
 
 class OneShotSession:
-    """The saved session a one-shot run continues (-c, -r): read before the request,
-    written after it, so a script can carry a conversation across runs."""
+    """The saved session of a one-shot run (a new one, or the one -c or -r continues): read
+    before the request, written after it, so a script can carry a conversation across runs."""
 
     def __init__(self, store: SessionStore, record: SessionRecord) -> None:
         self.store = store
@@ -440,17 +475,22 @@ class OneShotSession:
 
     @classmethod
     def opened(cls, args: argparse.Namespace, home: Path, root: Path,
-               notice: Notice) -> OneShotSession | None:
-        """None without -c or -r; -r finds the session by title or id (LookupError,
-        SessionCorrupt); -c takes the folder's latest, or starts one to continue later."""
+               notice: Notice) -> OneShotSession:
+        """Every run is saved, so a later -c continues it: -r finds the session by title or
+        id (LookupError, SessionCorrupt; a -r without one cannot be picked here), -c takes
+        the folder's latest, and otherwise (or when there is none) a new one is started."""
         from .store.session import SessionStore, continued_record
 
-        if not (args.resume or args.continue_last):
-            return None
         store = SessionStore(home)
+        if args.resume == PICK_SESSION:
+            raise LookupError(no_picker_here(store, root))
         record = continued_record(store, root, lambda text: notice(text, "warning"),
-                                  args.resume, continue_last=True)
+                                  args.resume, continue_last=args.continue_last)
         return cls(store, record if record is not None else store.new(root, "", ""))
+
+    @property
+    def id(self) -> str:
+        return self.record.id
 
     def conversation(self) -> Conversation:
         return self.record.to_conversation()
@@ -470,6 +510,24 @@ class OneShotSession:
             self.store.save(self.record)
         except (SessionCorrupt, OSError) as exc:  # stderr: the result stays the output's last line
             write_stderr(f"error: session not saved: {one_line_of(exc)}\n")
+
+
+SESSIONS_LISTED = 10
+"""Sessions a -r without a session lists when no picker can be shown."""
+
+
+def no_picker_here(store: SessionStore, root: Path) -> str:
+    """Why a -r without a session cannot be answered without a terminal chat, with the ids
+    of this folder's newest sessions to pass instead."""
+    found = [s for s in store.list(root) if s.corrupt is None]
+    if not found:
+        return ("-r needs a session id or title here, and this folder has no saved session "
+                "(tether -c continues the newest one)")
+    lines = [f"  {s.id}  {s.title or s.first_request or '(untitled)'}" for s in found[:SESSIONS_LISTED]]
+    more = [f"  ... and {len(found) - SESSIONS_LISTED} more"] if len(found) > SESSIONS_LISTED else []
+    return ("-r without a session opens a picker only in the chat on a terminal; pass one, "
+            "e.g. tether -r ID -p ..., or -c for the newest. This folder's sessions:\n"
+            + "\n".join([*lines, *more]))
 
 
 def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, started: float) -> int:

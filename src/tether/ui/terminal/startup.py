@@ -19,6 +19,7 @@ from tether.mcp.config import PROJECT_FILE as PROJECT_MCP_FILE
 from tether.store.run_options import RunOptions
 
 from .prompt import ProjectFiles, TetherCompleter, make_session
+from .shown import shown
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -67,6 +68,7 @@ class StartUp:
     built: bool
     failure: BaseException | None
     continuing: SessionRecord | None
+    first_request: str
 
     if TYPE_CHECKING:  # the app's own, which the start uses
         def say(self, message: str, level: NoticeLevel = "info") -> None: ...
@@ -76,6 +78,7 @@ class StartUp:
         def status_line(self) -> str: ...
         async def read_loop(self, first_drawn: Callable[[], None] | None = None) -> None: ...
         async def rebuild(self, settings: Settings | None = None) -> None: ...
+        async def handle(self, line: str) -> None: ...
 
     def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
         """The prompt, the session to continue (-r, -c: read now, so the banner shows where it
@@ -98,7 +101,8 @@ class StartUp:
         self.continuing = continued_record(SessionStore(self.options.home), self.options.root,
                                            lambda text: self.say(text, "warning"),
                                            resume, continue_last)
-        self.deferred = not asks_at_start(self.options)
+        # a first request from the command line needs the runtime at once
+        self.deferred = not (asks_at_start(self.options) or self.first_request)
         if not self.deferred:
             self.build()
 
@@ -136,12 +140,20 @@ class StartUp:
                 await self.read_loop(first_drawn=self.build_in_background)
             else:
                 await self.started_up()
+                await self.send_first_request()
                 await self.read_loop()
             if self.failure is not None:
                 raise self.failure
         finally:
             await self.close_runtime()
         return 0
+
+    async def send_first_request(self) -> None:
+        """`tether "REQUEST"`: the request shown as if typed at the prompt, then run."""
+        request, self.first_request = self.first_request, ""
+        if request.strip():
+            self.console.print(shown("› " + request))
+            await self.handle(request)
 
     async def started_up(self) -> None:
         """After the build: its warnings, then the rest of the start (`start_runtime`)."""
