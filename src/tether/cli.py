@@ -1,7 +1,7 @@
 """Command line: argument parsing, one-shot mode and the exit codes scripts rely on.
 
 Exit codes: 0 answered; 1 error (provider unreachable, API error); 2 usage
-error; 3 the step cap was reached; 130 interrupted; 128 + N ended by signal N
+error; 3 the step cap was reached; 4 --max-budget stopped the run; 130 interrupted; 128 + N ended by signal N
 (SIGTERM, SIGHUP), after the same clean-up as Ctrl-C; 141 stdout's reader went away.
 
 Heavy imports wait until they are needed so `tether --version` starts instantly.
@@ -23,6 +23,7 @@ from . import __version__
 if TYPE_CHECKING:
     from .core.loop import Conversation, TurnResult
     from .core.ui_protocol import NoticeLevel
+    from .providers.prices import RunBudget
     from .runtime import Runtime
     from .store.config import Settings
     from .store.run_options import RunOptions
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     Notice = Callable[[str, NoticeLevel], None]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BUDGET = 4
+"""--max-budget stopped the run: its estimated cost passed the limit."""
 
 EXEC_COMMAND = "exec"
 """`tether exec REQUEST [flags]` is `tether -p REQUEST [flags]`, the habit other agents teach."""
@@ -56,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one-shot output: text (answer on stdout), json (one object), stream-json (JSON lines)")
     p.add_argument("--max-steps", type=positive_int, metavar="N",
                    help="tool round trips per turn before a final tool-free request")
+    p.add_argument("--max-budget", type=positive_amount, metavar="USD",
+                   help=f"with -p: stop the run (exit {EXIT_BUDGET}) once its estimated cost passes USD "
+                        "dollars (hosted models with a known price only)")
     p.add_argument("--auto", action="store_true",
                    help="allow every tool call that no deny rule forbids, without asking")
     p.add_argument("--allow", action="append", default=[], metavar="RULE",
@@ -70,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "model size (default: setting 'profile')")
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
-                   help="trust this folder's .permissions.json allow rules for this run")
+                   help="trust this folder's own configuration (allow rules, hooks, MCP servers, "
+                        "skills, agents, instructions) for this run; a folder trusted in the chat "
+                        "needs no --trust")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="MCP servers for this run, from a file in the .mcp.json format (repeatable)")
     p.add_argument("--mcp-approve", action="append", default=[], metavar="NAME",
@@ -107,6 +115,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_amount(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount in US dollars, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be an amount above 0")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # the fast path: nothing else imported
@@ -123,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         return usage_error(problem)
     if args.prompt is None and stdin_is_terminal():
+        if args.max_budget is not None:  # the chat shows /cost instead; nothing would stop it
+            return usage_error("--max-budget works with -p (or exec) only; in the chat, /cost "
+                               "shows what the session has cost")
         return interactive(args)
     if args.prompt is None:  # `echo "explain x" | tether`: the chat needs a terminal to read from
         args.prompt, args.piped = "-", True
@@ -283,10 +304,18 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
     except ValueError as exc:
         return usage_error(str(exc))
     options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, deny=args.deny,
-                         trusted=args.trust,
+                         trusted=args.trust or trusted_before(home, root),
                          mcp_config=[Path(f).expanduser().resolve() for f in args.mcp_config],
                          mcp_approve=args.mcp_approve)
     return settings, options, warnings
+
+
+def trusted_before(home: Path, root: Path) -> bool:
+    """The folder was trusted in the chat (remembered in TETHER_HOME/trusted.json): a one-shot
+    run honours that decision as the chat does, so it needs no --trust there."""
+    from .safety.trusted_folders import TrustStore
+
+    return TrustStore(home).is_trusted(root)
 
 
 def undo_last_change(args: argparse.Namespace) -> int:
@@ -401,17 +430,40 @@ async def one_shot(
         if args.resume == PICK_SESSION:  # the list of sessions to choose from, a line each
             return usage_error(str(exc))
         return usage_error(f"-r: {one_line_of(exc)}" if args.resume else one_line_of(exc))
+    budget: RunBudget | None = None
+    if args.max_budget is not None:
+        kept = run_budget(settings, args.max_budget, stopper)
+        if isinstance(kept, str):
+            return usage_error(kept)
+        budget = kept
     ui.session_id = session.id
     if piped:
         ui.notice(PIPED_NOTE)
     for warning in warnings:
         ui.notice(warning, "warning")
-    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink, session)
+    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink, session, budget)
+
+
+def run_budget(settings: Settings, limit: float, stopper: RunStopper | None) -> RunBudget | str:
+    """The run's budget, or why --max-budget cannot be kept (no price is known for the
+    model: the flag is refused rather than silently ignored)."""
+    from .providers import default_model
+    from .providers.prices import HOSTED, RunBudget, price_of
+
+    model = settings.model or default_model(settings.provider)
+    price = price_of(settings.provider, model)
+    if price is None:
+        where = ("no price is kept for its models" if settings.provider not in HOSTED
+                 else "the price table does not know this model")
+        return (f"--max-budget: the cost of {settings.provider} model {model!r} cannot be "
+                f"estimated ({where}); leave the flag out or pick a priced model")
+    stop = (lambda: stopper.stop(EXIT_BUDGET)) if stopper is not None else (lambda: None)
+    return RunBudget(limit, price, model, stop)
 
 
 async def run_one_shot(
     settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str,
-    deepthink: bool = False, session: OneShotSession | None = None,
+    deepthink: bool = False, session: OneShotSession | None = None, budget: RunBudget | None = None,
 ) -> int:
     """One request, its result written in the UI's format; with a session (every run from the
     command line has one: new, or -c, -r) the exchange continues that conversation and is
@@ -421,7 +473,7 @@ async def run_one_shot(
     started = time.monotonic()
     conv = session.conversation() if session is not None else Conversation()
     try:
-        return await run_on(conv, settings, options, ui, env, prompt, deepthink, started)
+        return await run_on(conv, settings, options, ui, env, prompt, deepthink, started, budget)
     finally:
         if session is not None:
             session.save(conv, settings)
@@ -430,6 +482,7 @@ async def run_one_shot(
 async def run_on(
     conv: Conversation, settings: Settings, options: RunOptions, ui: HeadlessUI,
     env: dict[str, str], prompt: str, deepthink: bool, started: float,
+    budget: RunBudget | None = None,
 ) -> int:
     import asyncio
 
@@ -444,6 +497,8 @@ async def run_on(
     for warning in runtime.warnings:
         ui.notice(warning, "warning")
     runtime.resume_skills(conv)
+    if budget is not None:
+        runtime.loop.on_usage = budget.count
     try:
         ui.record.watch(runtime.git)
         ui.record.agents = runtime.subagents.runs if runtime.subagents is not None else ()
@@ -453,6 +508,10 @@ async def run_on(
         try:
             result = await run_request(runtime, conv, prompt, deepthink)
         except asyncio.CancelledError:
+            if budget is not None and budget.passed:
+                ui.notice(budget.message(), "error")
+                ui.result(failed_result(conv, started, budget.message()))
+                return EXIT_BUDGET
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
         ui.result({**result_object(result, started), "profile": runtime.profile.name,

@@ -272,12 +272,13 @@ async def perms(ctx: CommandContext, arg: str) -> None:
         ctx.say("  " + line)
 
 
-# the other command modules register theirs (/agents, /commit, /connect, /context,
+# the other command modules register theirs (/agents, /commit, /connect, /context, /cost,
 # /diff, /export, /hooks, /mcp, /skills, /skill); they import `command` from here
 from . import (  # noqa: E402,F401
     agent_commands,
     connect_command,
     context_report,
+    cost_command,
     export_command,
     git_commands,
     hook_commands,
