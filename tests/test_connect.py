@@ -66,18 +66,35 @@ async def test_gemini_missing_names_both_variables(tmp_path: Path):
     assert gemini.model == "gemini-2.5-flash"
 
 
-async def test_a_hosted_provider_with_a_key_is_ready_without_any_request(tmp_path: Path):
+async def test_a_provider_in_use_that_does_not_answer_is_not_called_ready(tmp_path: Path):
     settings = Settings(
         provider="anthropic",
         model="claude-haiku-4-5",
-        anthropic_base_url=f"http://127.0.0.1:{closed_port()}",  # nothing there: never asked
+        anthropic_base_url=f"http://127.0.0.1:{closed_port()}",  # nothing there
     )
     statuses = await connection_status(settings, {"ANTHROPIC_API_KEY": ANTHROPIC_KEY}, tmp_path)
     current = by_name(statuses)["anthropic"]
-    assert (current.ready, current.protocol, current.model) == (True, "native", "claude-haiku-4-5")
+    assert not current.ready and not current.checked and current.needs
     line = status_line(current)
-    assert line.startswith("* anthropic") and "ready" in line and "native tools" in line
-    assert "key from env ANTHROPIC_API_KEY" in line
+    assert line.startswith("* anthropic") and "needs: " in line and "ready" not in line
+
+
+async def test_only_the_provider_in_use_is_asked_and_its_model_in_use_is_shown(tmp_path: Path):
+    with FakeServer() as server:
+        settings = Settings(provider="openai", model="from-the-settings", profile="full",
+                            openai_base_url=server.url + "/v1")
+        statuses = by_name(await connection_status(
+            settings, {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": ANTHROPIC_KEY}, tmp_path,
+            model="switched-with-slash-model"))
+        asked = [path for path, _ in server.requests]
+    openai, anthropic = statuses["openai"], statuses["anthropic"]
+    assert openai.checked and openai.model == "switched-with-slash-model"
+    line = status_line(openai)
+    assert "ready" in line and "model switched-with-slash-model" in line
+    assert anthropic.ready and not anthropic.checked  # configured, never asked
+    assert "configured, not checked" in status_line(anthropic)
+    assert "ready" not in status_line(anthropic)
+    assert asked and all(path.startswith("/v1/") for path in asked)  # the server in use only
 
 
 async def test_the_current_ollama_model_without_tools_uses_the_text_protocol(tmp_path: Path):

@@ -386,6 +386,7 @@ async def test_the_chat_asks_to_trust_a_folder_that_brings_hooks(tmp_path: Path)
     await trust_module.FolderTrust(options, lambda message, level="info": said.append(message),
                                    answer).ask(rebuild)
     assert options.trusted
-    assert said[0].startswith("This folder's .tether/settings.json has hooks")
-    assert said[1] == "Trust this folder and honour its allow rules and hooks?"
-    assert said[2] == "rebuilt"
+    assert said[0].startswith("This folder brings configuration of its own")
+    assert said[1].strip().startswith(".tether/settings.json: hooks")
+    assert said[2] == "Trust this folder?"
+    assert said[3] == "rebuilt"

@@ -1,7 +1,7 @@
 """Command line: argument parsing, one-shot mode and the exit codes scripts rely on.
 
 Exit codes: 0 answered; 1 error (provider unreachable, API error); 2 usage
-error; 3 the step cap was reached; 130 interrupted; 128 + N ended by signal N
+error; 3 the step cap was reached; 4 --max-budget stopped the run; 130 interrupted; 128 + N ended by signal N
 (SIGTERM, SIGHUP), after the same clean-up as Ctrl-C; 141 stdout's reader went away.
 
 Heavy imports wait until they are needed so `tether --version` starts instantly.
@@ -23,6 +23,7 @@ from . import __version__
 if TYPE_CHECKING:
     from .core.loop import Conversation, TurnResult
     from .core.ui_protocol import NoticeLevel
+    from .providers.prices import RunBudget
     from .runtime import Runtime
     from .store.config import Settings
     from .store.run_options import RunOptions
@@ -32,12 +33,22 @@ if TYPE_CHECKING:
     Notice = Callable[[str, NoticeLevel], None]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_STEP_CAP, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BUDGET = 4
+"""--max-budget stopped the run: its estimated cost passed the limit."""
+
+EXEC_COMMAND = "exec"
+"""`tether exec REQUEST [flags]` is `tether -p REQUEST [flags]`, the habit other agents teach."""
+PICK_SESSION = ""
+"""-r given without a session: the chat lists this folder's sessions to pick from."""
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tether",
         description="A terminal AI assistant that reads, writes and runs things on your machine.",
     )
+    p.add_argument("request", nargs="?", metavar="REQUEST",
+                   help="open the chat with REQUEST as its first message; `tether exec REQUEST` "
+                        "answers it and exits, as -p does")
     p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
                    help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
     p.add_argument("--provider",
@@ -52,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one-shot output: text (answer on stdout), json (one object), stream-json (JSON lines)")
     p.add_argument("--max-steps", type=positive_int, metavar="N",
                    help="tool round trips per turn before a final tool-free request")
+    p.add_argument("--max-budget", type=positive_amount, metavar="USD",
+                   help=f"with -p: stop the run (exit {EXIT_BUDGET}) once its estimated cost passes USD "
+                        "dollars (hosted models with a known price only)")
     p.add_argument("--auto", action="store_true",
                    help="allow every tool call that no deny rule forbids, without asking")
     p.add_argument("--allow", action="append", default=[], metavar="RULE",
@@ -66,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "model size (default: setting 'profile')")
     p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
     p.add_argument("--trust", action="store_true",
-                   help="trust this folder's .permissions.json allow rules for this run")
+                   help="trust this folder's own configuration (allow rules, hooks, MCP servers, "
+                        "skills, agents, instructions) for this run; a folder trusted in the chat "
+                        "needs no --trust")
     p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
                    help="MCP servers for this run, from a file in the .mcp.json format (repeatable)")
     p.add_argument("--mcp-approve", action="append", default=[], metavar="NAME",
@@ -82,9 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
                    help="continue the most recent session for this folder (with -p the "
                         "exchange is saved to it)")
-    p.add_argument("-r", "--resume", metavar="SESSION",
+    p.add_argument("-r", "--resume", metavar="SESSION", nargs="?", const=PICK_SESSION,
                    help="continue a saved session by title or id (with -p the exchange is "
-                        "saved to it)")
+                        "saved to it); without SESSION, pick one of this folder's in a list")
     p.add_argument("--deepthink", action="store_true",
                    help="work the request as five stages: plan, check, implement, review, verify")
     p.add_argument("--undo", action="store_true",
@@ -103,6 +119,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_amount(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an amount in US dollars, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be an amount above 0")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # the fast path: nothing else imported
@@ -110,13 +136,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if argv[:1] == ["models"]:
         return models_command(argv[1:], dict(os.environ))
+    executing = bool(argv) and argv[0] == EXEC_COMMAND
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(argv[1:] if executing else argv)
     except SystemExit as exc:  # argparse: --help exits 0, a usage error 2
         return int(exc.code or 0)
     if args.undo:
         return undo_last_change(args)
+    problem = place_request(args, executing)
+    if problem:
+        return usage_error(problem)
     if args.prompt is None and stdin_is_terminal():
+        if args.max_budget is not None:  # the chat shows /cost instead; nothing would stop it
+            return usage_error("--max-budget works with -p (or exec) only; in the chat, /cost "
+                               "shows what the session has cost")
         return interactive(args)
     if args.prompt is None:  # `echo "explain x" | tether`: the chat needs a terminal to read from
         args.prompt, args.piped = "-", True
@@ -128,6 +161,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted.\n")
         return EXIT_INTERRUPTED
+
+
+def place_request(args: argparse.Namespace, executing: bool) -> str:
+    """Where the positional REQUEST goes: with `exec` it is the one-shot prompt (stdin when
+    none is given and stdin is not a terminal), otherwise the chat's first message. The
+    usage problem, or ""."""
+    request = args.request
+    if request is not None and args.prompt is not None:
+        return "give the request once: as -p PROMPT or as the REQUEST argument, not both"
+    if executing and args.prompt is None:
+        if request is None and stdin_is_terminal():
+            return ('exec needs a request, e.g. tether exec "fix the failing test" '
+                    "(or - to read it from stdin)")
+        args.prompt, args.request = ("-" if request is None else request), None
+    elif request is not None and not stdin_is_terminal():
+        return ("stdin is not a terminal, so there is no chat to open with the request: "
+                f'use tether exec "{request}" (or -p) to answer it and exit')
+    return ""
 
 
 def stdin_is_terminal() -> bool:
@@ -230,7 +281,8 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
     for warning in warnings:
         write_stderr(f"warning: {warning}\n")
     try:
-        return await run_app(settings, options, env, args.resume, args.continue_last, args.deepthink)
+        return await run_app(settings, options, env, args.resume, args.continue_last, args.deepthink,
+                             first_request=args.request or "")
     except UsageProblem as exc:  # only set-up problems: a ValueError later is no usage error
         return usage_error(str(exc))
 
@@ -264,7 +316,7 @@ def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, Ru
     except ValueError as exc:
         return usage_error(str(exc))
     options = RunOptions(root=root, home=home, auto=args.auto, allow=args.allow, deny=args.deny,
-                         trusted=args.trust,
+                         trusted=args.trust or trusted_before(home, root),
                          mcp_config=[Path(f).expanduser().resolve() for f in args.mcp_config],
                          mcp_approve=args.mcp_approve)
     return settings, options, warnings
@@ -304,6 +356,14 @@ def models_command(argv: list[str], env: dict[str, str]) -> int:
         sys.stdout.write(f"removed {removed}\n")
         return EXIT_OK
     return usage_error("usage: tether models [rm NAME]")
+
+
+def trusted_before(home: Path, root: Path) -> bool:
+    """The folder was trusted in the chat (remembered in TETHER_HOME/trusted.json): a one-shot
+    run honours that decision as the chat does, so it needs no --trust there."""
+    from .safety.trusted_folders import TrustStore
+
+    return TrustStore(home).is_trusted(root)
 
 
 def undo_last_change(args: argparse.Namespace) -> int:
@@ -415,26 +475,53 @@ async def one_shot(
     try:
         session = OneShotSession.opened(args, options.home, options.root, ui.notice)
     except (LookupError, SessionCorrupt) as exc:
+        if args.resume == PICK_SESSION:  # the list of sessions to choose from, a line each
+            return usage_error(str(exc))
         return usage_error(f"-r: {one_line_of(exc)}" if args.resume else one_line_of(exc))
+    budget: RunBudget | None = None
+    if args.max_budget is not None:
+        kept = run_budget(settings, args.max_budget, stopper)
+        if isinstance(kept, str):
+            return usage_error(kept)
+        budget = kept
+    ui.session_id = session.id
     if piped:
         ui.notice(PIPED_NOTE)
     for warning in warnings:
         ui.notice(warning, "warning")
-    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink, session)
+    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink, session, budget)
+
+
+def run_budget(settings: Settings, limit: float, stopper: RunStopper | None) -> RunBudget | str:
+    """The run's budget, or why --max-budget cannot be kept (no price is known for the
+    model: the flag is refused rather than silently ignored)."""
+    from .providers import default_model
+    from .providers.prices import HOSTED, RunBudget, price_of
+
+    model = settings.model or default_model(settings.provider)
+    price = price_of(settings.provider, model)
+    if price is None:
+        where = ("no price is kept for its models" if settings.provider not in HOSTED
+                 else "the price table does not know this model")
+        return (f"--max-budget: the cost of {settings.provider} model {model!r} cannot be "
+                f"estimated ({where}); leave the flag out or pick a priced model")
+    stop = (lambda: stopper.stop(EXIT_BUDGET)) if stopper is not None else (lambda: None)
+    return RunBudget(limit, price, model, stop)
 
 
 async def run_one_shot(
     settings: Settings, options: RunOptions, ui: HeadlessUI, env: dict[str, str], prompt: str,
-    deepthink: bool = False, session: OneShotSession | None = None,
+    deepthink: bool = False, session: OneShotSession | None = None, budget: RunBudget | None = None,
 ) -> int:
-    """One request, its result written in the UI's format; with a session (-c, -r) the
-    exchange continues that conversation and is saved to it, however the run ends."""
+    """One request, its result written in the UI's format; with a session (every run from the
+    command line has one: new, or -c, -r) the exchange continues that conversation and is
+    saved to it, however the run ends."""
     from .core.loop import Conversation
 
     started = time.monotonic()
     conv = session.conversation() if session is not None else Conversation()
     try:
-        return await run_on(conv, settings, options, ui, env, prompt, deepthink, started)
+        return await run_on(conv, settings, options, ui, env, prompt, deepthink, started, budget)
     finally:
         if session is not None:
             session.save(conv, settings)
@@ -443,6 +530,7 @@ async def run_one_shot(
 async def run_on(
     conv: Conversation, settings: Settings, options: RunOptions, ui: HeadlessUI,
     env: dict[str, str], prompt: str, deepthink: bool, started: float,
+    budget: RunBudget | None = None,
 ) -> int:
     import asyncio
 
@@ -457,6 +545,8 @@ async def run_on(
     for warning in runtime.warnings:
         ui.notice(warning, "warning")
     runtime.resume_skills(conv)
+    if budget is not None:
+        runtime.loop.on_usage = budget.count
     try:
         nothing = await nothing_to_talk_to(settings, env)
         if nothing:  # nothing is asked in -p: one line naming the choices
@@ -471,6 +561,10 @@ async def run_on(
         try:
             result = await run_request(runtime, conv, prompt, deepthink)
         except asyncio.CancelledError:
+            if budget is not None and budget.passed:
+                ui.notice(budget.message(), "error")
+                ui.result(failed_result(conv, started, budget.message()))
+                return EXIT_BUDGET
             ui.result(interrupted_result(conv, started))
             return EXIT_INTERRUPTED
         ui.result({**result_object(result, started), "profile": runtime.profile.name,
@@ -484,8 +578,8 @@ async def run_on(
 
 
 class OneShotSession:
-    """The saved session a one-shot run continues (-c, -r): read before the request,
-    written after it, so a script can carry a conversation across runs."""
+    """The saved session of a one-shot run (a new one, or the one -c or -r continues): read
+    before the request, written after it, so a script can carry a conversation across runs."""
 
     def __init__(self, store: SessionStore, record: SessionRecord) -> None:
         self.store = store
@@ -493,17 +587,22 @@ class OneShotSession:
 
     @classmethod
     def opened(cls, args: argparse.Namespace, home: Path, root: Path,
-               notice: Notice) -> OneShotSession | None:
-        """None without -c or -r; -r finds the session by title or id (LookupError,
-        SessionCorrupt); -c takes the folder's latest, or starts one to continue later."""
+               notice: Notice) -> OneShotSession:
+        """Every run is saved, so a later -c continues it: -r finds the session by title or
+        id (LookupError, SessionCorrupt; a -r without one cannot be picked here), -c takes
+        the folder's latest, and otherwise (or when there is none) a new one is started."""
         from .store.session import SessionStore, continued_record
 
-        if not (args.resume or args.continue_last):
-            return None
         store = SessionStore(home)
+        if args.resume == PICK_SESSION:
+            raise LookupError(no_picker_here(store, root))
         record = continued_record(store, root, lambda text: notice(text, "warning"),
-                                  args.resume, continue_last=True)
+                                  args.resume, continue_last=args.continue_last)
         return cls(store, record if record is not None else store.new(root, "", ""))
+
+    @property
+    def id(self) -> str:
+        return self.record.id
 
     def conversation(self) -> Conversation:
         return self.record.to_conversation()
@@ -523,6 +622,24 @@ class OneShotSession:
             self.store.save(self.record)
         except (SessionCorrupt, OSError) as exc:  # stderr: the result stays the output's last line
             write_stderr(f"error: session not saved: {one_line_of(exc)}\n")
+
+
+SESSIONS_LISTED = 10
+"""Sessions a -r without a session lists when no picker can be shown."""
+
+
+def no_picker_here(store: SessionStore, root: Path) -> str:
+    """Why a -r without a session cannot be answered without a terminal chat, with the ids
+    of this folder's newest sessions to pass instead."""
+    found = [s for s in store.list(root) if s.corrupt is None]
+    if not found:
+        return ("-r needs a session id or title here, and this folder has no saved session "
+                "(tether -c continues the newest one)")
+    lines = [f"  {s.id}  {s.title or s.first_request or '(untitled)'}" for s in found[:SESSIONS_LISTED]]
+    more = [f"  ... and {len(found) - SESSIONS_LISTED} more"] if len(found) > SESSIONS_LISTED else []
+    return ("-r without a session opens a picker only in the chat on a terminal; pass one, "
+            "e.g. tether -r ID -p ..., or -c for the newest. This folder's sessions:\n"
+            + "\n".join([*lines, *more]))
 
 
 def unexpected_failure(ui: HeadlessUI, exc: Exception, conv: Conversation, started: float) -> int:

@@ -232,6 +232,8 @@ class TurnLoop:
     hooks: TurnHooks | None = None
     """The user's hooks on a submitted request and on the end of a turn."""
     assist: TurnAssist | None = None  # the request read once, the check after a change (assist/)
+    on_usage: Callable[[Usage], None] | None = None
+    """Told the tokens of each finished request, a sub-agent's too (a run's --max-budget)."""
     _turn: TurnState | None = field(default=None, init=False, repr=False)
     interrupted: TurnResult | None = field(default=None, init=False, repr=False)
     """What the latest turn had done when it was cancelled (None: it was not): the chat's
@@ -290,6 +292,8 @@ class TurnLoop:
         """Tokens spent for the running turn elsewhere (a sub-agent's): counted in its usage."""
         if self._turn is not None:
             self._turn.usage = self._turn.usage + usage
+        if self.on_usage is not None:
+            self.on_usage(usage)
 
     # ------------------------------------------------------------ steps
 
@@ -337,6 +341,8 @@ class TurnLoop:
         turn.pending = None
         turn.requests += 1
         turn.usage = turn.usage + reply.usage
+        if self.on_usage is not None:
+            self.on_usage(reply.usage)
         turn.conv.context_tokens = reply.usage.input_tokens or turn.conv.context_tokens
         if self.guard is not None and reply.usage.input_tokens:
             self.guard.observe(request, offered, reply.usage)

@@ -1,13 +1,14 @@
 """What `/connect` shows and does: which providers are ready, what each still
 needs, and which models one offers.
 
-Nothing here talks to a hosted API to decide readiness (that would cost a
-request per provider); a local Ollama server is asked, briefly, because "is it
-running" is exactly what its user wants to know.
+Only the provider in use is asked (its model list, briefly: no tokens are spent), so only
+it can be called ready; the others say what they are configured with and that they were not
+checked, never "ready" on the strength of a key alone.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +28,9 @@ from . import (
 from ._http import CAPABILITY_TIMEOUT
 from .base import Provider, ProviderError
 
+PROBE_TIMEOUT = 2 * CAPABILITY_TIMEOUT
+"""Seconds the provider in use gets to list its models for `/connect status`."""
+
 
 @dataclass(frozen=True)
 class ProviderStatus:
@@ -34,6 +38,7 @@ class ProviderStatus:
 
     name: str
     ready: bool
+    """Configured: nothing is missing (a key, where one is needed)."""
     needs: str
     """What is still missing, e.g. "set ANTHROPIC_API_KEY or /connect anthropic"; "" when ready."""
     base_url: str
@@ -47,6 +52,8 @@ class ProviderStatus:
     """"native" or "text" for the current provider, when known."""
     profile: str | None = None
     """"small" or "full" for the current provider, when known."""
+    checked: bool = False
+    """The server answered just now (only the current provider is asked)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,13 +70,14 @@ def key_hint(provider_name: str) -> str:
 
 
 async def connection_status(
-    settings: Settings, env: Mapping[str, str], home: Path
+    settings: Settings, env: Mapping[str, str], home: Path, model: str = ""
 ) -> list[ProviderStatus]:
-    """Every registered provider, the current one first-hand (reachable? which protocol?)."""
+    """Every registered provider, the current one first-hand (reachable? which protocol?);
+    `model` is the one in use (a /model switch changes it, not the settings)."""
     store = KeyStore(home)
     statuses = [_static_status(name, settings, env, store) for name in provider_names()]
     return [
-        await _current_status(status, settings, env, home) if status.current else status
+        await _current_status(status, settings, env, home, model) if status.current else status
         for status in statuses
     ]
 
@@ -109,20 +117,22 @@ def may_skip_key(name: str, base_url: str) -> bool:
 
 
 async def _current_status(
-    status: ProviderStatus, settings: Settings, env: Mapping[str, str], home: Path
+    status: ProviderStatus, settings: Settings, env: Mapping[str, str], home: Path,
+    in_use: str = "",
 ) -> ProviderStatus:
-    model = settings.model or status.default_model
+    model = in_use or settings.model or status.default_model
     status = _replace(status, model=model)
     if not status.ready:
         return status
     quick = settings.with_changes(connect_timeout=min(settings.connect_timeout, CAPABILITY_TIMEOUT))
     provider = create_provider(quick, env, home=home)
     try:
-        if status.key_source == "not needed":  # a local server: is it there?
-            try:
-                await provider.list_models()
-            except ProviderError as exc:
-                return _replace(status, ready=False, needs=str(exc))
+        try:  # is it there, and does it take the key? (a model list costs no tokens)
+            await asyncio.wait_for(provider.list_models(), PROBE_TIMEOUT)
+        except (ProviderError, asyncio.TimeoutError) as exc:
+            why = str(exc) or f"no answer within {PROBE_TIMEOUT:.0f}s"
+            return _replace(status, ready=False, needs=why)
+        status = _replace(status, checked=True)
         choice = await detect_profile(settings.profile, provider, model)
         protocol = await _protocol(provider, settings, model, choice.name)
         return _replace(status, protocol=protocol, profile=choice.name)
@@ -156,7 +166,10 @@ async def available_models(provider: Provider) -> list[str]:
 def status_line(status: ProviderStatus) -> str:
     """One line for the `/connect` table."""
     mark = "*" if status.current else " "
-    state = "ready" if status.ready else f"needs: {status.needs}"
+    if not status.ready:
+        state = f"needs: {status.needs}"
+    else:
+        state = "ready" if status.checked else "configured, not checked"
     key = (
         "" if status.key_source in ("not needed", "missing") else f", key from {status.key_source}"
     )

@@ -35,7 +35,7 @@ from ..core.messages import (
     Usage,
     part_from_dict,
 )
-from ..core.textclip import keep_head
+from ..core.textclip import clip_words, keep_head
 from .atomic import atomic_write_json, atomic_write_text
 from .filereads import read_file_bytes, reason_of
 
@@ -109,6 +109,8 @@ class SessionSummary:
     messages: int
     corrupt: str | None = None
     """What is wrong with the file, or None when it loads."""
+    first_request: str = ""
+    """The first request's start, on one line: what names an untitled session in a list."""
 
 
 def evidence_record(evidence: Iterable[Evidence]) -> list[dict[str, Any]]:
@@ -264,7 +266,8 @@ class SessionStore:
         except SessionCorrupt as exc:
             return SessionSummary(path.stem, "", _mtime(path), _root_hint(path), 0, exc.problem)
         return SessionSummary(
-            record.id, record.title, record.updated, record.root, len(record.messages)
+            record.id, record.title, record.updated, record.root, len(record.messages),
+            first_request=first_request(record.messages),
         )
 
     def _match(self, key: str, root: Path | None) -> Path:
@@ -298,6 +301,15 @@ class SessionStore:
             candidate = f"{stamp}-{secrets.token_hex(2)}"
             if not self.path_for(candidate).exists():
                 return candidate
+
+
+FIRST_REQUEST_CHARS = 70
+
+
+def first_request(messages: Iterable[Message]) -> str:
+    """The start of the first user message with text, on one line (tool results have none)."""
+    text = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
+    return clip_words(" ".join(text.split()), FIRST_REQUEST_CHARS)
 
 
 def continued_record(store: SessionStore, root: Path, warn: Callable[[str], None],

@@ -59,6 +59,8 @@ class HeadlessUI:
         """The run's tool calls and commits, for the result's files, commits and refusals."""
         self.checks: list[str] = []
         """What the answer checks found: printed after the answer in text mode."""
+        self.session_id = ""
+        """The saved session the run's exchange goes to: the result names it (json formats)."""
         self.before_init: list[dict[str, Any]] | None = []
         """stream-json's notices sent before the init event (a missing sandbox, say found while
         the runtime is built): held, so the stream starts with init as the contract says; None
@@ -176,7 +178,8 @@ class HeadlessUI:
                 self.progress(f"check: {warning}")
         else:
             self._release_notices()  # a run that ended before init still says what it noticed
-            self.emit({**obj, **self.record.fields()})
+            session = {"session_id": self.session_id} if self.session_id else {}
+            self.emit({**obj, **session, **self.record.fields()})
 
     def _release_notices(self) -> None:
         held, self.before_init = self.before_init or [], None

@@ -87,6 +87,8 @@ class App(StartUp):
     """Why the runtime could not be built while the prompt was up: it ends the app."""
     continuing: SessionRecord | None = None
     """The saved session -c or -r continues (read before the first prompt)."""
+    first_request: str = ""
+    """`tether "REQUEST"`: sent as the first message, before the first prompt."""
 
     # ------------------------------------------------------------ start-up
 
@@ -114,6 +116,16 @@ class App(StartUp):
             self.console.print(shown("› " + clipped_lines(request, 2, RECAP_WIDTH), "status"))
             if answer:
                 self.console.print(shown(clipped_lines(answer, RECAP_LINES, RECAP_WIDTH)))
+
+    async def picked_session(self) -> str | None:
+        """`tether -r` without a session: the id picked from this folder's, None for a new one."""
+        from tether.store.session import SessionStore
+
+        from .keyboard import Asker
+        from .session_picker import pick_session
+
+        return await pick_session(self.console, Asker(self.console), SessionStore(self.options.home),
+                                  self.options.root)
 
     async def rebuild(self, settings: Settings | None = None) -> None:
         """A new runtime (provider, rules) for the same conversation (`Runtime.restarted`: what
@@ -373,12 +385,17 @@ def being_cancelled() -> bool:
 
 
 async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
-                  resume: str | None, continue_last: bool, deepthink: bool = False) -> int:
-    """Set up and run the app; raises UsageProblem when the flags or settings cannot start it."""
+                  resume: str | None, continue_last: bool, deepthink: bool = False,
+                  first_request: str = "") -> int:
+    """Set up and run the app; raises UsageProblem when the flags or settings cannot start it.
+    `resume` "" lists this folder's sessions to pick one; `first_request` is sent as the first
+    message once the app is up."""
     from tether.store.session import SessionCorrupt
 
-    app = App(settings, options, env, deepthink=deepthink)
+    app = App(settings, options, env, deepthink=deepthink, first_request=first_request)
     try:
+        if resume == "":
+            resume = await app.picked_session()
         app.setup(resume, continue_last)
     except (LookupError, SessionCorrupt) as exc:  # -r: no such session, or an unreadable one
         app.say(str(exc), "error")

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
@@ -19,6 +20,7 @@ from prompt_toolkit.keys import Keys
 from tether.core.project_files import ProjectFiles
 from tether.safety.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
 from tether.store.atomic import SECRET_MODE, make_parents
+from tether.tools.file_text import MAX_READ_BYTES
 
 from .paste import Pastes
 
@@ -28,6 +30,8 @@ MAX_ATTACH_BYTES = 4 * MAX_ATTACH_CHARS
 """Bytes read of an attached file: enough for its first MAX_ATTACH_CHARS characters."""
 MAX_HISTORY_BYTES = 64 * 1024 * 1024
 """The input history read at start: a larger file is left alone (kept in memory only)."""
+COUNT_CHUNK = 1024 * 1024
+"""Bytes read at a time when counting the lines of a file too long to attach whole."""
 COMPLETED_FILES = 5000
 """Project files offered to @ completion (a huge tree is not listed whole per key press)."""
 
@@ -202,26 +206,66 @@ def make_session(
 
 
 def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
-    """Attach the contents of every @path that names a file inside the project."""
+    """Attach the contents of every @path that names a file inside the project; the second
+    value names each file attached, with what was cut of a large one."""
     attached: list[str] = []
+    names: list[str] = []
     blocks: list[str] = []
     for match in MENTION.finditer(text):
         name = match.group(1).rstrip(".,;:)")
         path = (root / name).resolve()
-        if name in attached or not path.is_file() or not _inside(path, root):
+        if name in names or not path.is_file() or not _inside(path, root):
             continue
         try:
-            with open_regular(path) as handle:  # a FIFO swapped in is refused, not waited on
-                body = read_at_most(handle, path, MAX_ATTACH_BYTES, cut=True).decode(errors="replace")
+            block, label = attachment(path, name)
         except OSError:
             continue
-        if len(body) > MAX_ATTACH_CHARS:
-            body = body[:MAX_ATTACH_CHARS] + f"\n[... cut at {MAX_ATTACH_CHARS} characters ...]"
-        attached.append(name)
-        blocks.append(f'<file path="{name}">\n{body}\n</file>')
+        names.append(name)
+        attached.append(label)
+        blocks.append(block)
     if not blocks:
         return text, []
     return text + "\n\nAttached files:\n" + "\n".join(blocks), attached
+
+
+def attachment(path: Path, name: str) -> tuple[str, str]:
+    """The block that carries the file to the model and the label the user sees. A file too
+    long to attach whole is cut at a line end, and both say what was cut and how the rest
+    can be read, so neither the model nor the user takes the head for the whole file."""
+    with open_regular(path) as handle:  # a FIFO swapped in is refused, not waited on
+        size = os.fstat(handle.fileno()).st_size
+        head = read_at_most(handle, path, MAX_ATTACH_BYTES + 1, cut=True)
+        text = head[:MAX_ATTACH_BYTES].decode(errors="replace")
+        if len(head) <= MAX_ATTACH_BYTES and len(text) <= MAX_ATTACH_CHARS:
+            return f'<file path="{name}">\n{text}\n</file>', name
+        kept = text[:MAX_ATTACH_CHARS]
+        if "\n" in kept:
+            kept = kept[: kept.rindex("\n") + 1]  # whole lines only
+        total = lines_in(handle, head) if size <= MAX_READ_BYTES else None
+    lines = kept.count("\n")
+    cut = cut_summary(name, lines, len(kept), size, total)
+    return (f'<file path="{name}">\n{kept}\n[... cut: {cut} ...]\n</file>',
+            f"{name} (cut: {cut})")
+
+
+def lines_in(handle: BinaryIO, head: bytes) -> int:
+    """The lines of the whole file: those in `head` (already read) and in the rest of `handle`."""
+    count, last = head.count(b"\n"), head[-1:]
+    while chunk := handle.read(COUNT_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (1 if last and last != b"\n" else 0)
+
+
+def cut_summary(name: str, lines: int, chars: int, size: int, total_lines: int | None) -> str:
+    """What of a file was attached, of how much, and how to read on from there."""
+    of = f"{total_lines:,} lines, {size:,} bytes" if total_lines is not None else f"{size:,} bytes"
+    what = (f"the first {lines:,} lines ({chars:,} characters) of {of} are attached" if lines
+            else f"the first {chars:,} characters of its first line ({of}) are attached")
+    if size > MAX_READ_BYTES:
+        return (f"{what}; read_file cannot read a file this large, a command can "
+                f"(e.g. sed -n '{lines + 1},{lines + 200}p' {name})")
+    return f"{what}; read the rest with read_file filepath={name} offset={lines + 1}"
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -70,6 +70,7 @@ class StartUp:
     built: bool
     failure: BaseException | None
     continuing: SessionRecord | None
+    first_request: str
 
     if TYPE_CHECKING:  # the app's own, which the start uses
         def say(self, message: str, level: NoticeLevel = "info") -> None: ...
@@ -80,11 +81,12 @@ class StartUp:
         def status_line(self) -> str: ...
         async def read_loop(self, first_drawn: Callable[[], None] | None = None) -> None: ...
         async def rebuild(self, settings: Settings | None = None) -> None: ...
+        async def handle(self, line: str) -> None: ...
 
     def setup(self, resume: str | None = None, continue_last: bool = False) -> None:
         """The prompt, the session to continue (-r, -c: read now, so the banner shows where it
-        left off), and the runtime unless it can wait until the prompt is up (it cannot when
-        the start may ask a question); ValueError for a usage problem (the --allow and --deny
+        left off), and whether the runtime can wait until the prompt is up (it cannot when the
+        start may ask a question); ValueError for a usage problem (the --allow and --deny
         rules are checked here, before the prompt), LookupError or SessionCorrupt for -r."""
         from .keyboard import Asker
 
@@ -104,9 +106,12 @@ class StartUp:
         self.continuing = continued_record(SessionStore(self.options.home), self.options.root,
                                            lambda text: self.say(text, "warning"),
                                            resume, continue_last)
-        self.deferred = not asks_at_start(self.options)
-        if not self.deferred:
-            self.build()
+        from .trust import FolderTrust
+
+        self.trust = FolderTrust(self.options, self.say, self.asker.confirm)
+        # a question at start, or a first request from the command line, needs the runtime
+        # before the prompt; it is built in `run`, after the trust question
+        self.deferred = not (asks_at_start(self.options) or self.first_request)
 
     def build(self) -> None:
         """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session
@@ -117,9 +122,9 @@ class StartUp:
         from .asking import Asking
         from .sessions import Sessions
         from .terminal_ui import TerminalUI
-        from .trust import AlwaysAnswer, FolderTrust
+        from .trust import AlwaysAnswer
 
-        trust = FolderTrust(self.options, self.say, self.asker.confirm)
+        trust = self.trust
         ui = TerminalUI(self.console, self.asker, root=self.options.root,
                         on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
                         status=self.status_line, print_above_input=self.print_above_input)
@@ -130,7 +135,7 @@ class StartUp:
         if trust.trusted_before():
             self.options.trusted = True  # trusted in an earlier session (one-shot needs --trust)
         self.runtime = build_runtime(self.settings, self.options, ui, self.env)
-        self.trust, self.ui = trust, ui
+        self.ui = ui
         self.sessions = Sessions.with_record(SessionStore(self.options.home), self.options.root,
                                              lambda: self.runtime, self.say, self.continuing)
         self.built = True
@@ -141,13 +146,30 @@ class StartUp:
             if self.deferred:
                 await self.read_loop(first_drawn=self.build_in_background)
             else:
+                await self.trust.ask()  # first: what it decides changes what the build warns of
+                self.build_now()
                 await self.started_up()
+                await self.send_first_request()
                 await self.read_loop()
             if self.failure is not None:
                 raise self.failure
         finally:
             await self.close_runtime()
         return 0
+
+    def build_now(self) -> None:
+        """`build` before the prompt; a usage problem it finds (ValueError) ends the app as one."""
+        try:
+            self.build()
+        except ValueError as exc:
+            raise UsageProblem(str(exc)) from None
+
+    async def send_first_request(self) -> None:
+        """`tether "REQUEST"`: the request shown as if typed at the prompt, then run."""
+        request, self.first_request = self.first_request, ""
+        if request.strip():
+            self.console.print(shown("› " + request))
+            await self.handle(request)
 
     async def started_up(self) -> None:
         """After the build: its warnings, then the rest of the start (`start_runtime`)."""
@@ -169,7 +191,7 @@ class StartUp:
         self.starting.add_done_callback(self._started)
         if not self.deferred:  # deferred, the build's thread has done it
             threading.Thread(target=warm_up, daemon=True).start()
-        await self.trust.ask(self.rebuild)
+        await self.trust.ask(self.rebuild)  # asked already unless the build was deferred
         await ask_about_project_servers(cast("CommandContext", self))  # the app is one
         source = "resume" if self.sessions.conv.messages else "startup"
         await session_started(self.runtime, source, self.sessions.record.id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from tether.core.instructions import DEFAULT_FALLBACKS, INSTRUCTIONS_FILE, OVERRIDE_FILE
 from tether.core.messages import ToolCall
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
 from tether.runtime import RunOptions, Runtime
@@ -17,6 +18,7 @@ from tether.safety.permissions import (
     save_rule,
     too_broad_to_trust,
 )
+from tether.safety.project_config import AGENT_FOLDERS, MCP_FILE, SKILL_FOLDERS
 from tether.store.statefile import StateFileError
 
 from .asking import Say
@@ -39,36 +41,37 @@ class FolderTrust:
         self.say = say
         self.confirm = confirm or nobody_to_ask
         self.store = TrustStore(options.home)
+        self.asked = False
 
     def trusted_before(self) -> bool:
         """Trusted in an earlier session (one-shot mode needs --trust instead)."""
         return self.store.is_trusted(self.options.root)
 
-    async def ask(self, rebuild: Callable[[], Awaitable[None]]) -> None:
-        """A project's own allow rules count only once the user trusts the folder; a yes
-        rebuilds the runtime so they apply at once."""
+    async def ask(self, rebuild: Callable[[], Awaitable[None]] | None = None) -> None:
+        """A project's own configuration (allow rules, hooks, MCP servers, skills, agents,
+        instructions) counts only once the user trusts the folder. Asked before the runtime is
+        built, so no warning about what trust would change comes first; `rebuild` is for a
+        runtime built already, so that a yes applies at once."""
         root = self.options.root
         has_rules, has_hooks = (root / PROJECT_FILE).exists(), project_declares_hooks(root)
-        if self.options.trusted or not (has_rules or has_hooks) or self.trusted_before():
+        if self.asked or self.options.trusted or not (has_rules or has_hooks) or self.trusted_before():
             return
-        if has_rules:
-            self.say(f"This folder has a {PROJECT_FILE} that may allow tools to run without "
-                     "asking.", "warning")
-        if has_hooks:
-            self.say(f"This folder's {PROJECT_HOOKS_FILE} has hooks: commands tether would run "
-                     "around tool calls and requests.", "warning")
-        question = ("Trust this folder and honour its allow rules and hooks?" if has_hooks
-                    else "Trust this folder and honour its allow rules?")
-        if await self.confirm(question):
+        self.asked = True  # a no is not asked again in the same start
+        self.say("This folder brings configuration of its own, which counts only once you trust "
+                 "the folder:", "warning")
+        for line in trust_enables(root):
+            self.say("  " + line, "warning")
+        if await self.confirm("Trust this folder?"):
             saved = self.remember()
             self.options.trusted = True
-            await rebuild()
-            self.say("Trusted; its rules apply from now on." if saved
-                     else "Trusted for this session only; its rules apply until you exit.", "info")
+            if rebuild is not None:
+                await rebuild()
+            self.say("Trusted; its configuration applies from now on." if saved
+                     else "Trusted for this session only; its configuration applies until you "
+                     "exit.", "info")
         else:
-            self.say("Not trusted: its allow rules and hooks are ignored (its deny rules still "
-                     "apply)." if has_hooks else
-                     "Not trusted: its allow rules are ignored (its deny rules still apply).", "info")
+            self.say("Not trusted: its allow rules, hooks, MCP servers, skills, agents and "
+                     "instructions are ignored (its deny rules still apply).", "info")
 
     def remember(self) -> bool:
         """Save that the user trusts this folder; a home that cannot be written is reported
@@ -95,6 +98,32 @@ class FolderTrust:
         else:
             self.say(f"This folder is not trusted, so its {PROJECT_FILE} counts only after you "
                      "trust it (asked at start).", "warning")
+
+
+TRUST_ENABLES: tuple[tuple[tuple[str, ...], str], ...] = (
+    ((PROJECT_FILE,), "allow rules: the tool calls they name run without asking"),
+    ((PROJECT_HOOKS_FILE,), "hooks: commands run around tool calls and requests"),
+    ((MCP_FILE,), "MCP servers: programs started on your machine (each asked about first)"),
+    (SKILL_FOLDERS, "skills: instructions and script tools the model can load"),
+    (AGENT_FOLDERS, "sub-agent definitions: their prompts and tools"),
+    ((OVERRIDE_FILE, INSTRUCTIONS_FILE, *DEFAULT_FALLBACKS),
+     "instructions sent to the model with every request"),
+)
+"""What trusting a folder lets count, by the project paths that bring it (hooks are only
+named when the file declares some)."""
+
+
+def trust_enables(root: Path) -> list[str]:
+    """One line per kind of configuration this folder has that trusting it would enable:
+    the paths that bring it, and what it does."""
+    lines = []
+    for paths, what in TRUST_ENABLES:
+        present = [p for p in paths if (root / p).exists()]
+        if PROJECT_HOOKS_FILE in present and not project_declares_hooks(root):
+            present.remove(PROJECT_HOOKS_FILE)
+        if present:
+            lines.append(f"{', '.join(present)}: {what}")
+    return lines
 
 
 class AlwaysAnswer:

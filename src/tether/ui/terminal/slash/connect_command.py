@@ -73,7 +73,7 @@ async def connect(ctx: CommandContext, arg: str) -> None:
 
 async def _show_connections(ctx: CommandContext) -> None:
     runtime = ctx.runtime
-    for status in await connection_status(runtime.settings, runtime.env, runtime.home):
+    for status in await connection_status(runtime.settings, runtime.env, runtime.home, runtime.model):
         ctx.say(status_line(status))
 
 
