@@ -34,12 +34,14 @@ hang: it is generous so a heavily loaded machine does not fail a test.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import re
 import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -322,3 +324,27 @@ class PtyApp:
             timeout,
             f"the cursor on a new line with {needle!r}",
         )
+
+
+@contextlib.contextmanager
+def gate_opened(app: PtyApp, gate: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
+    """The FIFO `gate` held open for writing while the block runs: its opening waits for the
+    app to open the reading end. The app's output is read meanwhile (an app blocked on a full
+    terminal never gets there), and an app that never opens it is a failure, not a hang: the
+    test then opens the reading end itself so the waiting open ends."""
+    opened: list[object] = []
+    opener = threading.Thread(target=lambda: opened.append(gate.open("w")), daemon=True)
+    opener.start()
+    deadline = time.monotonic() + timeout
+    while opener.is_alive() and time.monotonic() < deadline and app.pump():
+        opener.join(0)
+    if opener.is_alive():
+        reader = os.open(gate, os.O_RDONLY | os.O_NONBLOCK)
+        opener.join()
+        os.close(reader)
+        opened.pop().close()  # type: ignore[attr-defined]
+        raise AssertionError(f"the app never opened {gate.name} for reading:\n{app.text()}")
+    try:
+        yield
+    finally:
+        opened.pop().close()  # type: ignore[attr-defined]

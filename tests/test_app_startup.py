@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply
-from ptyapp import PtyApp, app_env, openai_args
+from ptyapp import PtyApp, app_env, gate_opened, openai_args
 
 from tether.core.messages import Message, Text
 from tether.safety.trusted_folders import PROJECT_FILE as RULES_FILE
@@ -60,7 +60,7 @@ def ask_while_held(app: PtyApp, gate: Path, line: str, answer: str) -> tuple[str
     app.wait_for(lambda text: app.at_prompt() and STARTING in text, what="the prompt, starting")
     before = app.text()
     app.line(line)
-    with gate.open("w"):
+    with gate_opened(app, gate):
         pass
     app.wait_for_text(answer)
     app.wait_for_prompt()

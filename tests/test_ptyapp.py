@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ptyapp import PtyApp, app_env
+from ptyapp import PtyApp, app_env, gate_opened
 
 # Answers like the app does (`Fine.` then an input line), but each line only once the gate
 # (a FIFO) is opened: until then the line sent sits unread in the terminal.
@@ -42,7 +42,7 @@ def test_a_sent_line_is_waited_for_until_it_is_answered(tmp_path: Path) -> None:
         assert app.at_prompt() and "Fine." in app.text()
         assert not app.at_new_prompt()
         assert "Fine." not in app.text_since_line()
-        with gate.open("w"):
+        with gate_opened(app, gate):
             pass
         app.wait_for_text("Fine.")
         app.wait_for_prompt()
@@ -73,7 +73,7 @@ os.read(0, 1)
 def test_output_since_the_mark_is_only_what_the_app_wrote_after_it(tmp_path: Path) -> None:
     app, gate = gated(WARNING_APP, tmp_path)
     with app:
-        with gate.open("w"):
+        with gate_opened(app, gate):
             pass
         app.wait_for_text("warning")
         app.line("/usage")

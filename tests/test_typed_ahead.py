@@ -18,7 +18,7 @@ import pytest
 from fakeserver import FakeServer, Reply
 from prompt_toolkit.key_binding import KeyPress
 from prompt_toolkit.keys import Keys
-from ptyapp import PtyApp, app_env, openai_args
+from ptyapp import PtyApp, app_env, gate_opened, openai_args
 from rich.console import Console
 from test_app import CHAT, start_app, turn_bodies
 from test_app_startup import HELD_BUILD
@@ -125,15 +125,14 @@ def test_keys_typed_before_the_trust_question_do_not_trust_the_folder(
         app = PtyApp([str(gate), *openai_args(server.url)], cwd=project, env=app_env(home),
                      python_args=("-c", HELD_BUILD))
         with app:
-            app.send("yes " + TYPED)  # before the build, so before the question
-            # the gate stays open: the runtime is built again once the folder is trusted
-            with gate.open("w"):
-                wait_for_question(app, "Trust this folder", "Trusted", "Not trusted")
-                ask_again(app, "Press y or n", "Trusted", "Not trusted")
-                assert not TrustStore(home).is_trusted(project), "a typed-ahead y trusted the folder"
-                assert app.cursor_line().startswith("Trust this folder")
-                app.send("y")
-                app.wait_for_text("Trusted; its rules apply from now on.")
+            app.send("yes " + TYPED)  # before the question, which comes before the build
+            wait_for_question(app, "Trust this folder", "Trusted", "Not trusted")
+            ask_again(app, "Press y or n", "Trusted", "Not trusted")
+            assert not TrustStore(home).is_trusted(project), "a typed-ahead y trusted the folder"
+            assert app.cursor_line().startswith("Trust this folder")
+            app.send("y")
+            with gate_opened(app, gate):  # the runtime is built once the question is answered
+                app.wait_for_text("Trusted; its configuration applies from now on.")
                 app.wait_for(lambda _: app.cursor_line() == "› yes " + TYPED,
                              what="the typed-ahead text in the input line")
                 app.ctrl_c()  # clears the line
