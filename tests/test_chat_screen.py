@@ -134,13 +134,14 @@ def test_a_question_wraps_between_words_at_80_columns(tmp_path: Path, home: Path
     with FakeServer() as server, PtyApp(openai_args(server.url), cwd=project,
                                         env=app_env(home), columns=50) as app:
         app.wait_for_cursor_on("[y/N]")
-        rows = app.screen_text().splitlines()
-        question = [row for row in rows if row.strip()][-2:]
+        rows = [row for row in app.screen_text().splitlines() if row.strip()]
         app.send("n")
         app.wait_for_prompt()
-    assert question[0].startswith("Trust this folder") and question[1].endswith("[y/N]"), rows
-    assert all(word in question[0].split() + question[1].split()
-               for word in "Trust this folder and honour its allow rules?".split()), question
+    assert rows[-1].startswith("Trust this folder") and rows[-1].endswith("[y/N]"), rows
+    assert all(len(row) <= 50 for row in rows), rows
+    words = " ".join(rows).split()  # a word cut at the edge would be two pieces here
+    assert all(word in words for word in
+               "allow rules: the tool calls they name run without asking".split()), rows
 
 
 def test_a_background_notice_goes_above_the_input_line(tmp_path: Path, home: Path) -> None:
