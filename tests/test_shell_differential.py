@@ -140,7 +140,10 @@ while IFS= read -r -d '' __tether_line; do
     export __TETHER_LOG="$__TETHER_LOGS/$i"  # made beforehand: PATH has no mkdir
     # The recording functions are defined by the same parse stream that then reads
     # the line, so the line is read exactly as `bash -c` reads its string.
-    ( eval "$__TETHER_PRELUDE"$'\n'"$__tether_line" ) </dev/null 2>/dev/null
+    # `wait`, outside the evaluated text: a background job's earlier commands (the `echo` of
+    # `echo hi | cat &`) hold no pipe of ours, so without it the next line could start, and
+    # the batch end, before they wrote their record.
+    ( eval "$__TETHER_PRELUDE"$'\n'"$__tether_line"; wait ) </dev/null 2>/dev/null
     i=$((i + 1))
 done < "$__TETHER_LINES"
 """
