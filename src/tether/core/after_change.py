@@ -24,7 +24,7 @@ def change_made(watch: TurnWatch) -> str:
     an empty reply right after one is often the end of the job, and "continue" sent the model
     on to rewrite the file it had just fixed. A change whose result warns (the file no longer
     parses, imports a name nowhere defined) gets CHANGE_WARNED instead: asked for its summary,
-    the model answered that the broken import was "the correct import" (multi_rename_setting)."""
+    the model may call the broken import "the correct import"."""
     last = watch.last_call
     if last is None or last.name not in ("write_file", "edit_file"):
         return ""

@@ -109,7 +109,7 @@ def overwrite_refusal(watch: TurnWatch, path: Path, shown: str, readable: bool) 
     if path in watch.read_paths or path in watch.warned_paths or not path.is_file():
         return None
     if os.path.normpath(shown) in watch.written:
-        return None  # it wrote the file itself this turn (count_todos: the count, sent twice)
+        return None  # it wrote the file itself this turn (a second write of its own)
     watch.warned_paths.add(path)
     current = _current_text(path) if readable else UNREAD_TOO_LONG
     return UNREAD_OVERWRITE.format(path=shown, shown=current)
@@ -300,8 +300,8 @@ def same_kind_files(ctx: ToolContext, suffix: str, looked_at: Iterable[str], lim
 
 def input_kept(watch: TurnWatch, path: Path, filepath: str) -> str | None:
     """Why a change to an existing data file (`path`, resolved) waits (once per path) when the request asks to
-    create a new code file and does not name that data file: script_csv_total's model, told to
-    write total.py, added a row to the data/sales.csv it had read."""
+    create a new code file and does not name that data file: a model asked for a new script
+    that reads a data file may change the data it had read instead."""
     if path.suffix.lower() not in DATA_SUFFIXES or path.name in watch.request or not path.is_file():
         return None
     new = requested_new_file(watch.request, watch.root)
@@ -311,8 +311,8 @@ def input_kept(watch: TurnWatch, path: Path, filepath: str) -> str | None:
 
 
 def run_not_change(watch: TurnWatch, filepath: str) -> str | None:
-    """RUN_NOT_CHANGE, with the run_cmd call of the script the request names (interactive_signup:
-    asked to run signup.py and register Ada, the model rewrote signup.py and never answered it);
+    """RUN_NOT_CHANGE, with the run_cmd call of the script the request names (asked to run a
+    script and answer its questions, a small model may rewrite the script instead);
     None when the request names no script of the project to run ("register the plugin in
     config.json" asks for a change). Once per turn: "start server.py and debug why it crashes"
     may well need db.py changed, and the request's English is no reason to refuse for good."""

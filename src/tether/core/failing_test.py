@@ -2,8 +2,7 @@
 
 A small model that runs a failing test and reads "assert 3 == 2.5 ... where 3 = median([4, 1,
 3, 2])" runs the same test again, or rewrites the test, instead of opening the module that
-defines median (fix_median: the test run four times in a row, then the test file shown back in
-prose). The run's result names the function the failure calls and the project file it comes
+defines median (the same test run again and again, then the test file shown back in prose). The run's result names the function the failure calls and the project file it comes
 from (found from the test file's imports), and shows that function as it is now, to be copied
 into an edit's old_content (a long one gets the read_file call for its file instead, when this
 turn has not read it). Once per file a turn; nothing is run for the model.
@@ -77,8 +76,8 @@ def failing_test_note(watch: TurnWatch, evidence: Evidence, ctx: ToolContext) ->
 def function_source(module: Path, name: str) -> tuple[int, int, str] | None:
     """(first line, last line, source) of the top-level function `name` in `module`, when it is
     at most SHOWN_LINES long; None otherwise. Shown in the note, it saves the read, and the model
-    copies old_content from it (fix_median, fix_pagination: the read file was written back whole,
-    unchanged, or with a function missing)."""
+    copies old_content from it (instead of writing the read file back whole, unchanged, or
+    with a function missing)."""
     text = file_text(module, TEST_BYTES)
     tree = parsed_python(text)
     if text is None or tree is None:

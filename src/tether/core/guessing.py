@@ -1,8 +1,8 @@
 """The range a guessing program has narrowed to, after each answer it gave.
 
 A small model playing "guess my number" sends 25, reads "Too low.", sends 40, reads "Too
-high." and then replies with nothing: it cannot keep the bounds in mind and halve them
-(interactive_guess, every run). After an answer that says too low or too high, send_input's
+high." and then replies with nothing: it cannot keep the bounds in mind and halve them.
+After an answer that says too low or too high, send_input's
 result gets one line with what the answers so far allow and the middle of that range. It says
 where the number is; the model still sends every guess itself.
 """

@@ -49,7 +49,7 @@ _BACKTICKED = re.compile(r"`([\w./-]+\.\w{1,5})`")
 def next_guess(watch: TurnWatch) -> str:
     """For a guessing program still waiting, the send_input call of the middle its last
     answer's range note gave ("" when the last result has none): told to go on, the model sent
-    a guess of its own or nothing, and stopped with the game half played (interactive_guess)."""
+    a guess of its own or nothing, and stopped with the game half played."""
     if watch.waiting is None or watch.show_call is None or "send_input" not in watch.tools:
         return ""
     middle = _MIDDLE.findall(watch.last_note)
@@ -62,8 +62,8 @@ def next_guess(watch: TurnWatch) -> str:
 
 def unseen_number_nudge(watch: TurnWatch, number: str) -> str | None:
     """UNSEEN_NUMBER once; once more, with the values the results showed that share words with
-    the request, when the same kind of answer comes back after more calls (ask_retry_limit: told
-    that no result showed 2, the model read the file that showed 11 and answered 2 again)."""
+    the request, when the same kind of answer comes back after more calls (told that no result
+    showed its number, a model may read the file that shows the right one and repeat its own)."""
     values = "\n".join(f"  {v}" for v in seen_values(watch.seen, watch.request))
     if "unseen" not in watch.sent:
         watch.once("unseen")

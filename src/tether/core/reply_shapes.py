@@ -73,8 +73,8 @@ def looks_like_command(value: str) -> bool:
 def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
     """(shown path, content) when a code block of the reply is a new version of one of `files`
     (resolved path -> how the model named it): it keeps at least half of the file's lines and
-    has a line the file does not (fix_pagination: a copy of the file missing its last function
-    was offered as the write to send). The block most like a file wins; None when none is a version of any."""
+    has a line the file does not (a copy missing a function must not be offered as the write
+    to send). The block most like a file wins; None when none is a version of any."""
     blocks = [m.group(2) for m in CODE_BLOCK.finditer(text) if m.group(1).lower() not in _SHELL_LABELS]
     if not blocks:
         return None

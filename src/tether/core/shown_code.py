@@ -175,8 +175,8 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
 
 
 def _read_or_written(watch: TurnWatch) -> dict[Path, str]:
-    """The files the turn read or edited, and those it wrote (script_csv_total: the model wrote
-    total.py, was told it reads no arguments, and showed the fixed version in prose)."""
+    """The files the turn read or edited, and those it wrote (a script the model wrote, was
+    told about, and then showed fixed in prose is one of them)."""
     files = dict(watch.touched)
     if watch.root is not None:
         for named in sorted(watch.written):
@@ -186,11 +186,10 @@ def _read_or_written(watch: TurnWatch) -> dict[Path, str]:
 
 def _would_run(files: dict[Path, str], shown: str, content: str) -> bool:
     """Whether a shown Python version can stand for the whole file it names: it parses, keeps
-    every top-level function and class the file defines (fix_median: `median` shown fixed was
-    offered as the whole of stats/core.py, and the write took `mean` and `spread` out of it),
-    and keeps importing the names it uses (multi_rename_setting: the version offered kept
-    `ROOT` and dropped its import, and the program stopped with an ImportError). Other kinds
-    of file are not judged."""
+    every top-level function and class the file defines (one function shown fixed is no whole
+    module: written as one, it takes the other functions out), and keeps importing the names
+    it uses (a version that drops an import stops the program with an ImportError). Other
+    kinds of file are not judged."""
     if not shown.endswith(".py"):
         return True
     new_tree = parsed_python(content)

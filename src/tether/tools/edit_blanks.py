@@ -2,7 +2,7 @@
 
 A small model copying a file into old_content drops or merges blank lines (two between
 functions become one, a blank line gets a space): old_content is then not found, and the
-model, shown the file, sends the same text again or gives up (fix_median). When every line of
+model, shown the file, sends the same text again or gives up. When every line of
 old_content that is not blank is, in order and with nothing between them but blank lines, the
 same as a run of the file's lines (trailing spaces aside), in exactly one place, that run is
 what it meant, and it is replaced.

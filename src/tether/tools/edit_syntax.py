@@ -3,7 +3,7 @@
 A small model fixing a function copies only its first line into old_content and writes the
 whole new function as new_content (`def median(values):` -> `def median(*values): return
 sorted(values)[len(values) // 2]`): the old body stays under the new one, the file no longer
-parses, and the model, told so afterwards, answers that it is done (fix_median). Before such
+parses, and the model, told so afterwards, answers that it is done. Before such
 an edit is written:
 
 - when old_content is one `def`/`class` line of the file and new_content defines the same

@@ -1,7 +1,7 @@
 """Command-line options a Python file adds and nothing reads.
 
 Asked for a `--shout` option, a small model adds `parser.add_argument("--shout", ...)` and
-stops: the option parses, and changes nothing (multi_greeter_shout, every run). After a write
+stops: the option parses, and changes nothing. After a write
 or an edit, the result names each argparse option of the file whose value no code in the file,
 or in the Python files beside it, reads (`args.shout`), so the model knows the job is half done.
 
