@@ -85,10 +85,11 @@ def require_answer_has(pattern: str, shown: str, forbid: str | None = None) -> N
         fail(f"the final answer also gives a wrong value: {reply[:200]!r}")
 
 
-def run(args: list[str], stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run a command in the finished folder; a hang or a missing program fails the check."""
+def run(args: list[str], stdin: str = "", timeout: float = 60,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command in the finished folder (or `cwd`); a hang or a missing program fails the check."""
     try:
-        return subprocess.run(args, cwd=WORK, input=stdin, capture_output=True, text=True,
+        return subprocess.run(args, cwd=cwd or WORK, input=stdin, capture_output=True, text=True,
                               timeout=timeout, env=check_env())
     except subprocess.TimeoutExpired:
         fail(f"{' '.join(args)} did not finish within {timeout:.0f} s")
@@ -110,8 +111,11 @@ def require_pytest(*targets: str) -> None:
 
 
 def check_env() -> dict[str, str]:
+    """The environment of a command the check runs: as the agent's commands, this interpreter is
+    `python` (a script the model wrote may call it so)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_") and k != "PYTHONPATH"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
 

@@ -1,0 +1,1 @@
+"""Counts words, lines and characters in text files."""

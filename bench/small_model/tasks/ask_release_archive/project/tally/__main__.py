@@ -1,0 +1,3 @@
+from tally.cli import main
+
+main()

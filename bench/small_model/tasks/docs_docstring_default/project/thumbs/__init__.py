@@ -1,0 +1,1 @@
+"""Thumbnail sizes and file names for the gallery."""

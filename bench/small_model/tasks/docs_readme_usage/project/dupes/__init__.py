@@ -1,0 +1,1 @@
+"""Finds files with the same content in a folder tree."""

@@ -1,0 +1,3 @@
+from dupes.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Posts drafts to the Quill publishing API."""

@@ -1,0 +1,1 @@
+"""Exports invoice records for the accounting tools."""
