@@ -28,6 +28,7 @@ from .core.subagents import AgentBudget, SubagentRunner, routed_output
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
+from .core.user_command import UserCommand, run_user_command
 from .hooks.config import load_hooks
 from .hooks.engine import Hooks
 from .hooks.runner import HookRunner
@@ -115,6 +116,11 @@ class Runtime:
         (an MCP server's prompt), and the request then starts marked."""
         self.plan_gate.new_request()
         self.policy.web_taint.start_request(typed, source=source)
+
+    async def user_command(self, command: str) -> UserCommand:
+        """`!command`: the user's own shell command, dispatched as their `run_cmd`
+        (core/user_command.py: what still applies to it)."""
+        return await run_user_command(self.loop.dispatcher.dispatch, command)
 
     async def switch_model(self, model: str) -> ProtocolMode:
         """Use `model` from the next request on; its profile, protocol and window are asked anew."""

@@ -178,6 +178,8 @@ class App(StartUp):
             return
         if text.startswith("/"):
             await self.slash_command(text)
+        elif text.startswith("!"):
+            await self.user_command(text[1:].strip())
         else:
             await self.turn(line)
 
@@ -202,6 +204,24 @@ class App(StartUp):
             detail = " ".join(str(exc).split())
             self.say(f"{name} failed with {type(exc).__name__}" + (f": {detail}" if detail else ""),
                      "error")
+
+    async def user_command(self, command: str) -> None:
+        """`!command`: run it as the user's own `run_cmd` (the rules and the sandbox apply,
+        no question is asked), show it as a call, and keep its output in the conversation
+        for the next request."""
+        if not command:
+            self.say("Type a shell command after the !, e.g. !git status.", "warning")
+            return
+        await self.ready()
+        if not self.built:
+            return
+        done = await self.run_cancellable(self.runtime.user_command(command))
+        if done is None:  # Ctrl-C: the command was stopped, nothing is added
+            return
+        self.sessions.conv.messages.append(done.context)
+        await self.sessions.save()
+        self.say("Its output is in the conversation: your next request comes with it."
+                 if done.ran else "It did not run; the refusal is in the conversation.")
 
     async def turn(self, line: str, source: str = "") -> None:
         text, attached = expand_mentions(line, self.options.root)

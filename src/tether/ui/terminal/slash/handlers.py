@@ -45,7 +45,8 @@ async def show_help(ctx: CommandContext, arg: str) -> None:
     for c in COMMANDS.all():
         table.add_row(Text(c.usage), Text(c.help))  # text, not rich markup: [NAME] stays
     ctx.console.print(table)
-    ctx.say("Mention a file with @path to attach it. Alt-Enter or Ctrl-J adds a line; "
+    ctx.say("Mention a file with @path to attach it; !command runs a shell command and keeps "
+            "its output in the conversation. Alt-Enter or Ctrl-J adds a line; "
             "Ctrl-C stops a running request.")
 
 
