@@ -122,6 +122,11 @@ class Runtime:
         (core/user_command.py: what still applies to it)."""
         return await run_user_command(self.loop.dispatcher.dispatch, command)
 
+    def reload_instructions(self) -> list[str]:
+        """Read the project's instruction files again (/init wrote one); the problems found."""
+        self.instructions = project_instructions(self.options, self.settings)
+        return self.instructions.problems
+
     async def switch_model(self, model: str) -> ProtocolMode:
         """Use `model` from the next request on; its profile, protocol and window are asked anew."""
         self.loop.settings.model = model
@@ -488,12 +493,8 @@ def subagent_concurrency(settings: Settings) -> int:
 
 def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> None:
     """The project instructions and the skills (project ones only in a trusted folder)."""
-    options, settings = runtime.options, runtime.settings
-    runtime.instructions = load_instructions(
-        options.root, options.home, trusted=options.trusted,
-        fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
-        trusted_above=TrustStore(options.home).is_trusted,
-    )
+    options = runtime.options
+    runtime.instructions = project_instructions(options, runtime.settings)
     catalog = discover_skills(options.root, options.home, trusted=options.trusted)
     runtime.warnings.extend(runtime.instructions.problems + catalog.problems)
     if not catalog.skills:
@@ -505,6 +506,14 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
         confined=lambda: sandbox is not None and sandbox.confinement != "off",
     )
     runtime.table.add(runtime.skills.tool())
+
+
+def project_instructions(options: RunOptions, settings: Settings) -> ProjectInstructions:
+    return load_instructions(
+        options.root, options.home, trusted=options.trusted,
+        fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
+        trusted_above=TrustStore(options.home).is_trusted,
+    )
 
 
 def add_skill_tools(runtime: Runtime, tools: list[Tool]) -> list[Tool]:

@@ -21,6 +21,7 @@ from . import (
     git_commands,
     hook_commands,
     mcp_commands,
+    project_commands,
     skill_commands,
 )
 from .context import CommandContext
@@ -278,5 +279,6 @@ COMMANDS = CommandTable.joined(
     git_commands.COMMANDS,
     hook_commands.COMMANDS,
     mcp_commands.COMMANDS,
+    project_commands.COMMANDS,
     skill_commands.COMMANDS,
 )
