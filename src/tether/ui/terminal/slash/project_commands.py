@@ -1,10 +1,17 @@
-"""/init: an AGENTS.md drafted from a read-only look at the project, written after a yes.
+"""/init and /review: one read-only turn each (core/read_only.py), built in.
+
+/init: an AGENTS.md drafted from a read-only look at the project, written after a yes.
 
 The draft is one model turn that may only read (core/read_only.py), handed the facts plain
 code read first (core/project_brief.py). It runs in a conversation of its own, so the chat's
 history does not carry the draft. The diff against the file there now is shown and one key
 answers; nothing is written without a y, and only a regular file (never through a symbolic
 link a repository may have put there) is replaced.
+
+/review: the diff of the working tree (or of a commit range) with a review instruction, in
+the chat's conversation so the findings can be acted on next; the model may read the
+files, never change them. Git runs through `GitOps` (hardened: nothing the repository
+configures runs), in a worker thread.
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ from tether.core.loop import Conversation, TurnResult
 from tether.core.project_brief import init_request, read_text
 from tether.core.read_only import read_only_turn
 from tether.store.atomic import atomic_write_text
+from tether.store.git_commit import changed_files
+from tether.store.git_ops import GitOps
+from tether.store.git_repo import GitCommandError
 
 from .context import CommandContext
 from .git_commands import clean_message, print_diff
@@ -28,6 +38,21 @@ command = COMMANDS.command
 
 CURRENT_BYTES = 256_000
 """An AGENTS.md larger than this is left alone."""
+REVIEW_DIFF_CHARS = 40_000
+"""Characters of the diff /review sends; the rest is cut at a line end and the cut named."""
+REVIEW_READ_ONLY = ("/review only reads: say what should change in your review instead of "
+                    "changing it")
+REVIEW_INSTRUCTION = """\
+/review: review {what}. The diff:
+
+```diff
+{diff}
+```
+{cut}
+Read the files around the changes where the diff alone does not settle it (you cannot \
+change anything now). Report, most serious first: bugs, behaviour that breaks or is left \
+out, security problems, missing or wrong tests; then smaller points. For each: the file \
+and line, what is wrong, and the fix. Say plainly if you find nothing wrong."""
 INIT_READ_ONLY = ("/init only reads: it drafts AGENTS.md as its answer and the user decides "
                   "whether to write it. Read what you need and answer with the file")
 
@@ -97,3 +122,52 @@ async def offer_file(ctx: CommandContext, draft: str, current: str | None) -> No
                                             if skipped else ""))
     for problem in problems:
         ctx.say(problem, "warning")
+
+
+@command("review", "/review [RANGE]",
+         "review the uncommitted changes, or a commit range (main..HEAD), without changing files")
+async def review(ctx: CommandContext, arg: str) -> None:
+    spec = arg.strip()
+    what = f"the commits {spec}" if spec else "the uncommitted changes of the working tree"
+    try:
+        diff = await asyncio.to_thread(review_diff, ctx.runtime.git, spec)
+    except (GitCommandError, ValueError, OSError) as exc:
+        ctx.say(f"No review: {exc}", "warning")
+        return
+    if not diff.strip():
+        ctx.say(f"Nothing to review: {what} change nothing.")
+        return
+    files = changed_files(diff)
+    ctx.say(f"Reviewing {what}: {len(files)} file(s).")
+    await ctx.ready()
+    await ctx.run_cancellable(read_only_turn(
+        ctx.runtime.loop, ctx.sessions.conv, review_request(what, diff),
+        by="/review", reason=REVIEW_READ_ONLY))
+
+
+def review_diff(git: GitOps, spec: str) -> str:
+    return git.range_diff(spec) if spec else git.uncommitted()
+
+
+def review_request(what: str, diff: str) -> str:
+    shown, cut = bounded_diff(diff, REVIEW_DIFF_CHARS)
+    return REVIEW_INSTRUCTION.format(what=what, diff=shown, cut=cut)
+
+
+def bounded_diff(diff: str, limit: int) -> tuple[str, str]:
+    """The diff's head within `limit` characters, cut at a line end, and a note naming what
+    was cut ("" when it fits): the characters, the files left out or shown in part."""
+    if len(diff) <= limit:
+        return diff.rstrip("\n"), ""
+    shown = diff[:diff.rfind("\n", 0, limit) + 1 or limit]
+    whole, seen = changed_files(diff), changed_files(shown)
+    left_out = [name for name in whole if name not in seen]
+    partly = seen[-1:] if not diff[len(shown):].startswith("diff --git") else []
+    parts = [f"[... the diff is cut here: {len(diff) - len(shown):,} of {len(diff):,} "
+             "characters are not shown"]
+    if partly:
+        parts.append(f"; {partly[0]} is shown in part")
+    if left_out:
+        parts.append(f"; not shown at all: {', '.join(left_out)}")
+    parts.append(". Read those files for the rest ...]\n")
+    return shown.rstrip("\n"), "".join(parts)
