@@ -36,6 +36,8 @@ from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool, ruled_servers
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
+from .providers.images import refusal as image_refusal
+from .providers.images import takes_images
 from .safety.approval import ApprovalPolicy, denial
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
@@ -121,6 +123,13 @@ class Runtime:
         """`!command`: the user's own shell command, dispatched as their `run_cmd`
         (core/user_command.py: what still applies to it)."""
         return await run_user_command(self.loop.dispatcher.dispatch, command)
+
+    def image_refusal(self) -> str:
+        """Why a request with images may not go to the model in use ("" when it may)."""
+        provider, setting = self.settings.provider, self.settings.image_input
+        if takes_images(provider, self.model, setting):
+            return ""
+        return image_refusal(provider, self.model, setting)
 
     def reload_instructions(self) -> list[str]:
         """Read the project's instruction files again (/init wrote one); the problems found."""

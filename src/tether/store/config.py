@@ -102,6 +102,11 @@ class Settings:
         "Model profile: small (short tool menu, nudges; for models up to about 8B), full, "
         "or auto by model size.",
     )
+    image_input: Literal["auto", "on", "off"] = setting(
+        "auto",
+        "Images (@shot.png, a pasted path) in requests: auto sends them to models known to take "
+        "images and refuses the others before sending; on sends them to any model; off never.",
+    )
     max_retries: int = setting(4, "Retries of a rate-limited or overloaded request.", ge=0, le=20)
     keep_thinking: bool = setting(False, "Keep reasoning in the stored history.")
     context_window: int | None = setting(

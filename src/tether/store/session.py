@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.messages import (
     Evidence,
+    Image,
     Message,
     Part,
     Text,
@@ -419,6 +420,7 @@ _PART_FIELDS: dict[type, dict[str, type]] = {
     Thinking: {"text": str},
     ToolCall: {"id": str, "name": str, "arguments": dict},
     ToolResult: {"call_id": str, "name": str, "content": str, "is_error": bool},
+    Image: {"mime": str, "data": str},
 }
 
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tether import __version__
+from tether.core.images import attach_images
 from tether.core.textclip import clip_words
 from tether.providers import default_model
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
@@ -225,10 +226,15 @@ class App(StartUp):
 
     async def turn(self, line: str, source: str = "") -> None:
         text, attached = expand_mentions(line, self.options.root)
-        if attached:
-            self.say("attached " + ", ".join(attached))
+        found = attach_images(line, self.options.root)
+        for problem in found.problems:
+            self.say(problem, "warning")
+        if attached or found.names:
+            self.say("attached " + ", ".join(attached + found.names))
         await self.ready()
         if not self.built:  # the runtime could not be built: the app is ending
+            return
+        if found.images and not self.images_may_go(line):
             return
         self.runtime.new_request(line, source=source)  # the line as typed: no attached file
         if self.protocol != "native" and self.runtime.settings.protocol == "auto":
@@ -240,7 +246,19 @@ class App(StartUp):
             chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
             await self.run_cancellable(deepthink_turn(chain, conv, text))
         else:
-            await self.run_cancellable(self.runtime.loop.run_turn(conv, text))
+            await self.run_cancellable(self.runtime.loop.run_turn(conv, text, found.images))
+
+    def images_may_go(self, line: str) -> bool:
+        """Whether the model in use takes the request's images; if not, it is said, nothing
+        is sent, and the line waits in the input to be changed."""
+        refusal = self.runtime.image_refusal() or (
+            "/deepthink sends no images; switch it off (/deepthink off) to attach them."
+            if self.deepthink else "")
+        if not refusal:
+            return True
+        self.say(refusal, "error")
+        self.asker.typed_ahead.put_first(line)
+        return False
 
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         """Run a turn (or /compact) so that Ctrl-C stops it, keeps what it collected and

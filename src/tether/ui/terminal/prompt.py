@@ -17,6 +17,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 
+from tether.core.images import is_image_file
 from tether.core.project_files import ProjectFiles
 from tether.safety.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
 from tether.store.atomic import SECRET_MODE, make_parents
@@ -206,7 +207,8 @@ def make_session(
 
 
 def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
-    """Attach the contents of every @path that names a file inside the project; the second
+    """Attach the contents of every @path that names a file inside the project (an image
+    file's bytes go as an image, `core.images.attach_images`); the second
     value names each file attached, with what was cut of a large one."""
     attached: list[str] = []
     names: list[str] = []
@@ -214,8 +216,8 @@ def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
     for match in MENTION.finditer(text):
         name = match.group(1).rstrip(".,;:)")
         path = (root / name).resolve()
-        if name in names or not path.is_file() or not _inside(path, root):
-            continue
+        if name in names or not path.is_file() or not _inside(path, root) or is_image_file(path):
+            continue  # an image goes as an image (core/images.py), not as text
         try:
             block, label = attachment(path, name)
         except OSError:
