@@ -28,12 +28,13 @@ from tether.store.config import Settings
 from tether.store.run_options import RunOptions
 
 from .fit import fit_parts, print_above_input
+from .notify import Notifier
 from .paste import Pastes
 from .prompt import expand_mentions
 from .queued import QueuedMessages
 from .shown import shown
 from .startup import STARTING, StartUp, UsageProblem, drawn_soon
-from .theme import THEME
+from .theme import PALETTES, Palette, chosen_palette
 
 if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the prompt is up
     from tether.core.loop import TurnResult
@@ -63,8 +64,9 @@ class App(StartUp):
     settings: Settings
     options: RunOptions
     env: dict[str, str]
-    console: Console = field(default_factory=lambda: Console(
-        file=cast(TextIO, SafeTextStream()), theme=THEME, highlight=False))
+    palette: Palette = PALETTES["dark"]
+    """The colours (setting theme, NO_COLOR): `run_app` picks them."""
+    console: Console = field(default_factory=lambda: themed_console(PALETTES["dark"]))
     runtime: Runtime = field(init=False)
     ui: TerminalUI = field(init=False)
     sessions: Sessions = field(init=False)
@@ -75,6 +77,8 @@ class App(StartUp):
     """Every question (`keyboard`); keys typed ahead of one wait in the next input line."""
     queue: QueuedMessages = field(init=False)
     """Lines typed while a turn ran, sent after it in order."""
+    notifier: Notifier = field(default_factory=Notifier)
+    """The bell or notification when long work ends or a question waits (setting notify)."""
     protocol: str = "…"
     starting: asyncio.Future | None = None
     exiting: bool = False
@@ -274,6 +278,7 @@ class App(StartUp):
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, task.cancel)
         self.ui.waiting()
+        self.notifier.turn_started()
         result = None
         try:
             with keys_not_echoed(), self.queue.collecting():
@@ -288,6 +293,7 @@ class App(StartUp):
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             self.ui.settle()
+            self.notifier.turn_ended()
         if isinstance(result, TurnResult):
             self.last_result = result
             self.footer(result, time.monotonic() - started)
@@ -380,6 +386,12 @@ class App(StartUp):
         return f"context {about}{used:,} tokens"
 
 
+def themed_console(palette: Palette) -> Console:
+    """The chat's console in `palette`'s colours (none: styles without colour)."""
+    return Console(file=cast(TextIO, SafeTextStream()), theme=palette.styles, highlight=False,
+                   no_color=not palette.colours)
+
+
 def requests_made(result: TurnResult) -> str:
     """The finished requests, and the one a failure or Ctrl-C ended (its text may have
     arrived: a dropped stream is not "0 requests")."""
@@ -430,7 +442,10 @@ async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
     message once the app is up."""
     from tether.store.session import SessionCorrupt
 
-    app = App(settings, options, env, deepthink=deepthink, first_request=first_request)
+    palette = chosen_palette(settings.theme, env)
+    app = App(settings, options, env, deepthink=deepthink, first_request=first_request,
+              palette=palette, console=themed_console(palette),
+              notifier=Notifier(settings.notify, settings.notify_after))
     try:
         if resume == "":
             resume = await app.picked_session()

@@ -16,6 +16,7 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
+from prompt_toolkit.output import ColorDepth
 
 from tether.core.images import is_image_file
 from tether.core.project_files import ProjectFiles
@@ -192,10 +193,13 @@ def make_session(
     toolbar: Callable[[], FormattedText | str],
     warn: Callable[[str], None] = _ignore,
     pastes: Pastes | None = None,
+    colours: bool = True,
 ) -> PromptSession:
     """The input line; `warn` hears (once) when the history file cannot be used; `pastes`
-    keeps the large pastes the line shows as placeholders."""
+    keeps the large pastes the line shows as placeholders; without `colours` (theme none,
+    NO_COLOR) it is drawn in black and white."""
     return PromptSession(
+        color_depth=None if colours else ColorDepth.DEPTH_1_BIT,
         history=open_history(history, warn),
         completer=completer,
         complete_while_typing=True,
