@@ -159,6 +159,7 @@ def test_the_chat_refuses_images_for_a_model_without_them_and_keeps_the_line(
         app.wait_for_text("is not known to take images, so nothing was sent")
         app.wait_for_prompt()
         assert app.cursor_line().startswith("› what is wrong in @shot.png?")  # nothing lost
+        assert "attached" not in app.text_since_line()
         app.send("\x15")  # Ctrl-U empties the input line, so Ctrl-D leaves
         app.ctrl_d()
         assert app.wait_exit() == 0

@@ -233,13 +233,13 @@ class App(StartUp):
         found = attach_images(line, self.options.root)
         for problem in found.problems:
             self.say(problem, "warning")
-        if attached or found.names:
-            self.say("attached " + ", ".join(attached + found.names))
         await self.ready()
         if not self.built:  # the runtime could not be built: the app is ending
             return
         if found.images and not self.images_may_go(line):
             return
+        if attached or found.names:
+            self.say("attached " + ", ".join(attached + found.names))
         self.runtime.new_request(line, source=source)  # the line as typed: no attached file
         if self.protocol != "native" and self.runtime.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
