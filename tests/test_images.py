@@ -19,6 +19,7 @@ from tether.protocol.history import render_history_as_text
 from tether.providers import anthropic, gemini, ollama, openai
 from tether.providers.base import RequestOptions
 from tether.providers.images import takes_images
+from tether.store.session import SessionRecord, render_markdown
 from tether.ui.terminal.prompt import expand_mentions
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
@@ -142,6 +143,9 @@ def test_the_text_protocol_keeps_the_image_and_a_session_keeps_it_too() -> None:
     assert merged.text == "first\n\nthen this" and merged.images == [Image("image/png", PNG_B64)]
     saved = json.loads(json.dumps([m.to_dict() for m in history]))
     assert [Message.from_dict(m) for m in saved] == history
+    record = SessionRecord("s1", "", "/p", 0.0, 0.0, "openai", "gpt-4o", messages=history)
+    transcript = render_markdown(record)
+    assert "*[attached image: image/png," in transcript and PNG_B64 not in transcript
 
 
 # ---------------------------------------------------------------- the chat

@@ -485,6 +485,8 @@ def _message_markdown(message: Message) -> list[str]:
     out: list[str] = []
     if message.role in ("user", "assistant", "system") and message.text.strip():
         out += [f"## {message.role.capitalize()}", "", message.text.strip(), ""]
+    for image in message.images:  # the bytes stay in the session file, not in the transcript
+        out += [f"*[attached image: {image.mime}, {len(image.data) * 3 // 4:,} bytes]*", ""]
     for call in message.tool_calls:
         arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
         out += [f"**Tool call** `{call.name}`", "", *_fenced(arguments, "json"), ""]
