@@ -28,6 +28,7 @@ from .core.subagents import AgentBudget, SubagentRunner, routed_output
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
+from .core.user_command import UserCommand, run_user_command
 from .hooks.config import load_hooks
 from .hooks.engine import Hooks
 from .hooks.runner import HookRunner
@@ -35,6 +36,8 @@ from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool, ruled_servers
 from .providers import base_url_of, create_provider
 from .providers.base import Provider
+from .providers.images import refusal as image_refusal
+from .providers.images import takes_images
 from .safety.approval import ApprovalPolicy, denial
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
 from .safety.sandbox import Sandbox
@@ -115,6 +118,23 @@ class Runtime:
         (an MCP server's prompt), and the request then starts marked."""
         self.plan_gate.new_request()
         self.policy.web_taint.start_request(typed, source=source)
+
+    async def user_command(self, command: str) -> UserCommand:
+        """`!command`: the user's own shell command, dispatched as their `run_cmd`
+        (core/user_command.py: what still applies to it)."""
+        return await run_user_command(self.loop.dispatcher.dispatch, command)
+
+    def image_refusal(self) -> str:
+        """Why a request with images may not go to the model in use ("" when it may)."""
+        provider, setting = self.settings.provider, self.settings.image_input
+        if takes_images(provider, self.model, setting):
+            return ""
+        return image_refusal(provider, self.model, setting)
+
+    def reload_instructions(self) -> list[str]:
+        """Read the project's instruction files again (/init wrote one); the problems found."""
+        self.instructions = project_instructions(self.options, self.settings)
+        return self.instructions.problems
 
     async def switch_model(self, model: str) -> ProtocolMode:
         """Use `model` from the next request on; its profile, protocol and window are asked anew."""
@@ -482,12 +502,8 @@ def subagent_concurrency(settings: Settings) -> int:
 
 def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> None:
     """The project instructions and the skills (project ones only in a trusted folder)."""
-    options, settings = runtime.options, runtime.settings
-    runtime.instructions = load_instructions(
-        options.root, options.home, trusted=options.trusted,
-        fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
-        trusted_above=TrustStore(options.home).is_trusted,
-    )
+    options = runtime.options
+    runtime.instructions = project_instructions(options, runtime.settings)
     catalog = discover_skills(options.root, options.home, trusted=options.trusted)
     runtime.warnings.extend(runtime.instructions.problems + catalog.problems)
     if not catalog.skills:
@@ -499,6 +515,14 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
         confined=lambda: sandbox is not None and sandbox.confinement != "off",
     )
     runtime.table.add(runtime.skills.tool())
+
+
+def project_instructions(options: RunOptions, settings: Settings) -> ProjectInstructions:
+    return load_instructions(
+        options.root, options.home, trusted=options.trusted,
+        fallbacks=settings.instruction_fallbacks, max_bytes=settings.instructions_max_bytes,
+        trusted_above=TrustStore(options.home).is_trusted,
+    )
 
 
 def add_skill_tools(runtime: Runtime, tools: list[Tool]) -> list[Tool]:

@@ -26,6 +26,7 @@ from ..providers.base import Provider, ProviderError, RequestOptions
 from .history_prefix import SeenPrefix
 from .messages import (
     Done,
+    Image,
     Message,
     Part,
     Text,
@@ -42,6 +43,9 @@ CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
 """Tokens each message costs beyond its content (role markers, separators)."""
 PART_OVERHEAD = 3
+IMAGE_TOKENS = 1_600
+"""What an attached image is counted as: about the most the APIs bill for one (Anthropic:
+width x height / 750, images scaled to at most about 1.15 megapixels)."""
 """Tokens a tool call or result costs beyond its text (ids, names, framing)."""
 
 DEFAULT_WINDOW = 8192
@@ -122,6 +126,8 @@ class TokenEstimator:
             return self._call_cost(part)
         if isinstance(part, ToolResult):
             return PART_OVERHEAD + self.text_cost(part.name + part.content)
+        if isinstance(part, Image):
+            return IMAGE_TOKENS
         return 0.0
 
     def _call_cost(self, call: ToolCall) -> float:

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from ..store.git_ops import DIFF_UNAVAILABLE, GitOps
 from ..tools.plan import PlanGate
 from .commands_ran import commands_run
-from .dispatch import CallPolicy, GateVerdict, window_text
+from .dispatch import CallPolicy, window_text
 from .loop import Conversation, TurnLoop, TurnResult
-from .messages import Evidence, ToolCall, Usage
-from .toolspec import Tool, ToolTable
+from .messages import Evidence, Usage
+from .read_only import ReadOnlyPolicy
+from .toolspec import ToolTable
 from .ui_protocol import UI
 
 STAGES = ("plan", "check", "implement", "review", "verify")
@@ -98,17 +99,11 @@ class DeepthinkResult:
 # ---------------------------------------------------------------- read-only stages
 
 
-@dataclass
-class ReadOnlyStage:
-    """A policy for the stages that must not change anything: only read-only tools pass."""
+class ReadOnlyStage(ReadOnlyPolicy):
+    """The policy for the stages that must not change anything: only read-only tools pass."""
 
-    inner: CallPolicy
-    stage: str
-
-    def check(self, call: ToolCall, tool: Tool) -> GateVerdict:
-        if not tool.read_only:
-            return GateVerdict("deny", READ_ONLY_REASON.format(stage=self.stage), by="/deepthink")
-        return self.inner.check(call, tool)
+    def __init__(self, inner: CallPolicy, stage: str) -> None:
+        super().__init__(inner, READ_ONLY_REASON.format(stage=stage), "/deepthink")
 
 
 # ---------------------------------------------------------------- the chain

@@ -174,14 +174,18 @@ class Dispatcher:
     """Where a too-long result of a tool with `keeps_full_result` is saved whole."""
     _approval_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
-    async def dispatch(self, call: ToolCall, steps: CallSteps | None = None) -> tuple[ToolResult, Evidence]:
+    async def dispatch(self, call: ToolCall, steps: CallSteps | None = None,
+                       by_user: bool = False) -> tuple[ToolResult, Evidence]:
+        """Run `call` through the pipeline. `by_user`: the user typed this call (`!command`);
+        typing it is the approval an "ask" would want, and everything else (hooks, deny
+        rules, the guards that deny, the sandbox the handler runs it in) is as for a model's."""
         started = time.time()
         self.ui.tool_start(call)
         tool = self.table.get(call.name)
         token = CURRENT_CALL.set(call)
         asked = _Asked()
         try:
-            outcome = await self._checked_run(call, tool, asked, steps)
+            outcome = await self._checked_run(call, tool, asked, steps, by_user)
         finally:
             CURRENT_CALL.reset(token)
         ran, output, is_error = outcome.call, outcome.output, outcome.is_error
@@ -212,7 +216,8 @@ class Dispatcher:
         return ToolResult(call.id, call.name, text, is_error), evidence
 
     async def _checked_run(
-        self, call: ToolCall, tool: Tool | None, asked: _Asked, steps: CallSteps | None
+        self, call: ToolCall, tool: Tool | None, asked: _Asked, steps: CallSteps | None,
+        by_user: bool = False,
     ) -> _Outcome:
         if tool is None:
             names = ", ".join(self.table.names())
@@ -228,7 +233,7 @@ class Dispatcher:
         call, args, refusal = await self._screen(call, tool, args)
         if refusal:
             return _refused(call, refusal, "blocked by a hook")
-        refusal = await self._gate(call, tool, asked)
+        refusal = await self._gate(call, tool, asked, by_user)
         if refusal:
             return _refused(call, refusal, "blocked")
         earlier = steps.reused(call) if steps is not None else None
@@ -280,7 +285,7 @@ class Dispatcher:
                     return tool.params.model_validate(retyped), ""
             return None, describe_validation_error(tool, exc)
 
-    async def _gate(self, call: ToolCall, tool: Tool, asked: _Asked) -> str:
+    async def _gate(self, call: ToolCall, tool: Tool, asked: _Asked, by_user: bool = False) -> str:
         try:
             verdict = self.policy.check(call, tool)
         except Exception as exc:  # e.g. a NUL byte in a path: refuse rather than crash the turn
@@ -297,6 +302,8 @@ class Dispatcher:
                 f"Blocked by a permission rule: {verdict.reason or call.name}. "
                 "This call will not run; do not retry it. Continue without it or tell the user."
             )
+        if by_user:  # the user typed it: that is the yes the question would ask for
+            return ""
         if not self.ui.can_ask:
             return (
                 f"Blocked: {call.name} {NEEDS_APPROVAL} ({verdict.reason or 'it has side effects'}) "

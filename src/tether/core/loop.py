@@ -34,6 +34,7 @@ from .messages import (
     Done,
     Event,
     Evidence,
+    Image,
     Message,
     Part,
     Text,
@@ -242,10 +243,12 @@ class TurnLoop:
     """The latest request's system message, sent again while its text is the same: the
     same object lets the provider reuse what it worked out for the history behind it."""
 
-    async def run_turn(self, conv: Conversation, user_text: str) -> TurnResult:
+    async def run_turn(self, conv: Conversation, user_text: str,
+                       images: Sequence[Image] = ()) -> TurnResult:
+        """`images` go with the request (the caller checked that the model takes them)."""
         conv.evidence = []
         self.interrupted = None
-        refusal = await submit_prompt(self.hooks, conv.messages, user_text, self.ui)
+        refusal = await submit_prompt(self.hooks, conv.messages, user_text, self.ui, images)
         if refusal:
             return TurnResult("", "blocked", 0, Usage(), [], error=refusal)
         if self.on_turn is not None:

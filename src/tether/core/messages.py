@@ -51,7 +51,16 @@ class ToolResult:
     is_error: bool = False
 
 
-Part = Text | Thinking | ToolCall | ToolResult
+@dataclass(frozen=True)
+class Image:
+    """An image the user attached: its MIME type (from its bytes, core/images.py) and the
+    bytes in base64, the form every API takes them in."""
+
+    mime: str
+    data: str
+
+
+Part = Text | Thinking | ToolCall | ToolResult | Image
 
 
 def new_call_id() -> str:
@@ -79,6 +88,10 @@ class Message:
         return "".join(p.text for p in self.parts if isinstance(p, Text))
 
     @property
+    def images(self) -> list[Image]:
+        return [p for p in self.parts if isinstance(p, Image)]
+
+    @property
     def tool_calls(self) -> list[ToolCall]:
         return [p for p in self.parts if isinstance(p, ToolCall)]
 
@@ -99,6 +112,7 @@ _PART_TYPES: dict[str, type] = {
     "thinking": Thinking,
     "tool_call": ToolCall,
     "tool_result": ToolResult,
+    "image": Image,
 }
 _PART_NAMES = {cls: name for name, cls in _PART_TYPES.items()}
 

@@ -6,12 +6,13 @@ The loop calls these as named steps.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from .answer_checks import check_answer
 from .answer_facts import gather_facts
-from .messages import Evidence, Message
+from .messages import Evidence, Image, Message, Text
 from .toolspec import ToolTable
 from .ui_protocol import UI
 
@@ -43,7 +44,8 @@ class TurnHooks(Protocol):
         ...
 
 
-async def submit_prompt(hooks: TurnHooks | None, messages: list[Message], text: str, ui: UI) -> str:
+async def submit_prompt(hooks: TurnHooks | None, messages: list[Message], text: str, ui: UI,
+                        images: Sequence[Image] = ()) -> str:
     """The UserPromptSubmit hooks on `text`: why the request is refused (told to `ui`), else
     "" once the request, with any context the hooks gave, is in `messages`."""
     screening = await hooks.prompt_submitted(text) if hooks is not None else PromptScreening()
@@ -51,7 +53,7 @@ async def submit_prompt(hooks: TurnHooks | None, messages: list[Message], text: 
         ui.notice(f"A UserPromptSubmit hook blocked the request: {screening.refusal}", "warning")
         return screening.refusal
     context = f"\n\n[Context from a hook]\n{screening.context}" if screening.context else ""
-    messages.append(Message.user(text + context))
+    messages.append(Message("user", [Text(text + context), *images]))
     return ""
 
 

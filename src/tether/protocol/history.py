@@ -49,7 +49,8 @@ def _render_message(message: Message, table: ToolTable) -> tuple[Role, str]:
 
 
 def render_history_as_text(messages: Sequence[Message], table: ToolTable) -> list[Message]:
-    """The same history with only Text parts, as a model without native tools reads it.
+    """The same history with only Text parts (and the user's images), as a model without
+    native tools reads it.
 
     Calls become `<tool_call>` text, results become user messages, thinking is
     dropped, and consecutive user messages are merged. The input is not changed.
@@ -57,10 +58,12 @@ def render_history_as_text(messages: Sequence[Message], table: ToolTable) -> lis
     rendered: list[Message] = []
     for message in messages:
         role, text = _render_message(message, table)
-        if not text:
+        images = message.images  # the user's attached images go as they are
+        if not text and not images:
             continue
         if role == "user" and rendered and rendered[-1].role == "user":
-            rendered[-1] = Message("user", [Text(rendered[-1].text + "\n\n" + text)])
+            last = rendered[-1]
+            rendered[-1] = Message("user", [Text(last.text + "\n\n" + text), *last.images, *images])
         else:
-            rendered.append(Message(role, [Text(text)]))
+            rendered.append(Message(role, [Text(text), *images]))
     return rendered

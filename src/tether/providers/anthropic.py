@@ -19,6 +19,7 @@ from typing import Any
 from ..core.messages import (
     Done,
     Event,
+    Image,
     Message,
     Text,
     TextDelta,
@@ -100,6 +101,9 @@ def encode_blocks(message: Message) -> list[Block]:
             )
         elif isinstance(part, ToolResult):
             blocks.append(_result_block(part))
+        elif isinstance(part, Image):
+            blocks.append({"type": "image",
+                           "source": {"type": "base64", "media_type": part.mime, "data": part.data}})
     return blocks
 
 

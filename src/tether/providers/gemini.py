@@ -19,6 +19,7 @@ from urllib.parse import quote
 from ..core.messages import (
     Done,
     Event,
+    Image,
     Message,
     Text,
     TextDelta,
@@ -192,6 +193,8 @@ def encode_parts(message: Message, signatures: dict[str, str] | None = None) -> 
             first_call = False
         elif isinstance(part, ToolResult):
             parts.append(_response_part(part))
+        elif isinstance(part, Image):
+            parts.append({"inline_data": {"mime_type": part.mime, "data": part.data}})
     return parts
 
 

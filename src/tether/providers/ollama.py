@@ -106,6 +106,8 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
             for r in message.tool_results
         ]
     encoded: dict[str, Any] = {"role": message.role, "content": message.text}
+    if message.images:  # base64, without a data: prefix
+        encoded["images"] = [image.data for image in message.images]
     calls = message.tool_calls
     if message.role == "assistant" and calls:
         encoded["tool_calls"] = [

@@ -56,6 +56,8 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
             for r in message.tool_results
         ]
     calls = message.tool_calls
+    if message.images:
+        return [{"role": message.role, "content": content_parts(message)}]
     if message.role != "assistant" or not calls:
         return [{"role": message.role, "content": message.text}]
     return [
@@ -73,6 +75,14 @@ def encode_message(message: Message) -> list[dict[str, Any]]:
             ],
         }
     ]
+
+
+def content_parts(message: Message) -> list[dict[str, Any]]:
+    """A user message with images as content parts: its text, then each image as an
+    `image_url` part holding a data URL."""
+    text = [{"type": "text", "text": message.text}] if message.text else []
+    return text + [{"type": "image_url", "image_url": {"url": f"data:{i.mime};base64,{i.data}"}}
+                   for i in message.images]
 
 
 def build_chat_body(

@@ -102,6 +102,24 @@ class Settings:
         "Model profile: small (short tool menu, nudges; for models up to about 8B), full, "
         "or auto by model size.",
     )
+    image_input: Literal["auto", "on", "off"] = setting(
+        "auto",
+        "Images (@shot.png, a pasted path) in requests: auto sends them to models known to take "
+        "images and refuses the others before sending; on sends them to any model; off never.",
+    )
+    notify: Literal["off", "bell", "desktop"] = setting(
+        "off",
+        "When a long turn ends or a question waits in the chat: off, bell (the terminal's), or "
+        "desktop (the bell and a notification through notify-send or osascript, when present).",
+    )
+    notify_after: float = setting(
+        15.0, "Seconds a turn must run before its end is notified (setting notify).", ge=0,
+    )
+    theme: Literal["auto", "dark", "light", "none"] = setting(
+        "auto",
+        "Chat colours: dark or light terminal colours, none for no colour, auto for the "
+        "terminal's (COLORFGBG; dark when it does not say). NO_COLOR set means none.",
+    )
     max_retries: int = setting(4, "Retries of a rate-limited or overloaded request.", ge=0, le=20)
     keep_thinking: bool = setting(False, "Keep reasoning in the stored history.")
     context_window: int | None = setting(

@@ -75,6 +75,10 @@ from .git_repo import (
 from .git_undo import UndoResult, undo_newest
 
 DIFF_UNAVAILABLE = "[diff unavailable"
+DIFF_FLAGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+"""Every diff tether asks of git: plain text, no program the repository names."""
+_REVISION = re.compile(r"^[\w./@^~{}-]+$")
+"""What a revision in a range may look like: no option, no space, no pathspec magic."""
 """How `GitOps.diff_since` starts its answer when it cannot make a diff."""
 _SUBJECT_PATHS = 5
 _TOOL_RE = re.compile(r"^ai\(([^)]*)\):")
@@ -197,6 +201,17 @@ class GitOps:
         with self._lock:
             repo = require_real(find_repo(self.root, self.shadow_dir, create=False), self.root)
             return self._diff_since(repo, repo.head())
+
+    def range_diff(self, spec: str) -> str:
+        """The diff a commit range names: `A..B`, `A...B` (from their merge base) or `A`
+        (that commit alone). GitCommandError outside a repository or for a revision git
+        cannot resolve, ValueError for one that is not a revision."""
+        if not self.available():
+            raise GitCommandError("git is not installed (not found on PATH)")
+        with self._lock:
+            repo = require_real(find_repo(self.root, self.shadow_dir, create=False), self.root)
+            old, new = _range_ends(repo, spec)
+            return _decode(repo.run(*DIFF_FLAGS, old, new, "--").stdout)
 
     def commit_uncommitted(self, message: str) -> str:
         """Commit every uncommitted change as the user's own commit (`git_commit`); its sha.
@@ -331,7 +346,7 @@ class GitOps:
 
     def _diff_since(self, repo: _Repo, rev: str | None) -> str:
         base = repo.tree_of(rev) if rev else repo.empty_tree()
-        diff = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=dirty")
+        diff = DIFF_FLAGS
         if repo.shadow:
             # The shadow tracks only files the assistant touched; never the whole folder.
             return _decode(repo.run(*diff, base, "--").stdout)
@@ -352,3 +367,26 @@ class GitOps:
             return None
         self._told_no_git = True
         return "git is not installed: the assistant's edits are not checkpointed and /undo is unavailable"
+
+
+def _range_ends(repo: _Repo, spec: str) -> tuple[str, str]:
+    """The two trees (as commits) a range's diff runs between."""
+    old, dots, new = spec.partition("...") if "..." in spec else spec.partition("..")
+    if not dots:  # one commit: against its parent (the empty tree for a first commit)
+        commit = _commit_of(repo, spec)
+        parent = repo.commit_info(commit).parent
+        return parent or repo.empty_tree(), commit
+    old_sha, new_sha = _commit_of(repo, old or "HEAD"), _commit_of(repo, new or "HEAD")
+    if dots == "...":
+        old_sha = repo.out("merge-base", old_sha, new_sha)
+    return old_sha, new_sha
+
+
+def _commit_of(repo: _Repo, revision: str) -> str:
+    if not _REVISION.match(revision) or revision.startswith("-"):
+        raise ValueError(f"{revision!r} is not a revision (use A..B, A...B or one commit)")
+    proc = repo.run("rev-parse", "-q", "--verify", f"{revision}^{{commit}}", ok=(0, 1, 128))
+    sha = _decode(proc.stdout).strip()
+    if proc.returncode != 0 or not sha:
+        raise GitCommandError(f"no commit named {revision!r} in this repository")
+    return sha

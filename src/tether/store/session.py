@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.messages import (
     Evidence,
+    Image,
     Message,
     Part,
     Text,
@@ -419,6 +420,7 @@ _PART_FIELDS: dict[type, dict[str, type]] = {
     Thinking: {"text": str},
     ToolCall: {"id": str, "name": str, "arguments": dict},
     ToolResult: {"call_id": str, "name": str, "content": str, "is_error": bool},
+    Image: {"mime": str, "data": str},
 }
 
 
@@ -483,6 +485,8 @@ def _message_markdown(message: Message) -> list[str]:
     out: list[str] = []
     if message.role in ("user", "assistant", "system") and message.text.strip():
         out += [f"## {message.role.capitalize()}", "", message.text.strip(), ""]
+    for image in message.images:  # the bytes stay in the session file, not in the transcript
+        out += [f"*[attached image: {image.mime}, {len(image.data) * 3 // 4:,} bytes]*", ""]
     for call in message.tool_calls:
         arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
         out += [f"**Tool call** `{call.name}`", "", *_fenced(arguments, "json"), ""]

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tether import __version__
+from tether.core.images import attach_images
 from tether.core.textclip import clip_words
 from tether.providers import default_model
 from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
@@ -27,12 +28,13 @@ from tether.store.config import Settings
 from tether.store.run_options import RunOptions
 
 from .fit import fit_parts, print_above_input
+from .notify import Notifier
 from .paste import Pastes
 from .prompt import expand_mentions
 from .queued import QueuedMessages
 from .shown import shown
 from .startup import STARTING, StartUp, UsageProblem, drawn_soon
-from .theme import THEME
+from .theme import PALETTES, Palette, chosen_palette
 
 if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the prompt is up
     from tether.core.loop import TurnResult
@@ -62,8 +64,9 @@ class App(StartUp):
     settings: Settings
     options: RunOptions
     env: dict[str, str]
-    console: Console = field(default_factory=lambda: Console(
-        file=cast(TextIO, SafeTextStream()), theme=THEME, highlight=False))
+    palette: Palette = PALETTES["dark"]
+    """The colours (setting theme, NO_COLOR): `run_app` picks them."""
+    console: Console = field(default_factory=lambda: themed_console(PALETTES["dark"]))
     runtime: Runtime = field(init=False)
     ui: TerminalUI = field(init=False)
     sessions: Sessions = field(init=False)
@@ -74,6 +77,8 @@ class App(StartUp):
     """Every question (`keyboard`); keys typed ahead of one wait in the next input line."""
     queue: QueuedMessages = field(init=False)
     """Lines typed while a turn ran, sent after it in order."""
+    notifier: Notifier = field(default_factory=Notifier)
+    """The bell or notification when long work ends or a question waits (setting notify)."""
     protocol: str = "…"
     starting: asyncio.Future | None = None
     exiting: bool = False
@@ -178,6 +183,8 @@ class App(StartUp):
             return
         if text.startswith("/"):
             await self.slash_command(text)
+        elif text.startswith("!"):
+            await self.user_command(text[1:].strip())
         else:
             await self.turn(line)
 
@@ -203,13 +210,36 @@ class App(StartUp):
             self.say(f"{name} failed with {type(exc).__name__}" + (f": {detail}" if detail else ""),
                      "error")
 
+    async def user_command(self, command: str) -> None:
+        """`!command`: run it as the user's own `run_cmd` (the rules and the sandbox apply,
+        no question is asked), show it as a call, and keep its output in the conversation
+        for the next request."""
+        if not command:
+            self.say("Type a shell command after the !, e.g. !git status.", "warning")
+            return
+        await self.ready()
+        if not self.built:
+            return
+        done = await self.run_cancellable(self.runtime.user_command(command))
+        if done is None:  # Ctrl-C: the command was stopped, nothing is added
+            return
+        self.sessions.conv.messages.append(done.context)
+        await self.sessions.save()
+        self.say("Its output is in the conversation: your next request comes with it."
+                 if done.ran else "It did not run; the refusal is in the conversation.")
+
     async def turn(self, line: str, source: str = "") -> None:
         text, attached = expand_mentions(line, self.options.root)
-        if attached:
-            self.say("attached " + ", ".join(attached))
+        found = attach_images(line, self.options.root)
+        for problem in found.problems:
+            self.say(problem, "warning")
         await self.ready()
         if not self.built:  # the runtime could not be built: the app is ending
             return
+        if found.images and not self.images_may_go(line):
+            return
+        if attached or found.names:
+            self.say("attached " + ", ".join(attached + found.names))
         self.runtime.new_request(line, source=source)  # the line as typed: no attached file
         if self.protocol != "native" and self.runtime.settings.protocol == "auto":
             self.protocol = await self.runtime.start()  # the server may have been down at start
@@ -220,7 +250,19 @@ class App(StartUp):
             chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
             await self.run_cancellable(deepthink_turn(chain, conv, text))
         else:
-            await self.run_cancellable(self.runtime.loop.run_turn(conv, text))
+            await self.run_cancellable(self.runtime.loop.run_turn(conv, text, found.images))
+
+    def images_may_go(self, line: str) -> bool:
+        """Whether the model in use takes the request's images; if not, it is said, nothing
+        is sent, and the line waits in the input to be changed."""
+        refusal = self.runtime.image_refusal() or (
+            "/deepthink sends no images; switch it off (/deepthink off) to attach them."
+            if self.deepthink else "")
+        if not refusal:
+            return True
+        self.say(refusal, "error")
+        self.asker.typed_ahead.put_first(line)
+        return False
 
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         """Run a turn (or /compact) so that Ctrl-C stops it, keeps what it collected and
@@ -236,6 +278,7 @@ class App(StartUp):
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, task.cancel)
         self.ui.waiting()
+        self.notifier.turn_started()
         result = None
         try:
             with keys_not_echoed(), self.queue.collecting():
@@ -250,6 +293,7 @@ class App(StartUp):
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             self.ui.settle()
+            self.notifier.turn_ended()
         if isinstance(result, TurnResult):
             self.last_result = result
             self.footer(result, time.monotonic() - started)
@@ -342,6 +386,12 @@ class App(StartUp):
         return f"context {about}{used:,} tokens"
 
 
+def themed_console(palette: Palette) -> Console:
+    """The chat's console in `palette`'s colours (none: styles without colour)."""
+    return Console(file=cast(TextIO, SafeTextStream()), theme=palette.styles, highlight=False,
+                   no_color=not palette.colours)
+
+
 def requests_made(result: TurnResult) -> str:
     """The finished requests, and the one a failure or Ctrl-C ended (its text may have
     arrived: a dropped stream is not "0 requests")."""
@@ -392,7 +442,10 @@ async def run_app(settings: Settings, options: RunOptions, env: dict[str, str],
     message once the app is up."""
     from tether.store.session import SessionCorrupt
 
-    app = App(settings, options, env, deepthink=deepthink, first_request=first_request)
+    palette = chosen_palette(settings.theme, env)
+    app = App(settings, options, env, deepthink=deepthink, first_request=first_request,
+              palette=palette, console=themed_console(palette),
+              notifier=Notifier(settings.notify, settings.notify_after))
     try:
         if resume == "":
             resume = await app.picked_session()

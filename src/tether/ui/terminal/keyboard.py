@@ -120,13 +120,17 @@ class Asker:
     """Asks the person at the terminal; what was typed ahead of a question goes to
     `typed_ahead` (the chat's next input line starts with it) and is mentioned once."""
 
-    def __init__(self, console: Console, typed_ahead: TypedAhead | None = None) -> None:
+    def __init__(self, console: Console, typed_ahead: TypedAhead | None = None,
+                 on_question: Callable[[], None] = lambda: None) -> None:
         self.console = console
         self.typed_ahead = TypedAhead() if typed_ahead is None else typed_ahead
+        self.on_question = on_question
+        """Told as each question opens (the app's notifier)."""
 
     async def choose(self, choices: Choices) -> str | None:
         """The key that answered (a key of `choices.answers`), None for Ctrl-C or Ctrl-D; the
         question stays on the screen with the answer after it."""
+        self.on_question()
         try:
             key: str | None = await read_key(choices, self.typed_ahead)
         except (KeyboardInterrupt, EOFError):
@@ -147,6 +151,7 @@ class Asker:
         a line that a key answer asked for, such as a reason: what follows that key is meant).
         Keys typed ahead of a `secret` line may be the secret itself: they are dropped, never
         shown nor kept for the next message."""
+        self.on_question()
         session: PromptSession[str] = PromptSession()
 
         def prompt(pre_run: Callable[[], None] | None = None) -> Awaitable[str]:

@@ -16,7 +16,9 @@ from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
+from prompt_toolkit.output import ColorDepth
 
+from tether.core.images import is_image_file
 from tether.core.project_files import ProjectFiles
 from tether.safety.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
 from tether.store.atomic import SECRET_MODE, make_parents
@@ -191,10 +193,13 @@ def make_session(
     toolbar: Callable[[], FormattedText | str],
     warn: Callable[[str], None] = _ignore,
     pastes: Pastes | None = None,
+    colours: bool = True,
 ) -> PromptSession:
     """The input line; `warn` hears (once) when the history file cannot be used; `pastes`
-    keeps the large pastes the line shows as placeholders."""
+    keeps the large pastes the line shows as placeholders; without `colours` (theme none,
+    NO_COLOR) it is drawn in black and white."""
     return PromptSession(
+        color_depth=None if colours else ColorDepth.DEPTH_1_BIT,
         history=open_history(history, warn),
         completer=completer,
         complete_while_typing=True,
@@ -206,7 +211,8 @@ def make_session(
 
 
 def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
-    """Attach the contents of every @path that names a file inside the project; the second
+    """Attach the contents of every @path that names a file inside the project (an image
+    file's bytes go as an image, `core.images.attach_images`); the second
     value names each file attached, with what was cut of a large one."""
     attached: list[str] = []
     names: list[str] = []
@@ -214,8 +220,8 @@ def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
     for match in MENTION.finditer(text):
         name = match.group(1).rstrip(".,;:)")
         path = (root / name).resolve()
-        if name in names or not path.is_file() or not _inside(path, root):
-            continue
+        if name in names or not path.is_file() or not _inside(path, root) or is_image_file(path):
+            continue  # an image goes as an image (core/images.py), not as text
         try:
             block, label = attachment(path, name)
         except OSError:

@@ -107,9 +107,12 @@ class MarkdownStream:
         min_interval: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
         host: LiveHost | None = None,
+        code_theme: str = CODE_THEME,
     ) -> None:
         self.console = console
         self.host = host
+        self.code_theme = code_theme
+        """The Pygments theme of code blocks (the chat's palette picks it)."""
         self._hosted = False
         self.min_interval = max(0.0, min_interval)
         self.repaints = 0
@@ -209,7 +212,7 @@ class MarkdownStream:
     def _render_markdown(self, text: str) -> _Rendered:
         # No terminal hyperlinks: an OSC 8 link shows only its text, which need not be where
         # it leads; without them a link is drawn as "text (url)".
-        markdown = Markdown(text, code_theme=CODE_THEME, hyperlinks=False)
+        markdown = Markdown(text, code_theme=self.code_theme, hyperlinks=False)
         segments = list(self.console.render(markdown))
         leading_break = bool(segments) and segments[0].text == "\n"
         ends_with_rule = bool(markdown.parsed) and markdown.parsed[-1].type == "hr"
@@ -222,7 +225,7 @@ class MarkdownStream:
         syntax = Syntax(
             code.rstrip() if bottom else code,
             lexer,
-            theme=CODE_THEME,
+            theme=self.code_theme,
             word_wrap=True,
             padding=(int(top), 1, int(bottom), 1),
         )

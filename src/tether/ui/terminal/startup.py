@@ -33,10 +33,12 @@ if TYPE_CHECKING:
     from tether.store.session import SessionRecord
 
     from .keyboard import Asker
+    from .notify import Notifier
     from .paste import Pastes
     from .sessions import Sessions
     from .slash.context import CommandContext
     from .terminal_ui import TerminalUI
+    from .theme import Palette
     from .trust import FolderTrust
 
 STARTING = "starting…"
@@ -71,6 +73,8 @@ class StartUp:
     failure: BaseException | None
     continuing: SessionRecord | None
     first_request: str
+    palette: Palette
+    notifier: Notifier
 
     if TYPE_CHECKING:  # the app's own, which the start uses
         def say(self, message: str, level: NoticeLevel = "info") -> None: ...
@@ -90,13 +94,14 @@ class StartUp:
         rules are checked here, before the prompt), LookupError or SessionCorrupt for -r."""
         from .keyboard import Asker
 
-        self.asker = Asker(self.console)
+        self.asker = Asker(self.console, on_question=self.notifier.question_opened)
         self.queue = QueuedMessages(self.asker.typed_ahead,
                                     lambda line: self.console.print(shown(f"queued: {line}", "status")))
         files = ProjectFiles(self.options.root)
         completer = TetherCompleter(command_names, files)
         self.prompt = make_session(self.options.home / "history", completer, self.toolbar,
-                                   warn=self.warn_anytime, pastes=self.pastes)
+                                   warn=self.warn_anytime, pastes=self.pastes,
+                                   colours=self.palette.colours)
         if self.options.allow or self.options.deny:  # a bad rule stops the start at once
             from tether.safety.permissions import check_command_line_rules
 
@@ -127,7 +132,8 @@ class StartUp:
         trust = self.trust
         ui = TerminalUI(self.console, self.asker, root=self.options.root,
                         on_always=AlwaysAnswer(trust, lambda: self.runtime, self.say),
-                        status=self.status_line, print_above_input=self.print_above_input)
+                        status=self.status_line, print_above_input=self.print_above_input,
+                        code_theme=self.palette.code_theme)
         asking = Asking(self.console, ui.pause, self.asker)
         self.options.asker = asking.questions
         self.options.approve_plan = asking.approve_plan

@@ -31,6 +31,7 @@ from .approval_question import ApprovalQuestion, print_diff
 from .keyboard import Asker
 from .preview import change_preview
 from .shown import hanging, indented, shown
+from .theme import CODE_THEME
 
 if TYPE_CHECKING:
     from .render import MarkdownStream
@@ -61,6 +62,8 @@ class TerminalUI:
     print_above_input: Callable[[Callable[[], None]], None] = lambda show: show()
     """Prints with its argument above the input line or a question on the screen
     (`fit.print_above_input`); directly when none is."""
+    code_theme: str = CODE_THEME
+    """The Pygments theme of code blocks in replies (the `theme` setting's palette)."""
     activity: Activity = field(default_factory=Activity, init=False)
     region: LiveRegion = field(init=False)
     question: ApprovalQuestion = field(init=False)
@@ -144,7 +147,8 @@ class TerminalUI:
         if self._stream is None:
             from .render import MarkdownStream  # markdown and highlighting load on first use
 
-            self._stream = MarkdownStream(self.console, host=self.region if self._turn_on else None)
+            self._stream = MarkdownStream(self.console, host=self.region if self._turn_on else None,
+                                          code_theme=self.code_theme)
         self._stream.feed(visible(delta))
         self._draw()
 

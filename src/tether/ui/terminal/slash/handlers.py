@@ -21,6 +21,7 @@ from . import (
     git_commands,
     hook_commands,
     mcp_commands,
+    project_commands,
     skill_commands,
 )
 from .context import CommandContext
@@ -45,7 +46,8 @@ async def show_help(ctx: CommandContext, arg: str) -> None:
     for c in COMMANDS.all():
         table.add_row(Text(c.usage), Text(c.help))  # text, not rich markup: [NAME] stays
     ctx.console.print(table)
-    ctx.say("Mention a file with @path to attach it. Alt-Enter or Ctrl-J adds a line; "
+    ctx.say("Mention a file with @path to attach it; !command runs a shell command and keeps "
+            "its output in the conversation. Alt-Enter or Ctrl-J adds a line; "
             "Ctrl-C stops a running request.")
 
 
@@ -277,5 +279,6 @@ COMMANDS = CommandTable.joined(
     git_commands.COMMANDS,
     hook_commands.COMMANDS,
     mcp_commands.COMMANDS,
+    project_commands.COMMANDS,
     skill_commands.COMMANDS,
 )
