@@ -167,3 +167,22 @@ def anchors_of(markdown: str) -> set[str]:
     hyphens."""
     headings = re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", markdown, flags=re.S), re.M)
     return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+PATHS_NOT_COMMANDS = {"tmp", "proc", "sys", "dev", "run"}
+"""Backticked `/word`s in the pages that are folders of the system, not slash commands."""
+
+
+def test_every_slash_command_the_docs_name_exists() -> None:
+    from tether.ui.terminal.slash.handlers import COMMANDS
+
+    names = {c.name for c in COMMANDS.all()}
+    named = set(re.findall(r"`/([a-z]+)[` ]", USER_DOCS)) - PATHS_NOT_COMMANDS
+    assert named <= names, f"the docs name slash commands that do not exist: {named - names}"
+
+
+def test_every_environment_variable_the_docs_name_is_read() -> None:
+    """A TETHER_ variable the docs name is one the code (or the test tooling) reads."""
+    code = "\n".join(p.read_text() for p in [*SRC.rglob("*.py"), *(REPO / "tests").glob("*.py")])
+    for name in sorted(set(re.findall(r"\bTETHER_[A-Z_]+\b", USER_DOCS))):
+        assert re.search(rf"\b{name}\b", code), f"the docs name {name}, which nothing reads"
