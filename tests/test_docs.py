@@ -186,3 +186,13 @@ def test_every_environment_variable_the_docs_name_is_read() -> None:
     code = "\n".join(p.read_text() for p in [*SRC.rglob("*.py"), *(REPO / "tests").glob("*.py")])
     for name in sorted(set(re.findall(r"\bTETHER_[A-Z_]+\b", USER_DOCS))):
         assert re.search(rf"\b{name}\b", code), f"the docs name {name}, which nothing reads"
+
+
+def test_the_quick_start_commands_are_the_ones_ci_runs() -> None:
+    """The README's Quick start keeps its three commands, and CI runs its test command
+    verbatim, so the command a new contributor copies is the one that is known to work."""
+    quick_start = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```sh\n(.*?)\n```", quick_start)
+    assert commands == ["pip install . && tether", "pip install -e '.[test]' && python -m pytest",
+                        "pip install '.[local]' && tether --local"]
+    assert "\npip install -q -e '.[test]' && python -m pytest\n" in (REPO / ".ci" / "run").read_text()
