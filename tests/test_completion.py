@@ -29,3 +29,10 @@ def test_an_at_word_completes_project_files_and_skips_tool_folders(tmp_path: Pat
 def test_a_slash_at_the_start_completes_commands_not_files(tmp_path: Path) -> None:
     (tmp_path / "help.txt").write_text("x\n")
     assert completions(tmp_path, "/he") == ["/help"]
+
+
+def test_the_docs_topics_complete_after_slash_help(tmp_path: Path) -> None:
+    assert completions(tmp_path, "/help sa") == ["safety"]
+    assert completions(tmp_path, "/help sm") == ["small-models"]
+    assert "chat" in completions(tmp_path, "/help ")
+    assert completions(tmp_path, "/help safety x") == []

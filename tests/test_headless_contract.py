@@ -170,28 +170,28 @@ def test_an_error_result_keeps_the_contract(tmp_path: Path, home: Path) -> None:
     assert events[-1]["files_changed"] == [] and events[-1]["commits"] == []
 
 
-# ---------------------------------------------------------------- the README's examples
+# ---------------------------------------------------------------- the docs' examples
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+HEADLESS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "headless.md"
 
 
-def readme_examples() -> dict[str, dict]:
-    """Each example object the README shows for the headless contract, by type: the
+def documented_examples() -> dict[str, dict]:
+    """Each example object docs/headless.md shows for the headless contract, by type: the
     stream-json table's example column, and the `json` format's result block. `{...}` and
-    "..." stand for what the README leaves out (an empty object, a shortened string)."""
-    text = README.read_text()
-    section = text[text.index("#### The headless contract"):]
+    "..." stand for what the page leaves out (an empty object, a shortened string)."""
+    text = HEADLESS_PAGE.read_text()
+    section = text[text.index("## The headless contract"):]
     examples = {}
     for row in re.finditer(r"^\| `(\w+)` \| .* \| `(\{.*\})` \|$", section, re.MULTILINE):
         examples[row.group(1)] = json.loads(row.group(2).replace("{...}", "{}"))
     block = re.search(r"```json\n(\s*\{\"type\": \"result\".*?)```", text, re.DOTALL)
-    assert block is not None, "the README's json result example is gone"
+    assert block is not None, "docs/headless.md's json result example is gone"
     examples["result"] = json.loads(block.group(1))
     return examples
 
 
-def test_the_readme_shows_every_event_and_each_example_matches_its_schema() -> None:
-    examples = readme_examples()
+def test_the_docs_show_every_event_and_each_example_matches_its_schema() -> None:
+    examples = documented_examples()
     assert set(examples) == set(EVENT_TYPES)
     wrong = [p for obj in examples.values() for p in problems(obj)]
     assert wrong == []

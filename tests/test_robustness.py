@@ -417,7 +417,7 @@ def test_one_shot_with_a_malformed_base_url_flag_is_one_error_line(project: Path
     proc = run_cli(["-p", "hi", "--provider", "ollama", "--base-url", "http://[::1", "--model", "m"],
                    project, home)
     assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 2  # a bad flag value is a usage error (README: exit codes)
+    assert proc.returncode == 2  # a bad flag value is a usage error (docs/headless.md: exit codes)
     assert proc.stderr.strip().splitlines() == [
         "tether: --base-url 'http://[::1': not a valid URL: Invalid IPv6 URL"]
 

@@ -38,73 +38,92 @@ EXIT_BUDGET = 4
 
 EXEC_COMMAND = "exec"
 """`tether exec REQUEST [flags]` is `tether -p REQUEST [flags]`, the habit other agents teach."""
+HELP_COMMAND = "help"
+"""`tether help TOPIC` prints a documentation page; `tether help` lists the topics."""
 PICK_SESSION = ""
 """-r given without a session: the chat lists this folder's sessions to pick from."""
 
+HELP_EPILOG = """\
+commands:
+  tether models [rm NAME]  the models --local has cached; remove one
+  tether help [TOPIC]      print a page of the docs; alone: list the topics
+
+Every flag: tether help headless. Every setting: tether help configuration."""
+
+
+class OneLineHelp(argparse.RawDescriptionHelpFormatter):
+    """`--help` with each flag on one line: an option's value is named once
+    (`-r, --resume [SESSION]`, not after each spelling), and the help column leaves room."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=26)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings or action.nargs == 0:
+            return super()._format_action_invocation(action)
+        value = self._format_args(action, self._get_default_metavar_for_optional(action))
+        return f"{', '.join(action.option_strings)} {value}"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The flags in groups, one line of help each; the docs pages hold the detail."""
     p = argparse.ArgumentParser(
-        prog="tether",
+        prog="tether", usage="tether [REQUEST] [-p PROMPT] [flags]  |  tether exec PROMPT [flags]",
         description="A terminal AI assistant that reads, writes and runs things on your machine.",
+        epilog=HELP_EPILOG, formatter_class=OneLineHelp,
     )
     p.add_argument("request", nargs="?", metavar="REQUEST",
-                   help="open the chat with REQUEST as its first message; `tether exec REQUEST` "
-                        "answers it and exits, as -p does")
-    p.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
-                   help="answer PROMPT and exit (one-shot mode); '-' reads the prompt from stdin")
-    p.add_argument("--provider",
-                   help="ollama, openai, anthropic, gemini or local (default: setting 'provider')")
-    p.add_argument("--model", help="model name (default: setting 'model' or the provider's "
-                                    "default); with --local a cached model or ./any.gguf")
-    p.add_argument("--local", action="store_true",
-                   help="run a small model in this process (the local extra): the default is "
-                        "fetched once into your cache; `tether models` lists what is cached")
-    p.add_argument("--base-url", help="base URL of the provider's API")
-    p.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
-                   help="one-shot output: text (answer on stdout), json (one object), stream-json (JSON lines)")
-    p.add_argument("--max-steps", type=positive_int, metavar="N",
-                   help="tool round trips per turn before a final tool-free request")
-    p.add_argument("--max-budget", type=positive_amount, metavar="USD",
-                   help=f"with -p: stop the run (exit {EXIT_BUDGET}) once its estimated cost passes USD "
-                        "dollars (hosted models with a known price only)")
-    p.add_argument("--auto", action="store_true",
-                   help="allow every tool call that no deny rule forbids, without asking")
-    p.add_argument("--allow", action="append", default=[], metavar="RULE",
-                   help="allow calls matching RULE, e.g. write_file, 'write_file(src/*)' or "
-                        "'write(src/*)' (repeatable)")
-    p.add_argument("--deny", action="append", default=[], metavar="RULE",
-                   help="refuse calls matching RULE, e.g. 'read(secrets/*)' or 'run(rm *)' (repeatable)")
-    p.add_argument("--protocol", choices=("auto", "native", "text"),
-                   help="tool-call protocol (default: auto)")
-    p.add_argument("--profile", choices=("auto", "small", "full"),
-                   help="model profile: small (for models up to about 8B), full, or auto by "
-                        "model size (default: setting 'profile')")
-    p.add_argument("-C", dest="directory", metavar="DIR", help="project root (default: current directory)")
-    p.add_argument("--trust", action="store_true",
-                   help="trust this folder's own configuration (allow rules, hooks, MCP servers, "
-                        "skills, agents, instructions) for this run; a folder trusted in the chat "
-                        "needs no --trust")
-    p.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
-                   help="MCP servers for this run, from a file in the .mcp.json format (repeatable)")
-    p.add_argument("--mcp-approve", action="append", default=[], metavar="NAME",
-                   help="start the project's MCP server NAME for this run without asking "
-                        "(the folder must be trusted; repeatable)")
-    p.add_argument("--sandbox", choices=("auto", "read-only", "workspace-write", "off"),
-                   help="run commands under bubblewrap: auto (workspace-write where it works), "
-                        "read-only, workspace-write (project root writable) or off "
-                        "(default: setting 'sandbox', auto)")
-    p.add_argument("--allow-unsandboxed", action="store_true",
-                   help="let allow rules that name a command run it outside the sandbox when the "
-                        "model asks to (setting 'sandbox_escalation')")
-    p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
-                   help="continue the most recent session for this folder (with -p the "
-                        "exchange is saved to it)")
-    p.add_argument("-r", "--resume", metavar="SESSION", nargs="?", const=PICK_SESSION,
-                   help="continue a saved session by title or id (with -p the exchange is "
-                        "saved to it); without SESSION, pick one of this folder's in a list")
-    p.add_argument("--deepthink", action="store_true",
-                   help="work the request as five stages: plan, check, implement, review, verify")
-    p.add_argument("--undo", action="store_true",
-                   help="put back the newest change the assistant made, then exit (0 undone, 1 refused)")
+                   help="open the chat with REQUEST as its first message")
+    run = p.add_argument_group("one request and exit (tether help headless)")
+    run.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
+                     help="answer PROMPT and exit; '-' reads it from stdin")
+    run.add_argument("--output-format", choices=("text", "json", "stream-json"), default="text",
+                     metavar="FORMAT", help="text (default), json or stream-json")
+    run.add_argument("--max-steps", type=positive_int, metavar="N",
+                     help="tool round trips per request (default 20)")
+    run.add_argument("--max-budget", type=positive_amount, metavar="USD",
+                     help=f"stop once the estimated cost passes USD (exit {EXIT_BUDGET})")
+    run.add_argument("--deepthink", action="store_true",
+                     help="work as plan, check, implement, review, verify")
+    model = p.add_argument_group("model (tether help providers)")
+    model.add_argument("--provider", metavar="NAME",
+                       help="ollama, openai, anthropic, gemini or local")
+    model.add_argument("--model", metavar="NAME",
+                       help="the model (with --local: cached name or ./x.gguf)")
+    model.add_argument("--local", action="store_true",
+                       help="a small GGUF model in this process")
+    model.add_argument("--base-url", metavar="URL", help="the provider's API URL")
+    model.add_argument("--protocol", choices=("auto", "native", "text"), metavar="NAME",
+                       help="tool calls: auto (default), native or text")
+    model.add_argument("--profile", choices=("auto", "small", "full"), metavar="NAME",
+                       help="auto (by model size), small or full")
+    safety = p.add_argument_group("permissions and safety (tether help safety)")
+    safety.add_argument("--auto", action="store_true",
+                        help="run every call no deny rule forbids")
+    safety.add_argument("--allow", action="append", default=[], metavar="RULE",
+                        help="allow calls matching RULE, e.g. 'run(pytest*)'")
+    safety.add_argument("--deny", action="append", default=[], metavar="RULE",
+                        help="refuse calls matching RULE, e.g. 'read(secrets/*)'")
+    safety.add_argument("--sandbox", choices=("auto", "read-only", "workspace-write", "off"),
+                        metavar="MODE", help="auto, read-only, workspace-write or off")
+    safety.add_argument("--allow-unsandboxed", action="store_true",
+                        help="allow rules may run commands unsandboxed")
+    safety.add_argument("--trust", action="store_true",
+                        help="trust this folder's own configuration")
+    safety.add_argument("-C", dest="directory", metavar="DIR",
+                        help="project root (default: current directory)")
+    safety.add_argument("--undo", action="store_true",
+                        help="put back the newest change, then exit")
+    mcp = p.add_argument_group("MCP servers (tether help mcp)")
+    mcp.add_argument("--mcp-config", action="append", default=[], metavar="FILE",
+                     help="servers for this run, .mcp.json format")
+    mcp.add_argument("--mcp-approve", action="append", default=[], metavar="NAME",
+                     help="start the project's server NAME unasked")
+    sessions = p.add_argument_group("sessions (tether help chat)")
+    sessions.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                          help="continue this folder's latest session")
+    sessions.add_argument("-r", "--resume", metavar="SESSION", nargs="?", const=PICK_SESSION,
+                          help="continue a session by title or id; alone: pick")
     p.add_argument("--version", action="version", version=f"tether {__version__}")
     return p
 
@@ -136,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if argv[:1] == ["models"]:
         return models_command(argv[1:], dict(os.environ))
+    if argv[:1] == [HELP_COMMAND]:
+        return help_command(argv[1:])
     executing = bool(argv) and argv[0] == EXEC_COMMAND
     try:
         args = build_parser().parse_args(argv[1:] if executing else argv)
@@ -356,6 +377,35 @@ def models_command(argv: list[str], env: dict[str, str]) -> int:
         sys.stdout.write(f"removed {removed}\n")
         return EXIT_OK
     return usage_error("usage: tether models [rm NAME]")
+
+
+def help_command(argv: list[str]) -> int:
+    """`tether help [TOPIC]`: the page of the docs TOPIC names, or the topics."""
+    from .ui.docs_pages import find_topic, page_text, topics_listing
+
+    if len(argv) > 1:
+        return usage_error("usage: tether help [TOPIC]")
+    topic = find_topic(argv[0]) if argv else None
+    if topic is None:
+        if argv:
+            write_stderr(f"tether: no help topic {argv[0]!r}\n")
+        write_stdout_quietly(topics_listing() + "\n")
+        return EXIT_USAGE if argv else EXIT_OK
+    return write_stdout_quietly(page_text(topic))
+
+
+def write_stdout_quietly(text: str) -> int:
+    """Write to stdout; a reader that went away (`tether help x | head`) ends it quietly
+    with the code a program ended by SIGPIPE has."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from .safety.safetext import discard_output
+
+        discard_output(sys.stdout)  # nor may the interpreter's final flush fail
+        return EXIT_OUTPUT_CLOSED
+    return EXIT_OK
 
 
 def trusted_before(home: Path, root: Path) -> bool:

@@ -14,6 +14,23 @@ claims nothing) and compares it with `answer_facts.TurnFacts`:
 Each finding is one short warning. The checks are tuned against the corpus in
 tests/fixtures/answer_checks/ (bench/bench_answer_checks.py measures them): a warning on an
 honest answer costs trust, so every rule leans towards saying nothing.
+
+Answer checks, in detail:
+
+`turn_end.answer_problems` gathers the facts (`answer_facts.gather_facts`: the turn's evidence,
+the earlier history's calls and results, the request, and the tool table's `read_only` flag)
+and `answer_checks.check_answer` compares the answer with them. The facts: the commands the
+turn ran and how they ended (`commands_ran.commands_run`, the same records /deepthink's report
+reads: `Evidence.command`, never the text), the paths tools changed (`Evidence.changed`, copied
+by the dispatcher from `ToolOutput.changed_paths`), whether something may have changed files
+unseen (a call with side effects that reports no paths, unless its command passes
+`command_is_read_only`), every call's arguments and result text, the request's attached files,
+whether a sub-agent worked, and whether the turn answered from reads alone. The checks work on
+`plain_sentences` (code blocks cut out, sentences with a hedge, a negation or a question mark
+dropped) and each returns at most one warning. They are pure functions, tested on the corpus in
+`tests/fixtures/answer_checks/` (`tests/answer_corpus.py` loads it) and measured by
+`bench/bench_answer_checks.py`. Deepthink stages and sub-agents run without them
+(`TurnSettings.answer_checks`).
 """
 
 from __future__ import annotations

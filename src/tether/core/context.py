@@ -13,6 +13,20 @@ Three pieces:
   messages). The current turn's user request is never touched, and the
   history stays valid for every provider: no call without its result, no
   leading tool message.
+
+Context, deepthink, sessions, in detail:
+
+- `context.Compressor` is the loop's `ContextGuard`: before every request it estimates the
+  tokens (calibrated by `observe` against the provider's counts) and, over the window minus a
+  reserve, trims old tool results, then condenses the history before the current turn into one
+  summary message (a tool-free request), falling back to dropping the oldest messages at a
+  valid boundary. At most one condensation per request; it never raises.
+- `deepthink.Deepthink.run` drives five `run_turn`s on one `Conversation`; the review stage gets
+  `GitOps.diff_since(head at start)`; `verification_report` reads each shell record's
+  `Evidence.command` (never the result text), and its text is appended after the model's last answer.
+- `session.SessionRecord` holds the messages (`Message.to_dict`), the last turn's evidence and
+  usage; `SessionStore.save` writes atomically (0600) and refuses to overwrite a file it cannot
+  parse.
 """
 
 from __future__ import annotations

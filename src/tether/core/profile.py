@@ -11,6 +11,64 @@ the model name (`1.5b`, `e4b`, `270m`), else the parameter count the server stat
 (llama.cpp's `/v1/models` `meta.n_params`, Ollama's `/api/show`), asked once; a model of
 unknown size gets the full profile, wherever it runs (a local server may serve a large
 model under any name).
+
+Profiles: small and full, in detail:
+
+`profile.Profile` is a frozen set of levers (`short_menu`, `simple_edit`, `text_protocol`,
+`worked_example`, `project_map`, `nudges`, `opening_note`, `stop_at_call`, `max_reply_tokens`,
+`terse_history`, `temperature`, `max_steps`/`soft_pressure_after`); `SMALL` has them on, `FULL`
+off. A lever is on unless its field holds the value `LEVER_OFF` gives it (a temperature of 0 is
+on). `choose_profile` is pure (setting, model name, stated size ->
+`ProfileChoice`: name and reason); `detect_profile` asks the provider's `stated_billions` only
+when the setting is auto and the name states no size (llama.cpp's `/v1/models` `meta.n_params`,
+Ollama's `/api/show` `general.parameter_count` or `parameter_size`; once, short timeout). An
+unknown size is the full profile, local server or not; `Runtime.profile_shown` puts the choice
+and its reason in the status line, and the json init carries `profile_reason`. `TETHER_PROFILE_OFF` switches levers off by name so the benchmark
+can measure each one; nothing else reads it.
+
+`Runtime.apply_profile` is idempotent (a `/model` switch runs it again): it swaps `edit_file`
+for `tools/simple_edit.py`'s variant and back, removes and re-adds `tool_search`, and sets the
+loop's `menu` (`toolmenu.ToolMenu`, None = the whole table). The table always holds every tool,
+so the dispatcher, the parser and the permission checks see them all; the menu only decides
+what a request offers (`TurnLoop.offered`, and the text-mode prompt) and refuses a deferred
+tool that is not loaded yet. Loaded names live in `Conversation.loaded_tools`; tools a resumed
+history already called count as loaded. A new tool is deferred the same way unless it is named
+in `profile.CORE_TOOLS`.
+
+Nudges (`nudges.nudge_for` over `turn_watch.TurnWatch`) only ever add a user message or a note on a result; they never
+build a `ToolCall`. `TurnWatch.saw` is fed every finished call (failures: `is_error`, a
+non-zero exit, a timeout). `loop.turn_watch` hands the watch the table's tool names with each
+one's `main_arg` and a renderer for the protocol in use, so the named-not-called nudge can
+write out the call a reply described (`run_cmd "pytest"`) without making it. Before a call
+runs, `call_guard.guard_call` may hold it back: a `write_file` once per path (an existing file
+not read this turn; or, through `call_guard.shrink_refusal`, one whose new content would drop
+more than half of the lines the file has, by `lines_lost`, with the old file plus the new code
+offered as the call to send); a new file holding only a number no result showed
+(`call_guard.unseen_written`, once per turn); an edit of an existing test when the request
+seems to say to leave the tests alone (`keep_tests_refusal`, once per turn: `KEEP_TESTS`, the
+files the test imports, the test's run offered); a change to a file when the request seems only
+to ask to run a program (`run_not_change`, once per turn); an `edit_file` whose halves are the same text (`SAME_EDIT`, the request repeated); an
+`edit_file` that drops a function or class for a request to add (`dropped_definitions`, once per
+file, offering the edit that keeps both); a `run_cmd` of a script that does not exist
+(`missing_script`, naming the closest paths). When a reply would end the turn, `nudges.nudge_for` picks at most one
+message, each kind once per turn, in this order: empty reply, a command shown in a shell block
+instead of run (`SHOWN_COMMAND`, with its `run_cmd` call written out), an answer without
+looking, a program still waiting for input (`STILL_WAITING`: the one kind that may come again,
+after input went to the program since the last one, up to `MAX_WAITING_NUDGES`), a count over
+a folder taken from one file of it (`count_scope.FOLDER_COUNT`, with the folder's search), a new
+version of a file it read shown in a code block (`shown_code.VERSION_SHOWN`, with its `write_file`
+call; `NEW_FILE_SHOWN` for the new file the request names; `FUNCTION_SHOWN`, with the `edit_file`
+call that puts a Python function fixed in prose in its file), a failed last call, a tool named
+instead of called, steps telling the user to open a project file (`OPEN_IT_YOURSELF`, with its
+`read_file` call; `TurnWatch.root` keeps the path inside the project), a change shown instead of made, a rename that left the old name in
+the project (`RENAME_LEFT`, through `TurnWatch.find`, which is `renames.occurrences`: a
+pattern search with search_in_file's rules, which the function offer uses too), a code change
+never run, a number no result showed and none could be worked out from
+(`derived_numbers.SeenNumbers`; a number seen only as a line number does not count), a
+how-many question answered with no number (`NO_NUMBER`). A read-only call answered from
+the turn's read cache gets `REPEATED_CALL` as its content under the nudges lever.
+`TurnState.unreadable` counts replies in a row that held only parse errors; at `MAX_UNREADABLE`
+the turn ends with a notice.
 """
 
 from __future__ import annotations

@@ -8,6 +8,66 @@ and asks approval questions that say which agent asks. Budgets (steps, tokens, w
 stop it, each followed by one bounded tool-free request for its report; its full transcript
 is saved under TETHER_HOME/subagents/<id>.json. Its commands' live output reaches the parent
 UI as its own events (`routed_output`), never as the parent's.
+
+Sub-agents, in detail:
+
+`runtime.attach_subagents` builds a `subagents.SubagentRunner` on the main `TurnLoop` and adds
+`tools/spawn.py`'s two tools to the table (they are not in `profile.CORE_TOOLS`, so the small
+profile defers them behind `tool_search`). `SubagentRunner.run_one` makes, per agent, a fresh
+`Conversation` and a `TurnLoop` of its own: the parent's provider wrapped in `BudgetedProvider`
+(refuses a request once the agent's or the turn's `TokenBudget` is spent: a `ProviderError`, so
+the turn ends `error` with a valid history), the parent's `Dispatcher` copied with
+`dataclasses.replace` onto `agent_table` (the parent's tools without `NOT_FOR_AGENTS`, narrowed
+by a definition's `tools`) and an `AgentUI` (so the same policy, plan gate, undo hooks and
+approval lock: one question at a time across agents), the parent's mode, `max_steps` from the
+settings or the definition (the loop's own step cap asks for the report), the parent's
+model-facing levers (`stop_at_call`, `terse_history`, `max_reply_tokens`) and a fresh
+`Compressor`. `agent_menu` gives it the parent's kind of `ToolMenu` (the small profile's core
+tools plus those a definition names, or MCP tools deferred) over its own table, with a
+`tool_search` bound to that menu, so what it loads stays its own; its text-mode prompt lists the menu's offered tools. The
+wall-time cap is an `asyncio.wait_for` around `run_turn`, whose cancellation path records a
+result for every started call. A spent token budget (`BudgetedProvider.refused`, the
+agent's or the turn's) or wall-time cap leads to `_report_after_budget`: the provider lets one
+more request through (`refusing = False`; its tokens still count), `max_reply_tokens` is
+capped at `AgentBudget.report_tokens`, and `loop.closing_reply` (one tool-free request on
+the history as it stands, with `BUDGET_NOTE`) runs under `asyncio.wait_for(report_seconds)`;
+its reply is the report (`completed`, `stopped_by` the budget), a failure or timeout makes the
+run `failed` with the reason.
+
+Before a run starts, `SubagentRunner.admission` (set by `runtime.attach_subagents` to
+`approval.denial` of a `spawn_agent` call with the job's arguments) may reject it: a
+deny rule for `spawn_agent` holds for each job of `spawn_agents`. At the gate, `spawn_agents`
+declares `Tool.batch_of = ("spawn_agent", "agents")`, and `ApprovalPolicy.check` ends with
+`approval.batch_verdict`: each item is judged as a call of the item tool (`batch_items`); all denied
+refuses the call, the call's own allow (a `spawn_agents` rule, `--auto`) or items each allowed
+or denied runs it without asking, anything else keeps the call's own verdict (ask).
+
+Command output is routed by who runs the command: `runtime.build_runtime` hands the shell
+`subagents.routed_output(options.on_output)`, and `ShellSessions._wait_for` installs the
+viewer through `shell_session.in_callers_context`, so it runs in the context of the call
+waiting for the output (the pipe's callbacks keep the context the session was opened in,
+perhaps by another call). `CURRENT_AGENT` (set around an agent's turn) sends an agent's
+output to `AgentUI.command_output`, an `agent_output` event with the call's id
+(`dispatch.CURRENT_CALL`); everything else goes to the terminal's `command_output` as before.
+The terminal shows it as the agent job's `output` line (`activity.Job.output`, drawn under
+the job's line and cleared when the job's detail changes). `AgentUI` drops text (the report is the result),
+sends tool starts and ends, notices and its end to the parent UI as agent events when that UI
+implements `ui_protocol.AgentEvents` (the `TerminalUI`: a line per running agent in the
+activity region, a summary line at its end; the `HeadlessUI`: stream-json lines carrying
+`parent_call`, the spawn call's id, which the handler reads from `dispatch.CURRENT_CALL`, a
+context variable the dispatcher sets around each call), else as notices with the agent's name,
+and prefixes approval reasons with the asking agent. `_finish` caps the report, adds the usage to
+`SubagentRunner.usage` and (through `TurnLoop.count_usage`) to the running parent turn's usage,
+saves the transcript (`TETHER_HOME/subagents/<id>.json`, 0600), and `AgentUI.ended` tells the
+parent UI one summary line; `runs` keeps every `AgentRun` (`Runtime.rebuilt`, through
+`runtime.carry_session`, hands the runs and their usage to the new runner, `keep_records_of`:
+they are the session's). The one-shot
+`contract.RunRecord` reads `runs` (`agents`): `calls` merges their evidence with the main
+conversation's by start time, so `files_changed` and `permission_denials` (a sub-agent's
+with `agent`, `agent_name`; a rule-rejected job from `AgentRun.denied`) include them. `TurnLoop.on_turn` starts
+the per-turn budget again. `run_many` gathers the runs under a semaphore of
+`subagent_concurrency`, so results come in the order asked and a Ctrl-C cancels them all.
+`store/agent_defs.load_definitions` reads the definitions (project ones only when trusted).
 """
 
 from __future__ import annotations

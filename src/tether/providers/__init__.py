@@ -4,6 +4,33 @@ Adding a provider is one line in PROVIDERS (plus, if it has them, one line in
 BASE_URL_SETTINGS and store.keys.API_KEY_ENV). A provider without a base-URL setting is
 built with its class attribute `default_base_url`. A key comes from the
 environment first, then from the keys saved with /connect.
+
+Providers and the event stream, in detail:
+
+Each provider module encodes `Message`s into its API's request and decodes its stream into the
+four events. `providers/_http.HttpTransport` is the one place that sends: it maps HTTP and
+connection failures to `ProviderError` (one line, never the key: `redacting` scrubs every
+error a stream raises), retries 429/503/529 before any event was yielded (`retry.RetryPolicy`,
+honouring `Retry-After`). Once a decoder says the answer is whole, `_common.read_past_the_end`
+reads the rest of the body (bounded in lines and time) before the last events are yielded:
+a response closed before its body ended takes its connection with it, and every step would
+open a new one (`FakeServer.connections` counts them in the tests). An error body that is not JSON is reduced to one line
+(`_errors.text_body_line`): a web page (a proxy's or a web server's, not an API) to its title or
+first heading, said to be a page. Before any provider encodes a history, `HttpChatProvider._stream`
+repairs it, once for all four (`_http.answered_history`: a call without a result gets an
+error result, a result without its call becomes a user note, results follow their calls in
+order), so a cancelled, trimmed or foreign history is a request every API accepts;
+`tests/fakeserver.py` rejects, as the real APIs do, a request with a dangling call, and
+`tests/test_replay.py` sends one through each provider. Tool-call fragments are assembled per index and emitted complete;
+arguments that are not JSON arrive as `{"__invalid_json__": raw}` and dispatch tells the model.
+A decoder reads each piece of an answer with `_http.chunk_object`, which raises `UnreadableChunk`
+for a line that is not a JSON object; `HttpChatProvider._decoded` turns that into a stream
+`ProviderError` (before any readable piece: "no readable answer", the URL may be wrong), and so
+is an end marker that comes before any piece (`valid_events` does not count end markers): a
+broken answer is never handed on as a whole one.
+That key is internal: everything shown to people or scripts goes through
+`messages.arguments_fields` (json outputs: `arguments: {}` plus `invalid_arguments`) or
+`headless.describe_arguments` ("arguments that are not valid JSON: ...").
 """
 
 from __future__ import annotations

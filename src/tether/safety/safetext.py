@@ -10,6 +10,32 @@ request body, a state file, stdout) passes it through `clean_text` first.
 A byte that was escaped on decoding is shown as `\\xNN` (the byte is not lost,
 and a person can read it); any other lone surrogate becomes U+FFFD. A proper
 high/low pair (from a `surrogatepass` decode) is joined into its character.
+
+Bad bytes and broken files, in detail:
+
+- `safetext.clean_text` is applied where text leaves the process: the request body
+  (`HttpTransport._open`, every provider), state files (`atomic_write_json`/`_text`), the
+  one-shot writer (`HeadlessUI.emit`/`progress`) and the terminal (the app's console writes
+  through `SafeTextStream`). A surrogate-escaped byte becomes `\\xNN`, any other lone surrogate
+  U+FFFD. `Dispatcher.dispatch` cleans each tool result as it enters the history, with a note
+  for the model (`cleaned_with_note`), and `_validate` refuses arguments that hold one.
+  `cli.run_one_shot` turns any unexpected exception into an error result object, so every
+  output format ends with one.
+- `prompt.with_safe_mouse_reports` wraps prompt_toolkit's mouse-report handler: its input
+  parser takes `ESC[<digits>m` (a colour code typed at the prompt) for a report, and the stock
+  handler raised on it.
+- `statefile.read_json_file` / `read_toml_file` read whatever tether parses from disk into a
+  `LoadedFile` whose `problem` names the path and line; nothing raises for a bad file.
+  `write_json_state` refuses (`StateFileError`) to overwrite a file whose read had a problem.
+  `TrustStore` and `ConnectionStore` use both; `KeyStore`, `MemoryStore` and `SessionStore`
+  keep their own readers with the same rule (refuse to save over a corrupt file).
+- `statefile.dangling_link` tells a symbolic link to nothing from an absent file: every
+  state reader reports it instead of reading it as empty (which would drop a rules file's deny
+  rules, and make the next save create a file where the link points).
+- A rules file that cannot be read, or holds a deny rule that cannot be parsed, lands in
+  `RuleSet.unreadable`; `ApprovalPolicy.
+  rules_file_verdict` then fails closed: calls with side effects ask, and are denied under
+  `--auto` (one-shot mode has nobody to ask, so they are refused there too).
 """
 
 from __future__ import annotations

@@ -263,7 +263,7 @@ FIELDS: dict[str, dataclasses.Field] = {
 
 
 def field_docs() -> dict[str, str]:
-    """Each setting's one-line description (the README's table is checked against this)."""
+    """Each setting's one-line description (the settings table of docs/configuration.md is generated from these)."""
     return {name: description_of(f) for name, f in FIELDS.items()}
 
 

@@ -4,6 +4,32 @@ They read files, so each path goes through `ctx.resolve` (the resolution the app
 policy checked, the saved keys refused) and each file through read_file's loader (no
 FIFOs, no huge or binary files); repo_map's walk applies search_in_file's checks to
 every file it finds.
+
+Code structure, in detail:
+
+`tools/ast_tools.AstTools` holds one `Grammars` (the optional `ast` extra: tree-sitter and
+the per-language grammar wheels, imported on first use) and one `RepoMapper`;
+`builtin_tools` adds its three entries, which are not in `profile.CORE_TOOLS`, so the small
+profile defers them (its system-prompt project map is `core/projectmap.py`, which does not use
+them). `get_code_skeleton` and `query_ast_node` resolve their path with `ctx.resolve` and read
+with read_file's `_load_text`; the outline is the tags query's `definition.*` captures
+(`ast_outline.tree_sitter_outline`), or `python_outline` (stdlib `ast`) when
+`GrammarMissing` says tree-sitter is absent.
+
+`repo_map`: `RepoMapper.build` lists files with `core/project_files.searchable_files` (git's, else the
+walk), keeps those with a grammar that `WalkGuard` lets through, stamps them (mtime, size) and
+takes each one's `FileTags` from the `TagCache` (parsed again only when its stamp changed;
+entries of vanished files dropped). The focus comes from `mentions_in(CONVERSATION.get())`:
+`core/toolspec.CONVERSATION` is a context variable the loop sets around a reply's calls
+(`TurnLoop.dispatch_all`; `in_daemon_thread` copies the context, and a sub-agent's loop sets
+its own), matched against the repository: files named by path arguments or text, and
+mentioned words that are defined names. The map is cached by (file set with stamps, budget,
+focus); the ranking by (file set, focus), so a new budget only refits. `repo_rank.rank_definitions`
+builds the use -> definition graph (edge weights: sqrt of the use count, times the name and
+file weights), runs `pagerank` with the focus as the restart distribution, and shares each
+file's rank out along its edges to the definitions; `fit_to_budget` binary-searches the count
+of ranked definitions whose rendering fits `tokens_of` (the context guard's characters per
+token).
 """
 
 from __future__ import annotations

@@ -12,6 +12,48 @@ gets a line saying so; `unsandboxed: true` with a `reason` asks to run it
 outside (the approval policy decides who must agree). Inside the sandbox its
 background processes end with the command (a pid namespace), so `keep_running`
 needs `unsandboxed` too.
+
+Commands and their processes, in detail:
+
+`ShellSessions` (in `safety/shell_session.py`) runs each command as `bash -c` in its own session with a
+stdin pipe it keeps, and returns at exit, at the timeout, or when `/proc` shows the command
+blocked reading that pipe and the output pipe is empty (`_Session.unread`, FIONREAD: a prompt
+written while `/proc` was being read is still in the pipe, so "reading" alone does not mean the
+prompt was seen). `processes.CommandProcesses` keeps every process of a command findable:
+
+- each command's environment gets `TETHER_COMMAND=<run token>.<session id>` (`.keep` appended
+  for `keep_running`); `/proc/PID/environ` shows it for life, whatever group or session the
+  process moved to;
+- tether is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`, set when the first
+  `CommandProcesses` is made), so orphans become its children; only those environments are read;
+- a command's family is the marked processes, its first process's group and session (while that
+  pid names the same process), everything seen in it before (pid and start time), and all their
+  descendants; a sweep every second (`ShellSessions._sweep_while_tracked`) remembers families and
+  reaps adopted zombies; only ones it saw in a family, never a child tether started itself
+  (that would steal a `Popen`'s exit status). An orphan that ends before any scan saw it stays a
+  zombie until tether exits.
+- a *stranger* (`CommandProcesses.strangers`) is an adopted orphan no scan attributed: a direct
+  child of tether in another session than tether's (git and the regex worker stay in tether's),
+  not a command's first process, not one of tether's own helpers in a session of their own
+  (`processes.OWN_HELPERS`: a stdio MCP server registers there when it starts, and what runs in
+  its session is spared with it, whichever runtime's shell sessions sweep: `/connect` closes the
+  old runtime's while the new one's servers run), carrying no marker of this run (it ran `env -i` and
+  `setsid -f`, and its parent exited between scans). Each scan gives it to the one command whose
+  life (its first process's start time to the first scan that found nothing of it alive) covers
+  its start time; with two candidates it stays a stranger, and `close_all` stops every stranger
+  at exit. An opt-in post-commit hook runs in its own session too: stopped if it is still
+  running when tether exits.
+
+`stop_processes` sends SIGTERM, looks again for anything started meanwhile, and SIGKILLs what is
+left after `KILL_GRACE`; psutil re-checks every pid before a signal. An exited command that left
+processes stays in `ShellSessions._finished`, so `end_process` can still stop them and
+`close_all` (the runtime's closer) stops them at exit, sparing `keep_running` commands. The
+approval policy asks for every `keep_running` call (`approval.keep_running_verdict`), above
+rules and `--auto`. `cli.until_terminated` turns SIGTERM and SIGHUP (and a `cli.RunStopper`
+call: `HeadlessUI` makes one when a write to stdout fails with a closed pipe, after pointing the
+descriptor at /dev/null so the interpreter's last flush cannot fail) into a cancellation of the
+run, so the same `finally` clean-up runs as after Ctrl-C; `App.run_cancellable` re-raises such
+a cancellation after saving the session instead of treating it as a stopped turn.
 """
 
 from __future__ import annotations

@@ -5,6 +5,46 @@ call (`get_url(https://docs.python.org/*)`); what comes back from the network is
 markers that say it is data, not instructions, and marks the request (`WebTaint`), after which
 calls that can send data out ask again (`safety.web_guard`). Each URL fetched is noted there:
 fetching it again in the same request sends nothing new.
+
+The web tools, in detail:
+
+`runtime.attach_web` adds `tools/web.py`'s three tools (all `network`, none in
+`profile.CORE_TOOLS`, so the small profile defers them) over one `web_fetch.Fetcher`, marking
+the `ApprovalPolicy`'s `web_guard.WebTaint`. The taint belongs to the user's
+request, not to a loop turn: only `Runtime.new_request(typed, source=)` clears it, called by
+`cli.run_request` and `App.turn` (with the line as typed, before any @file is attached;
+`/mcp prompt` passes the server as `source`, so that request starts marked). /deepthink's
+stages, nudges, Stop-hook continuations and sub-agents (their dispatcher shares the policy,
+their web tools the taint) all run inside one request and keep it; a runtime rebuilt mid-request
+takes it over (`carry_session`).
+
+- Connections: the Fetcher's httpx client has `netguard.GuardedTransport` (an
+  `httpx.BaseTransport` over an httpcore `ConnectionPool` built with `network_backend=`, both
+  public API; httpcore's errors mapped to httpx's), whose backend is `GuardedBackend`: `connect_tcp` resolves the host itself, refuses when any answer
+  is loopback, link-local, private, shared, multicast, unspecified or reserved (IPv4-mapped
+  addresses unwrapped) unless `ApprovalPolicy.may_reach(host, port)` (an allow rule for a web
+  tool naming that URL's host, `web_guard.named_hosts`) says yes, and connects to the checked
+  address; TLS still verifies the host name. `BlockedAddress` passes through httpx unmapped and
+  becomes a `ToolError`. Redirects are never httpx's: `Fetcher.fetch` sends each hop itself
+  (same host only, unless `other_hosts`, which only search_web's page reads use), so each hop's
+  connection is checked. Bodies are read streamed to the byte cap and a deadline.
+- search_web: `WebSearch.search` asks SearXNG first when set, else (or when it found nothing)
+  the keyless sources, each in a thread (`in_threads`: a job still running at the timeout is
+  reported, its thread left to its own request timeout). `best_candidates` merges and orders
+  them; `_read` reads the pages (a failure keeps the snippet as the page's text). `choose` runs
+  `web_rank.rank` over every page's passages: BM25Okapi scores order them, the floor is the
+  terms test (`discriminating`, `needed`). Everything that came back from the network is in
+  `untrusted` markers with a random tag. The summary is the chat line; `ToolOutput.details`
+  (copied onto `Evidence.details`) are the lines `/evidence` prints.
+- The policy: `method_verdict` (call_api other than GET asks) and `ApprovalPolicy.web_verdict`
+  (with the taint set, `web_guard.outgoing_reason`: call_api, search_web, any `network` tool (MCP
+  tools and the MCP resource tools), a command outside a working sandbox, and get_url of a URL
+  that is neither written whole in the request (`written_in`) nor fetched already in it
+  (`WebTaint.fetched`): a new path, query or host name carries data, the host through DNS)
+  stand in the guarded chain above allow rules and `--auto`; `web_content_asks` switches
+  the second off. The handlers mark the taint when content comes back; the web tools are not
+  read-only, so the loop runs them alone and in order, and a command after a get_url in the
+  same reply is gated once the page is in.
 """
 
 from __future__ import annotations

@@ -38,8 +38,13 @@ COMPLETED_FILES = 5000
 """Project files offered to @ completion (a huge tree is not listed whole per key press)."""
 
 
+HELP_PREFIX = "/help "
+"""After it, the docs' topics complete."""
+
+
 class TetherCompleter(Completer):
-    """Slash commands (with their help) at the start of a line; @paths anywhere."""
+    """Slash commands (with their help) at the start of a line, the docs' topics after
+    `/help `; @paths anywhere."""
 
     def __init__(self, commands: Callable[[], Sequence[tuple[str, str]]], files: ProjectFiles) -> None:
         self.commands = commands
@@ -51,6 +56,14 @@ class TetherCompleter(Completer):
             for name, help_text in self.commands():
                 if name.startswith(text):
                     yield Completion(name, -len(text), display_meta=help_text)
+            return
+        if text.startswith(HELP_PREFIX) and " " not in text[len(HELP_PREFIX):]:
+            from tether.ui.docs_pages import topics  # not before the first prompt is drawn
+
+            partial = text[len(HELP_PREFIX):]
+            for topic in topics():
+                if topic.startswith(partial):
+                    yield Completion(topic, -len(partial))
             return
         word = text.rsplit(None, 1)[-1] if text.strip() else ""
         if word.startswith("@"):

@@ -10,6 +10,7 @@ from rich.text import Text
 from tether.runtime import session_started
 from tether.safety.permissions import RuleError
 from tether.store.session import SessionCorrupt
+from tether.ui.docs_pages import find_topic, page_text, topics, topics_listing
 
 from ..terminal_ui import shown
 from . import (
@@ -34,8 +35,11 @@ HERE = CommandTable()
 command = HERE.command
 
 
-@command("help", "/help", "list the commands")
+@command("help", "/help [TOPIC]", "list the commands; with TOPIC, print that page of the docs")
 async def show_help(ctx: CommandContext, arg: str) -> None:
+    if arg.strip():
+        show_docs_page(ctx, arg.strip())
+        return
     from rich.table import Table
 
     # Two columns that wrap between words within themselves: at 80 columns a long usage
@@ -49,6 +53,16 @@ async def show_help(ctx: CommandContext, arg: str) -> None:
     ctx.say("Mention a file with @path to attach it; !command runs a shell command and keeps "
             "its output in the conversation. Alt-Enter or Ctrl-J adds a line; "
             "Ctrl-C stops a running request.")
+    ctx.say("/help TOPIC prints a page of the docs: " + ", ".join(topics()) + ".")
+
+
+def show_docs_page(ctx: CommandContext, word: str) -> None:
+    """One page of the docs as its markdown text (ours, not the model's), or the topics."""
+    topic = find_topic(word)
+    if topic is None:
+        ctx.say(f"No help topic {word!r}; " + topics_listing() + ".", "warning")
+        return
+    ctx.console.print(Text(page_text(topic)))
 
 
 @command("exit", "/exit", "leave tether (Ctrl-D works too)")

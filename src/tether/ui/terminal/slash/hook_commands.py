@@ -14,7 +14,7 @@ COMMANDS = CommandTable()
 command = COMMANDS.command
 
 NONE_CONFIGURED = ("No hooks. Add a `hooks` table to TETHER_HOME/config.toml or settings.json, "
-                   "or to a trusted project's .tether/settings.json (the README shows the format).")
+                   "or to a trusted project's .tether/settings.json (tether help hooks shows the format).")
 
 
 @command("hooks", "/hooks", "the hooks in use: event, matcher, command, and where each came from")
