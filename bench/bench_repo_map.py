@@ -13,6 +13,8 @@ the wall time is mostly waiting for the CPU), peak resident memory and
 resident memory after repo_map returned (with the tags it keeps), and the result's summary.
 States: "cold" (nothing cached anywhere), "disk-warm" (a new process, the on-disk tag cache
 of an earlier run present; only where the code has one).
+Then search_in_file over the whole tree: main's code, this code with rg, and with its Python
+fallback.
 No assertions: machines are shared and noisy.
 
 Run: python bench/bench_repo_map.py [--runs 3] [--files 18000] [--tree DIR] [--keep]
@@ -56,6 +58,32 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "peak": peak, "after": after, 
                   "disk": takes_cache, "notes": notes}))
 """
 
+SEARCH_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from tether.core.toolspec import ToolContext, ToolError
+from tether.tools.files import SearchInFileParams, search_in_file
+
+root, pattern, engine = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+if engine == "python":
+    try:
+        from tether.tools import ripgrep
+        ripgrep.ripgrep = lambda: None
+    except ImportError:  # code from before rg was used: Python only
+        pass
+start, cpu = time.perf_counter(), time.process_time()
+try:
+    lines = search_in_file(SearchInFileParams(pattern=pattern), ToolContext(root=root)).text.splitlines()
+except ToolError as err:
+    lines = [str(err)]
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "cpu": time.process_time() - cpu + children.ru_utime + children.ru_stime,
+                  "end": [line for line in lines if line.startswith(("[", "No ", "the "))][-1:]}))
+"""
+SEARCHES = ("zz_nowhere_zz", "def [a-z_]+cache")
+"""A search that reads every file, and one that fills the match cap."""
+
 
 def make_tree(root: Path, files: int) -> None:
     """Copies of the standard library and of site-packages until `files` files."""
@@ -90,6 +118,27 @@ def run_child(src: Path, tree: Path, cache: str) -> dict[str, object]:
     done = subprocess.run([sys.executable, "-c", CHILD, str(tree), cache], env=env,
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def search_row(src: Path, tree: Path, pattern: str, engine: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", SEARCH_CHILD, str(tree), pattern, engine], env=env,
+                          capture_output=True, text=True, check=True)
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    end = row["end"][0][:90] if row["end"] else ""
+    return f"{row['seconds']:7.2f} {row['cpu']:6.2f}  {end}"
+
+
+def searches(before: Path, tree: Path) -> None:
+    print("search_in_file over the whole tree, one run each (wall s, CPU s with rg's)")
+    for pattern in SEARCHES:
+        print(f"  {pattern!r}")
+        for label, src, engine in (("before", before, "python"), ("after", HERE, "rg"),
+                                   ("after", HERE, "python")):
+            if engine == "rg" and shutil.which("rg") is None:
+                print("    after, rg: (rg is not installed)")
+                continue
+            print(f"    {label:<6} {engine:<7} {search_row(src, tree, pattern, engine)}")
 
 
 def measure(src: Path, tree: Path, runs: int, warm: bool) -> dict[str, object] | None:
@@ -135,6 +184,7 @@ def main() -> None:
                       f"{row['after']:9.0f}  {row['summary']}")
                 for note in row["notes"]:  # type: ignore[attr-defined]
                     print(f"  {'':<19} {note[:160]}")
+        searches(args.before, tree)
     finally:
         if args.keep or args.tree:
             print(f"tree kept: {tree}")
