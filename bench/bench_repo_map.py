@@ -1,145 +1,195 @@
-"""repo_map figures: a generated repository of 2,000 source files, mapped cold (every file
-parsed) and warm (nothing changed; a new budget; one file edited).
+"""repo_map figures on a big tree, before and after: the code of a reference checkout (main's,
+by default /work/main/src) beside this checkout's, each run in a fresh subprocess so its
+memory figures are its own.
 
-Prints wall and CPU seconds for each (no assertions: machines are shared and noisy, and
-on a loaded machine the wall time is mostly waiting for the CPU).
-Run: python bench/bench_repo_map.py [files]
+The tree is real code: copies of the Python standard library and of the interpreter's
+site-packages, replicated to about 18,000 files (roughly half of them source files a
+grammar parses), in a temporary folder made a git repository (untracked files, as a fresh
+clone's build would leave them). It is made once per run and removed after (pass --keep to
+reuse it: the path is printed).
+
+Per side and per state, the median of a few runs: wall and CPU seconds (on a loaded machine
+the wall time is mostly waiting for the CPU), peak resident memory and
+resident memory after repo_map returned (with the tags it keeps), and the result's summary.
+States: "cold" (nothing cached anywhere), "disk-warm" (a new process, the on-disk tag cache
+of an earlier run present; only where the code has one).
+Then search_in_file over the whole tree: main's code, this code with rg, and with its Python
+fallback.
+No assertions: machines are shared and noisy.
+
+Run: python bench/bench_repo_map.py [--runs 3] [--files 18000] [--tree DIR] [--keep]
+     [--before /work/main/src]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
-import random
 import shutil
+import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+HERE = Path(__file__).resolve().parent.parent / "src"
+SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "*.so.*", "*.a")
+
+CHILD = r"""
+import gc, inspect, json, resource, sys, time
+from pathlib import Path
 from tether.core.toolspec import ToolContext
 from tether.tools.ast_tools import AstTools, RepoMapParams
 
-LANGUAGES = (("py", 60), ("ts", 15), ("go", 10), ("js", 10), ("rs", 5))
+root, cache = Path(sys.argv[1]), sys.argv[2]
+takes_cache = "tag_store" in inspect.signature(AstTools).parameters
+tools = AstTools(tag_store=Path(cache)) if takes_cache and cache else AstTools()
+start, cpu = time.perf_counter(), time.process_time()
+out = tools.repo_map(RepoMapParams(budget=1024), ToolContext(root=root))
+seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+gc.collect()
+with open("/proc/self/statm") as f:
+    after = int(f.read().split()[1]) * resource.getpagesize() / 2**20
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+notes = [line for line in out.text.splitlines() if line.startswith("[")]
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak": peak, "after": after, "summary": out.summary,
+                  "disk": takes_cache, "notes": notes}))
+"""
+
+SEARCH_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+from tether.core.toolspec import ToolContext, ToolError
+from tether.tools.files import SearchInFileParams, search_in_file
+
+root, pattern, engine = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+if engine == "python":
+    try:
+        from tether.tools import ripgrep
+        ripgrep.ripgrep = lambda: None
+    except ImportError:  # code from before rg was used: Python only
+        pass
+start, cpu = time.perf_counter(), time.process_time()
+try:
+    lines = search_in_file(SearchInFileParams(pattern=pattern), ToolContext(root=root)).text.splitlines()
+except ToolError as err:
+    lines = [str(err)]
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": time.perf_counter() - start,
+                  "cpu": time.process_time() - cpu + children.ru_utime + children.ru_stime,
+                  "end": [line for line in lines if line.startswith(("[", "No ", "the "))][-1:]}))
+"""
+SEARCHES = ("zz_nowhere_zz", "def [a-z_]+cache")
+"""A search that reads every file, and one that fills the match cap."""
 
 
-def python_file(index: int, names: list[str]) -> str:
-    calls = "\n".join(f"        value = {name}(value)" for name in names)
-    return (
-        f'"""Module {index}."""\n\n\nclass Service{index}:\n    """A service."""\n\n'
-        f"    def __init__(self, size: int) -> None:\n        self.size = size\n\n"
-        f"    def run_step_{index}(self, value: int) -> int:\n{calls}\n        return value\n\n\n"
-        + "".join(
-            f"def helper_{index}_{k}(value: int) -> int:\n    total = value\n"
-            f"    for step in range({k + 1}):\n        total += step * {k}\n    return total\n\n\n"
-            for k in range(4)
-        )
-    )
-
-
-def typescript_file(index: int, names: list[str]) -> str:
-    calls = "\n".join(f"    value = {name}(value);" for name in names)
-    return (
-        f"export interface Shape{index} {{ area(): number; }}\n\n"
-        f"export class Widget{index} implements Shape{index} {{\n"
-        f"  area(): number {{ return {index}; }}\n}}\n\n"
-        + "".join(
-            f"export function helper_{index}_{k}(value: number): number {{\n"
-            f"  return value + {k};\n}}\n\n" for k in range(4)
-        )
-        + f"export function run{index}(value: number): number {{\n{calls}\n    return value;\n}}\n"
-    )
-
-
-def javascript_file(index: int, names: list[str]) -> str:
-    calls = "\n".join(f"  value = {name}(value);" for name in names)
-    return (
-        f"class Store{index} {{\n  get(key) {{ return key; }}\n}}\n\n"
-        + "".join(f"function helper_{index}_{k}(value) {{ return value + {k}; }}\n\n" for k in range(4))
-        + f"function run{index}(value) {{\n{calls}\n  return value;\n}}\n"
-    )
-
-
-def go_file(index: int, names: list[str]) -> str:
-    calls = "\n".join(f"\tvalue = {name}(value)" for name in names)
-    return (
-        f"package pkg\n\ntype Server{index} struct {{ port int }}\n\n"
-        f"func (s *Server{index}) Start() int {{ return s.port }}\n\n"
-        + "".join(f"func helper_{index}_{k}(value int) int {{ return value + {k} }}\n\n" for k in range(4))
-        + f"func Run{index}(value int) int {{\n{calls}\n\treturn value\n}}\n"
-    )
-
-
-def rust_file(index: int, names: list[str]) -> str:
-    calls = "\n".join(f"    let value = {name}(value);" for name in names)
-    return (
-        f"pub struct Point{index} {{ x: i32 }}\n\n"
-        + "".join(f"pub fn helper_{index}_{k}(value: i32) -> i32 {{ value + {k} }}\n\n" for k in range(4))
-        + f"pub fn run{index}(value: i32) -> i32 {{\n{calls}\n    value\n}}\n"
-    )
-
-
-WRITERS: dict[str, Callable[[int, list[str]], str]] = {
-    "py": python_file, "ts": typescript_file, "js": javascript_file, "go": go_file, "rs": rust_file,
-}
-
-
-def make_repository(root: Path, count: int) -> None:
-    """`count` files in 40 folders, each calling helpers of a few others (a skewed choice,
-    so some files are used much more than others), plus an ignored folder."""
-    chooser = random.Random(18)
-    suffixes = [suffix for suffix, share in LANGUAGES for _ in range(share)]
-    for index in range(count):
-        suffix = chooser.choice(suffixes)
-        used = [int(chooser.paretovariate(1.2)) % count for _ in range(5)]
-        names = [f"helper_{target}_{target % 4}" for target in used]
-        path = root / f"pkg{index % 40}" / f"module_{index}.{suffix}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(WRITERS[suffix](index, names))
-    (root / ".gitignore").write_text("build/\n")
-    (root / "build").mkdir()
-    for index in range(200):
-        (root / "build" / f"generated_{index}.py").write_text(f"def generated_{index}():\n    pass\n")
+def make_tree(root: Path, files: int) -> None:
+    """Copies of the standard library and of site-packages until `files` files."""
+    sources = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
+    copy = 0
+    while _count(root) < files:
+        for source in sources:
+            target = root / f"copy{copy}" / source.name
+            shutil.copytree(source, target, ignore=_skipped_for(source), symlinks=True)
+            if _count(root) >= files:
+                break
+        copy += 1
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
 
 
-def cpu_seconds() -> float:
-    """This process's CPU time and its children's (git ls-files)."""
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
+def _skipped_for(source: Path):  # type: ignore[no-untyped-def]
+    """The stdlib copy leaves out its own site-packages (copied on its own)."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skipped = set(SKIPPED(folder, names))
+        if Path(folder) == source:
+            skipped.add("site-packages")
+        return skipped
+    return ignore
 
 
-def timed(label: str, action: Callable[[], str]) -> str:
-    wall, cpu = time.perf_counter(), cpu_seconds()
-    summary = action()
-    print(f"  {label:<34} {time.perf_counter() - wall:6.2f} s wall  "
-          f"{cpu_seconds() - cpu:6.2f} s CPU   ({summary})")
-    return summary
+def _count(root: Path) -> int:
+    return sum(len(names) for _, _, names in os.walk(root))
+
+
+def run_child(src: Path, tree: Path, cache: str) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", CHILD, str(tree), cache], env=env,
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def search_row(src: Path, tree: Path, pattern: str, engine: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", SEARCH_CHILD, str(tree), pattern, engine], env=env,
+                          capture_output=True, text=True, check=True)
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    end = row["end"][0][:90] if row["end"] else ""
+    return f"{row['seconds']:7.2f} {row['cpu']:6.2f}  {end}"
+
+
+def searches(before: Path, tree: Path) -> None:
+    print("search_in_file over the whole tree, one run each (wall s, CPU s with rg's)")
+    for pattern in SEARCHES:
+        print(f"  {pattern!r}")
+        for label, src, engine in (("before", before, "python"), ("after", HERE, "rg"),
+                                   ("after", HERE, "python")):
+            if engine == "rg" and shutil.which("rg") is None:
+                print("    after, rg: (rg is not installed)")
+                continue
+            print(f"    {label:<6} {engine:<7} {search_row(src, tree, pattern, engine)}")
+
+
+def measure(src: Path, tree: Path, runs: int, warm: bool) -> dict[str, object] | None:
+    """Median figures of `runs` fresh processes, cold (an empty tag cache each time) or
+    disk-warm (one cache filled by an untimed run first)."""
+    samples = []
+    with tempfile.TemporaryDirectory(prefix="tether-tags-") as cache:
+        if warm:
+            if not run_child(src, tree, cache)["disk"]:
+                return None
+        for _ in range(runs):
+            place = cache if warm else tempfile.mkdtemp(prefix="tether-tags-", dir=cache)
+            samples.append(run_child(src, tree, place))
+    middle = {key: statistics.median(float(s[key]) for s in samples)  # type: ignore[arg-type]
+              for key in ("seconds", "cpu", "peak", "after")}
+    return {**middle, "summary": samples[-1]["summary"], "notes": samples[-1]["notes"]}
 
 
 def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 2_000
-    root = Path(tempfile.mkdtemp(prefix="tether-repomap-"))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before-runs", type=int, help="runs of the reference code (default: --runs)")
+    parser.add_argument("--files", type=int, default=18_000)
+    parser.add_argument("--tree", type=Path)
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--before", type=Path, default=Path("/work/main/src"))
+    args = parser.parse_args()
+    tree = args.tree or Path(tempfile.mkdtemp(prefix="tether-bigtree-"))
     try:
-        make_repository(root, count)
-        ctx = ToolContext(root=root)
-        tools = AstTools()
-        grammar = "tree-sitter" if tools.grammars.available else "stdlib ast only (no extra)"
-        print(f"repo_map over {count:,} files ({grammar})")
-
-        def run(budget: int) -> str:
-            return tools.repo_map(RepoMapParams(budget=budget), ctx).summary
-
-        timed("cold (every file parsed)", lambda: run(1024))
-        timed("warm (same files, same budget)", lambda: run(1024))
-        timed("warm (new budget: re-fitted)", lambda: run(2048))
-        edited = next(root.glob("pkg0/module_0.*"))
-        edited.write_text(edited.read_text() + "\n")
-        timed("one file edited (re-parsed)", lambda: run(1024))
-        print(f"  files parsed in all: {tools.mapper.tag_cache.extracted:,}")
+        if not (tree / ".git").exists():
+            make_tree(tree, args.files)
+        print(f"repo_map (budget 1,024) over {_count(tree) - _count(tree / '.git'):,} files in {tree}, "
+              f"median of {args.runs} runs, each in a fresh process")
+        print(f"  {'code':<8} {'state':<10} {'wall s':>7} {'CPU s':>6} {'peak MB':>8} {'after MB':>9}  summary")
+        for label, src in (("before", args.before), ("after", HERE)):
+            runs = args.before_runs or args.runs if label == "before" else args.runs
+            for state in ("cold", "disk-warm"):
+                row = measure(src, tree, runs, warm=state == "disk-warm")
+                if row is None:
+                    print(f"  {label:<8} {state:<10} {'(no on-disk tag cache)':>33}")
+                    continue
+                print(f"  {label:<8} {state:<10} {row['seconds']:7.2f} {row['cpu']:6.2f} {row['peak']:8.0f} "
+                      f"{row['after']:9.0f}  {row['summary']}")
+                for note in row["notes"]:  # type: ignore[attr-defined]
+                    print(f"  {'':<19} {note[:160]}")
+        searches(args.before, tree)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep or args.tree:
+            print(f"tree kept: {tree}")
+        else:
+            shutil.rmtree(tree, ignore_errors=True)
 
 
 if __name__ == "__main__":

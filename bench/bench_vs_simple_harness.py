@@ -34,6 +34,7 @@ from fakeserver import FakeServer  # noqa: E402
 from ptyapp import PtyApp, app_env, openai_args  # noqa: E402
 
 TIMEOUT = 60.0
+Starter = Callable[[str, Path], PtyApp]
 DEFAULT_OTHER = "/tmp/sh-venv/bin/python"
 
 
@@ -76,19 +77,27 @@ def cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(start: Callable[[str, Path], PtyApp], marker: str, url: str) -> tuple[float, float]:
+def one_run(start: Starter, marker: str, url: str) -> tuple[float, float]:
     """Milliseconds from spawning the app until its prompt is visible: wall and CPU."""
+    drawn, drawn_cpu, _, _ = to_drawn_and_ready(start, marker, lambda app: True, url)
+    return drawn, drawn_cpu
+
+
+def to_drawn_and_ready(start: Starter, marker: str, ready: Callable[[PtyApp], bool],
+                       url: str) -> tuple[float, float, float, float]:
+    """Wall ms and CPU ms at the first prompt drawn, then at ready."""
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         (scratch / "project").mkdir()
-        started = time.perf_counter()
+        began = time.perf_counter()
         with start(url, scratch) as app:
             app.wait_for(lambda _: prompt_on_screen(app, marker), TIMEOUT, "the first prompt")
-            elapsed = time.perf_counter() - started
-            cpu = cpu_ms(app.pid)
+            drawn, drawn_cpu = (time.perf_counter() - began) * 1000, cpu_ms(app.pid)
+            app.wait_for(lambda _: ready(app), TIMEOUT, "ready")
+            at_ready, ready_cpu = (time.perf_counter() - began) * 1000, cpu_ms(app.pid)
             app.ctrl_d()
             app.wait_exit()
-    return elapsed * 1000, cpu
+    return drawn, drawn_cpu, at_ready, ready_cpu
 
 
 def main() -> None:

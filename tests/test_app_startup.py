@@ -15,7 +15,7 @@ from tether.core.messages import Message, Text
 from tether.safety.trusted_folders import PROJECT_FILE as RULES_FILE
 from tether.safety.trusted_folders import TrustStore
 from tether.store.session import SessionStore
-from tether.ui.terminal.startup import STARTING
+from tether.ui.terminal.startup import STARTING, WAITING_FOR_START
 
 HELD_BUILD = """
 import sys
@@ -80,6 +80,32 @@ def test_the_prompt_is_up_before_the_runtime_is_built(
         asked = server.bodies("/v1/chat/completions")
     assert shown.index("Type a request") < shown.index("› hello") < shown.index("Built and answered.")
     assert asked and asked[0]["messages"][-1]["content"] == "hello"
+
+
+def test_a_request_typed_at_once_waits_visibly_and_is_sent_once_ready(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    """Typed the moment the prompt is drawn, long before the runtime is: it is not lost, it
+    says it waits, and it goes out once, when the runtime is ready."""
+    with FakeServer([Reply(text="Sent after the start."), Reply(text="Title")]) as server:
+        app, gate = held_start(project, home, tmp_path, server.url)
+        with app:
+            app.wait_for(lambda _: app.at_prompt(), what="the first prompt")
+            app.line("typed before the runtime was built")
+            app.wait_for_text(WAITING_FOR_START)
+            assert not server.bodies("/v1/chat/completions"), "nothing is sent before the build"
+            with gate_opened(app, gate):
+                pass
+            app.wait_for_text("Sent after the start.")
+            app.wait_for_prompt()
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+            shown = app.text()
+        asked = server.bodies("/v1/chat/completions")
+    typed = [body for body in asked if body["messages"][-1]["content"] == "typed before the runtime was built"]
+    assert len(typed) == 1
+    assert shown.index("› typed before the runtime was built") < shown.index(WAITING_FOR_START)
+    assert shown.index(WAITING_FOR_START) < shown.index("Sent after the start.")
 
 
 def test_a_continued_session_shows_where_it_left_off_before_the_runtime_is_built(

@@ -38,6 +38,14 @@ def resolve_path(path: str, base: str, *, follow_final: bool = True) -> str:
     return _walk(start, path, follow_final)
 
 
+def resolve_from(resolved_dir: str, name: str) -> str:
+    """resolve_path for `name` relative to a directory already resolved: a walk over a
+    folder's files resolves the folder once, not once per file."""
+    if "\0" in name or "\0" in resolved_dir:
+        raise ValueError("embedded null byte in a path")
+    return _walk(resolved_dir, name, True)
+
+
 def _resolved_base(base: str) -> str:
     absolute = base if os.path.isabs(base) else os.path.join(os.getcwd(), base)
     return _walk("/", absolute, True)

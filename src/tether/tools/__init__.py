@@ -12,6 +12,8 @@ if TYPE_CHECKING:  # a helper module of the package (the chat's prompt reads fil
     from .ask import Asker
 
 Closer = Callable[[], Awaitable[None]]
+TAG_CACHE = Path("cache", "tags")
+"""Under TETHER_HOME: repo_map's on-disk tag caches, one file per project."""
 
 
 def builtin_tools(
@@ -23,7 +25,7 @@ def builtin_tools(
 ) -> tuple[ToolTable, list[Closer]]:
     """Every built-in tool, plus the closers for what they keep running (shell sessions).
 
-    `home` (TETHER_HOME) enables the memory tools; `asker` is how get_user_input
+    `home` (TETHER_HOME) enables the memory tools and repo_map's on-disk tag cache; `asker` is how get_user_input
     reaches a person (None: nobody can answer); `on_output` sees command output live;
     `sandbox` wraps every command run_cmd starts (None: commands run unconfined).
     """
@@ -41,7 +43,7 @@ def builtin_tools(
     sessions = ShellSessions(ctx.root, on_output=on_output, launcher=sandbox)
     ctx.runs_unconfined = sessions.runs_unconfined
     tools = [*FILE_TOOLS, *shell_tools(sessions, sandbox), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker),
-             *AstTools().tools()]
+             *AstTools(tag_store=home / TAG_CACHE if home is not None else None).tools()]
     if home is not None:
         tools += memory_tools(MemoryStore(home / MEMORY_FILE))
     return ToolTable(tools), [sessions.close_all]

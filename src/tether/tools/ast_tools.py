@@ -91,10 +91,12 @@ class AstTools:
     """The three tools over one set of grammars and one map cache."""
 
     grammars: Grammars = field(default_factory=Grammars)
+    tag_store: Path | None = None
+    """The folder of the on-disk tag caches (TETHER_HOME/cache/tags); None: memory only."""
     mapper: RepoMapper = field(init=False)
 
     def __post_init__(self) -> None:
-        self.mapper = RepoMapper(self.grammars)
+        self.mapper = RepoMapper(self.grammars, self.tag_store)
 
     def skeleton(self, args: SkeletonParams, ctx: ToolContext) -> ToolOutput:
         source = _source_file(args.filepath, ctx)
@@ -135,8 +137,9 @@ class AstTools:
         mentions = mentions_in(CONVERSATION.get(), args.focus)
         built = self.mapper.build(ctx, target, args.budget or DEFAULT_MAP_BUDGET, mentions)
         cached = " (cached)" if built.cached else ""
+        parsed = f" ({built.parsed} parsed)" if built.parsed < built.files else ""
         return ToolOutput(built.text, summary=f"{built.shown_definitions} definitions from "
-                          f"{built.files} files{cached}")
+                          f"{built.files} files{parsed}{cached}")
 
     def tools(self) -> list[Tool]:
         """The table entries; an unexpected OSError becomes a message, as in the file tools."""

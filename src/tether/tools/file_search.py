@@ -1,9 +1,17 @@
 """search_in_file: a regular expression over one file or a folder (git's file list when
-there is one), matched in a worker process with a deadline, results capped."""
+there is one), results capped.
+
+A folder is searched by ripgrep when it is installed and takes the pattern (tools/ripgrep),
+else in Python; either way over the same files (the walk's guards, the deny rules, the size
+limit) and with the same cap, and with no limit on the search's time as a whole: the cap
+and the note that says so end a search that finds too much. Python matches in a worker
+process, where a deadline per file stops a pattern that makes no progress (catastrophic
+backtracking)."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import time
@@ -15,12 +23,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+import tether.tools.ripgrep as ripgrep  # a module, so the tests can stand in for rg
 from tether.core.project_files import searchable_files
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.safety.paths import file_identity
+from tether.safety.paths import file_identity, resolve_from
 from tether.safety.regular_files import (
     NotARegularFile,
     TooLarge,
+    open_regular,
     read_small_file,
     refuse_special,
 )
@@ -37,7 +47,9 @@ from .file_text import (
 from .outside_values import VALUES_SHOWN, ParsedModules, outside_values
 
 SEARCH_MATCH_CAP = 200
-SEARCH_TIME_LIMIT = 5.0
+FILE_TIME_LIMIT = 5.0
+"""Matching one file's text taking longer than this is a pattern that backtracks without
+end: the search stops there and says so."""
 SEARCH_CHAR_CAP = 15_000
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 SEARCH_LINE_WIDTH = 200
@@ -99,7 +111,8 @@ class _SearchReport:
 
 @dataclass(frozen=True)
 class _Limits:
-    seconds: float
+    seconds: float | None = None
+    """The whole search's time (None: none; the match cap ends it)."""
     max_bytes: int | None = None
     """Text read at the most, over all files (None: only each file's SEARCH_MAX_FILE_BYTES)."""
 
@@ -112,11 +125,15 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
     if not target.exists():
         raise _not_found(target, ctx, what="Path")
     refuse_special(target)
-    files = [target] if target.is_file() else searchable_files(target)
     scope = search_scope(ctx.root / os.path.expanduser(args.path), ctx.root)
     report = _SearchReport(pattern=args.pattern)
     with RegexWorker() as worker:  # the matching runs where the deadline can stop it
-        _search_files(worker, regex, files, scope, ctx, report, _Limits(SEARCH_TIME_LIMIT))
+        rg = None if target.is_file() else ripgrep.usable(regex.pattern)
+        if rg is not None:
+            _search_with_rg(rg, regex, searchable_files(target), WalkGuard(ctx, scope), ctx.root, report)
+        else:
+            files = [target] if target.is_file() else searchable_files(target)
+            _search_files(worker, regex, files, scope, ctx, report, _Limits())
         few = len(report.matches) < ELSEWHERE_BELOW
         one_file = target.is_file() and report.files_searched == 1 and few
         elsewhere = _elsewhere(worker, regex, target, report.last_text, ctx) if one_file else None
@@ -161,7 +178,7 @@ def _search_files(
     """Search each file the call may read (inside `scope`, no deny rule, not the saved keys),
     until the matches fill the report or a limit is reached."""
     guard = WalkGuard(ctx, scope)
-    deadline = time.monotonic() + limits.seconds
+    deadline = math.inf if limits.seconds is None else time.monotonic() + limits.seconds
     for path in files:
         if time.monotonic() > deadline:
             report.stopped = (
@@ -175,9 +192,55 @@ def _search_files(
         if refusal is not None:
             report.refused[refusal] += 1
             continue
-        _search_file(worker, regex, path, ctx.root, report, deadline)
+        _search_file(worker, regex, path, ctx.root, report, min(deadline, time.monotonic() + FILE_TIME_LIMIT))
         if report.stopped:
             return
+
+
+def _search_with_rg(
+    program: str, regex: re.Pattern[str], files: Iterable[Path], guard: WalkGuard, root: Path,
+    report: _SearchReport,
+) -> None:
+    """rg over the files `_readable` lets through, its matches streamed into the report
+    until the cap."""
+    found = ripgrep.search(program, regex.pattern, _readable(files, guard, report), SEARCH_MATCH_CAP)
+    try:
+        for matches in found:
+            _record_file(report, matches.path, root, matches.lines, None)
+            if report.stopped:
+                return
+    except ripgrep.PatternUnsupported as err:
+        raise ToolError(f"search_in_file could not run the search: {err}.") from err
+    finally:
+        found.close()
+
+
+def _readable(files: Iterable[Path], guard: WalkGuard, report: _SearchReport) -> Iterator[Path]:
+    """The files a search may read, checked as `_searchable_text` checks them, from their
+    first bytes only: inside the scope, no deny rule, not the keys, regular, not too large,
+    no NUL byte at the start."""
+    for path in files:
+        refusal = guard.refusal(path)
+        if refusal is not None:
+            report.refused[refusal] += 1
+            continue
+        try:
+            with open_regular(path) as handle:
+                size = os.fstat(handle.fileno()).st_size
+                head = b"" if size > SEARCH_MAX_FILE_BYTES else handle.read(BINARY_SNIFF_BYTES)
+        except NotARegularFile:
+            report.skipped_special += 1
+            continue
+        except OSError:
+            continue
+        if size > SEARCH_MAX_FILE_BYTES:
+            report.skipped_large += 1
+        elif b"\0" in head:
+            report.skipped_binary += 1
+        else:
+            report.files_searched += 1
+            report.bytes_read += size
+            yield path
 
 
 def _elsewhere(
@@ -277,6 +340,9 @@ class WalkGuard:
     """Where the files must really be (see search_scope)."""
     _resolved_scope: Path | None = field(init=False, default=None)
     _secrets: set[tuple[int, int]] = field(init=False, default_factory=set)
+    _folders: dict[str, str | None] = field(init=False, default_factory=dict)
+    """Each folder's kernel resolution, made once per walk (a big tree has thousands of
+    files in hundreds of folders)."""
 
     def __post_init__(self) -> None:
         self._resolved_scope = kernel_resolved(self.scope)
@@ -284,14 +350,31 @@ class WalkGuard:
             self._secrets = self.ctx.secrets.identities()
 
     def refusal(self, path: Path) -> WalkRefusal | None:
-        inside = self._resolved_scope is not None and is_inside_resolved(path, self._resolved_scope)
-        if not inside:  # a symlink leading out: never read unasked
+        if not self._inside(path):  # a symlink leading out: never read unasked
             return "outside"
         if self._secrets and file_identity(str(path)) in self._secrets:  # a hard link to the keys
             return "secret"
         if not self.ctx.may_read(path):  # a deny rule covers it: the call named only its folder
             return "denied"
         return None
+
+    def _inside(self, path: Path) -> bool:
+        """Whether the file the kernel reaches for `path` lies in the scope."""
+        if self._resolved_scope is None:
+            return False
+        if not path.is_absolute() or ".." in path.parts:  # resolved whole, as the kernel walks it
+            return is_inside_resolved(path, self._resolved_scope)
+        folder, name = os.path.split(str(path))
+        if folder not in self._folders:
+            resolved = kernel_resolved(Path(folder))
+            self._folders[folder] = None if resolved is None else str(resolved)
+        base = self._folders[folder]
+        try:
+            reached = resolve_from(base, name) if base is not None else None
+        except (OSError, ValueError):
+            reached = None
+        scope = str(self._resolved_scope)
+        return reached is not None and (reached == scope or reached.startswith(scope.rstrip(os.sep) + os.sep))
 
 
 def _smart_case(pattern: str) -> str:
@@ -362,20 +445,39 @@ def _search_file(
         report.too_slow = True
         report.stopped = (
             f"[the pattern {report.pattern!r} was too slow: matching it in {shown} did not "
-            f"finish within the search's {SEARCH_TIME_LIMIT:g} s. Nested repetition such as "
+            f"finish within {FILE_TIME_LIMIT:g} s. Nested repetition such as "
             "(a+)+ can take forever on some lines; simplify the pattern or narrow the path]"
         )
         return
     except WorkerFailed as err:
         raise ToolError(f"search_in_file could not run the search: {err}.") from err
-    if hits and path.suffix == ".py" and len(report.python_hits) < VALUES_FILES:
-        report.python_hits.append((path, text, set(hits)))
     lines = text.split("\n")
-    for number in hits:
-        _add_match(report, f"{shown}:{number}: {_trim(lines[number - 1])}")
+    _record_file(report, path, root, [(n, lines[n - 1]) for n in hits], text)
+
+
+def _record_file(
+    report: _SearchReport, path: Path, root: Path, hits: list[tuple[int, str]], text: str | None
+) -> None:
+    """One file's matching lines, until the report is full. `text` is the file's, when the
+    search read it (rg's matches come without it: it is read here for the first few Python
+    files, whose lines may read values set elsewhere)."""
+    if hits and path.suffix == ".py" and len(report.python_hits) < VALUES_FILES:
+        text = text if text is not None else _python_text(path)
+        if text is not None:
+            report.python_hits.append((path, text, {n for n, _ in hits}))
+    shown = display_path(path, root)
+    for number, line in hits:
+        _add_match(report, f"{shown}:{number}: {_trim(line)}")
         if report.stopped:
             break
     report.files_matched += bool(hits)
+
+
+def _python_text(path: Path) -> str | None:
+    try:
+        return read_small_file(path, SEARCH_MAX_FILE_BYTES).decode("utf-8", errors="replace")
+    except (TooLarge, NotARegularFile, OSError):
+        return None
 
 
 def _searchable_text(path: Path, report: _SearchReport) -> str | None:

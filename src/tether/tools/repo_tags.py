@@ -8,8 +8,10 @@ from __future__ import annotations
 import ast
 import os
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from tether.safety.regular_files import NotARegularFile, TooLarge, read_small_file
 
@@ -48,27 +50,52 @@ def stamp_of(path: Path) -> Stamp | None:
     return info.st_mtime_ns, info.st_size
 
 
+class TagStore(Protocol):
+    """Where tags outlive the process (repo_tag_store.TagStore)."""
+
+    def get(self, path: Path, stamp: Stamp) -> FileTags | None: ...
+    def put(self, entries: Iterable[tuple[Path, Stamp, FileTags]]) -> None: ...
+
+
 @dataclass
 class TagCache:
-    """Tags per file, reused while the file's stamp is the same."""
+    """Tags per file, reused while the file's stamp is the same: from memory, else from
+    the on-disk store, else parsed (and handed to the store by `save`)."""
 
     grammars: Grammars
     _entries: dict[Path, tuple[Stamp, FileTags]] = field(default_factory=dict)
+    _fresh: list[Path] = field(default_factory=list)
     extracted: int = 0
     """Files read and parsed so far (the benchmark and the tests count rescans with it)."""
+    loaded: int = 0
+    """Files whose tags came from the on-disk store."""
 
-    def tags(self, path: Path, stamp: Stamp) -> FileTags:
+    def tags(self, path: Path, stamp: Stamp, store: TagStore | None = None) -> FileTags:
         kept = self._entries.get(path)
         if kept is not None and kept[0] == stamp:
             return kept[1]
-        tags = self._extract(path)
+        stored = store.get(path, stamp) if store is not None else None
+        if stored is not None:
+            self.loaded += 1
+            tags = stored
+        else:
+            tags = self._extract(path)
+            self.extracted += 1
+            self._fresh.append(path)
         self._entries[path] = (stamp, tags)
-        self.extracted += 1
         return tags
 
-    def forget_missing(self, present: set[Path]) -> None:
-        """Drop entries of files that are gone, so the cache cannot grow without end."""
-        for path in [p for p in self._entries if p not in present]:
+    def save(self, store: TagStore | None) -> None:
+        """Hand the tags parsed since the last save to `store`."""
+        fresh = [(p, *self._entries[p]) for p in dict.fromkeys(self._fresh) if p in self._entries]
+        self._fresh.clear()
+        if store is not None:
+            store.put(fresh)
+
+    def keep_only(self, wanted: set[Path]) -> None:
+        """Drop the other entries: a big tree's tags beyond what the map uses stay on disk,
+        not in memory."""
+        for path in [p for p in self._entries if p not in wanted]:
             del self._entries[path]
 
     def _extract(self, path: Path) -> FileTags:

@@ -15,8 +15,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from rank_bm25 import BM25Okapi
-
 FILLER = frozenset("""
 a an and are as at be by can could did do does for from get got how i if in into is it its
 me my of on or please should so than that the their them then there these this those to use
@@ -128,6 +126,10 @@ def rank(query: str, passages: list[Passage]) -> list[Ranked]:
     key = discriminating(wanted, list(pages.values()))
     # BM25's scores order the passages; the floor is the terms test (with one or two
     # passages Okapi's idf goes negative, so a score threshold would mean nothing there).
+    from rank_bm25 import (
+        BM25Okapi,  # with numpy, a tenth of the chat's start: only a search needs it
+    )
+
     scores = BM25Okapi(tokens).get_scores(wanted)
     ranked = []
     for passage, words, score in zip(passages, pool, scores, strict=True):

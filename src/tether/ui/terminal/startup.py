@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 STARTING = "starting…"
 """The status line while the runtime is being built and started (the prompt is already up)."""
+WAITING_FOR_START = f"{STARTING} (sent as soon as the chat is ready)"
+"""Shown under a request or command typed before the runtime is built: it waits, visibly."""
 
 
 class UsageProblem(Exception):
@@ -195,8 +197,6 @@ class StartUp:
 
         self.starting = asyncio.ensure_future(self.runtime.start())
         self.starting.add_done_callback(self._started)
-        if not self.deferred:  # deferred, the build's thread has done it
-            threading.Thread(target=warm_up, daemon=True).start()
         await self.trust.ask(self.rebuild)  # asked already unless the build was deferred
         await ask_about_project_servers(cast("CommandContext", self))  # the app is one
         source = "resume" if self.sessions.conv.messages else "startup"
@@ -215,12 +215,6 @@ class StartUp:
             for line in chat_choices(findings):
                 self.say(line, "warning")
 
-    def build_and_warm_up(self) -> None:
-        """`build`, then load what the first reply needs, so that no request starts while
-        the rendering is still being imported."""
-        self.build()
-        warm_up()
-
     def build_in_background(self) -> None:
         """The first prompt is on the screen: build the runtime now, in a thread, so typing
         goes on meanwhile; a request or a slash command waits for it (`runtime_ready`)."""
@@ -229,7 +223,7 @@ class StartUp:
 
     async def _build_and_start(self) -> None:
         try:
-            await asyncio.to_thread(self.build_and_warm_up)
+            await asyncio.to_thread(self.build)
         except Exception as exc:  # ends the app, as the same problem would before the prompt
             self.failure = UsageProblem(str(exc)) if isinstance(exc, ValueError) else exc
             self.exiting = True
@@ -244,8 +238,13 @@ class StartUp:
 
     async def runtime_ready(self) -> bool:
         """Wait for the runtime being built while the prompt is up; False when that failed
-        (the app is ending and says why)."""
+        (the app is ending and says why). A line typed before the first prompt was drawn can
+        come before the build was begun: it begins it, and waits for it too."""
+        if self.deferred and self.building is None:
+            self.build_in_background()
         if self.building is not None:
+            if not self.building.done():
+                self.console.print(shown(WAITING_FOR_START, "status"))
             await asyncio.shield(self.building)
         return self.failure is None
 
@@ -259,10 +258,13 @@ class StartUp:
             await self.runtime.aclose()
 
     def _started(self, task: asyncio.Future) -> None:
+        """Ready: the status line says so; what the first reply needs (the rendering) loads
+        now, in a thread, off the path to ready."""
         if not task.cancelled() and task.exception() is None:
             self.protocol = task.result()
             if self.prompt.app.is_running:
                 self.prompt.app.invalidate()  # redraw the status line with the protocol
+        threading.Thread(target=warm_up, daemon=True).start()
 
     async def ready(self) -> None:
         """Wait for the start-up questions to the provider, if they are still under way."""

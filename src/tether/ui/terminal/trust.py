@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.core.instructions import DEFAULT_FALLBACKS, INSTRUCTIONS_FILE, OVERRIDE_FILE
 from tether.core.messages import ToolCall
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
-from tether.runtime import RunOptions, Runtime
 from tether.safety.approval import guarded_write
 from tether.safety.permissions import (
     PROJECT_FILE,
@@ -19,9 +19,13 @@ from tether.safety.permissions import (
     too_broad_to_trust,
 )
 from tether.safety.project_config import AGENT_FOLDERS, MCP_FILE, SKILL_FOLDERS
+from tether.store.run_options import RunOptions
 from tether.store.statefile import StateFileError
 
 from .asking import Say
+
+if TYPE_CHECKING:  # the runtime is built behind the first prompt: its import waits for that
+    from tether.runtime import Runtime
 
 Confirm = Callable[[str], Awaitable[bool]]
 """Asks a yes/no question (one key; Enter, Esc, Ctrl-C and Ctrl-D say no): True for yes."""
