@@ -8,19 +8,26 @@ habits, each a field of `Profile` so it can be measured on and off
 
 Selection (`choose_profile`, `detect_profile`): the `profile` setting, else a size in
 the model name (`1.5b`, `e4b`, `270m`), else the parameter count the server states
-(llama.cpp's `/v1/models` `meta.n_params`, Ollama's `/api/show`), asked once; a model of
-unknown size gets the full profile, wherever it runs (a local server may serve a large
-model under any name).
+(llama.cpp's `/v1/models` `meta.n_params`, Ollama's `/api/show`), asked once, else the
+`profile` of the model table's entry for the family (models.toml: `gemma3n` is small,
+`gpt-4o` full); a model of unknown size and family gets the full profile, wherever it runs
+(a local server may serve a large model under any name).
+
+What else varies by model is read from the same entry: the protocol (`choose_protocol`:
+the setting, else text for the small profile, else text when the entry says the family's
+native tool calls are not to be trusted, else what the provider says) and the temperature
+(`default_temperature`: the setting, else the entry's, else the profile's).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
 
-ProfileName = Literal["small", "full"]
+from .model_table import ModelEntry, ModelMatch, ProfileName
+
+__all__ = ["ProfileName"]  # defined with the model table, whose entries name profiles
 
 SMALL_MODEL_MAX_BILLIONS = 8.5
 """"About 8B": Llama 3.1 8B (8.0B) and Qwen2.5 7B (7.6B) are small; Gemma 2 9B (9.2B) is not."""
@@ -188,10 +195,15 @@ def billions_stated(parameter_size: object) -> float | None:
 @dataclass(frozen=True)
 class ProfileChoice:
     """The profile picked and why ("" when the setting named it), for the status line and the
-    json output."""
+    json output; `matched` is the model table's entry for the model, if any."""
 
     name: ProfileName
     reason: str
+    matched: ModelMatch | None = None
+
+    @property
+    def entry(self) -> ModelEntry | None:
+        return self.matched.entry if self.matched is not None else None
 
 
 def _billions_shown(billions: float) -> str:
@@ -200,25 +212,58 @@ def _billions_shown(billions: float) -> str:
     return f"{billions:.1f}".removesuffix(".0") + "B"
 
 
-def choose_profile(setting: str, model: str, stated_billions: float | None = None) -> ProfileChoice:
+def choose_profile(
+    setting: str, model: str, stated_billions: float | None = None,
+    matched: ModelMatch | None = None,
+) -> ProfileChoice:
     """The profile for this model: the setting when it is not auto, else by the model's size,
-    from its name or else as the server states it (`stated_billions`). A model of unknown
-    size gets the full profile: nudges and re-asked answers hold a large model back."""
+    from its name or else as the server states it (`stated_billions`), else as the model
+    table's entry for its family (`matched`) says. A model of unknown size and family gets the
+    full profile: nudges and re-asked answers hold a large model back."""
     if setting in PROFILES:
-        return ProfileChoice(setting, "")  # type: ignore[arg-type]  # the user's choice needs no reason
+        return ProfileChoice(setting, "", matched)  # type: ignore[arg-type]  # the user's choice
     named = billions_in_name(model)
     size, source = (named, "from its name") if named is not None else (stated_billions, "from the server")
     if size is None:
-        return ProfileChoice("full", f"{model}, size unknown")
+        if matched is not None and matched.entry.profile is not None:
+            return ProfileChoice(matched.entry.profile,
+                                 f"{model}, size unknown, model table: {matched.shown()}", matched)
+        return ProfileChoice("full", f"{model}, size unknown", matched)
     name: ProfileName = "small" if size <= SMALL_MODEL_MAX_BILLIONS else "full"
-    return ProfileChoice(name, f"{model}, {_billions_shown(size)} parameters ({source})")
+    return ProfileChoice(name, f"{model}, {_billions_shown(size)} parameters ({source})", matched)
 
 
-async def detect_profile(setting: str, provider: object, model: str) -> ProfileChoice:
+async def detect_profile(
+    setting: str, provider: object, model: str, matched: ModelMatch | None = None
+) -> ProfileChoice:
     """`choose_profile`, asking the provider for the model's size when the setting is auto and
     the name does not say (`async stated_billions(model) -> float | None`: llama.cpp's and
     Ollama's servers can tell; a failure or no answer is an unknown size)."""
     ask_size = getattr(provider, "stated_billions", None)
     if setting != "auto" or billions_in_name(model) is not None or ask_size is None:
-        return choose_profile(setting, model)
-    return choose_profile(setting, model, await ask_size(model))
+        return choose_profile(setting, model, matched=matched)
+    return choose_profile(setting, model, await ask_size(model), matched)
+
+
+async def choose_protocol(
+    setting: str, profile: Profile, entry: ModelEntry | None,
+    native_supported: Callable[[], Awaitable[bool]],
+) -> str:
+    """"native" or "text": the setting when it is not auto; else text for a profile that
+    prefers it, or for a family whose native tool calls the model table distrusts; else
+    native when the provider can send them (`native_supported`, asked only then)."""
+    if setting != "auto":
+        return setting
+    if profile.text_protocol or (entry is not None and entry.native_tools is False):
+        return "text"
+    return "native" if await native_supported() else "text"
+
+
+def default_temperature(setting: float | None, profile: Profile, entry: ModelEntry | None) -> float | None:
+    """The temperature to send: the user's, else the family's (its model card's advice, from
+    the model table), else the profile's; None sends none."""
+    if setting is not None:
+        return setting
+    if entry is not None and entry.temperature is not None:
+        return entry.temperature
+    return profile.temperature
