@@ -19,6 +19,7 @@ from .core.profile import (
     CORE_TOOLS,
     FULL,
     LEVERS_ENV,
+    LEVERS_ON_ENV,
     Profile,
     choose_protocol,
     default_temperature,
@@ -75,6 +76,8 @@ class Runtime:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     levers_off: str = ""
     """Small-profile levers switched off (TETHER_PROFILE_OFF, for the benchmark)."""
+    levers_on: str = ""
+    """Levers off by default switched on (TETHER_PROFILE_ON, for the benchmark)."""
     profile: Profile = FULL
     profile_reason: str = ""
     """Why the profile was picked ("qwen2.5-coder:1.5b, 1.5B parameters (from its name)")."""
@@ -223,7 +226,7 @@ class Runtime:
         self.model_match = self.models.match(model)
         choice = await detect_profile(self.settings.profile, self.provider, model, self.model_match)
         self.profile_reason = choice.reason
-        return profile_named(choice.name, self.levers_off)
+        return profile_named(choice.name, self.levers_off, self.levers_on)
 
     def profile_shown(self) -> str:
         """The profile and why it was picked, for the status line ("small profile:
@@ -261,6 +264,7 @@ class Runtime:
         turn.stop_at_call = profile.stop_at_call
         turn.max_reply_tokens = profile.max_reply_tokens
         turn.terse_history = profile.terse_history
+        turn.grammar = profile.grammar
         turn.verify_attempts = self.settings.verify_after_change if profile.verify else 0
 
     def set_menu(self) -> None:
@@ -404,7 +408,7 @@ def build_runtime(
     warnings.extend(models.problems)
     runtime = Runtime(
         settings, provider, table, loop, rules, git, policy, plan_gate, options, ui, env,
-        warnings, closers, levers_off=env.get(LEVERS_ENV, ""), models=models,
+        warnings, closers, levers_off=env.get(LEVERS_ENV, ""), levers_on=env.get(LEVERS_ON_ENV, ""), models=models,
     )
     loop.system_prompt = runtime.system_prompt
     runtime.mcp = attach_mcp(

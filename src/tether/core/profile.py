@@ -40,6 +40,8 @@ CORE_TOOLS = (
 
 LEVERS_ENV = "TETHER_PROFILE_OFF"
 """Comma-separated lever names to switch off (for the benchmark)."""
+LEVERS_ON_ENV = "TETHER_PROFILE_ON"
+"""Comma-separated lever names to switch on (a lever off by default, to measure it)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,10 @@ class Profile:
     verify: bool = True
     """Run the check the request names after a change (assist/verify.py), in every profile;
     the `verify_after_change` setting says how many fixes it may ask for."""
+    grammar: bool = False
+    """Text protocol: constrained decoding where the server supports it, so a reply is one
+    well-formed call to a tool on the menu or a plain answer (protocol/grammar.py). Off in
+    every profile until it wins on the held-out benchmark; TETHER_PROFILE_ON=grammar."""
 
     def levers(self) -> list[str]:
         """The names of the levers that are on (for the json output and the benchmark)."""
@@ -90,16 +96,24 @@ class Profile:
 
     def without(self, names: Iterable[str]) -> Profile:
         """This profile with the named levers switched off; unknown names raise ValueError."""
+        return self._switched(names, LEVER_OFF)
+
+    def with_levers(self, names: Iterable[str]) -> Profile:
+        """This profile with the named levers switched on (those that have an `on` value:
+        LEVER_ON); other names raise ValueError."""
+        return self._switched(names, LEVER_ON)
+
+    def _switched(self, names: Iterable[str], values: dict[str, dict[str, object]]) -> Profile:
         changes: dict[str, object] = {}
         for raw in names:
             name = raw.strip()
             if not name:
                 continue
-            if name not in LEVER_FIELDS:
+            if name not in values:
                 raise ValueError(
-                    f"unknown profile lever {name!r}; known: {', '.join(LEVER_NAMES)}"
+                    f"unknown profile lever {name!r}; known: {', '.join(values)}"
                 )
-            changes.update(LEVER_OFF[name])
+            changes.update(values[name])
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
@@ -118,6 +132,7 @@ LEVER_FIELDS = {
     "steps": "max_steps",
     "verify": "verify",
     "preread": "preread",
+    "grammar": "grammar",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 LEVER_OFF: dict[str, dict[str, object]] = {
@@ -135,7 +150,12 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "steps": {"max_steps": None, "soft_pressure_after": None},
     "verify": {"verify": False},
     "preread": {"preread": False},
+    "grammar": {"grammar": False},
 }
+LEVER_ON: dict[str, dict[str, object]] = {
+    "grammar": {"grammar": True},
+}
+"""The levers that are off by default, and how to switch each on."""
 
 FULL = Profile("full")
 SMALL = Profile(
@@ -158,10 +178,10 @@ SMALL = Profile(
 PROFILES: dict[str, Profile] = {"small": SMALL, "full": FULL}
 
 
-def profile_named(name: str, levers_off: str = "") -> Profile:
-    """The profile called `name`, less the comma-separated `levers_off` (the full profile has
-    only the levers every profile shares, such as `verify`)."""
-    return PROFILES[name].without(levers_off.split(","))
+def profile_named(name: str, levers_off: str = "", levers_on: str = "") -> Profile:
+    """The profile called `name`, less the comma-separated `levers_off`, plus `levers_on` (the
+    full profile has only the levers every profile shares, such as `verify`)."""
+    return PROFILES[name].without(levers_off.split(",")).with_levers(levers_on.split(","))
 
 
 # ---------------------------------------------------------------- telling a small model
