@@ -35,6 +35,8 @@ def test_the_grammar_parses_and_defines_every_rule_it_uses() -> None:
     rules = parse(GRAMMAR)  # raises for a line that does not parse or an undefined rule
     assert {"root", "call", "answer"} <= set(rules)
     assert all(name.replace("-", "").isalnum() for name in rules)
+    assert all("::=" in line for line in GRAMMAR.splitlines())  # no control character splits a rule
+    assert not set(GRAMMAR) & {"\r", "\t"}
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,10 @@ def test_a_call_as_the_text_protocol_writes_it_is_in_the_grammar(name: str, argu
         "",
         "Use `a < b` in <code>x</code>; the file has <tool> tags.",
         "<think>short</think>The answer is 3.",
+        'The dict is {"a": 1} and {name: 2}.',
+        # a call in prose stays possible: the reply parser reads it (forbidding it made a small
+        # model write near misses such as `"name "` that nothing reads)
+        'I will read it:\n```json\n{"name": "read_file", "arguments": {"filepath": "a"}}\n```',
     ],
 )
 def test_a_plain_answer_is_in_the_grammar(reply: str) -> None:
@@ -78,6 +84,11 @@ def test_a_plain_answer_is_in_the_grammar(reply: str) -> None:
         '<tool_call>\n{"name": "read_file", "arguments": {"filepath": "b"}}\n</tool_call>',  # two calls
         'I will read it. <tool_call>\n{"name": "read_file", "arguments": {"filepath": "a"}}\n</tool_call>',
         '<tool_call>\n{"name": "read_file", "arguments": {"filepath": "a"}}',  # not closed
+        # a reply that opens as a call takes the call's one form
+        '{"name": "read_file", "arguments": {"filepath": "a"}}',
+        '<function=read_file>\n<parameter=filepath>a</parameter>\n</function>',
+        '{"answer": 42}',  # an answer does not open with a JSON object
+        " The answer is 42.",  # nor with blank space
     ],
 )
 def test_anything_else_is_not(reply: str) -> None:

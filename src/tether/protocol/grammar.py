@@ -4,8 +4,9 @@ vLLM's structured outputs, llama-cpp-python's LlamaGrammar).
 A reply that follows it is either one well-formed call, written as `render_call_as_text`
 writes one (`<tool_call>`, a JSON object naming a tool on the menu whose `arguments` hold
 only that tool's parameters, in the schema's order, the required ones present, then the raw
-blocks of its block parameters, `</tool_call>`), or a plain answer: any text without
-`<tool_call>` in it. Generated from the tools' own schemas, so it says what the menu in the
+blocks of its block parameters, `</tool_call>`), or a plain answer: text without the call
+tags that does not open with a JSON object (`ANSWER_NEVER_HOLDS`, `ANSWER_NEVER_STARTS`), so
+a reply that opens as a call takes the call's one well-formed shape. Generated from the tools' own schemas, so it says what the menu in the
 system prompt says.
 
 Who gets it (`RequestOptions.grammar`, with the profile's `grammar` lever on and the text
@@ -24,7 +25,7 @@ from typing import Any
 
 from ..core.toolspec import Tool
 from .shapes import _schema_types
-from .tags import CALL_CLOSE, CALL_OPEN
+from .tags import CALL_CLOSE, CALL_OPEN, FUNCTION_OPEN
 
 _COMMON = r'''ws ::= [ \t\n]{0,20}
 string ::= "\"" ( [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" hex hex hex hex ) )* "\""
@@ -41,9 +42,24 @@ _TYPE_RULES = {"string": "string", "integer": "integer", "number": "number",
                "boolean": "boolean", "null": "null", "object": "object"}
 
 
+ANSWER_NEVER_HOLDS = (CALL_OPEN, FUNCTION_OPEN)
+"""The call tags: an answer holds none, so a tagged call is always a whole, well-formed one.
+A JSON call object inside an answer's prose stays possible (the reply parser still reads
+it): forbidding that too sent a small model into near misses (`"name "`) that nothing reads,
+instead of into the call's form."""
+ANSWER_NEVER_STARTS = "{ \t\n"
+"""An answer does not open with a JSON object (a call's habit) or with blank space."""
+
+
+_CLASS_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+"""Control characters as a literal or a character class writes them (one rule, one line)."""
+
+
 def literal(text: str) -> str:
     """`text` as a GBNF string literal."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    for raw, written in _CLASS_ESCAPES.items():
+        escaped = escaped.replace(raw, written)
     return f'"{escaped}"'
 
 
@@ -134,37 +150,45 @@ def _block_text(rules: _Rules, name: str) -> str:
     """Raw block text: anything that does not close the block (one set of rules per name)."""
     rule = f"block-{_rule_name(name)}"
     if f"{rule}-0" not in rules.rules:
-        _without(rules, rule, f"</{name}>")
+        _without(rules, rule, (f"</{name}>",))
     return f"{rule}-0"
 
 
-def _without(rules: _Rules, name: str, forbidden: str) -> str:
-    """Rules for any text that never contains `forbidden` (a matcher for the string, one rule
-    per state: the characters of `forbidden` seen so far)."""
+def _without(rules: _Rules, name: str, forbidden: tuple[str, ...], first_not: str = "") -> str:
+    """Rules for any text that contains none of `forbidden` and does not start with one of
+    the characters `first_not`: a matcher with one rule per state, the longest end of the text
+    seen that begins a forbidden string ("" is `<name>-0`; `<name>-start` when `first_not`)."""
+    prefixes = sorted({word[:k] for word in forbidden for k in range(len(word))}, key=len)
+    number = {prefix: index for index, prefix in enumerate(prefixes)}
+    alphabet = sorted({ch for word in forbidden for ch in word})
 
-    def state(k: int) -> str:
-        return f"{name}-{k}"
+    def step(seen: str, ch: str) -> str | None:
+        """The state after `ch`; None when the text now ends with a forbidden string."""
+        text = seen + ch
+        if any(text.endswith(word) for word in forbidden):
+            return None
+        return next(text[i:] for i in range(len(text) + 1) if text[i:] in number)
 
-    def step(k: int, ch: str) -> int:
-        """The matcher's state after `ch` in state `k` (the longest prefix of `forbidden`
-        that ends the text seen)."""
-        seen = forbidden[:k] + ch
-        while seen and not forbidden.startswith(seen):
-            seen = seen[1:]
-        return len(seen)
+    def rule(seen: str, excluded: str = "") -> str:
+        moves = {ch: step(seen, ch) for ch in alphabet if ch not in excluded}
+        special = [ch for ch, nxt in moves.items() if nxt != ""]
+        others = "[^" + "".join(_class_char(c) for c in sorted({*special, *excluded})) + "]"
+        alternatives = ['""', f"{others} {name}-0"]
+        alternatives += [f"{literal(ch)} {name}-{number[nxt]}" for ch, nxt in moves.items()
+                         if ch in special and nxt is not None]
+        return " | ".join(alternatives)
 
-    for k in range(len(forbidden)):
-        moves = {ch: step(k, ch) for ch in sorted(set(forbidden))}
-        special = [ch for ch, nxt in moves.items() if nxt != 0]
-        others = "[^" + "".join(_class_char(c) for c in special) + "]"
-        alternatives = ['""', f"{others} {state(0)}"]
-        alternatives += [f"{literal(ch)} {state(moves[ch])}" for ch in special
-                         if moves[ch] < len(forbidden)]
-        rules.add(state(k), " | ".join(alternatives))
-    return state(0)
+    for prefix in prefixes:
+        rules.add(f"{name}-{number[prefix]}", rule(prefix))
+    if not first_not:
+        return f"{name}-0"
+    return rules.add(f"{name}-start", rule("", first_not))
 
 
 def _class_char(ch: str) -> str:
+    """`ch` as written inside a character class."""
+    if ch in _CLASS_ESCAPES:
+        return _CLASS_ESCAPES[ch]
     return "\\" + ch if ch in "]\\^-[" else ch
 
 
@@ -177,5 +201,5 @@ def call_grammar(tools: Sequence[Tool]) -> str:
         names = " | ".join(f"( {_tool_rule(rules, tool, i)} )" for i, tool in enumerate(tools))
         rules.add("call", f'{literal(CALL_OPEN)} ws "{{" ws "\\"name\\"" ws ":" ws ( {names} ) ws '
                           f"{literal(CALL_CLOSE)}")
-    rules.add("answer", _without(rules, "answer-text", CALL_OPEN))
+    rules.add("answer", _without(rules, "answer-text", ANSWER_NEVER_HOLDS, ANSWER_NEVER_STARTS))
     return rules.text() + "\n" + _COMMON + "\n"
