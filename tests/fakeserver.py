@@ -138,6 +138,8 @@ class FakeServer:
         and, as llama.cpp's server states it, `meta.n_params` in each `/v1/models` entry
         (None: not reported)."""
         self.models = list(DEFAULT_MODELS if models is None else models)
+        self.owned_by = "fake"
+        """`owned_by` of each `/v1/models` entry: the server's name ("llamacpp", "vllm")."""
         self.default_reply: Reply | None = None
         self.requests: list[tuple[str, dict]] = []
         self.headers: list[dict[str, str]] = []
@@ -666,7 +668,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _openai_models(self, body: dict) -> None:
         data = [
-            {"id": m, "object": "model", "created": CREATED, "owned_by": "fake",
+            {"id": m, "object": "model", "created": CREATED, "owned_by": self.fake.owned_by,
              **({"max_model_len": self.fake.context_length} if self.fake.context_length else {}),
              **({"meta": {"vocab_type": 2, "n_ctx_train": self.fake.context_length or 4096,
                           "n_params": self.fake.parameter_count, "size": self.fake.parameter_count * 2}}

@@ -100,7 +100,7 @@ async def test_a_large_model_on_a_local_openai_server_gets_the_full_profile(tmp_
     with FakeServer(models=["gpt-4o"]) as server:
         shown = await _auto_choice(tmp_path, home, "openai", "openai_base_url", server.url + "/v1", "gpt-4o")
         asked = [path for path, _ in server.requests]
-    assert shown == ("full", "full profile: gpt-4o, size unknown")
+    assert shown == ("full", "full profile: gpt-4o, size unknown, model table: gpt-4o (built-in)")
     assert asked == ["/v1/models"]
 
 
@@ -117,7 +117,8 @@ async def test_a_size_in_the_name_decides_without_asking_the_server(tmp_path: Pa
         server.parameter_count = 70_000_000_000  # not asked: the name says
         shown = await _auto_choice(tmp_path, home, "ollama", "ollama_host", server.url, "qwen2.5-coder:1.5b")
         asked = [path for path, _ in server.requests]
-    assert shown == ("small", "small profile: qwen2.5-coder:1.5b, 1.5B parameters (from its name)")
+    assert shown == ("small", "small profile: qwen2.5-coder:1.5b, 1.5B parameters (from its name), "
+                     "model table: qwen2.5-coder (built-in)")
     assert asked == []
 
 

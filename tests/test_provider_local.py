@@ -15,7 +15,7 @@ import pytest
 from tether.core.messages import Done, Message, TextDelta, ThinkingDelta
 from tether.providers import create_provider, provider_class
 from tether.providers.base import ProviderError, RequestOptions
-from tether.providers.llama_backend import MISSING_EXTRA, reused_prefix
+from tether.providers.llama_backend import MISSING_EXTRA, grammar_argument, reused_prefix
 from tether.providers.local import LocalProvider, ThinkSplit
 from tether.providers.local_types import Generated, Prompt, Sampling
 from tether.store.config import Settings
@@ -124,6 +124,33 @@ async def test_template_stop_and_request_stop_and_temperature_reach_the_model(
     await collect(provider, [Message.user("hi")],
                   RequestOptions(model=OPTIONS.model, temperature=0.2, max_tokens=7, stop=("</x>",)))
     assert backend.sampling == Sampling(0.2, 7, ("<end>", "</x>"))
+
+
+async def test_a_reply_grammar_reaches_the_model(tmp_path: Path, model_file: Path) -> None:
+    backend = FakeBackend(["x"])
+    provider = provider_with(backend, tmp_path)
+    await collect(provider, [Message.user("hi")], RequestOptions(model=OPTIONS.model, grammar='root ::= "x"'))
+    assert backend.sampling is not None and backend.sampling.grammar == 'root ::= "x"'
+    await collect(provider, [Message.user("hi")])
+    assert backend.sampling.grammar is None
+
+
+def test_llama_cpp_python_gets_the_grammar_as_a_llama_grammar() -> None:
+    class FakeGrammar:
+        @classmethod
+        def from_string(cls, text: str, verbose: bool = True) -> tuple[str, str]:
+            if "::=" not in text:
+                raise ValueError("failed to parse grammar")
+            return ("parsed", text)
+
+    class WithGrammar:
+        LlamaGrammar = FakeGrammar
+
+    assert grammar_argument(WithGrammar, 'root ::= "x"') == {"grammar": ("parsed", 'root ::= "x"')}
+    assert grammar_argument(WithGrammar, None) == {}
+    assert grammar_argument(object(), 'root ::= "x"') == {}  # a llama-cpp-python without grammars
+    with pytest.raises(ProviderError, match="llama.cpp refused the reply grammar: failed to parse"):
+        grammar_argument(WithGrammar, "nonsense")
 
 
 async def test_closing_the_stream_stops_generation_within_a_token(

@@ -86,6 +86,8 @@ class TetherAgent:
     levers_off: str = ""
     """Small-profile levers to switch off (tether's TETHER_PROFILE_OFF), to measure each one."""
     name: str = "tether"
+    levers_on: str = ""
+    """Levers off by default to switch on (tether's TETHER_PROFILE_ON), e.g. grammar."""
 
     def command(self, task: Task, work: Path, stem: Path) -> list[str]:
         cmd = [sys.executable, "-m", "tether", "-p", task.request, "--auto",
@@ -108,6 +110,8 @@ class TetherAgent:
         env.setdefault("OPENAI_API_KEY", "none")
         if self.levers_off:
             env["TETHER_PROFILE_OFF"] = self.levers_off
+        if self.levers_on:
+            env["TETHER_PROFILE_ON"] = self.levers_on
         return env
 
     def prepare_home(self, home: Path, task: Task) -> None:
@@ -149,6 +153,7 @@ class TetherAgent:
             "agent": self.name, "provider": self.provider, "base_url": self.base_url,
             "model": self.model, "protocol": self.protocol, "profile": self.profile,
             "max_steps": self.max_steps, "levers_off": self.levers_off,
+            "levers_on": self.levers_on,
             "output_format": self.output_format, "tether_src": str(self.tether_src),
             "tether_revision": tether_revision(self.tether_src),
         }

@@ -455,6 +455,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "it happens, then the same result object; a timed-out run keeps its steps)")
     p.add_argument("--levers-off", default="", metavar="A,B",
                    help="small-profile levers to switch off (TETHER_PROFILE_OFF), e.g. terse,stop")
+    p.add_argument("--levers-on", default="", metavar="A,B",
+                   help="levers off by default to switch on (TETHER_PROFILE_ON), e.g. grammar")
     p.add_argument("--tether-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for tether (repeatable)")
     return p
@@ -466,7 +468,8 @@ def make_agent(args: argparse.Namespace) -> Agent:
                           list(args.aider_arg))
     return TetherAgent(args.provider, args.base_url, args.model,
                        args.tether_src.expanduser().resolve(), args.protocol, args.profile,
-                       args.max_steps, list(args.tether_arg), args.output_format, args.levers_off)
+                       args.max_steps, list(args.tether_arg), args.output_format, args.levers_off,
+                       levers_on=args.levers_on)
 
 
 def default_label(args: argparse.Namespace) -> str:

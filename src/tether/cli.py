@@ -718,6 +718,7 @@ def run_info(runtime: Runtime, root: Path, mode: str) -> dict[str, Any]:
         "protocol": mode,
         "profile": runtime.profile.name,
         "profile_reason": runtime.profile_reason,
+        "model_table": runtime.model_match.shown() if runtime.model_match else None,
         "levers": runtime.profile.levers(),
         "cwd": str(root),
         "tools": [t.name for t in runtime.loop.offered()],

@@ -14,11 +14,15 @@ from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .core.instructions import ProjectInstructions, instruction_names, load_instructions
 from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
 from .core.messages import Message, ToolCall
+from .core.model_table import ModelMatch, ModelTable, builtin_table, load_model_table
 from .core.profile import (
     CORE_TOOLS,
     FULL,
     LEVERS_ENV,
+    LEVERS_ON_ENV,
     Profile,
+    choose_protocol,
+    default_temperature,
     detect_profile,
     profile_named,
 )
@@ -75,9 +79,15 @@ class Runtime:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     levers_off: str = ""
     """Small-profile levers switched off (TETHER_PROFILE_OFF, for the benchmark)."""
+    levers_on: str = ""
+    """Levers off by default switched on (TETHER_PROFILE_ON, for the benchmark)."""
     profile: Profile = FULL
     profile_reason: str = ""
     """Why the profile was picked ("qwen2.5-coder:1.5b, 1.5B parameters (from its name)")."""
+    models: ModelTable = field(default_factory=builtin_table)
+    """What varies by model family (models.toml, and the user's own in TETHER_HOME)."""
+    model_match: ModelMatch | None = None
+    """The model table's entry for the model in use, if any (shown with the profile)."""
     originals: dict[str, Tool] = field(default_factory=dict)
     """Tools the profile replaced with a variant, to put back under another profile."""
     prompt_extras: PromptExtras = field(default_factory=PromptExtras)
@@ -206,7 +216,10 @@ class Runtime:
         self.apply_profile(await self.resolve_profile())
         mode = await self.resolve_protocol()
         model = self.loop.settings.model
-        self.window = window = await context_window(self.provider, model, self.settings.context_window)
+        self.window = window = await context_window(
+            self.provider, model, self.settings.context_window,
+            known=self.model_match.entry.context_window if self.model_match else None,
+        )
         old = self.loop.guard
         self.loop.guard = Compressor(
             self.provider, model, window, enabled=self.settings.compress,
@@ -229,15 +242,20 @@ class Runtime:
     async def resolve_profile(self) -> Profile:
         """The profile setting, else small for a model of about 8B parameters or fewer (by its
         name, or as its server states); why is kept in `profile_reason`."""
-        choice = await detect_profile(self.settings.profile, self.provider, self.loop.settings.model)
+        model = self.loop.settings.model
+        self.model_match = self.models.match(model)
+        choice = await detect_profile(self.settings.profile, self.provider, model, self.model_match)
         self.profile_reason = choice.reason
-        return profile_named(choice.name, self.levers_off)
+        return profile_named(choice.name, self.levers_off, self.levers_on)
 
     def profile_shown(self) -> str:
         """The profile and why it was picked, for the status line ("small profile:
         qwen2.5-coder:1.5b, 1.5B parameters (from the server)")."""
         shown = f"{self.profile.name} profile"
-        return f"{shown}: {self.profile_reason}" if self.profile_reason else shown
+        reason = self.profile_reason
+        if self.model_match is not None and "model table:" not in reason:
+            reason = ", ".join(filter(None, [reason, f"model table: {self.model_match.shown()}"]))
+        return f"{shown}: {reason}" if reason else shown
 
     def apply_profile(self, profile: Profile) -> None:
         """Set the menu, the edit tool, the prompt and the loop's limits for `profile`."""
@@ -251,9 +269,10 @@ class Runtime:
         )
         given = self.settings.given
         turn = self.loop.settings
-        turn.temperature = self.settings.temperature
-        if turn.temperature is None:
-            turn.temperature = profile.temperature
+        turn.temperature = default_temperature(
+            self.settings.temperature, profile,
+            self.model_match.entry if self.model_match is not None else None,
+        )
         turn.max_steps = self.settings.max_steps
         turn.soft_pressure_after = self.settings.soft_pressure_after
         if profile.max_steps and not given & {"max_steps", "soft_pressure_after"}:
@@ -265,6 +284,7 @@ class Runtime:
         turn.stop_at_call = profile.stop_at_call
         turn.max_reply_tokens = profile.max_reply_tokens
         turn.terse_history = profile.terse_history
+        turn.grammar = profile.grammar
         turn.verify_attempts = self.settings.verify_after_change if profile.verify else 0
 
     def set_menu(self) -> None:
@@ -306,16 +326,17 @@ class Runtime:
         return text
 
     async def resolve_protocol(self) -> ProtocolMode:
-        """Native function calling when the model has it, else the text protocol
-        (the small profile prefers the text protocol when the setting is auto)."""
-        wanted = self.settings.protocol
-        if wanted == "auto" and self.profile.text_protocol:
-            wanted = "text"
-        if wanted == "auto":
-            native = await self.provider.supports_native_tools(self.loop.settings.model)
-            wanted = "native" if native else "text"
-        self.loop.mode = wanted
-        return wanted
+        """Native function calling when the model has it, else the text protocol (the small
+        profile, and a family the model table distrusts, prefer it when the setting is auto)."""
+        model = self.loop.settings.model
+        wanted = await choose_protocol(
+            self.settings.protocol, self.profile,
+            self.model_match.entry if self.model_match is not None else None,
+            lambda: self.provider.supports_native_tools(model),
+        )
+        mode: ProtocolMode = "native" if wanted == "native" else "text"
+        self.loop.mode = mode
+        return mode
 
     def load_skill(self, name: str) -> str:
         """/skill NAME: the skill's text, its scripts made tools; ToolError when there is none."""
@@ -403,9 +424,11 @@ def build_runtime(
     dispatcher.results = results
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
     loop.assist = Assist(options.root, dispatcher.dispatch, ctx.files.names)
+    models = load_model_table(options.home)
+    warnings.extend(models.problems)
     runtime = Runtime(
         settings, provider, table, loop, rules, git, policy, plan_gate, options, ui, env,
-        warnings, closers, levers_off=env.get(LEVERS_ENV, ""),
+        warnings, closers, levers_off=env.get(LEVERS_ENV, ""), levers_on=env.get(LEVERS_ON_ENV, ""), models=models,
     )
     loop.system_prompt = runtime.system_prompt
     runtime.mcp = attach_mcp(

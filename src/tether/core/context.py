@@ -50,6 +50,7 @@ from .messages import (
     ToolResult,
     Usage,
 )
+from .model_table import builtin_table
 from .textclip import keep_ends, keep_head
 from .toolspec import Tool
 
@@ -64,18 +65,6 @@ width x height / 750, images scaled to at most about 1.15 megapixels)."""
 
 DEFAULT_WINDOW = 8192
 """A conservative window for models nobody told us about."""
-KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
-    ("claude-", 200_000),
-    ("gpt-4o", 128_000),
-    ("gpt-4.1", 1_047_576),
-    ("gpt-5", 400_000),
-    ("o3", 200_000),
-    ("o4", 200_000),
-    ("gemini-1.5", 1_048_576),
-    ("gemini-2", 1_048_576),
-)
-"""Context sizes of hosted models by name prefix (the longest matching prefix wins)."""
-
 SUMMARY_HEADER = "[Summary of the earlier conversation]"
 _DROP_NOTE_END = " earlier messages were dropped to fit the model's context window]"
 DROP_NOTE = "[{n}" + _DROP_NOTE_END
@@ -237,17 +226,19 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 
 def known_context_window(model: str) -> int | None:
-    """The window of a known hosted model, by name prefix; None if unknown.
-
-    A routing prefix such as `openai/` or `models/` is ignored.
-    """
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    matches = [(len(prefix), size) for prefix, size in KNOWN_WINDOWS if name.startswith(prefix)]
-    return max(matches)[1] if matches else None
+    """The window of a known hosted model, from the built-in model table (models.toml: the
+    entry of its family states it); None if unknown. A routing prefix such as `openai/` or
+    `models/` does not hide the family."""
+    entry = builtin_table().entry(model)
+    return entry.context_window if entry is not None else None
 
 
-async def context_window(provider: Provider, model: str, settings_override: int | None = None) -> int:
-    """How many tokens `model` can take: the setting, else what the provider says, else 8192.
+async def context_window(
+    provider: Provider, model: str, settings_override: int | None = None,
+    known: int | None = None,
+) -> int:
+    """How many tokens `model` can take: the setting, else what the provider says, else the
+    model table's window for its family (`known`), else 8192.
 
     Each provider knows its own answer (`Provider.context_window`): a hosted model's from
     the table of known windows, a local server's by asking it (Ollama's `/api/show`, an
@@ -259,7 +250,9 @@ async def context_window(provider: Provider, model: str, settings_override: int 
         asked = await provider.context_window(model)
     except ProviderError:
         asked = None
-    return asked if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0 else DEFAULT_WINDOW
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
+        return asked
+    return known if known else DEFAULT_WINDOW
 
 
 # ---------------------------------------------------------------- the guard

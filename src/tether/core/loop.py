@@ -27,6 +27,7 @@ from ..protocol import (
     render_history_as_text,
 )
 from ..protocol.callstop import CallStop
+from ..protocol.grammar import call_grammar
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_steps import TurnSteps
 from .dispatch import Dispatcher, first_line
@@ -180,6 +181,9 @@ class TurnSettings:
     stop_at_call: bool = False
     """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
     max_reply_tokens: int | None = None
+    grammar: bool = False
+    """Text protocol: constrain each reply to one call on the menu or an answer, where the
+    server can (protocol/grammar.py)."""
     terse_history: bool = False
     """Keep only the calls of a reply that made some, and drop a reply a nudge calls wrong:
     a small model's own plans and wrong answers, read back, steer it more than the results."""
@@ -314,7 +318,10 @@ class TurnLoop:
         temperature = self.settings.temperature
         if turn.looped:  # greedy decoding would write the same loop (or result) again
             temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
-        options = RequestOptions(self.settings.model, temperature, self.settings.max_reply_tokens, stop=stop)
+        grammar = call_grammar(self.offered()) if tools and self.mode == "text" and self.settings.grammar \
+            else None
+        options = RequestOptions(self.settings.model, temperature, self.settings.max_reply_tokens, stop=stop,
+                                 grammar=grammar)
         reply = Reply(stops_at_markers=bool(stop))
         turn.pending = reply
         shown = StreamFilter()

@@ -8,9 +8,15 @@ habits, each a field of `Profile` so it can be measured on and off
 
 Selection (`choose_profile`, `detect_profile`): the `profile` setting, else a size in
 the model name (`1.5b`, `e4b`, `270m`), else the parameter count the server states
-(llama.cpp's `/v1/models` `meta.n_params`, Ollama's `/api/show`), asked once; a model of
-unknown size gets the full profile, wherever it runs (a local server may serve a large
-model under any name).
+(llama.cpp's `/v1/models` `meta.n_params`, Ollama's `/api/show`), asked once, else the
+`profile` of the model table's entry for the family (models.toml: `gemma3n` is small,
+`gpt-4o` full); a model of unknown size and family gets the full profile, wherever it runs
+(a local server may serve a large model under any name).
+
+What else varies by model is read from the same entry: the protocol (`choose_protocol`:
+the setting, else text for the small profile, else text when the entry says the family's
+native tool calls are not to be trusted, else what the provider says) and the temperature
+(`default_temperature`: the setting, else the entry's, else the profile's).
 
 Profiles: small and full, in detail:
 
@@ -74,11 +80,12 @@ the turn ends with a notice.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Literal
 
-ProfileName = Literal["small", "full"]
+from .model_table import ModelEntry, ModelMatch, ProfileName
+
+__all__ = ["ProfileName"]  # defined with the model table, whose entries name profiles
 
 SMALL_MODEL_MAX_BILLIONS = 8.5
 """"About 8B": Llama 3.1 8B (8.0B) and Qwen2.5 7B (7.6B) are small; Gemma 2 9B (9.2B) is not."""
@@ -91,6 +98,8 @@ CORE_TOOLS = (
 
 LEVERS_ENV = "TETHER_PROFILE_OFF"
 """Comma-separated lever names to switch off (for the benchmark)."""
+LEVERS_ON_ENV = "TETHER_PROFILE_ON"
+"""Comma-separated lever names to switch on (a lever off by default, to measure it)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,10 @@ class Profile:
     verify: bool = True
     """Run the check the request names after a change (assist/verify.py), in every profile;
     the `verify_after_change` setting says how many fixes it may ask for."""
+    grammar: bool = False
+    """Text protocol: constrained decoding where the server supports it, so a reply is one
+    well-formed call to a tool on the menu or a plain answer (protocol/grammar.py). Off in
+    every profile until it wins on the held-out benchmark; TETHER_PROFILE_ON=grammar."""
 
     def levers(self) -> list[str]:
         """The names of the levers that are on (for the json output and the benchmark)."""
@@ -141,16 +154,24 @@ class Profile:
 
     def without(self, names: Iterable[str]) -> Profile:
         """This profile with the named levers switched off; unknown names raise ValueError."""
+        return self._switched(names, LEVER_OFF)
+
+    def with_levers(self, names: Iterable[str]) -> Profile:
+        """This profile with the named levers switched on (those that have an `on` value:
+        LEVER_ON); other names raise ValueError."""
+        return self._switched(names, LEVER_ON)
+
+    def _switched(self, names: Iterable[str], values: dict[str, dict[str, object]]) -> Profile:
         changes: dict[str, object] = {}
         for raw in names:
             name = raw.strip()
             if not name:
                 continue
-            if name not in LEVER_FIELDS:
+            if name not in values:
                 raise ValueError(
-                    f"unknown profile lever {name!r}; known: {', '.join(LEVER_NAMES)}"
+                    f"unknown profile lever {name!r}; known: {', '.join(values)}"
                 )
-            changes.update(LEVER_OFF[name])
+            changes.update(values[name])
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
@@ -169,6 +190,7 @@ LEVER_FIELDS = {
     "steps": "max_steps",
     "verify": "verify",
     "preread": "preread",
+    "grammar": "grammar",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 LEVER_OFF: dict[str, dict[str, object]] = {
@@ -186,7 +208,12 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "steps": {"max_steps": None, "soft_pressure_after": None},
     "verify": {"verify": False},
     "preread": {"preread": False},
+    "grammar": {"grammar": False},
 }
+LEVER_ON: dict[str, dict[str, object]] = {
+    "grammar": {"grammar": True},
+}
+"""The levers that are off by default, and how to switch each on."""
 
 FULL = Profile("full")
 SMALL = Profile(
@@ -209,10 +236,10 @@ SMALL = Profile(
 PROFILES: dict[str, Profile] = {"small": SMALL, "full": FULL}
 
 
-def profile_named(name: str, levers_off: str = "") -> Profile:
-    """The profile called `name`, less the comma-separated `levers_off` (the full profile has
-    only the levers every profile shares, such as `verify`)."""
-    return PROFILES[name].without(levers_off.split(","))
+def profile_named(name: str, levers_off: str = "", levers_on: str = "") -> Profile:
+    """The profile called `name`, less the comma-separated `levers_off`, plus `levers_on` (the
+    full profile has only the levers every profile shares, such as `verify`)."""
+    return PROFILES[name].without(levers_off.split(",")).with_levers(levers_on.split(","))
 
 
 # ---------------------------------------------------------------- telling a small model
@@ -246,10 +273,15 @@ def billions_stated(parameter_size: object) -> float | None:
 @dataclass(frozen=True)
 class ProfileChoice:
     """The profile picked and why ("" when the setting named it), for the status line and the
-    json output."""
+    json output; `matched` is the model table's entry for the model, if any."""
 
     name: ProfileName
     reason: str
+    matched: ModelMatch | None = None
+
+    @property
+    def entry(self) -> ModelEntry | None:
+        return self.matched.entry if self.matched is not None else None
 
 
 def _billions_shown(billions: float) -> str:
@@ -258,25 +290,58 @@ def _billions_shown(billions: float) -> str:
     return f"{billions:.1f}".removesuffix(".0") + "B"
 
 
-def choose_profile(setting: str, model: str, stated_billions: float | None = None) -> ProfileChoice:
+def choose_profile(
+    setting: str, model: str, stated_billions: float | None = None,
+    matched: ModelMatch | None = None,
+) -> ProfileChoice:
     """The profile for this model: the setting when it is not auto, else by the model's size,
-    from its name or else as the server states it (`stated_billions`). A model of unknown
-    size gets the full profile: nudges and re-asked answers hold a large model back."""
+    from its name or else as the server states it (`stated_billions`), else as the model
+    table's entry for its family (`matched`) says. A model of unknown size and family gets the
+    full profile: nudges and re-asked answers hold a large model back."""
     if setting in PROFILES:
-        return ProfileChoice(setting, "")  # type: ignore[arg-type]  # the user's choice needs no reason
+        return ProfileChoice(setting, "", matched)  # type: ignore[arg-type]  # the user's choice
     named = billions_in_name(model)
     size, source = (named, "from its name") if named is not None else (stated_billions, "from the server")
     if size is None:
-        return ProfileChoice("full", f"{model}, size unknown")
+        if matched is not None and matched.entry.profile is not None:
+            return ProfileChoice(matched.entry.profile,
+                                 f"{model}, size unknown, model table: {matched.shown()}", matched)
+        return ProfileChoice("full", f"{model}, size unknown", matched)
     name: ProfileName = "small" if size <= SMALL_MODEL_MAX_BILLIONS else "full"
-    return ProfileChoice(name, f"{model}, {_billions_shown(size)} parameters ({source})")
+    return ProfileChoice(name, f"{model}, {_billions_shown(size)} parameters ({source})", matched)
 
 
-async def detect_profile(setting: str, provider: object, model: str) -> ProfileChoice:
+async def detect_profile(
+    setting: str, provider: object, model: str, matched: ModelMatch | None = None
+) -> ProfileChoice:
     """`choose_profile`, asking the provider for the model's size when the setting is auto and
     the name does not say (`async stated_billions(model) -> float | None`: llama.cpp's and
     Ollama's servers can tell; a failure or no answer is an unknown size)."""
     ask_size = getattr(provider, "stated_billions", None)
     if setting != "auto" or billions_in_name(model) is not None or ask_size is None:
-        return choose_profile(setting, model)
-    return choose_profile(setting, model, await ask_size(model))
+        return choose_profile(setting, model, matched=matched)
+    return choose_profile(setting, model, await ask_size(model), matched)
+
+
+async def choose_protocol(
+    setting: str, profile: Profile, entry: ModelEntry | None,
+    native_supported: Callable[[], Awaitable[bool]],
+) -> str:
+    """"native" or "text": the setting when it is not auto; else text for a profile that
+    prefers it, or for a family whose native tool calls the model table distrusts; else
+    native when the provider can send them (`native_supported`, asked only then)."""
+    if setting != "auto":
+        return setting
+    if profile.text_protocol or (entry is not None and entry.native_tools is False):
+        return "text"
+    return "native" if await native_supported() else "text"
+
+
+def default_temperature(setting: float | None, profile: Profile, entry: ModelEntry | None) -> float | None:
+    """The temperature to send: the user's, else the family's (its model card's advice, from
+    the model table), else the profile's; None sends none."""
+    if setting is not None:
+        return setting
+    if entry is not None and entry.temperature is not None:
+        return entry.temperature
+    return profile.temperature

@@ -131,6 +131,7 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
     async def _stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> AsyncGenerator[Event, None]:
+        await self._before_request(options)
         # Every API wants each call answered in the next message: one repair for all of them.
         path, body = self._chat_request(self._answered(messages), tools, options)
         decoder = self._decoder()
@@ -158,6 +159,10 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         if decoder.finished and not decoder.valid_events:
             raise self._http.incomplete_stream_error(False)
         return events
+
+    async def _before_request(self, options: RequestOptions) -> None:
+        """What a provider must learn from its server before it can write a request
+        (nothing, unless it says otherwise)."""
 
     @abstractmethod
     def _chat_request(

@@ -17,6 +17,10 @@ class RequestOptions:
     max_tokens: int | None = None
     stop: tuple[str, ...] = ()
     """Text that ends the reply where it appears (servers that take no stop list ignore it)."""
+    grammar: str | None = None
+    """A GBNF grammar the reply must follow (protocol/grammar.py: one call on the menu, or an
+    answer). Sent only where the server is known to take it (llama.cpp's server, vLLM, the
+    in-process model); any other provider leaves it out."""
 
 
 class ProviderError(Exception):

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.profile import PROFILES, detect_profile
+from ..core.model_table import load_model_table
+from ..core.profile import PROFILES, choose_protocol, detect_profile
 from ..store.config import Settings, setting_default
 from ..store.keys import API_KEY_ENV, KeyStore, key_variables, resolve_key
 from . import (
@@ -52,6 +53,8 @@ class ProviderStatus:
     """"native" or "text" for the current provider, when known."""
     profile: str | None = None
     """"small" or "full" for the current provider, when known."""
+    model_table: str | None = None
+    """The model table's entry for the model ("qwen3 (built-in)"), when one matches."""
     checked: bool = False
     """The server answered just now (only the current provider is asked)."""
 
@@ -133,19 +136,14 @@ async def _current_status(
             why = str(exc) or f"no answer within {PROBE_TIMEOUT:.0f}s"
             return _replace(status, ready=False, needs=why)
         status = _replace(status, checked=True)
-        choice = await detect_profile(settings.profile, provider, model)
-        protocol = await _protocol(provider, settings, model, choice.name)
-        return _replace(status, protocol=protocol, profile=choice.name)
+        matched = load_model_table(home).match(model)
+        choice = await detect_profile(settings.profile, provider, model, matched)
+        protocol = await choose_protocol(settings.protocol, PROFILES[choice.name], choice.entry,
+                                         lambda: provider.supports_native_tools(model))
+        return _replace(status, protocol=protocol, profile=choice.name,
+                        model_table=matched.shown() if matched else None)
     finally:
         await provider.aclose()
-
-
-async def _protocol(provider: Provider, settings: Settings, model: str, profile: str) -> str:
-    if settings.protocol != "auto":
-        return settings.protocol
-    if PROFILES[profile].text_protocol:
-        return "text"
-    return "native" if await provider.supports_native_tools(model) else "text"
 
 
 def _replace(status: ProviderStatus, **changes: Any) -> ProviderStatus:
@@ -177,5 +175,6 @@ def status_line(status: ProviderStatus) -> str:
     if status.current:
         extra = f", model {status.model}" + (
             f", {status.protocol} tools" if status.protocol else ""
-        ) + (f", {status.profile} profile" if status.profile else "")
+        ) + (f", {status.profile} profile" if status.profile else "") + (
+            f", model table: {status.model_table}" if status.model_table else "")
     return f"{mark} {status.name:<10} {state}{key} — {status.base_url}{extra}"

@@ -11,7 +11,6 @@ are converted to the OpenAPI subset Gemini accepts. The key travels in the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
@@ -30,6 +29,7 @@ from ..core.messages import (
     Usage,
     new_call_id,
 )
+from ..core.model_table import builtin_table
 from ..core.toolspec import Tool
 from . import DEFAULT_MODELS
 from ._common import HttpChatProvider
@@ -228,9 +228,10 @@ def _history_tool_names(contents: list[dict[str, Any]]) -> list[str]:
 
 
 def thinks(model: str) -> bool:
-    """Whether the model thinks (Gemini 2.5 and later), so it may be asked for its thoughts."""
-    match = re.search(r"gemini-(\d+(?:\.\d+)?)", model)
-    return match is not None and float(match.group(1)) >= 2.5
+    """Whether the model thinks (Gemini 2.5 and later), so it may be asked for its thoughts:
+    the model table's `thoughts` for its family."""
+    entry = builtin_table().entry(model)
+    return bool(entry is not None and entry.thoughts)
 
 
 def build_chat_body(

@@ -130,7 +130,8 @@ class LlamaBackend:
         try:
             chunks = self.llm.create_completion(
                 prompt=tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature,
-                stop=list(sampling.stop), stream=True, stopping_criteria=[stop_here])
+                stop=list(sampling.stop), stream=True, stopping_criteria=[stop_here],
+                **grammar_argument(_llama_module()[0], sampling.grammar))
             for chunk in chunks:
                 choice = chunk["choices"][0]
                 yield Generated(choice.get("text") or "", count, choice.get("finish_reason"))
@@ -139,6 +140,19 @@ class LlamaBackend:
         except (ValueError, RuntimeError) as exc:
             raise ProviderError(f"llama.cpp failed while answering: {' '.join(str(exc).split())}",
                                 "api") from None
+
+
+def grammar_argument(llama_cpp: Any, grammar: str | None) -> dict[str, Any]:
+    """`create_completion`'s `grammar` for a GBNF text: nothing when there is none or this
+    llama-cpp-python has no LlamaGrammar; ProviderError when llama.cpp cannot parse it."""
+    grammar_class = getattr(llama_cpp, "LlamaGrammar", None) if grammar else None
+    if grammar_class is None:
+        return {}
+    try:
+        return {"grammar": grammar_class.from_string(grammar, verbose=False)}
+    except (ValueError, RuntimeError) as exc:
+        raise ProviderError(f"llama.cpp refused the reply grammar: {' '.join(str(exc).split())}",
+                            "api") from None
 
 
 def reused_prefix(cached: Sequence[int], tokens: Sequence[int]) -> int:

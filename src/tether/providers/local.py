@@ -231,7 +231,7 @@ class Generation:
                 sampling = Sampling(
                     self.options.temperature if self.options.temperature is not None
                     else DEFAULT_TEMPERATURE,
-                    self.options.max_tokens, prompt.stop + self.options.stop)
+                    self.options.max_tokens, prompt.stop + self.options.stop, self.options.grammar)
                 for piece in self.backend.generate(prompt.tokens, sampling,
                                                    lambda: not self.cancel.is_set()):
                     if self.cancel.is_set():

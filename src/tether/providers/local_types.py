@@ -21,6 +21,8 @@ class Sampling:
     temperature: float
     max_tokens: int | None
     stop: tuple[str, ...] = ()
+    grammar: str | None = None
+    """A GBNF grammar the reply must follow (RequestOptions.grammar)."""
 
 
 @dataclass(frozen=True)

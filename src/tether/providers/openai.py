@@ -7,7 +7,7 @@ already ends in `/v1`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -85,11 +85,22 @@ def content_parts(message: Message) -> list[dict[str, Any]]:
                    for i in message.images]
 
 
+GRAMMAR_FIELDS: dict[str, Callable[[str], dict[str, Any]]] = {
+    # llama.cpp's server: `grammar` (GBNF) on /v1/chat/completions (tools/server/README.md)
+    "llamacpp": lambda grammar: {"grammar": grammar},
+    # vLLM: structured outputs, `{"structured_outputs": {"grammar": ...}}` (the `guided_grammar`
+    # field it replaced was removed in v0.12); its xgrammar backend reads GBNF
+    "vllm": lambda grammar: {"structured_outputs": {"grammar": grammar}},
+}
+"""How each server that takes a grammar wants it, by the `owned_by` its model list states."""
+
+
 def build_chat_body(
     messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions,
-    wire: WireCache | None = None,
+    wire: WireCache | None = None, server: str = "",
 ) -> dict[str, Any]:
-    """`wire` reuses what earlier requests encoded of the same history and tools."""
+    """`wire` reuses what earlier requests encoded of the same history and tools; `server`
+    (the `owned_by` of the model list) says whether and how a grammar is sent."""
     body: dict[str, Any] = {
         "model": options.model,
         "messages": wire.messages(messages) if wire is not None
@@ -106,6 +117,8 @@ def build_chat_body(
         body["max_tokens"] = options.max_tokens
     if options.stop:
         body["stop"] = list(options.stop)
+    if options.grammar and server in GRAMMAR_FIELDS:
+        body.update(GRAMMAR_FIELDS[server](options.grammar))
     return body
 
 
@@ -291,7 +304,21 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
     def _chat_request(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
     ) -> tuple[str, dict[str, Any]]:
-        return CHAT_PATH, build_chat_body(messages, tools, options, self._wire)
+        return CHAT_PATH, build_chat_body(messages, tools, options, self._wire,
+                                          self._server_kind(options.model))
+
+    async def _before_request(self, options: RequestOptions) -> None:
+        if options.grammar:  # which server is it? (its model list, asked once)
+            await self._model_entry(options.model)
+
+    def _server_kind(self, model: str) -> str:
+        """The server behind the API as its model list names it (`owned_by`: "llamacpp",
+        "vllm", "openai" ...); "" before the list was read or when it does not say."""
+        entry = (self._model_entries or {}).get(model)
+        if entry is None and self._model_entries:  # a server of one model takes any name
+            entry = next(iter(self._model_entries.values())) if len(self._model_entries) == 1 else None
+        owner = entry.get("owned_by") if entry is not None else None
+        return owner if isinstance(owner, str) else ""
 
     @cached_property
     def _wire(self) -> WireCache:
