@@ -276,9 +276,7 @@ async def test_small_edit_file_takes_one_mode_and_shows_the_right_form(tmp_path:
         edit.handler(missed, ctx)
     assert "start_anchor" not in str(caught.value) and "The whole file now reads" in str(caught.value)
     assert "reads (copy old_content from it exactly):\nx = 1\ny = 2\n" in str(caught.value)
-    assert str(caught.value).endswith(  # the one setting line it changes, offered as it really is
-        'a.py sets x on line 1: x = 1. The call that changes the one your old_content names:\n'
-        '{"name": "edit_file", "arguments": {"filepath": "a.py", "old_content": "x = 1", "new_content": "x = 3"}}')
+    assert '"name": "edit_file"' not in str(caught.value)  # no edit computed for the model
     good = edit.params.model_validate({"filepath": "a.py", "old_content": "y = 2", "new_content": "y = 5"})
     edit.handler(good, ctx)
     assert (root / "a.py").read_text() == "x = 1\ny = 5\n"
@@ -639,10 +637,9 @@ async def test_a_blind_overwrite_refusal_shows_no_file_a_deny_rule_or_size_keeps
     big.write_text("x" * (SHOW_UNREAD_CHARS + 1))
     watch = TurnWatch("write things")
     refusal = overwrite_refusal(watch, secret, "secret.env", readable=False)
-    assert refusal is not None and "TOKEN" not in refusal and "Read it with read_file first" in refusal
+    assert refusal is not None and "TOKEN" not in refusal[1] and "Read it with read_file first" in refusal[1]
     refusal = overwrite_refusal(watch, big, "big.txt", readable=True)
-    assert refusal is not None and "xxx" not in refusal and "Read it with read_file first" in refusal
-    assert overwrite_refusal(watch, big, "big.txt", readable=True) is None  # once per path
+    assert refusal is not None and "xxx" not in refusal[1] and "Read it with read_file first" in refusal[1]
 
 
 async def test_the_loop_shows_no_file_in_the_refusal_when_a_deny_rule_covers_it(

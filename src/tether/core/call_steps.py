@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from .call_guard import guard_call
 from .messages import Evidence, ToolCall
 from .nudges import REPEATED_CALL
-from .result_notes import result_note
 from .toolmenu import ToolMenu
 from .toolspec import ToolContext, ToolTable
 from .turn_watch import TurnWatch
@@ -43,7 +42,7 @@ class TurnSteps:
     def refusal(self, call: ToolCall) -> str | None:
         refusal = self.menu.refusal(call.name) if self.menu is not None else None
         if refusal is None and self.watch is not None and self.nudges:
-            refusal = guard_call(self.watch, call, self.ctx)
+            refusal = guard_call(self.watch, call, self.ctx, call_key(call))
         return refusal
 
     def reused(self, call: ToolCall) -> str | None:
@@ -62,7 +61,9 @@ class TurnSteps:
             self.read_cache.clear()  # something may have changed what reads would see
         if self.watch is None:
             return ""
-        return result_note(self.watch, call_key(call), self.earlier, evidence, self.ctx, not read_only)
+        note = self.watch.repeat_note(call_key(call), evidence)
+        self.watch.saw(call_key(call), evidence, not read_only)
+        return note
 
     def _read_only(self, call: ToolCall) -> bool:
         tool = self.table.get(call.name)

@@ -48,7 +48,6 @@ from .messages import (
 )
 from .nudges import nudge_for
 from .offers import with_send_cue
-from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
@@ -636,8 +635,7 @@ def turn_watch(
         return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
     tools = {tool.name: tool.main_arg for tool in table}
-    return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
-                     find=lambda pattern: occurrences(pattern, ctx), reading=reading)
+    return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root, reading=reading)
 
 
 def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:

@@ -13,27 +13,19 @@ import re
 
 from .after_change import change_made
 from .answer_checks import PASS_CLAIM, RAN_CLAIM
-from .count_scope import count_file_nudge, count_scope_nudge
 from .named_files import named_unchanged_nudge
-from .offers import next_guess, told_to_open, unseen_number_nudge
-from .renames import rename_left_nudge
+from .offers import told_to_open, unseen_number_nudge
 from .reply_shapes import (
     CHANGE_VERBS,
     NUMBERED_STEPS,
     RUN_VERBS,
     asks_for_number,
-    asks_for_value,
     gives_number,
     looks_like_command,
-    name_given_for_value,
-    reads_input,
     requested_new_file,
-    requested_script,
-    run_command,
     shown_command,
-    value_search_pattern,
 )
-from .shown_code import function_fix_nudge, version_nudge
+from .shown_code import version_nudge
 from .turn_watch import SHORT_CHAT, TurnWatch
 
 LOOK_FIRST = (
@@ -78,7 +70,6 @@ ANSWER_IT = (
     "send_input, one answer at a time, and read what it prints."
 )
 NOT_RUN = RUN_IT + ANSWER_IT
-NOT_RUN_CALL = " The call that runs it:\n{call}"
 AFTER_FAILURE = (
     "Your last tool call failed ({error}). Do not stop here: fix the call or try another "
     "way, then finish the task. If it really cannot be done, say why."
@@ -87,13 +78,6 @@ NO_NUMBER = (
     "The question asks for a number, and your answer gives none. Find it with the tools (run "
     "the program or search the files, and fix the call if it failed), then answer with it."
 )
-NAME_NOT_VALUE = (
-    "Your answer gives `{name}`, a name in the code, not its value. Find where it gets its "
-    "value (follow it to the line that sets it), then answer with the value itself. To search "
-    "the project, reply with only:\n{call}"
-)
-MAX_NAME_NUDGES = 3
-"""A value is often two names away (cfg.port, then defaults.PORT): one nudge per name, up to this."""
 UNCHECKED = (
     "You changed {path} but have not run anything since. Check your work first: run it, or "
     "its tests, with run_cmd and read the output. Then fix what is wrong, or answer."
@@ -194,9 +178,7 @@ def claimed_run_nudge(watch: TurnWatch, text: str, plain: bool = False) -> str |
     claims = bool(RAN_CLAIM.search(text) or PASS_CLAIM.search(text))
     if not (claims or watch.asks_to_run() and plain) or not watch.once("claimed"):
         return None
-    requested = requested_run(watch)
-    return (CLAIMED_RUN if claims else UNRUN_ANSWER) + (
-        NOT_RUN_CALL.format(call=requested[1]) if requested else "")
+    return CLAIMED_RUN if claims else UNRUN_ANSWER
 
 
 def waiting_answer(watch: TurnWatch, text: str) -> str:
@@ -239,12 +221,10 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
         # offered call and replied empty to the next ended the turn with a file left
         return EMPTY_AFTER_OFFER.format(call=watch.offered)
     if watch.once("empty"):
-        if (guess := next_guess(watch)):
-            return f"Your reply was empty. The program in session {watch.waiting} still waits for input.{guess}"
         changed = change_made(watch)
         return f"Your reply was empty. {changed}" if changed else EMPTY_REPLY
     if watch.still_waiting():
-        return STILL_WAITING.format(session=watch.waiting) + next_guess(watch)
+        return STILL_WAITING.format(session=watch.waiting)
     if watch.last_failure is not None and watch.once("failure"):
         return AFTER_FAILURE.format(error=watch.last_failure)
     if watch.unchecked is not None and watch.once("check"):
@@ -252,42 +232,13 @@ def empty_reply_nudge(watch: TurnWatch, result_first: bool) -> str | None:
     return None
 
 
-def name_not_value_nudge(watch: TurnWatch, text: str) -> str | None:
-    """The nudge for an answer that gives a variable's name where its value was asked (once
-    per name, MAX_NAME_NUDGES a turn), with the search that leads to where it is set."""
-    if watch.show_call is None or "search_in_file" not in watch.tools or watch.calls == 0:
-        return None
-    if not (watch.asks_question() and asks_for_value(watch.request)):
-        return None
-    name = name_given_for_value(text, "\n".join(watch.seen))
-    if name is None or f"value:{name}" in watch.sent:
-        return None
-    if sum(key.startswith("value:") for key in watch.sent) >= MAX_NAME_NUDGES:
-        return None
-    watch.once(f"value:{name}")
-    call = watch.offer("search_in_file", {"pattern": value_search_pattern(name), "path": "."})
-    return NAME_NOT_VALUE.format(name=name, call=call)
 
 
-def not_run(watch: TurnWatch) -> str:
-    """NOT_RUN, with the run_cmd call written out when the request names a script the
-    project has (the model sent the example's `python hello.py` instead); the send_input
-    advice only for a script that reads input (it was sent to one that asks nothing)."""
-    requested = requested_run(watch)
-    if requested is None or watch.root is None:
-        return NOT_RUN
-    script, call = requested
-    asks = ANSWER_IT if reads_input(watch.root / script) else ""
-    return RUN_IT + asks + NOT_RUN_CALL.format(call=call)
 
 
-def requested_run(watch: TurnWatch) -> tuple[str, str] | None:
-    """(script, its run_cmd call written out) for the script the request names and the
-    project has; None when it names none or the call cannot be offered."""
-    script = requested_script(watch.request, watch.root)
-    if script is None or watch.show_call is None or "run_cmd" not in watch.tools:
-        return None
-    return script, watch.offer("run_cmd", {"command": run_command(script)})
+
+
+
 
 
 def nudge_for(watch: TurnWatch, reply_text: str, result_first: bool = False) -> str | None:
@@ -310,20 +261,17 @@ def _pick(watch: TurnWatch, text: str, result_first: bool) -> str | None:
     if watch.calls == 0 and len(watch.request.split()) >= SHORT_CHAT and watch.once("look"):
         return LOOK_FIRST
     if watch.still_waiting():
-        return STILL_WAITING.format(session=watch.waiting) + (waiting_answer(watch, text) or next_guess(watch))
+        return STILL_WAITING.format(session=watch.waiting) + waiting_answer(watch, text)
     if watch.waiting is not None and "played" not in watch.sent:  # once, even with no answer since
         played = waiting_answer(watch, text)
         if played and watch.once("played"):
             return PLAYED.format(session=watch.waiting) + played
-    scoped = count_scope_nudge(watch) or count_file_nudge(watch)
-    if scoped is not None:
-        return scoped
-    version = version_nudge(watch, text) or function_fix_nudge(watch, text)
+    version = version_nudge(watch, text)
     if version is not None:
         return version
     if watch.last_failure is not None and watch.once("failure"):
         return AFTER_FAILURE.format(error=watch.last_failure)
-    left = rename_left_nudge(watch) or claimed_run_nudge(watch, text)
+    left = claimed_run_nudge(watch, text)
     if left is not None:
         return left
     named = _named_call(text, watch.tools)
@@ -333,7 +281,7 @@ def _pick(watch: TurnWatch, text: str, result_first: bool) -> str | None:
     if told is not None:
         return told
     if not watch.acted and _shows_instead_of_doing(watch, text) and watch.once("apply"):
-        return not_run(watch) if watch.asks_to_run() else NOT_APPLIED
+        return NOT_RUN if watch.asks_to_run() else NOT_APPLIED
     unrun = claimed_run_nudge(watch, text, plain=True)
     if unrun is not None:
         return unrun
@@ -342,9 +290,6 @@ def _pick(watch: TurnWatch, text: str, result_first: bool) -> str | None:
         return untouched
     if watch.unchecked is not None and watch.once("check"):
         return UNCHECKED.format(path=watch.unchecked)
-    valued = name_not_value_nudge(watch, text)
-    if valued is not None:
-        return valued
     unseen = watch.unseen_number(text)
     if unseen is not None and (message := unseen_number_nudge(watch, unseen)) is not None:
         return message

@@ -11,10 +11,8 @@ import re
 from typing import TYPE_CHECKING
 
 from ..tools._paths import is_inside_root
-from .guessing import announced_middle
 from .messages import Message
 from .reply_shapes import NUMBERED_STEPS
-from .seen_values import seen_values
 
 if TYPE_CHECKING:
     from .turn_watch import TurnWatch
@@ -30,53 +28,24 @@ UNSEEN_NUMBER = (
     "Your answer says {number}, but no tool result showed {number}. Check it with the tools "
     "(search for where it is set, read that file), then answer."
 )
-UNSEEN_AGAIN = (
-    "Your answer says {number} again, but no tool result showed {number}. The results showed "
-    "these values; answer with the one the question asks about:\n{values}"
-)
-VALUES_SEEN = "\nValues the results showed so far:\n{values}"
-
-NEXT_GUESS = " Its answers so far leave a range; to send its middle, reply with only:\n{call}"
-_MIDDLE = re.compile(r"The middle of that range is (-?\d+)\.\]")
 
 OPEN_IT_YOURSELF = (
-    "Your reply tells the user to open {path} and look: do it yourself. To read it, reply with "
-    "only:\n{call}\nThen answer from what it shows."
+    "Your reply tells the user to open {path} and look: do it yourself. Read it with read_file, "
+    "then answer from what it shows."
 )
 _BACKTICKED = re.compile(r"`([\w./-]+\.\w{1,5})`")
 
 
-def next_guess(watch: TurnWatch) -> str:
-    """For a guessing program still waiting, the send_input call of the middle its last
-    answer's range note gave ("" when the last result has none): told to go on, the model sent
-    a guess of its own or nothing, and stopped with the game half played."""
-    if watch.waiting is None or watch.show_call is None or "send_input" not in watch.tools:
-        return ""
-    middle = _MIDDLE.findall(watch.last_note)
-    if not middle and watch.seen and (start := announced_middle(watch.seen[-1])) is not None:
-        middle = [str(start)]  # no guess yet: the middle of the range the game announced
-    if not middle:
-        return ""
-    return NEXT_GUESS.format(call=watch.offer("send_input", {"session": watch.waiting, "text": middle[-1]}))
 
 
 def unseen_number_nudge(watch: TurnWatch, number: str) -> str | None:
-    """UNSEEN_NUMBER once; once more, with the values the results showed that share words with
-    the request, when the same kind of answer comes back after more calls (told that no result
-    showed its number, a model may read the file that shows the right one and repeat its own)."""
-    values = "\n".join(f"  {v}" for v in seen_values(watch.seen, watch.request))
-    if "unseen" not in watch.sent:
-        watch.once("unseen")
-        watch.unseen_at = watch.calls
-        return UNSEEN_NUMBER.format(number=number) + (VALUES_SEEN.format(values=values) if values else "")
-    if values and watch.calls > watch.unseen_at and watch.once("unseen_again"):
-        return UNSEEN_AGAIN.format(number=number, values=values)
-    return None
+    """UNSEEN_NUMBER, once per turn: the answer states a number no result showed."""
+    return UNSEEN_NUMBER.format(number=number) if watch.once("unseen") else None
 
 
 def told_to_open(watch: TurnWatch, text: str) -> str | None:
     """The nudge for steps that tell the user to open a project file and look (once per
-    turn), with the read_file call for the first such file the model has not read."""
+    turn), naming the first such file the model has not read."""
     if watch.root is None or watch.show_call is None or "read_file" not in watch.tools:
         return None
     if watch.acted:  # steps after the change are a summary ("1. Read the file ..."), not a task
@@ -88,8 +57,7 @@ def told_to_open(watch: TurnWatch, text: str) -> str | None:
         if is_inside_root(path, watch.root) and path.is_file() and path not in watch.read_paths:
             if not watch.once("open"):
                 return None
-            call = watch.offer("read_file", {"filepath": match.group(1)})
-            return OPEN_IT_YOURSELF.format(path=match.group(1), call=call)
+            return OPEN_IT_YOURSELF.format(path=match.group(1))
     return None
 
 

@@ -135,7 +135,6 @@ def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str
 
 
 _NAMED_SCRIPT = re.compile(_FILE_NAMED.format(suffixes="py|js|sh"))
-_RUNNERS = {"py": "python", "js": "node", "sh": "bash"}
 
 
 def requested_script(request: str, root: Path | None) -> str | None:
@@ -148,49 +147,6 @@ def requested_script(request: str, root: Path | None) -> str | None:
     path = (root / script).resolve()
     inside = path.is_relative_to(root.resolve())  # a link out of the project is not read
     return script if inside and path.is_file() else None
-
-
-def run_command(script: str) -> str:
-    """The command that runs a script by its suffix (python, node, bash)."""
-    return f"{_RUNNERS[script.rsplit('.', 1)[1]]} {script}"
-
-
-def requested_command(request: str, root: Path | None) -> str | None:
-    """The command that runs the one script the request names (see requested_script)."""
-    script = requested_script(request, root)
-    return None if script is None else run_command(script)
-
-
-_READS_INPUT = re.compile(r"input\(|stdin|readline|\bread\s+-?\w|prompt\(")
-_SCRIPT_READ_LIMIT = 64 * 1024
-
-
-def reads_input(script: Path) -> bool:
-    """The script may ask questions (it reads its input); True when it cannot be read."""
-    text = file_text(script, _SCRIPT_READ_LIMIT)
-    return text is None or bool(_READS_INPUT.search(text))
-
-
-_VALUE_WORDS = re.compile(
-    r"\b(how (many|much|long|often|big|large)|default|value|number|limit|port|timeout|size|"
-    r"count|total|version|max(imum)?|min(imum)?|rate|delay|interval)\b", re.I
-)
-_NAME_WANTED = re.compile(
-    r"\b(which|what|whose)\s+(file|function|class|module|method|variable|setting|option|"
-    r"name|env(ironment)?|key|field|attribute|constant)s?\b", re.I
-)
-_CODE_NAME = re.compile(
-    r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)`|(?<![\w./`])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?![\w(/`])"
-)
-_FILE_SUFFIXES = frozenset({
-    "py", "js", "ts", "json", "toml", "yaml", "yml", "txt", "md", "cfg", "ini", "sh", "go",
-    "rs", "c", "h", "cpp", "java", "rb", "html", "css", "csv", "log", "lock", "xml",
-})
-
-
-def asks_for_value(request: str) -> bool:
-    """A question whose answer is a value (a port, a count, a limit), not a name."""
-    return bool(_VALUE_WORDS.search(request)) and not _NAME_WANTED.search(request)
 
 
 _NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
@@ -214,32 +170,6 @@ def gives_number(text: str, request: str = "") -> bool:
     given = set(re.findall(r"\d+", request))
     prose = _CODE_SPANS.sub(" ", text)
     return any(m.group() not in given for m in _NUMBER_GIVEN.finditer(prose))
-
-
-def name_given_for_value(text: str, seen: str) -> str | None:
-    """The name from the code an answer gives where a value was asked (`cfg.port` for
-    "which port ..."), or None. Only an answer with no number in it, and only a name that
-    looks like code (dotted, with an underscore, or in capitals) and that a tool result
-    showed: the model read the line that uses the value and answered with the variable."""
-    if re.search(r"\d", text):
-        return None
-    for match in _CODE_NAME.finditer(text):
-        name = match.group(1) or match.group(2)
-        last = name.rsplit(".", 1)[-1]
-        if "." in name and last.lower() in _FILE_SUFFIXES:
-            continue  # a file name
-        if not ("." in name or "_" in name or (name.isupper() and len(name) > 1)):
-            continue
-        if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", seen):
-            return name
-    return None
-
-
-def value_search_pattern(name: str) -> str:
-    """What to search the project for to find where `name` gets its value: its last part as
-    a whole word, in lower case (search_in_file then matches any case: `port`, `PORT`, not
-    `import`)."""
-    return rf"\b{re.escape(name.rsplit('.', 1)[-1].lower())}\b"
 
 
 _LEAVES_TESTS = re.compile(

@@ -1,26 +1,19 @@
 """Code shown in a reply instead of applied, and the call that would apply it.
 
-Small models show the change in a fenced block and stop. Three shapes are offered back as a
-call for the model to send (nothing is changed for it): a new version of a file it read or
-tried to edit (write_file), the code of the new file the request names (write_file), and a
-Python function fixed in prose after a failing test, often in a file it never opened
-("Here's the corrected version of the `median` function: ..."). For the last, when one
-file of the project defines that function (a test file is left out when the request keeps
-the tests), the edit_file call that replaces it there is written out.
+Small models show the change in a fenced block and stop. Two shapes are offered back as a
+call for the model to send (nothing is changed for it), each holding the model's own text as
+it wrote it: a new version of a file it read or tried to edit, and the code of the new file
+the request names. Nothing is merged or rebuilt by the harness.
 """
 
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .python_tree import parsed_python
 from .reply_shapes import (
-    CODE_BLOCK,
     VERSION_MAX_CHARS,
     file_text,
     is_test_path,
@@ -32,109 +25,6 @@ from .reply_shapes import (
 if TYPE_CHECKING:
     from .turn_watch import TurnWatch
 
-_PYTHON_LABELS = frozenset({"python", "py", ""})
-_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_]\w*)[ \t]*\(", re.M)
-_HIT = re.compile(r"^(.+?):(\d+): ", re.M)
-MAX_FILE_CHARS = 100_000
-
-
-@dataclass(frozen=True)
-class FunctionFix:
-    name: str
-    path: str
-    """The file, relative to the root."""
-    old: str
-    """The function as the file has it."""
-    new: str
-    """The block's function, indented as the file's."""
-
-
-Finder = Callable[[str], str]
-"""The project search (TurnWatch.find): matching lines as "path:line: text", under the rules."""
-
-
-def shown_function_fix(text: str, root: Path, find: Finder, skip_tests: bool) -> FunctionFix | None:
-    """The fix a reply's Python code block shows for a function one project file defines
-    (the first block function that is found and differs); None when there is none."""
-    for body in (m.group(2) for m in CODE_BLOCK.finditer(text) if m.group(1).lower() in _PYTHON_LABELS):
-        for found in _DEF.finditer(body):
-            fix = _fix_for(found.group(1), _function_at(body, found.start()), root, find, skip_tests)
-            if fix is not None:
-                return fix
-    return None
-
-
-def _fix_for(name: str, shown: str, root: Path, find: Finder, skip_tests: bool) -> FunctionFix | None:
-    places = _definitions(name, root, find, skip_tests)
-    if len(places) != 1:
-        return None  # nowhere, or several: which one is meant is a guess
-    path, old = places[0]
-    indent = old[: len(old) - len(old.lstrip())]
-    new = _reindented(shown, indent)
-    if " ".join(new.split()) == " ".join(old.split()):
-        return None  # the function as it is: nothing to apply
-    return FunctionFix(name, path, old, new)
-
-
-def _definitions(name: str, root: Path, find: Finder, skip_tests: bool) -> list[tuple[str, str]]:
-    """(file, function text) for each definition of `name` in the project's Python files.
-    The search finds them, so only files its rules let it read are read here."""
-    wanted = re.compile(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}[ \t]*\(")
-    found = []
-    for hit in _HIT.finditer(find(rf"^\s*(async\s+)?def\s+{re.escape(name)}\s*\(")):
-        relative, number = hit.group(1), int(hit.group(2))
-        if not relative.endswith(".py") or (skip_tests and is_test_path(relative)):
-            continue
-        text = file_text(root / relative, MAX_FILE_CHARS)
-        if text is None:
-            continue
-        lines = text.split("\n")
-        if number <= len(lines) and wanted.match(lines[number - 1]):
-            start = sum(len(line) + 1 for line in lines[: number - 1])
-            found.append((relative, _function_at(text, start)))
-    return found
-
-
-def _function_at(text: str, start: int) -> str:
-    """The function whose `def` line starts at `start`: to the last line before the next one
-    indented no deeper than the def (blank lines at its end left out)."""
-    lines = text[start:].split("\n")
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    taken = [lines[0]]
-    for line in lines[1:]:
-        if line.strip() and len(line) - len(line.lstrip()) <= indent:
-            break
-        taken.append(line)
-    while taken and not taken[-1].strip():
-        taken.pop()
-    return "\n".join(taken)
-
-
-def _reindented(function: str, indent: str) -> str:
-    """The function moved to `indent` (a method shown at the top level of a block)."""
-    lines = function.split("\n")
-    own = len(lines[0]) - len(lines[0].lstrip())
-    return "\n".join(indent + line[own:] if line.strip() else "" for line in lines)
-
-
-FUNCTION_SHOWN = (
-    "Your reply shows a new version of {name}() but did not change {path}, so the code is "
-    "unchanged. If that version is right, put it in place: reply with only:\n{call}"
-)
-
-
-def function_fix_nudge(watch: TurnWatch, text: str) -> str | None:
-    """FUNCTION_SHOWN with the edit_file call for the function a reply's code block fixes
-    (once per turn, never for a question); None when it shows none, or cannot offer the call."""
-    if watch.root is None or watch.find is None or watch.show_call is None or "edit_file" not in watch.tools:
-        return None
-    if "```" not in text or "function" in watch.sent or watch.asks_question():
-        return None  # an answer to a question may quote the code it explains
-    fix = shown_function_fix(text, watch.root, watch.find, skip_tests=leaves_tests(watch.request))
-    if fix is None or not watch.once("function"):
-        return None
-    call = watch.offer("edit_file", {"filepath": fix.path, "old_content": fix.old, "new_content": fix.new})
-    return FUNCTION_SHOWN.format(name=fix.name, path=fix.path, call=call)
 
 
 VERSION_SHOWN = (
@@ -168,7 +58,7 @@ def version_nudge(watch: TurnWatch, text: str) -> str | None:
         return NEW_FILE_SHOWN.format(path=created[0], call=call)
     path, content = version
     if not _would_run(files, path, content) or not watch.once("version"):
-        return None  # a function shown alone is no whole file: function_fix_nudge offers its edit
+        return None  # a function shown alone is no whole file
     watch.read_paths.update(p for p, shown in watch.touched.items() if shown == path)
     call = watch.offer("write_file", {"filepath": path, "content": content})
     return VERSION_SHOWN.format(path=path, call=call)

@@ -78,7 +78,10 @@ class TurnWatch:
     read_paths: set[Path] = field(default_factory=set)
     touched: dict[Path, str] = field(default_factory=dict)
     """Files read or edited this turn (resolved path -> as the model named it)."""
-    warned_paths: set[Path] = field(default_factory=set)
+    asked: set[str] = field(default_factory=set)
+    """The calls (name and arguments) held back once with a reason (call_guard.ask_once)."""
+    reasons_sent: set[str] = field(default_factory=set)
+    """The reasons to wait already sent this turn (call_guard.ask_once)."""
     unchecked: str | None = None
     """The code file changed last since the last command that ran (None: checked or none)."""
     last_kind: str = ""
@@ -87,7 +90,6 @@ class TurnWatch:
     """The tools on offer and each one's main argument, to tell a call written as prose."""
     show_call: Callable[[str, dict[str, str]], str] | None = None
     """Renders a call as the protocol in use writes it (for the named-not-called nudge)."""
-    shrink_warned: set[Path] = field(default_factory=set)
     root: Path | None = None
     """The project root, to tell a path the reply names from one it made up."""
     last_call: ToolCall | None = None
@@ -96,9 +98,6 @@ class TurnWatch:
     """The arguments of this turn's last search_in_file that worked."""
     written: set[str] = field(default_factory=set)
     """The paths write_file and edit_file changed this turn, as the calls named them."""
-    find: Callable[[str], str] | None = None
-    """The project's lines that match a pattern, by the search tool and under its rules
-    ("path:line: text" lines, "" for none)."""
     commands: set[str] = field(default_factory=set)
     """The commands run_cmd ran this turn (a command shown again is not suggested again)."""
     waiting: str | None = None
@@ -116,8 +115,6 @@ class TurnWatch:
     """The text of the reply whose calls are running (a refusal can answer what it showed)."""
     last_warned: bool = False
     """The last call's result carries a tool's warning (broken Python, a missing import, ...)."""
-    last_note: str = ""
-    """What the harness added to the last call's result (result_notes)."""
     unseen_at: int = 0
     """How many calls had run when the unseen-number nudge was sent."""
     reading: RequestView | None = None
