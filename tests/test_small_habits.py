@@ -20,9 +20,9 @@ from test_profile import (
     write_and_run_tools,
 )
 
-from tether.core.call_guard import lines_lost
+from tether.assist.call_guard import lines_lost
+from tether.assist.rules import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.loop import Conversation
-from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
 from tether.tools.file_search import SearchInFileParams, search_in_file
@@ -412,7 +412,7 @@ def test_one_file_searches_in_a_row_take_the_file_list_once(tmp_path: Path) -> N
 
 
 async def test_a_request_to_run_something_is_not_a_question_and_is_told_to_run_it(tmp_path: Path) -> None:
-    from tether.core.nudges import NOT_RUN
+    from tether.assist.rules import NOT_RUN
 
     steps = "1. Open a terminal.\n2. Run:\n```sh\npython signup.py\n```\n3. Answer the prompts."
     provider, _, result = await run_nudged(
@@ -553,7 +553,7 @@ async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) 
     ("fix the failing test", False),
 ])
 def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
-    from tether.core.reply_shapes import leaves_tests
+    from tether.assist.reply_shapes import leaves_tests
 
     assert leaves_tests(request_text) is kept
 
@@ -579,7 +579,7 @@ def _recording_edit_tools(edits: list[str]) -> list:
 async def test_an_edit_of_a_test_the_user_said_to_leave_is_held_back_once_then_runs(tmp_path: Path) -> None:
     """The request is read by a pattern: told once, the model decides; sent again, the edit runs
     (it used to be refused every time, for the whole turn)."""
-    from tether.core.call_guard import KEEP_TESTS
+    from tether.assist.call_guard import KEEP_TESTS
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
@@ -616,7 +616,7 @@ async def test_a_new_test_file_is_never_held_back_as_an_existing_test(tmp_path: 
 
 
 async def test_a_command_shown_for_the_user_to_run_gets_its_run_cmd_call_once(tmp_path: Path) -> None:
-    from tether.core.nudges import SHOWN_COMMAND
+    from tether.assist.rules import SHOWN_COMMAND
 
     shown = "To get the total, run:\n```sh\n$ python report.py | grep total\n```"
     provider, _, result = await run_nudged(
@@ -680,7 +680,7 @@ def waiting_tools() -> list:
 
 async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once(tmp_path: Path) -> None:
     (tmp_path / "signup.py").write_text("input()\n")
-    from tether.core.nudges import STILL_WAITING
+    from tether.assist.rules import STILL_WAITING
 
     start = call(("run_cmd", {"command": "python signup.py"}))
     provider, _, result = await run_nudged(
@@ -692,8 +692,8 @@ async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once
 
 
 async def test_the_waiting_nudge_comes_again_only_after_the_program_was_answered(tmp_path: Path) -> None:
+    from tether.assist.rules import STILL_WAITING
     from tether.core.messages import CommandStatus
-    from tether.core.nudges import STILL_WAITING
     from tether.core.toolspec import ToolOutput
 
     def still_waits(args, ctx):  # noqa: ANN001
@@ -715,7 +715,7 @@ async def test_the_waiting_nudge_comes_again_only_after_the_program_was_answered
 
 async def test_a_reply_playing_the_waiting_program_itself_gets_its_first_answer_sent(tmp_path: Path) -> None:
     """interactive_guess: after the waiting nudge the model wrote the whole game in prose."""
-    from tether.core.nudges import STILL_WAITING
+    from tether.assist.rules import STILL_WAITING
 
     (tmp_path / "signup.py").write_text("input()\n")
     start = call(("run_cmd", {"command": "python signup.py"}))
@@ -768,7 +768,7 @@ def searched_retry(args, ctx):  # noqa: ANN001
 ])
 async def test_an_answer_number_is_checked_unless_it_may_be_a_small_count(
         tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "uploader"})), say(answer), say(answer)],
@@ -831,7 +831,7 @@ async def test_a_count_a_result_showed_is_written_at_once(tmp_path: Path) -> Non
 def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named(
     tmp_path: Path, command: str, refused: bool,
 ) -> None:
-    from tether.core.call_guard import missing_script
+    from tether.assist.call_guard import missing_script
     from tether.core.messages import ToolCall
 
     (tmp_path / "report.py").write_text("print(1)\n")
@@ -844,7 +844,7 @@ def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named
 
 
 def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_path: Path) -> None:
-    from tether.core.call_guard import missing_script
+    from tether.assist.call_guard import missing_script
     from tether.core.messages import ToolCall
 
     (tmp_path / "tools").mkdir()
@@ -869,7 +869,7 @@ async def test_a_package_run_as_a_script_is_told_it_runs_with_python_m_and_no_ca
 
 
 def test_the_example_script_refused_names_the_projects_own_scripts_the_looked_at_first(tmp_path: Path) -> None:
-    from tether.core.call_guard import missing_script
+    from tether.assist.call_guard import missing_script
     from tether.core.messages import ToolCall
 
     for name in ("a_tool.py", "report.py", "test_report.py", "notes.txt"):
@@ -1000,7 +1000,7 @@ async def test_steps_that_sum_up_a_finished_change_are_not_sent_back_to_read(tmp
 
 
 async def test_a_reply_that_repeats_the_note_it_was_sent_is_no_answer(tmp_path: Path) -> None:
-    from tether.core.nudges import ECHOED, NOT_RUN
+    from tether.assist.rules import ECHOED, NOT_RUN
 
     request = "Run report.py and tell me the grand total it prints."
     steps = "1. Open a terminal.\n2. Run:\n```sh\npython report.py\n```"
@@ -1014,7 +1014,7 @@ async def test_a_reply_that_repeats_the_note_it_was_sent_is_no_answer(tmp_path: 
 
 
 async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an_echo(tmp_path: Path) -> None:
-    from tether.core.nudges import ECHOED, NOT_RUN
+    from tether.assist.rules import ECHOED, NOT_RUN
 
     request = "Run report.py and tell me the grand total it prints."
     steps = "1. Open a terminal.\n2. Run:\n```sh\npython report.py\n```"
@@ -1036,7 +1036,7 @@ async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an
 async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_again_gets_that_call(
     tmp_path: Path,
 ) -> None:
-    from tether.core.nudges import EMPTY_AFTER_OFFER, OFFER_AGAIN
+    from tether.assist.rules import EMPTY_AFTER_OFFER, OFFER_AGAIN
 
     shown = "Run this:\n```sh\npython tools/stats.py --min 5\n```"
     again = "Use this command:\n```\npython tools/stats.py --min 5\n```"
@@ -1046,7 +1046,7 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
         request="How many long words are in notes.txt? Use tools/stats.py.", tools=[
             make_tool("read_file", lambda args, ctx: "some notes"), *write_and_run_tools()],
     )
-    from tether.core.nudges import NO_NUMBER
+    from tether.assist.rules import NO_NUMBER
 
     sent = nudges_of(provider)
     assert len(sent) == 4 and all(the_call in nudge for nudge in sent[:3])
@@ -1058,7 +1058,7 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
 
 async def test_an_answer_that_says_it_ran_when_nothing_ran_is_told_to_run_it(tmp_path: Path) -> None:
     """run_report_total: the model copied the worked example's last line without running."""
-    from tether.core.nudges import CLAIMED_RUN
+    from tether.assist.rules import CLAIMED_RUN
 
     (tmp_path / "report.py").write_text("print('grand total: 12.50')\n")
     claim = 'Done: report.py now prints "paid orders: 10" (I ran it).'
@@ -1077,7 +1077,7 @@ async def test_an_answer_to_a_run_request_before_anything_ran_is_told_to_run_it(
     """interactive_guess: "play guess.py until you win and tell me the prize code"; the model
     read guess.py and answered with a code of its own, and again after the "apply" nudge.
     Once a turn, after that nudge."""
-    from tether.core.nudges import RUN_IT, UNRUN_ANSWER
+    from tether.assist.rules import RUN_IT, UNRUN_ANSWER
 
     (tmp_path / "guess.py").write_text("n = input('Your guess: ')\n")
     provider, _, result = await run_nudged(
@@ -1110,7 +1110,7 @@ async def test_a_reply_cut_at_a_result_marker_right_after_a_read_for_a_change_is
     """add_slugify, script_csv_total: right after read_file the reply began with a result, and
     after the plain note the model wrote the file it had read back unchanged. For a change
     request the note says the text is above and asks for the edit."""
-    from tether.core.nudges import RESULT_FIRST_AFTER_READ
+    from tether.assist.rules import RESULT_FIRST_AFTER_READ
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("Done.")])
     loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
@@ -1160,7 +1160,7 @@ def nudges_in(conv: Conversation) -> list[str]:
 
 
 async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_again_warmer(tmp_path: Path) -> None:
-    from tether.core.nudges import RESULT_FIRST_NEXT
+    from tether.assist.rules import RESULT_FIRST_NEXT
     from tether.core.repeatstop import LOOP_TEMPERATURE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("It prints hi.")])
@@ -1192,7 +1192,7 @@ def test_only_a_few_tokens_make_an_empty_reply_one_that_began_with_a_result() ->
 async def test_an_empty_reply_after_the_empty_note_gets_what_is_left_to_do(tmp_path: Path) -> None:
     """add_slugify: the empty note was spent after the first read; the model wrote a test
     file, then replied empty, and the turn ended with the new code never run."""
-    from tether.core.nudges import EMPTY_REPLY, UNCHECKED
+    from tether.assist.rules import EMPTY_REPLY, UNCHECKED
 
     provider, _, result = await run_nudged(
         tmp_path,
@@ -1236,7 +1236,7 @@ CSV_REQUEST = "write a script total.py that prints the sum of one column of a CS
 
 async def test_the_code_of_the_new_file_the_request_names_gets_its_write_call(tmp_path: Path) -> None:
     """script_csv_total: the model showed total.py in a python fence and stopped."""
-    from tether.core.shown_code import NEW_FILE_SHOWN
+    from tether.assist.shown_code import NEW_FILE_SHOWN
 
     (tmp_path / "sales.csv").write_text("amount\n1.5\n")
     shown = f"Here's the script:\n\n```python\n{TOTAL_SCRIPT}```\n\nRun it with:\n```sh\npython total.py sales.csv amount\n```"
@@ -1264,13 +1264,13 @@ EDIT_MENU = ("read_file", "write_file", "edit_file", "run_cmd")
 def test_no_new_file_is_offered_when_the_file_or_its_code_is_unclear(
     tmp_path: Path, request_text: str, reply: str, why: str,
 ) -> None:
-    from tether.core.reply_shapes import shown_new_file
+    from tether.assist.reply_shapes import shown_new_file
 
     assert shown_new_file(reply, request_text, tmp_path) is None, why
 
 
 def test_a_file_that_exists_is_no_new_file(tmp_path: Path) -> None:
-    from tether.core.reply_shapes import shown_new_file
+    from tether.assist.reply_shapes import shown_new_file
 
     assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) == ("total.py", TOTAL_SCRIPT)
     (tmp_path / "total.py").write_text("print(0)\n")
@@ -1287,7 +1287,7 @@ def policy_file(args, ctx):  # noqa: ANN001
     ("Line 25.", False),  # an answer about lines may give a line number
 ])
 async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "uploader/policy.py"})), say(answer), say(answer)],
@@ -1316,7 +1316,7 @@ def todo_project(root: Path) -> None:
 async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request_repeated(tmp_path: Path) -> None:
     """script_csv_total, fix_pagination: right after read_file the model sent the file it had
     read as both old_content and new_content."""
-    from tether.core.call_guard import SAME_EDIT
+    from tether.assist.call_guard import SAME_EDIT
 
     (tmp_path / "a.py").write_text("x = 1\n")
     same = call(("edit_file", {"filepath": "a.py", "old_content": "x = 1\n", "new_content": "x = 1\n"}))
@@ -1344,7 +1344,7 @@ async def test_an_edit_that_puts_the_new_function_in_place_of_an_old_one_waits_o
     tmp_path: Path,
 ) -> None:
     """add_slugify: asked to add slugify(), the model replaced title_case() with it."""
-    from tether.core.call_guard import DROPPED_DEFINITIONS
+    from tether.assist.call_guard import DROPPED_DEFINITIONS
 
     (tmp_path / "strings.py").write_text(STRINGS)
     old = "def title_case(text):\n    return text.title()\n"
@@ -1393,7 +1393,7 @@ async def test_an_edit_that_drops_a_definition_runs_when_the_request_allows_it(
 async def test_a_question_asking_how_many_answered_without_a_number_is_nudged_once(
     tmp_path: Path, answer: str, nudged: bool,
 ) -> None:
-    from tether.core.nudges import NO_NUMBER
+    from tether.assist.rules import NO_NUMBER
 
     provider, _, result = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "notes.txt"})), say(answer), say(answer)],
@@ -1420,7 +1420,7 @@ CLIENT_READ = (
 async def test_a_request_to_run_a_program_holds_back_a_change_once(tmp_path: Path) -> None:
     """interactive_signup: asked to run signup.py and register Ada, the model edited and then
     rewrote signup.py (the nudges offered the rewrite) and never answered the program."""
-    from tether.core.call_guard import RUN_NOT_CHANGE
+    from tether.assist.call_guard import RUN_NOT_CHANGE
 
     program = "name = input('Your name: ')\nprint('Ticket T-1 for', name)\n"
     (tmp_path / "signup.py").write_text(program)
@@ -1445,7 +1445,7 @@ async def test_a_request_to_run_a_program_holds_back_a_change_once(tmp_path: Pat
 async def test_a_request_to_run_and_debug_holds_back_one_change_only(tmp_path: Path) -> None:
     """"start server.py and debug why it crashes": fixing db.py is the task. The guard reads
     the request's English, so it may hold a change back once, never every change of the turn."""
-    from tether.core.call_guard import RUN_NOT_CHANGE
+    from tether.assist.call_guard import RUN_NOT_CHANGE
 
     (tmp_path / "server.py").write_text("import db\ndb.connect()\n")
     (tmp_path / "db.py").write_text("def connect():\n    raise RuntimeError('no port')\n")
@@ -1480,23 +1480,19 @@ async def test_a_request_with_a_run_word_but_no_script_to_run_may_change_files(t
 
 
 def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
+    from tether.assist.coach import SEND_CUE, with_send_cue
     from tether.core.messages import Message
-    from tether.core.offers import SEND_CUE, with_send_cue
-    from tether.core.turn_watch import TurnWatch
 
-    watch = TurnWatch("rename a to b", show_call=lambda name, args: json.dumps({"name": name, "arguments": args}))
-    call_text = watch.offer("edit_file", {"filepath": "x.py"})
+    call_text = json.dumps({"name": "edit_file", "arguments": {"filepath": "x.py"}})
     ending = [Message.system("s"), Message.user(f"note:\n{call_text}\n")]
-    assert with_send_cue(ending, watch)[-1].text == f"note:\n{call_text}\n{SEND_CUE}"
-    assert with_send_cue(ending, None) == ending
+    assert with_send_cue(ending, call_text)[-1].text == f"note:\n{call_text}\n{SEND_CUE}"
     going_on = [Message.user(f"note:\n{call_text}\nThen answer.")]
-    assert with_send_cue(going_on, watch) == going_on
+    assert with_send_cue(going_on, call_text) == going_on
     from tether.core.loop import pressure_note
 
     noted = [Message.user(f"note:\n{call_text}\n\n{pressure_note(14, 18)}")]
-    assert with_send_cue(noted, watch)[-1].text.startswith(f"note:\n{call_text}\n{SEND_CUE}\n\n(Note: 14 of 18")
-    watch.offered = ""  # the model has called since
-    assert with_send_cue(ending, watch) == ending
+    assert with_send_cue(noted, call_text)[-1].text.startswith(f"note:\n{call_text}\n{SEND_CUE}\n\n(Note: 14 of 18")
+    assert with_send_cue(ending, "") == ending  # the model has called since: nothing is offered
 
 
 # ---------------------------------------------------------------- a file the request names, left unchanged
@@ -1509,7 +1505,7 @@ SLUG_REQUEST = ("add a slugify(text) function to textkit/strings.py - lowercase 
 async def test_a_change_request_answered_with_a_named_file_unchanged_is_told_which(tmp_path: Path) -> None:
     """add_slugify (s9-f): slugify added to strings.py, then a summary; the test file the
     request names was never touched."""
-    from tether.core.named_files import NAMED_UNCHANGED
+    from tether.assist.named_files import NAMED_UNCHANGED
 
     (tmp_path / "textkit").mkdir()
     (tmp_path / "textkit" / "strings.py").write_text("def title_case(t):\n    return t.title()\n")
@@ -1578,7 +1574,7 @@ async def test_a_version_that_drops_an_import_it_still_uses_is_not_offered(tmp_p
 
 
 async def test_an_empty_reply_after_a_change_whose_result_warns_is_told_to_fix_it(tmp_path: Path) -> None:
-    from tether.core.after_change import CHANGE_WARNED
+    from tether.assist.rules import CHANGE_WARNED
 
     (tmp_path / "feed").mkdir()
     (tmp_path / "feed" / "__init__.py").write_text("")
@@ -1608,7 +1604,7 @@ def ttl_read(args, ctx):  # noqa: ANN001
 ])
 async def test_a_number_converted_from_a_seen_one_is_not_called_unseen(
         tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "cache.py"})), say(answer), say(answer)],

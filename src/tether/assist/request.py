@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..core.reply_shapes import CHANGE_VERBS, RUN_VERBS, is_test_path
+from .reply_shapes import CHANGE_VERBS, RUN_VERBS, is_test_path
 
 _PATH = re.compile(
     r"(?<![\w/.@:-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"

@@ -70,6 +70,8 @@ class Profile:
     verify: bool = True
     """Run the check the request names after a change (assist/verify.py), in every profile;
     the `verify_after_change` setting says how many fixes it may ask for."""
+    rules_off: frozenset[str] = frozenset()
+    """The coach's rule levers switched off (RULE_LEVERS), each by its own name."""
 
     def levers(self) -> list[str]:
         """The names of the levers that are on (for the json output and the benchmark)."""
@@ -84,16 +86,19 @@ class Profile:
     def without(self, names: Iterable[str]) -> Profile:
         """This profile with the named levers switched off; unknown names raise ValueError."""
         changes: dict[str, object] = {}
+        rules_off = set(self.rules_off)
         for raw in names:
             name = raw.strip()
             if not name:
                 continue
+            if name in RULE_LEVERS:
+                rules_off.add(name)
+                continue
             if name not in LEVER_FIELDS:
-                raise ValueError(
-                    f"unknown profile lever {name!r}; known: {', '.join(LEVER_NAMES)}"
-                )
+                known = ", ".join(LEVER_NAMES + RULE_LEVERS)
+                raise ValueError(f"unknown profile lever {name!r}; known: {known}")
             changes.update(LEVER_OFF[name])
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, rules_off=frozenset(rules_off), **changes)  # type: ignore[arg-type]
 
 
 LEVER_FIELDS = {
@@ -113,6 +118,12 @@ LEVER_FIELDS = {
     "preread": "preread",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
+RULE_LEVERS = (
+    "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
+    "apply", "named_files", "check", "unseen", "number", "guard", "repeat",
+)
+"""The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
+notes), each switching its rules off for measurement; `nudges` switches them all off."""
 LEVER_OFF: dict[str, dict[str, object]] = {
     "menu": {"short_menu": False},
     "edit": {"simple_edit": False},

@@ -1,10 +1,10 @@
 """Reasons to ask before a call runs: a write that would lose what the model never saw, a
 made-up count, a change to a test the user may want left alone, a script that is not there.
 
-Each reason is a pure reading of the call and the turn so far: `(kind, message)` or None. One
-policy applies them all (`ask_once`): the first time a call has a reason, its result is the
-reason instead of running it, and each reason is sent once per turn; the identical call sent
-again runs. Nothing is refused for good, and nothing is refused from the request's English alone.
+Each reason is a pure reading of the call and a snapshot of the turn's evidence: `(kind,
+message)` or None. One policy applies them all (coach.Coach.call_reason, ask once): the first
+time a call has a reason, its result is the reason instead of running it, and each reason is
+sent once per turn; the identical call sent again runs. Nothing is refused for good.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..core.messages import ToolCall
+from ..core.prompts import EXAMPLE_FILE
+from ..core.textclip import clip_words
+from ..core.toolspec import ToolContext, ToolError
+from ..core.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
 from ..tools.nearby import closest_paths
-from .messages import ToolCall
-from .prompts import EXAMPLE_FILE
 from .reply_shapes import (
     file_text,
     is_test_path,
@@ -25,9 +28,7 @@ from .reply_shapes import (
     requested_new_file,
     requested_script,
 )
-from .textclip import clip_words
-from .toolspec import ToolContext, ToolError
-from .turn_watch import TurnWatch
+from .rules import unseen_number
 
 Reason = tuple[str, str]
 """(what the reason is about, to send it once per turn; the message)."""
@@ -78,10 +79,10 @@ a small model asked to change one value rewrites the file without the section it
 _REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
 
 
-def _drops_settings(watch: TurnWatch, path: Path, lost: int) -> bool:
+def _drops_settings(e: TurnEvidence, path: Path, lost: int) -> bool:
     """Whether a write loses several lines of a settings file when the request asks to remove
     nothing."""
-    if lost < SETTINGS_LINES_LOST or _REMOVES.search(watch.request):
+    if lost < SETTINGS_LINES_LOST or _REMOVES.search(e.request):
         return False
     return path.suffix.lower() in SETTINGS_SUFFIXES or path.name.startswith(".env")
 
@@ -100,19 +101,19 @@ def lines_lost(old: str, new: str) -> tuple[int, int]:
     return sum(line not in kept for line in old_lines), len(old_lines)
 
 
-def overwrite_refusal(watch: TurnWatch, path: Path, shown: str, readable: bool) -> Reason | None:
+def overwrite_refusal(e: TurnEvidence, path: Path, shown: str, readable: bool) -> Reason | None:
     """Why a whole-file write of an existing file not read this turn waits: small models
     rewrite a file from a guess and lose what they never saw. `readable`: the file may be
     shown in the reason (inside the project, no deny rule, not a key file)."""
-    if path in watch.read_paths or not path.is_file():
+    if path in e.read_paths or not path.is_file():
         return None
-    if os.path.normpath(shown) in watch.written:
+    if os.path.normpath(shown) in e.written:
         return None  # it wrote the file itself this turn (a second write of its own)
     current = _current_text(path) if readable else UNREAD_TOO_LONG
     return f"unread:{path}", UNREAD_OVERWRITE.format(path=shown, shown=current)
 
 
-def shrink_refusal(watch: TurnWatch, path: Path, shown: str, content: str) -> Reason | None:
+def shrink_refusal(e: TurnEvidence, path: Path, shown: str, content: str) -> Reason | None:
     """Why a whole-file write that would delete most of a file waits: a small model asked to
     add a function writes only the new one, and the rest is gone."""
     if not path.is_file():
@@ -121,7 +122,7 @@ def shrink_refusal(watch: TurnWatch, path: Path, shown: str, content: str) -> Re
     if old is None:
         return None
     lost, total = lines_lost(old, content)
-    if total < 3 or not (lost * 2 > total or _drops_settings(watch, path, lost)):
+    if total < 3 or not (lost * 2 > total or _drops_settings(e, path, lost)):
         return None
     message = SHRINKING_WRITE.format(lost=lost, total=total, path=shown, shown=_current_text(path))
     return f"shrink:{path}", message
@@ -137,13 +138,13 @@ _ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
 _TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
 
 
-def dropped_definitions(watch: TurnWatch, call: ToolCall, shown: str) -> Reason | None:
+def dropped_definitions(e: TurnEvidence, call: ToolCall, shown: str) -> Reason | None:
     """Why an edit that drops a function or class waits, for a request to add something: a
     small model asked to add a function puts it in place of the one its old_content named."""
     old, new = call.arguments.get("old_content"), call.arguments.get("new_content")
-    if not (isinstance(old, str) and isinstance(new, str)) or not _ADDS.search(watch.request):
+    if not (isinstance(old, str) and isinstance(new, str)) or not _ADDS.search(e.request):
         return None
-    if _TAKES_AWAY.search(watch.request):
+    if _TAKES_AWAY.search(e.request):
         return None
     kept = set(_DEFINITION.findall(new))
     gone = [name for name in dict.fromkeys(_DEFINITION.findall(old)) if name not in kept]
@@ -152,10 +153,10 @@ def dropped_definitions(watch: TurnWatch, call: ToolCall, shown: str) -> Reason 
     return f"dropped:{shown}", DROPPED_DEFINITIONS.format(names=", ".join(f"{n}()" for n in gone), path=shown)
 
 
-def unseen_written(watch: TurnWatch, content: str) -> Reason | None:
+def unseen_written(e: TurnEvidence, content: str) -> Reason | None:
     """Why a new file holding only a number no result showed waits: asked to count into a
     file, a small model writes a number it made up."""
-    if not _BARE_NUMBER.fullmatch(content) or watch.unseen_number(content.strip(), bare=True) is None:
+    if not _BARE_NUMBER.fullmatch(content) or unseen_number(e, content.strip(), bare=True) is None:
         return None
     return "written", UNSEEN_WRITTEN.format(number=content.strip())
 
@@ -168,11 +169,11 @@ KEEP_TESTS = (
 )
 
 
-def keep_tests_refusal(watch: TurnWatch, filepath: str, ctx: ToolContext) -> Reason | None:
+def keep_tests_refusal(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reason | None:
     """KEEP_TESTS for a change to an existing test file (a new test changes no existing one)
     when the request seems to say to leave the tests alone: small models make a failing test
     pass by editing it. The request's words are read by a pattern, so the model decides."""
-    if not leaves_tests(watch.request) or not is_test_path(filepath) or not _exists(filepath, ctx):
+    if not leaves_tests(e.request) or not is_test_path(filepath) or not _exists(filepath, ctx):
         return None
     return "keep_tests", KEEP_TESTS.format(path=filepath)
 
@@ -199,13 +200,13 @@ REQUEST_SHOWN = 300
 """Characters of the request a reason repeats (a small model loses it after a long read)."""
 
 
-def same_edit(watch: TurnWatch, call: ToolCall, filepath: str) -> Reason | None:
+def same_edit(e: TurnEvidence, call: ToolCall, filepath: str) -> Reason | None:
     """Both halves of an edit are the same text: a small model copies the file it just read
     into both (a change of spacing alone may be what was asked, so it is no copy)."""
     old, new = call.arguments.get("old_content"), call.arguments.get("new_content")
     if not (isinstance(old, str) and isinstance(new, str) and old == new):
         return None
-    return f"same:{filepath}", SAME_EDIT.format(path=filepath, request=clip_words(watch.request, REQUEST_SHOWN))
+    return f"same:{filepath}", SAME_EDIT.format(path=filepath, request=clip_words(e.request, REQUEST_SHOWN))
 
 
 def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = (),
@@ -251,65 +252,46 @@ def same_kind_files(ctx: ToolContext, suffix: str, looked_at: Iterable[str], lim
     return list(dict.fromkeys(first + others))[:limit]
 
 
-def run_not_change(watch: TurnWatch, filepath: str, ctx: ToolContext) -> Reason | None:
+def run_not_change(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reason | None:
     """RUN_NOT_CHANGE for a change to an existing file when the request asks only to run a
     script the project has: asked to run a script and answer its questions, a small model
     may rewrite the script instead. "start server.py and debug why it crashes" may well need
     db.py changed: the reason is sent once, and the call sent again runs."""
-    if not watch.asks_to_run() or requested_script(watch.request, ctx.root) is None:
+    if not e.asks_to_run or requested_script(e.request, ctx.root) is None:
         return None
     return "run_not_change", RUN_NOT_CHANGE.format(path=filepath)
 
 
-def call_reason(watch: TurnWatch, call: ToolCall, ctx: ToolContext) -> Reason | None:
+def call_reason(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Reason | None:
     """Why a call should wait, before it runs (None: no reason). read_file marks a path as
     seen; the rest are read from the call and what the turn has done."""
     if call.name == "run_cmd":
-        to_create = requested_new_file(watch.request, watch.root)
-        missing = missing_script(call, ctx, watch.touched.values(), to_create)
+        to_create = requested_new_file(e.request, e.root)
+        missing = missing_script(call, ctx, e.touched.values(), to_create)
         return ("missing:" + str(call.arguments.get("command")), missing) if missing else None
     filepath = call.arguments.get("filepath")
     if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
         return None
     if call.name != "read_file":
-        found = keep_tests_refusal(watch, filepath, ctx) or (
-            run_not_change(watch, filepath, ctx) if _exists(filepath, ctx) else None)
+        found = keep_tests_refusal(e, filepath, ctx) or (
+            run_not_change(e, filepath, ctx) if _exists(filepath, ctx) else None)
         if found is not None:
             return found
-    if call.name == "edit_file" and (same := same_edit(watch, call, filepath)) is not None:
+    if call.name == "edit_file" and (same := same_edit(e, call, filepath)) is not None:
         return same
     try:
         path = ctx.resolve(filepath).resolve()
     except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
         return None
     if call.name == "read_file":
-        watch.saw_read(path, filepath)
         return None
     if call.name == "edit_file":
-        watch.touched[path] = filepath  # a missed edit shows a short file whole
-        return dropped_definitions(watch, call, filepath)
+        return dropped_definitions(e, call, filepath)
     content = call.arguments.get("content")
     if isinstance(content, str) and not path.exists():
-        return unseen_written(watch, content)
+        return unseen_written(e, content)
     readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
-    unread = overwrite_refusal(watch, path, filepath, readable)
+    unread = overwrite_refusal(e, path, filepath, readable)
     if unread is not None or not readable or not isinstance(content, str):
         return unread
-    return shrink_refusal(watch, path, filepath, content)
-
-
-def ask_once(watch: TurnWatch, key: str, reason: Reason | None) -> str | None:
-    """The one policy for every reason to wait: a call (`key`: its name and arguments) is held
-    back the first time it has a reason that was not yet sent this turn, with that reason as
-    its result; the identical call sent again runs, and a reason already sent holds nothing
-    back. The model is told once, and decides."""
-    if reason is None or key in watch.asked or reason[0] in watch.reasons_sent:
-        return None
-    watch.asked.add(key)
-    watch.reasons_sent.add(reason[0])
-    return reason[1]
-
-
-def guard_call(watch: TurnWatch, call: ToolCall, ctx: ToolContext, key: str) -> str | None:
-    """The reason `call` waits, under the ask-once policy (None: it runs)."""
-    return ask_once(watch, key, call_reason(watch, call, ctx))
+    return shrink_refusal(e, path, filepath, content)

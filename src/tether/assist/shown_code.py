@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .python_tree import parsed_python
+from ..core.python_tree import parsed_python
+from ..core.turn_record import TurnEvidence
 from .reply_shapes import (
     VERSION_MAX_CHARS,
     file_text,
@@ -21,11 +21,6 @@ from .reply_shapes import (
     shown_new_file,
     shown_version,
 )
-
-if TYPE_CHECKING:
-    from .turn_watch import TurnWatch
-
-
 
 VERSION_SHOWN = (
     "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
@@ -38,39 +33,32 @@ NEW_FILE_SHOWN = (
 )
 
 
-def version_nudge(watch: TurnWatch, text: str) -> str | None:
-    """The nudge for a new version of a file shown in a code block instead of written,
-    or for the code of the new file the request names (once per turn), with the
-    write_file call that would write it."""
-    if watch.show_call is None or "write_file" not in watch.tools or watch.asks_question():
-        return None
-    if watch.asks_to_run():
-        return None  # a program to run as it is: its code shown again is no change to make
-    files = _read_or_written(watch)
+def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | None:
+    """(message, path, content) for a new version of a file the turn read or wrote, shown
+    in a code block instead of written, or for the code of the new file the request names;
+    None when the reply shows neither."""
+    files = _read_or_written(e)
     version = shown_version(text, files)
-    if version is not None and leaves_tests(watch.request) and is_test_path(version[0]):
-        return None  # the test it was told to leave alone (the write would be refused)
+    if version is not None and leaves_tests(e.request) and is_test_path(version[0]):
+        return None  # the test it was told to leave alone
     if version is None:
-        created = shown_new_file(text, watch.request, watch.root)
-        if created is None or created[0] in watch.written or not watch.once("version"):
+        created = shown_new_file(text, e.request, e.root)
+        if created is None or created[0] in e.written:
             return None
-        call = watch.offer("write_file", {"filepath": created[0], "content": created[1]})
-        return NEW_FILE_SHOWN.format(path=created[0], call=call)
+        return NEW_FILE_SHOWN, created[0], created[1]
     path, content = version
-    if not _would_run(files, path, content) or not watch.once("version"):
+    if not _would_run(files, path, content):
         return None  # a function shown alone is no whole file
-    watch.read_paths.update(p for p, shown in watch.touched.items() if shown == path)
-    call = watch.offer("write_file", {"filepath": path, "content": content})
-    return VERSION_SHOWN.format(path=path, call=call)
+    return VERSION_SHOWN, path, content
 
 
-def _read_or_written(watch: TurnWatch) -> dict[Path, str]:
+def _read_or_written(e: TurnEvidence) -> dict[Path, str]:
     """The files the turn read or edited, and those it wrote (a script the model wrote, was
     told about, and then showed fixed in prose is one of them)."""
-    files = dict(watch.touched)
-    if watch.root is not None:
-        for named in sorted(watch.written):
-            files.setdefault((watch.root / named).resolve(), named)
+    files = dict(e.touched)
+    if e.root is not None:
+        for named in sorted(e.written):
+            files.setdefault((e.root / named).resolve(), named)
     return files
 
 
