@@ -59,6 +59,8 @@ class Coach:
 
     request: str
     setup: CoachSetup
+    rules: tuple[Rule, ...] = RULES
+    """The table, in order (a test gives one rule alone)."""
     sent: dict[str, int] = field(default_factory=dict)
     """Once-key -> how many times it was sent."""
     progress: dict[str, int] = field(default_factory=dict)
@@ -83,7 +85,7 @@ class Coach:
         if not self.setup.nudges:
             return None
         judged = Judged(evidence, frozenset(self.sent), self.offered, tuple(self.nudged))
-        for rule in RULES:
+        for rule in self.rules:
             if self.setup.profile not in rule.profiles or not self._on(rule.lever):
                 continue
             fields = rule.when(judged)
