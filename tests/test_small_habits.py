@@ -21,6 +21,7 @@ from test_profile import (
 )
 
 from tether.assist.call_guard import lines_lost
+from tether.assist.reply_shapes import shown_new_file
 from tether.assist.rules import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.loop import Conversation
 from tether.core.profile import SMALL
@@ -553,9 +554,10 @@ async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) 
     ("fix the failing test", False),
 ])
 def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
-    from tether.assist.reply_shapes import leaves_tests
+    from tether.assist.request import leaves_tests, read_request
 
     assert leaves_tests(request_text) is kept
+    assert read_request(request_text, ()).keeps_tests is kept
 
 
 def _recording_edit_tools(edits: list[str]) -> list:
@@ -1264,17 +1266,20 @@ EDIT_MENU = ("read_file", "write_file", "edit_file", "run_cmd")
 def test_no_new_file_is_offered_when_the_file_or_its_code_is_unclear(
     tmp_path: Path, request_text: str, reply: str, why: str,
 ) -> None:
-    from tether.assist.reply_shapes import shown_new_file
+    assert shown_new_file(reply, new_file_of(request_text, tmp_path)) is None, why
 
-    assert shown_new_file(reply, request_text, tmp_path) is None, why
+
+def new_file_of(request_text: str, root: Path) -> str | None:
+    from tether.assist.request import new_code_file, read_request
+
+    return new_code_file(read_request(request_text, [p.name for p in root.iterdir()]), root)
 
 
 def test_a_file_that_exists_is_no_new_file(tmp_path: Path) -> None:
-    from tether.assist.reply_shapes import shown_new_file
-
-    assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) == ("total.py", TOTAL_SCRIPT)
+    code = f"```python\n{TOTAL_SCRIPT}```"
+    assert shown_new_file(code, new_file_of(CSV_REQUEST, tmp_path)) == ("total.py", TOTAL_SCRIPT)
     (tmp_path / "total.py").write_text("print(0)\n")
-    assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) is None
+    assert shown_new_file(code, new_file_of(CSV_REQUEST, tmp_path)) is None
 
 
 def policy_file(args, ctx):  # noqa: ANN001

@@ -21,13 +21,8 @@ from ..core.toolspec import ToolContext, ToolError
 from ..core.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
 from ..tools.nearby import closest_paths
-from .reply_shapes import (
-    file_text,
-    is_test_path,
-    leaves_tests,
-    requested_new_file,
-    requested_script,
-)
+from .reply_shapes import file_text, is_test_path
+from .request import named_script, new_code_file, reading_of
 from .rules import unseen_number
 
 Reason = tuple[str, str]
@@ -76,13 +71,12 @@ SETTINGS_SUFFIXES = frozenset({".toml", ".json", ".yaml", ".yml", ".ini", ".cfg"
 SETTINGS_LINES_LOST = 3
 """A whole-file write of a settings file that loses this many lines waits, even when most stay:
 a small model asked to change one value rewrites the file without the section it just edited."""
-_REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
 
 
 def _drops_settings(e: TurnEvidence, path: Path, lost: int) -> bool:
     """Whether a write loses several lines of a settings file when the request asks to remove
     nothing."""
-    if lost < SETTINGS_LINES_LOST or _REMOVES.search(e.request):
+    if lost < SETTINGS_LINES_LOST or reading_of(e).removes:
         return False
     return path.suffix.lower() in SETTINGS_SUFFIXES or path.name.startswith(".env")
 
@@ -134,17 +128,14 @@ DROPPED_DEFINITIONS = (
     "(Send the same edit again only if you really mean to remove them.)"
 )
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
-_ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
-_TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
 
 
 def dropped_definitions(e: TurnEvidence, call: ToolCall, shown: str) -> Reason | None:
     """Why an edit that drops a function or class waits, for a request to add something: a
     small model asked to add a function puts it in place of the one its old_content named."""
     old, new = call.arguments.get("old_content"), call.arguments.get("new_content")
-    if not (isinstance(old, str) and isinstance(new, str)) or not _ADDS.search(e.request):
-        return None
-    if _TAKES_AWAY.search(e.request):
+    reading = reading_of(e)
+    if not (isinstance(old, str) and isinstance(new, str)) or not reading.adds or reading.takes_away:
         return None
     kept = set(_DEFINITION.findall(new))
     gone = [name for name in dict.fromkeys(_DEFINITION.findall(old)) if name not in kept]
@@ -173,7 +164,7 @@ def keep_tests_refusal(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reas
     """KEEP_TESTS for a change to an existing test file (a new test changes no existing one)
     when the request seems to say to leave the tests alone: small models make a failing test
     pass by editing it. The request's words are read by a pattern, so the model decides."""
-    if not leaves_tests(e.request) or not is_test_path(filepath) or not _exists(filepath, ctx):
+    if not reading_of(e).keeps_tests or not is_test_path(filepath) or not _exists(filepath, ctx):
         return None
     return "keep_tests", KEEP_TESTS.format(path=filepath)
 
@@ -257,7 +248,7 @@ def run_not_change(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reason |
     script the project has: asked to run a script and answer its questions, a small model
     may rewrite the script instead. "start server.py and debug why it crashes" may well need
     db.py changed: the reason is sent once, and the call sent again runs."""
-    if not e.asks_to_run or requested_script(e.request, ctx.root) is None:
+    if not e.asks_to_run or named_script(reading_of(e), ctx.root) is None:
         return None
     return "run_not_change", RUN_NOT_CHANGE.format(path=filepath)
 
@@ -266,7 +257,7 @@ def call_reason(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Reason | N
     """Why a call should wait, before it runs (None: no reason). read_file marks a path as
     seen; the rest are read from the call and what the turn has done."""
     if call.name == "run_cmd":
-        to_create = requested_new_file(e.request, e.root)
+        to_create = new_code_file(reading_of(e), e.root)
         missing = missing_script(call, ctx, e.touched.values(), to_create)
         return ("missing:" + str(call.arguments.get("command")), missing) if missing else None
     filepath = call.arguments.get("filepath")

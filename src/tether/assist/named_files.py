@@ -12,10 +12,10 @@ something, and data files (logs, CSVs, text), never count: they are inputs, not 
 from __future__ import annotations
 
 import os
-import re
 
 from ..core.turn_record import TurnEvidence
 from .reply_shapes import is_test_path
+from .request import reading_of
 
 NAMED_UNCHANGED = (
     "The request also names {paths}, which you have not changed in this turn. If the request "
@@ -26,7 +26,6 @@ _TARGET_SUFFIXES = frozenset({
     "cs", "php", "sh", "json", "toml", "yaml", "yml", "ini", "cfg", "conf",
 })
 """Code and settings files: what a change targets (data files are its inputs)."""
-_ASKS_FOR_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
 
 
 def named_unchanged(e: TurnEvidence) -> list[str]:
@@ -34,7 +33,7 @@ def named_unchanged(e: TurnEvidence) -> list[str]:
     or the request is no change request, or nothing was changed yet)."""
     if not e.acted or not e.written or e.reading is None or not e.asks_change or e.asks_to_run:
         return []
-    wants_test = bool(_ASKS_FOR_TEST.search(e.request))
+    wants_test = reading_of(e).wants_test
     targets = [name for name in e.reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES]
     return [name for name in targets
             if not (is_test_path(name) and not wants_test) and os.path.normpath(name) not in e.written]

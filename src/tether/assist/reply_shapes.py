@@ -19,18 +19,8 @@ _COMMAND_START = re.compile(
 _NOT_SUGGESTED = re.compile(
     r"^(cd|pip3?|conda|apt(-get)?|brew|sudo|curl|wget|rm|git clone|npm install|export|source|touch|mkdir|mv|cp|chmod)\b"
 )
-CHANGE_VERBS = (
-    "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
-    "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
-)
 NUMBERED_STEPS = re.compile(r"^\s*1[.)]\s+\S.*\n(?:.*\n)*?\s*2[.)]\s+\S", re.M)
 """Two numbered steps ("1. Open ...", "2. ..."): a plan written for the user."""
-CHANGE_WORDS = re.compile(rf"\b({CHANGE_VERBS})\b", re.I)
-RUN_VERBS = "run|execute|play|register|start|launch"
-"""A request to run something ("run report.py and tell me the total?") is not a question
-about the code: its answer comes from running it (assist/request.py reads the request)."""
-
-
 CODE_BLOCK = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
 """A fenced block: its label, its body."""
 _SHELL_LABELS = frozenset({"sh", "bash", "shell", "console", "zsh"})
@@ -100,29 +90,11 @@ _LANGUAGE_LABELS = {
 }
 """Files a reply may show whole for the request to create, by suffix: the labels of their
 fences (a shell block is a command, a text block may be a made-up count)."""
-_FILE_NAMED = r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.({suffixes}))(?![\w/-])"
-"""A file the request names (`total.py`, `tools/stats.py`), with one of `suffixes`."""
-_REQUESTED_FILE = re.compile(_FILE_NAMED.format(suffixes=r"\w+"))
-
-
-def requested_new_file(request: str, root: Path | None) -> str | None:
-    """The one code file the request names that the project does not have yet ("write a
-    script total.py that ..."), as the request writes it; None otherwise."""
-    if root is None:
-        return None
-    named = {m.group(1): m.group(2).lower() for m in _REQUESTED_FILE.finditer(request)}
-    wanted = [name for name, suffix in named.items() if suffix in _LANGUAGE_LABELS]
-    if len(wanted) != 1 or (root / wanted[0]).exists():
-        return None
-    return wanted[0]
-
-
-def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str] | None:
-    """(path, content) when the request names one code file that does not exist yet
-    ("write a script total.py that ...") and the reply shows its code in a fence instead of
+def shown_new_file(text: str, name: str | None) -> tuple[str, str] | None:
+    """(path, content) when the request names one code file that does not exist yet (`name`:
+    "write a script total.py that ...") and the reply shows its code in a fence instead of
     creating it: the one fence labelled in that file's language, or the only fence."""
-    name = requested_new_file(request, root)
-    if name is None:
+    if name is None or name.rsplit(".", 1)[-1].lower() not in _LANGUAGE_LABELS:
         return None
     suffix = name.rsplit(".", 1)[1].lower()
     blocks = [(m.group(1).lower(), m.group(2)) for m in CODE_BLOCK.finditer(text)]
@@ -134,30 +106,8 @@ def shown_new_file(text: str, request: str, root: Path | None) -> tuple[str, str
     return name, fitting[0]
 
 
-_NAMED_SCRIPT = re.compile(_FILE_NAMED.format(suffixes="py|js|sh"))
-
-
-def requested_script(request: str, root: Path | None) -> str | None:
-    """The one script the request names ("run report.py and tell me the total"), when the
-    project has it; None when it names none, several, or a missing one."""
-    named = {match.group(1) for match in _NAMED_SCRIPT.finditer(request)}
-    if root is None or len(named) != 1:
-        return None
-    script = named.pop()
-    path = (root / script).resolve()
-    inside = path.is_relative_to(root.resolve())  # a link out of the project is not read
-    return script if inside and path.is_file() else None
-
-
-_NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
 _NUMBER_GIVEN = re.compile(
     r"\d|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|none|no)\b", re.I)
-
-
-def asks_for_number(request: str) -> bool:
-    """Words that ask for a number ("how many unique words ...?"); whether the request is a
-    question at all is the request reading's to say."""
-    return bool(_NUMBER_WANTED.search(request))
 
 
 _CODE_SPANS = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.S)
@@ -172,20 +122,9 @@ def gives_number(text: str, request: str = "") -> bool:
     return any(m.group() not in given for m in _NUMBER_GIVEN.finditer(prose))
 
 
-_LEAVES_TESTS = re.compile(
-    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
-    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
-    re.I,
-)
 _TEST_FILE = re.compile(
     r"(?:^|/)(?:tests?/|test_[^/]*$|[^/]*_test\.[a-z]+$|[^/]*\.(?:test|spec)\.[a-z]+$)", re.I
 )
-
-
-def leaves_tests(request: str) -> bool:
-    """The request says to keep the tests unchanged ("without changing the test", "leave
-    the tests themselves alone")."""
-    return bool(_LEAVES_TESTS.search(request))
 
 
 def is_test_path(shown: str) -> bool:

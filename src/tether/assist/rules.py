@@ -22,16 +22,8 @@ from ..core.derived_numbers import SeenNumbers
 from ..core.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
 from .named_files import NAMED_UNCHANGED, named_unchanged
-from .reply_shapes import (
-    CHANGE_VERBS,
-    NUMBERED_STEPS,
-    RUN_VERBS,
-    asks_for_number,
-    gives_number,
-    looks_like_command,
-    requested_new_file,
-    shown_command,
-)
+from .reply_shapes import NUMBERED_STEPS, gives_number, looks_like_command, shown_command
+from .request import new_code_file, reading_of
 from .shown_code import shown_file_version
 
 SHORT_CHAT = 3
@@ -158,7 +150,6 @@ UNRUN_ANSWER = (
 )
 
 _FENCED_CODE = re.compile(r"^[ \t]*```", re.M)
-_ACTION_WORDS = re.compile(rf"\b({CHANGE_VERBS}|{RUN_VERBS})\b", re.I)
 _BACKTICKED = re.compile(r"`([\w./-]+\.\w{1,5})`")
 _ANY_NUMBER = re.compile(r"(?<![\w.])\d(?:[\d,_]*\d)?(?:\.\d+)?(?![\w])")
 _SAYS_LINE = re.compile(r"\blines?\b", re.I)
@@ -268,7 +259,7 @@ def _read_for_change(j: Judged) -> str | None:
 
 def _result_first_new_file(j: Judged) -> Fields | None:
     read = _read_for_change(j)
-    new = requested_new_file(j.evidence.request, j.evidence.root) if read else None
+    new = new_code_file(reading_of(j.evidence), j.evidence.root) if read else None
     return {"path": read, "new": new} if new is not None and new != read else None
 
 
@@ -449,7 +440,8 @@ def _shows_instead_of_doing(j: Judged) -> Fields | None:
     e = j.evidence
     if not j.reply or e.acted or e.asks_question:
         return None
-    shows = _FENCED_CODE.search(j.reply) or NUMBERED_STEPS.search(j.reply + "\n") or _ACTION_WORDS.search(e.request)
+    reading = reading_of(e)
+    shows = _FENCED_CODE.search(j.reply) or NUMBERED_STEPS.search(j.reply + "\n") or reading.change or reading.run
     if not shows:
         return None
     return {"what": NOT_RUN if e.asks_to_run else NOT_APPLIED}
@@ -495,7 +487,7 @@ def _unseen(j: Judged) -> Fields | None:
 
 def _no_number(j: Judged) -> Fields | None:
     e = j.evidence
-    if not j.reply or not e.calls or not e.asks_question or not asks_for_number(e.request):
+    if not j.reply or not e.calls or not e.asks_question or not reading_of(e).wants_number:
         return None
     return None if gives_number(j.reply, e.request) else {}
 

@@ -17,10 +17,10 @@ from .reply_shapes import (
     VERSION_MAX_CHARS,
     file_text,
     is_test_path,
-    leaves_tests,
     shown_new_file,
     shown_version,
 )
+from .request import new_code_file, reading_of
 
 VERSION_SHOWN = (
     "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
@@ -39,10 +39,11 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     None when the reply shows neither."""
     files = _read_or_written(e)
     version = shown_version(text, files)
-    if version is not None and leaves_tests(e.request) and is_test_path(version[0]):
+    reading = reading_of(e)
+    if version is not None and reading.keeps_tests and is_test_path(version[0]):
         return None  # the test it was told to leave alone
     if version is None:
-        created = shown_new_file(text, e.request, e.root)
+        created = shown_new_file(text, new_code_file(reading, e.root))
         if created is None or created[0] in e.written:
             return None
         return NEW_FILE_SHOWN, created[0], created[1]
