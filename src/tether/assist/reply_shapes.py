@@ -1,7 +1,7 @@
 """What a reply shows instead of doing: a command for the user to run, a new version of a file.
 
 Small models write the command they mean in a shell block ("run `python report.py`") and
-the new file in a fenced block, and stop. The nudges find those, so the message they send can
+the new file in a fenced block, and stop. The rules find those, so the message they send can
 write out the call that would do it; the model still decides whether to make it.
 """
 

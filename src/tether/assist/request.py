@@ -1,8 +1,8 @@
 """The request read once: what the user asks for, and the files, commands and tests it names.
 
 `read_request` runs once per user request and its `RequestReading` is handed to whoever
-needs it (the nudges through `TurnWatch.reading`, the verification after a change), so no
-module reads the request with regular expressions of its own. Names are found the same way
+needs it (the rules and the call guard through `reading_of`, the verification after a
+change), so no module reads the request with regular expressions of its own. Names are found the same way
 in any language (paths, backticks, file suffixes, program names); only the kind of request
 (a question, a change, a run) is read from English words.
 

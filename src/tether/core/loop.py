@@ -168,7 +168,7 @@ class TurnSettings:
     temperature: float | None = None
     keep_thinking: bool = False
     nudges: bool = False
-    """Nudge once per turn when a reply ends it too early (see nudges.py)."""
+    """The coach's rules on the turn's evidence and its reasons a call waits (assist/rules.py)."""
     opening_note: bool = False
     preread: bool = False
     """Read the files the request names before the first request (`TurnLoop.preread`)."""
@@ -536,7 +536,7 @@ def system_message(text: str, previous: Message | None) -> Message:
 
 @dataclass
 class TurnState:
-    """One turn in progress: its conversation, requests, usage and what the nudges watch;
+    """One turn in progress: its conversation, requests, usage, record and coach;
     the loop's own state (no one else holds it)."""
 
     conv: Conversation

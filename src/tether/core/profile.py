@@ -49,7 +49,8 @@ class Profile:
     project_map: int = 0
     """Characters of project map in the system prompt (0: none)."""
     nudges: bool = False
-    """The harness nudges at most once per turn for each known failure (see nudges.py)."""
+    """The coach's rules on the turn's evidence (assist/rules.py) and its ask-once reasons a
+    call waits (assist/call_guard.py); RULE_LEVERS switch single rules off."""
     opening_note: bool = False
     """A reminder to act with the tools beside the request, in each turn's first request."""
     stop_at_call: bool = False

@@ -29,7 +29,7 @@ CHANGES = ("write_file", "edit_file")
 
 
 class RequestView(Protocol):
-    """The request as read once (assist/request.py's `RequestReading`), for the nudges."""
+    """The request as read once (assist/request.py's `RequestReading`), for the rules."""
 
     @property
     def asks_question(self) -> bool:
