@@ -10,13 +10,13 @@ from pathlib import Path
 
 from scripted import ScriptedProvider, call, make_tool, say
 
+from tether.assist.rules import REPEATED_CALL, REPEATED_FAILURE
+from tether.assist.turn import Assist
 from tether.core.dispatch import Dispatcher, Screening
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Evidence, ToolCall
-from tether.core.nudges import REPEATED_CALL
 from tether.core.toolmenu import ToolMenu, tool_search_tool
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolTable
-from tether.core.turn_watch import REPEATED_FAILURE
 from tether.core.ui_protocol import SilentUI
 
 
@@ -59,7 +59,8 @@ def hooked_loop(tmp_path: Path, replies: list, tools: list[Tool], *, menu: tuple
     ui, hooks = RecordingUI(), RecordingHooks()
     dispatcher = Dispatcher(table, ToolContext(root=tmp_path), ui, hooks=hooks)
     loop = TurnLoop(ScriptedProvider(replies), table, dispatcher, ui, TurnSettings(model="m", nudges=nudges),
-                    system_prompt=lambda mode: "SYSTEM", menu=tool_menu)
+                    system_prompt=lambda mode: "SYSTEM", menu=tool_menu,
+                    assist=Assist(tmp_path, dispatcher.dispatch, dispatcher.ctx.files.names))
     return loop, hooks, ui
 
 

@@ -30,7 +30,7 @@ LAYERS: dict[str, set[str]] = {
     "cli": {"core", "providers", "runtime", "safety", "store", "ui"},
     "ui": {"core", "hooks", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
     "runtime": {"assist", "core", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
-    "assist": {"core", "safety"},
+    "assist": {"core", "safety", "store", "tools"},
     "hooks": {"core", "safety", "store"},
     "mcp": {"core", "safety", "store"},
     "skills": {"core", "safety", "store", "tools"},

@@ -358,8 +358,8 @@ def test_a_fifo_commondir_behind_a_git_file_is_not_waited_on(tmp_path: Path) -> 
 
 
 def test_a_fifo_named_by_a_call_gets_no_preview_and_no_comparison(tmp_path: Path) -> None:
+    from tether.assist.reply_shapes import file_text
     from tether.core.messages import ToolCall
-    from tether.core.reply_shapes import file_text
     from tether.ui.terminal.preview import change_preview
 
     fifo = tmp_path / "pipe.py"

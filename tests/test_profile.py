@@ -13,11 +13,17 @@ from pydantic import BaseModel
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 from test_cli import run_cli
 
-from tether.assist.verify import Assist
+from tether.assist.rules import (
+    AFTER_FAILURE,
+    EMPTY_REPLY,
+    LOOK_FIRST,
+    NOT_APPLIED,
+    REPEATED_FAILURE,
+)
+from tether.assist.turn import Assist
 from tether.core.dispatch import Dispatcher
 from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import ToolCall
-from tether.core.nudges import AFTER_FAILURE, EMPTY_REPLY, LOOK_FIRST, NOT_APPLIED
 from tether.core.profile import (
     SMALL,
     billions_in_name,
@@ -28,7 +34,6 @@ from tether.core.profile import (
 from tether.core.projectmap import project_map
 from tether.core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
-from tether.core.turn_watch import REPEATED_FAILURE
 from tether.core.ui_protocol import Decision, SilentUI
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
@@ -277,9 +282,7 @@ async def test_small_edit_file_takes_one_mode_and_shows_the_right_form(tmp_path:
         edit.handler(missed, ctx)
     assert "start_anchor" not in str(caught.value) and "The whole file now reads" in str(caught.value)
     assert "reads (copy old_content from it exactly):\nx = 1\ny = 2\n" in str(caught.value)
-    assert str(caught.value).endswith(  # the one setting line it changes, offered as it really is
-        'a.py sets x on line 1: x = 1. The call that changes the one your old_content names:\n'
-        '{"name": "edit_file", "arguments": {"filepath": "a.py", "old_content": "x = 1", "new_content": "x = 3"}}')
+    assert '"name": "edit_file"' not in str(caught.value)  # no edit computed for the model
     good = edit.params.model_validate({"filepath": "a.py", "old_content": "y = 2", "new_content": "y = 5"})
     edit.handler(good, ctx)
     assert (root / "a.py").read_text() == "x = 1\ny = 5\n"
@@ -463,7 +466,7 @@ def write_and_run_tools() -> list:
 
 
 async def test_an_answer_after_changing_code_it_never_ran_is_nudged_once(tmp_path: Path) -> None:
-    from tether.core.nudges import UNCHECKED
+    from tether.assist.rules import UNCHECKED
 
     write = call(("write_file", {"filepath": "hello.py", "content": "print('hello')\n"}))
     provider, _, result = await run_nudged(
@@ -566,7 +569,7 @@ def test_not_found_suggests_nothing_when_nothing_is_alike(tmp_path: Path) -> Non
 
 
 async def test_the_opening_note_goes_beside_the_request_in_the_first_request_only(tmp_path: Path) -> None:
-    from tether.core.turn_watch import OPENING_NOTE
+    from tether.assist.rules import OPENING_NOTE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), say("It prints 1.")])
     loop, _ = menu_loop(provider, tmp_path)
@@ -580,7 +583,7 @@ async def test_the_opening_note_goes_beside_the_request_in_the_first_request_onl
 
 
 async def test_a_number_no_result_showed_is_nudged_once(tmp_path: Path) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     def server(args, ctx):  # noqa: ANN001
         return "3: HTTPServer((cfg.host, cfg.port), Handler)"
@@ -607,7 +610,7 @@ async def test_a_number_a_result_showed_needs_no_nudge(tmp_path: Path) -> None:
 
 
 async def test_a_blind_overwrite_of_an_existing_file_waits_once(tmp_path: Path) -> None:
-    from tether.core.call_guard import UNREAD_OVERWRITE
+    from tether.assist.call_guard import UNREAD_OVERWRITE
 
     written = []
 
@@ -632,18 +635,17 @@ async def test_a_blind_overwrite_of_an_existing_file_waits_once(tmp_path: Path) 
 async def test_a_blind_overwrite_refusal_shows_no_file_a_deny_rule_or_size_keeps_back(
     tmp_path: Path,
 ) -> None:
-    from tether.core.call_guard import SHOW_UNREAD_CHARS, overwrite_refusal
-    from tether.core.turn_watch import TurnWatch
+    from tether.assist.call_guard import SHOW_UNREAD_CHARS, overwrite_refusal
+    from tether.core.turn_record import TurnEvidence
 
     secret, big = tmp_path / "secret.env", tmp_path / "big.txt"
     secret.write_text("TOKEN=abc\n")
     big.write_text("x" * (SHOW_UNREAD_CHARS + 1))
-    watch = TurnWatch("write things")
+    watch = TurnEvidence("write things")
     refusal = overwrite_refusal(watch, secret, "secret.env", readable=False)
-    assert refusal is not None and "TOKEN" not in refusal and "Read it with read_file first" in refusal
+    assert refusal is not None and "TOKEN" not in refusal[1] and "Read it with read_file first" in refusal[1]
     refusal = overwrite_refusal(watch, big, "big.txt", readable=True)
-    assert refusal is not None and "xxx" not in refusal and "Read it with read_file first" in refusal
-    assert overwrite_refusal(watch, big, "big.txt", readable=True) is None  # once per path
+    assert refusal is not None and "xxx" not in refusal[1] and "Read it with read_file first" in refusal[1]
 
 
 async def test_the_loop_shows_no_file_in_the_refusal_when_a_deny_rule_covers_it(
@@ -724,7 +726,7 @@ async def test_an_answer_to_a_question_that_quotes_the_code_is_not_nudged_to_app
         [call(("read_file", {"filepath": "policy.py"})), say(answer), say(answer)],
         request="How many times does the uploader retry a failed upload before it gives up?",
     )
-    from tether.core.nudges import NO_NUMBER
+    from tether.assist.rules import NO_NUMBER
 
     assert nudges_of(provider) == [NO_NUMBER] and result.text == answer  # no number, but nothing to apply
 

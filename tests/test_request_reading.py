@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tether.assist.request import read_request
@@ -65,3 +67,34 @@ def test_the_commands_and_tests_a_request_names(
 ) -> None:
     reading = read_request(text, PROJECT)
     assert (reading.commands, reading.test_files, reading.test_commands) == (commands, test_files, test_commands)
+
+
+# ---------------------------------------------------------------- the words the rules weigh
+
+
+@pytest.mark.parametrize(("text", "flags"), [
+    ("how many lines does app.py have?", {"wants_number"}),
+    ("fix the parser without changing the tests", {"keeps_tests"}),
+    ("add a slugify function and a test for it", {"adds", "wants_test"}),
+    ("remove the telemetry section", {"removes", "takes_away"}),
+    ("rename max_items to item_limit", {"takes_away"}),
+    ("what does this do", set()),
+])
+def test_the_words_the_rules_weigh_are_read_once(text: str, flags: set[str]) -> None:
+    reading = read_request(text, ["app.py"])
+    names = {"wants_number", "keeps_tests", "wants_test", "adds", "removes", "takes_away"}
+    assert {name for name in names if getattr(reading, name)} == flags
+
+
+def test_the_new_code_file_and_the_script_the_request_names(tmp_path: Path) -> None:
+    from tether.assist.request import named_script, new_code_file
+
+    (tmp_path / "report.py").write_text("print(1)\n")
+    files = ["report.py"]
+    assert new_code_file(read_request("write total.py that sums it", files), tmp_path) == "total.py"
+    assert new_code_file(read_request("write total.py and more.py", files), tmp_path) is None  # two
+    assert named_script(read_request("run report.py and tell me the total", files), tmp_path) == "report.py"
+    assert named_script(read_request("run missing.py", files), tmp_path) is None
+    assert named_script(read_request("run report.py then other.sh", files), tmp_path) is None
+    (tmp_path / "total.py").write_text("")
+    assert new_code_file(read_request("write total.py that sums it", files), tmp_path) is None  # it exists now

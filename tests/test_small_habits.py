@@ -20,9 +20,10 @@ from test_profile import (
     write_and_run_tools,
 )
 
-from tether.core.call_guard import lines_lost
+from tether.assist.call_guard import lines_lost
+from tether.assist.reply_shapes import shown_new_file
+from tether.assist.rules import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.loop import Conversation
-from tether.core.nudges import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
 from tether.tools.file_search import SearchInFileParams, search_in_file
@@ -118,22 +119,6 @@ async def test_a_write_that_would_delete_most_of_a_read_file_waits_once(tmp_path
     assert "def truncate(s, n):" in refused.result  # what it holds now, to copy from
     assert not written.error  # sent again on purpose: written
     assert (tmp_path / "strings.py").read_text() == "def slugify(s):\n    return s\n"
-
-
-async def test_the_refused_shrinking_write_offers_the_old_file_with_the_new_code_added(tmp_path: Path) -> None:
-    import json
-    import re
-
-    (tmp_path / "strings.py").write_text(OLD_MODULE)
-    partial = call(("write_file", {"filepath": "strings.py", "content": "def slugify(s):\n    return s\n"}))
-    provider = ScriptedProvider([call(("read_file", {"filepath": "strings.py"})), partial, say("Done.")])
-    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
-    result = await loop.run_turn(Conversation(), "add a slugify function to strings.py")
-    offered = re.search(r"reply with only:\n(\{.*\})\n", result.evidence[1].result, re.S)
-    assert offered is not None
-    content = json.loads(offered.group(1))["arguments"]["content"]
-    assert content.startswith(OLD_MODULE.rstrip("\n")) and content.endswith("def slugify(s):\n    return s\n")
-    assert (tmp_path / "strings.py").read_text() == OLD_MODULE  # offered, not written
 
 
 async def test_a_write_that_keeps_the_old_lines_goes_through(tmp_path: Path) -> None:
@@ -277,48 +262,6 @@ SERVICES = (
     "  cron:\n    replicas: 1\n"
 )
 GUESSED = "kind: Deployment\nmetadata:\n  name: worker\nspec:\n  replicas: 1\n  selector: x\n"
-
-
-async def test_a_guessed_config_edit_is_told_where_the_key_is_and_offered_the_call_for_its_section(
-    tmp_path: Path, home: Path,
-) -> None:
-    """edit_yaml_replicas: a Deployment written from a guess (replicas: 1, which is cron's
-    line), sent three times. The miss names every replicas line and writes out the edit for
-    the worker's, the section the guess names; sent, it changes that line only."""
-    edit, path = small_edit(tmp_path, home, "services.yaml", SERVICES)
-    with pytest.raises(ToolError) as failed:
-        edit(GUESSED, GUESSED.replace("replicas: 1", "replicas: 5"))
-    message = str(failed.value)
-    assert path.read_text() == SERVICES
-    assert ("services.yaml sets replicas on line 5 (in web): replicas: 2; line 8 (in worker): "
-            "replicas: 3; line 12 (in cron): replicas: 1.") in message
-    offered = json.loads(message.rsplit("\n", 1)[1])
-    assert offered["arguments"]["old_content"] == "  worker:\n    image: shop-worker:1.8\n    replicas: 3"
-    edit(offered["arguments"]["old_content"], offered["arguments"]["new_content"])
-    assert path.read_text() == SERVICES.replace("replicas: 3", "replicas: 5")
-
-
-@pytest.mark.parametrize(("old", "new", "said"), [
-    ("replicas: 4\n", "replicas: 5\n", "Send the edit for the one you mean"),  # names no section
-    ("worker:\n  replicas: 4\n", "worker:\n  replicas: 3\n", "Line 8 already sets it to 3."),
-])
-async def test_a_guessed_config_edit_gets_no_call_when_it_names_no_one_place_or_changes_nothing(
-    tmp_path: Path, home: Path, old: str, new: str, said: str,
-) -> None:
-    edit, path = small_edit(tmp_path, home, "services.yaml", SERVICES)
-    with pytest.raises(ToolError) as failed:
-        edit(old, new)
-    assert said in str(failed.value) and '"name": "edit_file"' not in str(failed.value)
-    assert path.read_text() == SERVICES
-
-
-async def test_a_guessed_json_value_in_made_up_braces_is_offered_its_real_line(tmp_path: Path, home: Path) -> None:
-    edit, path = small_edit(tmp_path, home, "app.json", '{\n  "api": {\n    "timeout_s": 30,\n    "x": 1\n  }\n}\n')
-    with pytest.raises(ToolError) as failed:
-        edit('{"timeout_s": 20}', '{"timeout_s": 45}')
-    offered = json.loads(str(failed.value).rsplit("\n", 1)[1])["arguments"]
-    assert offered["old_content"] == '  "api": {\n    "timeout_s": 30,'
-    assert offered["new_content"] == '  "api": {\n    "timeout_s": 45,'
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -470,7 +413,7 @@ def test_one_file_searches_in_a_row_take_the_file_list_once(tmp_path: Path) -> N
 
 
 async def test_a_request_to_run_something_is_not_a_question_and_is_told_to_run_it(tmp_path: Path) -> None:
-    from tether.core.nudges import NOT_RUN
+    from tether.assist.rules import NOT_RUN
 
     steps = "1. Open a terminal.\n2. Run:\n```sh\npython signup.py\n```\n3. Answer the prompts."
     provider, _, result = await run_nudged(
@@ -611,9 +554,10 @@ async def test_a_number_in_a_path_the_call_named_counts_as_seen(tmp_path: Path) 
     ("fix the failing test", False),
 ])
 def test_which_requests_keep_the_tests(request_text: str, kept: bool) -> None:
-    from tether.core.reply_shapes import leaves_tests
+    from tether.assist.request import leaves_tests, read_request
 
     assert leaves_tests(request_text) is kept
+    assert read_request(request_text, ()).keeps_tests is kept
 
 
 def _recording_edit_tools(edits: list[str]) -> list:
@@ -637,7 +581,7 @@ def _recording_edit_tools(edits: list[str]) -> list:
 async def test_an_edit_of_a_test_the_user_said_to_leave_is_held_back_once_then_runs(tmp_path: Path) -> None:
     """The request is read by a pattern: told once, the model decides; sent again, the edit runs
     (it used to be refused every time, for the whole turn)."""
-    from tether.core.call_guard import KEEP_TESTS
+    from tether.assist.call_guard import KEEP_TESTS
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_core.py").write_text("assert f() == 3\n")
@@ -670,35 +614,11 @@ async def test_a_new_test_file_is_never_held_back_as_an_existing_test(tmp_path: 
     assert edits == ["tests/test_new.py", "tests/test_new.py"]
 
 
-async def test_the_refused_test_edit_names_the_code_it_imports_and_offers_the_test_run(tmp_path: Path) -> None:
-    """fix_pagination: refused, the model wrote steps; the refusal now names pager/pages.py and
-    pager/api.py and writes out the run of the test."""
-    from tether.core.call_guard import KEEP_TESTS
-
-    (tmp_path / "pager").mkdir()
-    (tmp_path / "pager" / "pages.py").write_text("def page_count(n, size):\n    return n // size\n")
-    (tmp_path / "pager" / "api.py").write_text("from .pages import page_count\n")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_pagination.py").write_text(
-        "import pytest\nfrom pager.api import listing\nfrom pager.pages import page_count\n\n"
-        "def test_partial():\n    assert page_count(41, 20) == 3\n")
-    edit_test = call(("edit_file", {"filepath": "tests/test_pagination.py", "old_content": "3", "new_content": "2"}))
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
-    provider, _, result = await run_nudged(
-        tmp_path, [edit_test, say("Done.")], request="the pagination tests fail - make them pass, but leave the tests themselves alone",
-        tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "run_cmd"),
-    )
-    refused = result.evidence[0].result
-    assert refused.startswith(KEEP_TESTS.format(path="tests/test_pagination.py"))
-    assert " The code it imports: pager/api.py, pager/pages.py." in refused
-    assert refused.endswith('{"name": "run_cmd", "arguments": {"command": "python -m pytest -q tests/test_pagination.py"}}')
-
-
 # ---------------------------------------------------------------- a command shown, a program left waiting
 
 
 async def test_a_command_shown_for_the_user_to_run_gets_its_run_cmd_call_once(tmp_path: Path) -> None:
-    from tether.core.nudges import SHOWN_COMMAND
+    from tether.assist.rules import SHOWN_COMMAND
 
     shown = "To get the total, run:\n```sh\n$ python report.py | grep total\n```"
     provider, _, result = await run_nudged(
@@ -762,7 +682,7 @@ def waiting_tools() -> list:
 
 async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once(tmp_path: Path) -> None:
     (tmp_path / "signup.py").write_text("input()\n")
-    from tether.core.nudges import STILL_WAITING
+    from tether.assist.rules import STILL_WAITING
 
     start = call(("run_cmd", {"command": "python signup.py"}))
     provider, _, result = await run_nudged(
@@ -774,8 +694,8 @@ async def test_an_answer_while_the_program_still_waits_is_told_to_answer_it_once
 
 
 async def test_the_waiting_nudge_comes_again_only_after_the_program_was_answered(tmp_path: Path) -> None:
+    from tether.assist.rules import STILL_WAITING
     from tether.core.messages import CommandStatus
-    from tether.core.nudges import STILL_WAITING
     from tether.core.toolspec import ToolOutput
 
     def still_waits(args, ctx):  # noqa: ANN001
@@ -797,7 +717,7 @@ async def test_the_waiting_nudge_comes_again_only_after_the_program_was_answered
 
 async def test_a_reply_playing_the_waiting_program_itself_gets_its_first_answer_sent(tmp_path: Path) -> None:
     """interactive_guess: after the waiting nudge the model wrote the whole game in prose."""
-    from tether.core.nudges import STILL_WAITING
+    from tether.assist.rules import STILL_WAITING
 
     (tmp_path / "signup.py").write_text("input()\n")
     start = call(("run_cmd", {"command": "python signup.py"}))
@@ -850,7 +770,7 @@ def searched_retry(args, ctx):  # noqa: ANN001
 ])
 async def test_an_answer_number_is_checked_unless_it_may_be_a_small_count(
         tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "uploader"})), say(answer), say(answer)],
@@ -885,11 +805,11 @@ async def run_count(tmp_path: Path, written: str):  # noqa: ANN201
     return await loop.run_turn(Conversation(), "How many ERROR entries are in logs/server.log? Save the count to error_count.txt")
 
 
-async def test_a_count_no_result_showed_is_not_written_once_and_the_last_count_is_named(tmp_path: Path) -> None:
+async def test_a_count_no_result_showed_is_not_written_once(tmp_path: Path) -> None:
     result = await run_count(tmp_path, "31")
     refused, written = result.evidence[1], result.evidence[2]
     assert refused.error and refused.result.startswith("Not written: no tool result showed 31")
-    assert "Your last search said: (14 matching lines in 1 files)" in refused.result
+    assert "Your last search said" not in refused.result  # no count computed for the model
     assert not written.error  # once per turn: the model decides
     assert (tmp_path / "error_count.txt").read_text() == "31"
 
@@ -913,7 +833,7 @@ async def test_a_count_a_result_showed_is_written_at_once(tmp_path: Path) -> Non
 def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named(
     tmp_path: Path, command: str, refused: bool,
 ) -> None:
-    from tether.core.call_guard import missing_script
+    from tether.assist.call_guard import missing_script
     from tether.core.messages import ToolCall
 
     (tmp_path / "report.py").write_text("print(1)\n")
@@ -926,7 +846,7 @@ def test_a_script_that_does_not_exist_is_not_run_and_the_closest_files_are_named
 
 
 def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_path: Path) -> None:
-    from tether.core.call_guard import missing_script
+    from tether.assist.call_guard import missing_script
     from tether.core.messages import ToolCall
 
     (tmp_path / "tools").mkdir()
@@ -935,8 +855,7 @@ def test_the_missing_script_refusal_names_a_file_of_the_same_name_elsewhere(tmp_
     assert said is not None and "Closest existing paths: tools/textstats.py." in said
 
 
-
-async def test_a_package_run_as_a_script_gets_the_python_m_call_with_its_arguments(tmp_path: Path) -> None:
+async def test_a_package_run_as_a_script_is_told_it_runs_with_python_m_and_no_call_is_written(tmp_path: Path) -> None:
     """multi_greeter_shout: `python greeter.py --name Ann --shout` where greeter/ is a package
     with a __main__.py; the refusal named only `greeter`, and the model read a file instead."""
     (tmp_path / "greeter").mkdir()
@@ -947,12 +866,12 @@ async def test_a_package_run_as_a_script_gets_the_python_m_call_with_its_argumen
     )
     refused = result.evidence[0]
     assert refused.error and "greeter is a package with a __main__.py, so it runs as `python -m greeter`" in refused.result
-    assert refused.result.endswith('{"name": "run_cmd", "arguments": {"command": "python -m greeter --name Ann --shout"}}')
-    assert len(result.evidence) == 1  # offered, not run
+    assert '"name": "run_cmd"' not in refused.result  # a command the model did not write is never offered
+    assert len(result.evidence) == 1
 
 
 def test_the_example_script_refused_names_the_projects_own_scripts_the_looked_at_first(tmp_path: Path) -> None:
-    from tether.core.call_guard import missing_script
+    from tether.assist.call_guard import missing_script
     from tether.core.messages import ToolCall
 
     for name in ("a_tool.py", "report.py", "test_report.py", "notes.txt"):
@@ -1004,24 +923,6 @@ async def test_a_new_version_of_a_read_file_shown_in_prose_gets_its_write_file_c
     assert (tmp_path / "greeter.py").read_text() == GREETER  # offered, never written by the harness
 
 
-async def test_a_made_up_script_run_beside_a_shown_version_is_refused_with_the_write_offered(tmp_path: Path) -> None:
-    new = GREETER.replace("print(f'Hello, {name}')", "print(f'HELLO, {name}')")
-    (tmp_path / "greeter.py").write_text(GREETER)
-    shown = f"Here is the updated file:\n```python\n{new}```\nThen run it:"
-    provider = ScriptedProvider([
-        call(("read_file", {"filepath": "greeter.py"})),
-        call(("run_cmd", {"command": "python hello.py"}), text=shown),
-        say("I could not do it."),
-    ])
-    loop, _ = menu_loop(provider, tmp_path, tools=[*file_tools(tmp_path), write_and_run_tools()[1]], nudges=True)
-    conv = Conversation()
-    await loop.run_turn(conv, "make greeter.py shout the greeting")
-    refusal = [r.content for m in conv.messages if m.role == "tool" for r in m.tool_results][-1]
-    assert refusal.startswith("Not run: hello.py does not exist")
-    assert "Your reply shows a new version of greeter.py" in refusal and '"name": "write_file"' in refusal
-    assert (tmp_path / "greeter.py").read_text() == GREETER  # offered, never written by the harness
-
-
 @pytest.mark.parametrize("block", [
     GREETER,  # the file as it is: nothing to write
     "def shout(text):\n    return text.upper()\n",  # not a version of the file (keeps none of it)
@@ -1032,18 +933,6 @@ async def test_a_block_that_is_not_a_new_version_of_the_file_offers_no_write(tmp
 
 
 # ---------------------------------------------------------------- a rename left half done
-
-
-@pytest.mark.parametrize(("request_text", "names"), [
-    ("rename the max_items setting to item_limit, both in settings.json and the code", ("max_items", "item_limit")),
-    ("Rename calc_total to compute_order_total everywhere it is used.", ("calc_total", "compute_order_total")),
-    ("rename `getUser` to `fetchUser`", ("getUser", "fetchUser")),
-    ("what does the rename script do?", None),
-])
-def test_which_requests_are_renames(request_text: str, names: tuple[str, str] | None) -> None:
-    from tether.core.renames import renamed_names
-
-    assert renamed_names(request_text) == names
 
 
 async def run_rename(tmp_path: Path, edited_render: bool):  # noqa: ANN201
@@ -1060,125 +949,13 @@ async def run_rename(tmp_path: Path, edited_render: bool):  # noqa: ANN201
     return nudges_of(provider)
 
 
-async def test_a_rename_that_left_the_old_name_in_the_code_is_shown_where(tmp_path: Path) -> None:
-    nudges = await run_rename(tmp_path, edited_render=False)
-    assert nudges[0].startswith("The old name max_items is still in the project")
-    assert "render.py:1: limit = settings['max_items']" in nudges[0]
-    assert "settings.json" not in nudges[0]  # renamed there
-    assert (tmp_path / "render.py").read_text() == "limit = settings['max_items']\n"  # nothing changed for it
-
-
-async def test_a_described_rename_gets_the_edit_for_each_place_while_places_are_left(tmp_path: Path) -> None:
-    """rename_function: the model searched, then described the edits in prose."""
-    (tmp_path / "shop").mkdir()
-    (tmp_path / "shop" / "cart.py").write_text("def calc_total(cart):\n    return sum(cart)\n")
-    (tmp_path / "app.py").write_text("from shop.cart import calc_total\nprint(calc_total([1]))\n")
-    prose = "1. Rename the function in `shop/cart.py`.\n2. Replace the calls."
-    first = {"filepath": "app.py", "old_content": "from shop.cart import calc_total",
-             "new_content": "from shop.cart import compute_order_total"}
-    provider = ScriptedProvider([
-        call(("search_in_file", {"pattern": "calc_total", "path": "."})), say(prose),
-        call(("edit_file", first)), say("Done."), say("Done."), say("Done."),
-    ])
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "search_in_file")]
-    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
-    loop.menu = None  # every tool offered, edit_file among them, as in the small profile
-    await loop.run_turn(Conversation(), "Rename calc_total to compute_order_total everywhere it is used.")
-    sent = nudges_of(provider)
-    assert sent[0].startswith("The old name calc_total is still in the project")
-    assert json.dumps(first) in sent[0]  # the first place's edit, written out
-    assert "print(calc_total([1]))" in sent[1] and "compute_order_total([1])" in sent[1]  # the next one
-    assert len([n for n in sent if "The old name" in n]) == 2  # no progress after it: no third
-
-
-async def test_an_empty_reply_gets_each_new_offered_call_again(tmp_path: Path) -> None:
-    """rename_function: the model sent the offered edit of the import, then replied empty to
-    the offer of the call's line (the empty note was spent) and the turn ended a place short."""
-    from tether.core.nudges import EMPTY_AFTER_OFFER
-
-    (tmp_path / "shop").mkdir()
-    (tmp_path / "shop" / "cart.py").write_text("def compute_order_total(cart):\n    return sum(cart)\n")
-    (tmp_path / "app.py").write_text("from shop.cart import calc_total\nprint(calc_total([1]))\n")
-    first = {"filepath": "app.py", "old_content": "from shop.cart import calc_total",
-             "new_content": "from shop.cart import compute_order_total"}
-    second = {"filepath": "app.py", "old_content": "print(calc_total([1]))",
-              "new_content": "print(compute_order_total([1]))"}
-    provider = ScriptedProvider([
-        call(("search_in_file", {"pattern": "calc_total", "path": "."})), say(""),
-        call(("edit_file", first)), say(""), call(("edit_file", second)), say("Renamed."), say("Renamed."),
-    ])
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "search_in_file")]
-    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
-    loop.menu = None
-    result = await loop.run_turn(Conversation(), "Rename calc_total to compute_order_total everywhere it is used.")
-    empties = [n for n in nudges_of(provider) if n.startswith("Your reply was empty. Reply with only the call")]
-    assert len(empties) == 2 and json.dumps(second) in empties[1]
-    assert empties[1] == EMPTY_AFTER_OFFER.format(call=json.dumps({"name": "edit_file", "arguments": second}))
-    assert "calc_total" not in (tmp_path / "app.py").read_text(), [e.result for e in result.evidence]
-    assert result.text == "Renamed.", nudges_of(provider)
-
-
-async def test_a_rename_nudge_comes_once_more_for_the_same_count_after_other_calls(tmp_path: Path) -> None:
-    """multi_rename_setting: offered the edit for feed/render.py, the model ran the program
-    instead and answered; the nudge comes once more (with a call between), never a third time."""
-    (tmp_path / "settings.json").write_text('{"item_limit": 4}\n')
-    (tmp_path / "render.py").write_text("limit = settings['max_items']\n")
-    provider = ScriptedProvider([
-        call(("read_file", {"filepath": "settings.json"})), say("Renamed."),
-        call(("read_file", {"filepath": "settings.json"})), say("Renamed."), say("Renamed."),
-        call(("read_file", {"filepath": "render.py"})), say("Renamed."),
-    ])
-    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
-    await loop.run_turn(Conversation(), "rename the max_items setting to item_limit, in settings.json and the code")
-    renames = [n for n in nudges_of(provider) if n.startswith("The old name max_items")]
-    assert len(renames) == 2
-
-
-async def test_each_rename_step_carries_the_edit_for_the_next_place_until_the_name_is_gone(tmp_path: Path) -> None:
-    """rename_function: after the search the model wandered (more searches, a run), and after
-    the offered edit of app.py it ran the program and stopped with two files left. Now the
-    search's result carries the first edit, each edit's result the next, the last one says done."""
-    (tmp_path / "shop").mkdir()
-    (tmp_path / "shop" / "cart.py").write_text("def calc_total(cart):\n    return sum(cart)\n")
-    (tmp_path / "app.py").write_text("from shop.cart import calc_total\nprint(calc_total([1]))\n")
-    edits = [
-        {"filepath": "app.py", "old_content": "from shop.cart import calc_total",
-         "new_content": "from shop.cart import compute_order_total"},
-        {"filepath": "app.py", "old_content": "print(calc_total([1]))", "new_content": "print(compute_order_total([1]))"},
-        {"filepath": "shop/cart.py", "old_content": "def calc_total(cart):", "new_content": "def compute_order_total(cart):"},
-    ]
-    provider = ScriptedProvider([
-        call(("search_in_file", {"pattern": "calc_total", "path": "."})),
-        *[call(("edit_file", edit)) for edit in edits], say("Renamed."), say("Renamed."),
-    ])
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "search_in_file")]
-    loop, _ = menu_loop(provider, tmp_path, tools=tools, nudges=True)
-    loop.menu = None
-    conv = Conversation()
-    result = await loop.run_turn(conv, "Rename calc_total to compute_order_total everywhere it is used.")
-    notes = [r.content for m in conv.messages if m.role == "tool" for r in m.tool_results]
-    for note, offered in zip(notes, edits, strict=False):
-        assert "Next, rename it in the first: reply with only:" in note and json.dumps(offered) in note
-    assert "calc_total is still in the project (3 left)" in notes[0]
-    assert "(1 left)" in notes[2]
-    assert notes[3].endswith("calc_total is no longer in the project: the rename is done. Run the program or its "
-                             "tests to check it, then answer.")
-    assert result.text == "Renamed." and len(result.evidence) == 4  # every edit was the model's own call
-    assert "calc_total" not in (tmp_path / "app.py").read_text() + (tmp_path / "shop" / "cart.py").read_text()
-
-
-async def test_a_finished_rename_gets_no_rename_nudge(tmp_path: Path) -> None:
-    nudges = await run_rename(tmp_path, edited_render=True)
-    assert not any("old name" in n for n in nudges)
-
-
 # ---------------------------------------------------------------- steps telling the user to open a file
 
 
 TUTORIAL = "To find it:\n1. Open the `uploader/client.py` file.\n2. Look for the retry loop.\n"
 
 
-async def test_steps_telling_the_user_to_open_a_project_file_get_its_read_file_call(tmp_path: Path) -> None:
+async def test_steps_telling_the_user_to_open_a_project_file_are_told_to_read_it(tmp_path: Path) -> None:
     (tmp_path / "uploader").mkdir()
     (tmp_path / "uploader" / "client.py").write_text("RETRIES = 11\n")
     (tmp_path / "uploader" / "__init__.py").write_text("from .client import RETRIES\n")
@@ -1188,7 +965,7 @@ async def test_steps_telling_the_user_to_open_a_project_file_get_its_read_file_c
     )
     first = nudges_of(provider)[0]
     assert first.startswith("Your reply tells the user to open uploader/client.py")
-    assert '{"name": "read_file", "arguments": {"filepath": "uploader/client.py"}}' in first
+    assert '"name": "read_file"' not in first  # the path is the model's; the call would be ours
     assert [e.call.name for e in result.evidence] == ["read_file"]  # nothing read for it
 
 
@@ -1225,7 +1002,7 @@ async def test_steps_that_sum_up_a_finished_change_are_not_sent_back_to_read(tmp
 
 
 async def test_a_reply_that_repeats_the_note_it_was_sent_is_no_answer(tmp_path: Path) -> None:
-    from tether.core.nudges import ECHOED, NOT_RUN
+    from tether.assist.rules import ECHOED, NOT_RUN
 
     request = "Run report.py and tell me the grand total it prints."
     steps = "1. Open a terminal.\n2. Run:\n```sh\npython report.py\n```"
@@ -1239,7 +1016,7 @@ async def test_a_reply_that_repeats_the_note_it_was_sent_is_no_answer(tmp_path: 
 
 
 async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an_echo(tmp_path: Path) -> None:
-    from tether.core.nudges import ECHOED, NOT_RUN
+    from tether.assist.rules import ECHOED, NOT_RUN
 
     request = "Run report.py and tell me the grand total it prints."
     steps = "1. Open a terminal.\n2. Run:\n```sh\npython report.py\n```"
@@ -1258,48 +1035,10 @@ async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an
     assert nudges_of(provider) == [NOT_RUN]
 
 
-async def test_a_described_run_of_the_script_the_request_names_gets_its_run_cmd_call(tmp_path: Path) -> None:
-    from tether.core.nudges import NOT_RUN, RUN_IT
-
-    (tmp_path / "report.py").write_text("print('grand total: 12.50')\n")
-    steps = "1. Open a terminal.\n2. Type the command and read the total."
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "report.py"})), say(steps), say("I cannot run it.")],
-        request="Run report.py and tell me the grand total it prints.",
-        tools=[make_tool("read_file", lambda args, ctx: "print('grand total: 12.50')"), *write_and_run_tools()],
-    )
-    nudge = nudges_of(provider)[0]
-    assert nudge.startswith(RUN_IT) and "send_input" not in nudge  # report.py asks nothing
-    assert '{"name": "run_cmd", "arguments": {"command": "python report.py"}}' in nudge
-    assert [e.call.name for e in result.evidence] == ["read_file"]  # written out for the model, never run
-    (tmp_path / "report.py").write_text("name = input('Name? ')\nprint(name)\n")
-    provider, _, _ = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "report.py"})), say(steps), say("I cannot run it.")],
-        request="Run report.py and tell me the grand total it prints.",
-        tools=[make_tool("read_file", lambda args, ctx: "input()"), *write_and_run_tools()],
-    )
-    assert nudges_of(provider)[0].startswith(NOT_RUN)  # it asks: answer it with send_input
-
-
-def test_the_requested_command_is_only_for_one_named_script_the_project_has(tmp_path: Path) -> None:
-    from tether.core.reply_shapes import requested_command
-
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "stats.py").write_text("print(1)\n")
-    (tmp_path / "run.sh").write_text("echo 1\n")
-    assert requested_command("Run tools/stats.py on the notes and report it", tmp_path) == "python tools/stats.py"
-    assert requested_command("run run.sh, please", tmp_path) == "bash run.sh"
-    assert requested_command("Run missing.py and tell me", tmp_path) is None
-    assert requested_command("Run run.sh then tools/stats.py", tmp_path) is None  # two: not guessed
-    assert requested_command("Run the report", tmp_path) is None
-    (tmp_path / "out.py").symlink_to("/etc/hostname")
-    assert requested_command("Run out.py", tmp_path) is None  # a link out of the project
-
-
 async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_again_gets_that_call(
     tmp_path: Path,
 ) -> None:
-    from tether.core.nudges import EMPTY_AFTER_OFFER, OFFER_AGAIN
+    from tether.assist.rules import EMPTY_AFTER_OFFER, OFFER_AGAIN
 
     shown = "Run this:\n```sh\npython tools/stats.py --min 5\n```"
     again = "Use this command:\n```\npython tools/stats.py --min 5\n```"
@@ -1309,7 +1048,7 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
         request="How many long words are in notes.txt? Use tools/stats.py.", tools=[
             make_tool("read_file", lambda args, ctx: "some notes"), *write_and_run_tools()],
     )
-    from tether.core.nudges import NO_NUMBER
+    from tether.assist.rules import NO_NUMBER
 
     sent = nudges_of(provider)
     assert len(sent) == 4 and all(the_call in nudge for nudge in sent[:3])
@@ -1319,9 +1058,9 @@ async def test_after_a_written_out_call_an_empty_reply_or_the_command_shown_agai
     assert [e.call.name for e in result.evidence] == ["read_file"]  # offered, never run for the model
 
 
-async def test_an_answer_that_says_it_ran_when_nothing_ran_gets_the_run_call(tmp_path: Path) -> None:
+async def test_an_answer_that_says_it_ran_when_nothing_ran_is_told_to_run_it(tmp_path: Path) -> None:
     """run_report_total: the model copied the worked example's last line without running."""
-    from tether.core.nudges import CLAIMED_RUN
+    from tether.assist.rules import CLAIMED_RUN
 
     (tmp_path / "report.py").write_text("print('grand total: 12.50')\n")
     claim = 'Done: report.py now prints "paid orders: 10" (I ran it).'
@@ -1332,16 +1071,15 @@ async def test_an_answer_that_says_it_ran_when_nothing_ran_gets_the_run_call(tmp
         tools=[make_tool("read_file", lambda args, ctx: "print('grand total: 12.50')"), *write_and_run_tools()],
     )
     nudge = nudges_of(provider)[0]
-    assert nudge.startswith(CLAIMED_RUN)
-    assert '{"name": "run_cmd", "arguments": {"command": "python report.py"}}' in nudge
+    assert nudge == CLAIMED_RUN  # no command computed from the request
     assert result.text == "It prints hello."
 
 
-async def test_an_answer_to_a_run_request_before_anything_ran_gets_the_run_call(tmp_path: Path) -> None:
+async def test_an_answer_to_a_run_request_before_anything_ran_is_told_to_run_it(tmp_path: Path) -> None:
     """interactive_guess: "play guess.py until you win and tell me the prize code"; the model
     read guess.py and answered with a code of its own, and again after the "apply" nudge.
     Once a turn, after that nudge."""
-    from tether.core.nudges import RUN_IT, UNRUN_ANSWER
+    from tether.assist.rules import RUN_IT, UNRUN_ANSWER
 
     (tmp_path / "guess.py").write_text("n = input('Your guess: ')\n")
     provider, _, result = await run_nudged(
@@ -1351,9 +1089,8 @@ async def test_an_answer_to_a_run_request_before_anything_ran_gets_the_run_call(
         tools=[make_tool("read_file", lambda args, ctx: "n = input('Your guess: ')"), *write_and_run_tools()],
     )
     sent = nudges_of(provider)
-    the_call = '{"name": "run_cmd", "arguments": {"command": "python guess.py"}}'
-    assert sent[0].startswith(RUN_IT) and the_call in sent[0]
-    assert sent[1].startswith(UNRUN_ANSWER) and the_call in sent[1]
+    assert sent[0].startswith(RUN_IT) and '"name": "run_cmd"' not in sent[0]
+    assert sent[1] == UNRUN_ANSWER
     assert "no command ran" not in " ".join(sent[2:]), "once a turn"
     assert [e.call.name for e in result.evidence] == ["read_file"], "no call is made for the model"
 
@@ -1375,7 +1112,7 @@ async def test_a_reply_cut_at_a_result_marker_right_after_a_read_for_a_change_is
     """add_slugify, script_csv_total: right after read_file the reply began with a result, and
     after the plain note the model wrote the file it had read back unchanged. For a change
     request the note says the text is above and asks for the edit."""
-    from tether.core.nudges import RESULT_FIRST_AFTER_READ
+    from tether.assist.rules import RESULT_FIRST_AFTER_READ
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("Done.")])
     loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
@@ -1408,53 +1145,6 @@ def ledger(root: Path) -> None:
 PORT_QUESTION = "which port does the ledger service listen on by default?"
 
 
-async def test_an_answer_giving_the_variable_for_a_value_gets_the_search_that_finds_it(tmp_path: Path) -> None:
-    from tether.core.nudges import NAME_NOT_VALUE
-
-    ledger(tmp_path)
-    look = call(("search_in_file", {"pattern": "port", "path": "ledger/server.py"}))
-    follow = call(("search_in_file", {"pattern": r"\bport\b", "path": "."}))
-    provider, _, result = await run_nudged(
-        tmp_path,
-        [look, say("It listens on `cfg.port`."), follow, say("On `defaults.PORT`."), say("Port 7341.")],
-        request=PORT_QUESTION, tools=list(FILE_TOOLS),
-    )
-    sent = nudges_of(provider)
-    assert sent[0].startswith(NAME_NOT_VALUE.split("{")[0] + "cfg.port")
-    assert '{"name": "search_in_file", "arguments": {"pattern": "\\\\bport\\\\b", "path": "."}}' in sent[0]
-    assert "`defaults.PORT`" in sent[1]  # the next name on the way gets its nudge too
-    assert result.text == "Port 7341."
-    assert "PORT = 7341" in "\n".join(e.result for e in result.evidence)
-
-
-@pytest.mark.parametrize(("request_text", "answer"), [
-    (PORT_QUESTION, "It listens on port 7341 (`defaults.PORT`)."),  # the value is there
-    ("which file sets the default port?", "`ledger/defaults.py` sets it."),  # a name was asked
-    ("which setting holds the port?", "`cfg.port`."),
-    (PORT_QUESTION, "It listens on the port the config gives."),  # no name from the code
-    (PORT_QUESTION, "It listens on `cfg.timeout`."),  # a name no result showed: not this nudge's
-])
-async def test_no_value_nudge_when_the_answer_has_a_value_or_a_name_was_asked(
-    tmp_path: Path, request_text: str, answer: str,
-) -> None:
-    ledger(tmp_path)
-    look = call(("search_in_file", {"pattern": "port", "path": "ledger/server.py"}))
-    provider, _, _ = await run_nudged(
-        tmp_path, [look, say(answer), say("Done.")], request=request_text, tools=list(FILE_TOOLS),
-    )
-    assert not any("a name in the code" in n for n in nudges_of(provider))
-
-
-def test_a_name_is_code_only_when_dotted_underscored_or_in_capitals() -> None:
-    from tether.core.reply_shapes import name_given_for_value
-
-    seen = "serve((cfg.host, cfg.port))\nMAX_RETRIES = RETRIES\nconfig.toml"
-    assert name_given_for_value("It is `cfg.port`.", seen) == "cfg.port"
-    assert name_given_for_value("It is MAX_RETRIES.", seen) == "MAX_RETRIES"
-    assert name_given_for_value("See config.toml.", seen) is None  # a file name
-    assert name_given_for_value("It is `serve`.", seen) is None  # a plain word
-
-
 # ---------------------------------------------------------------- a reply that began with a tool result
 
 
@@ -1472,7 +1162,7 @@ def nudges_in(conv: Conversation) -> list[str]:
 
 
 async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_again_warmer(tmp_path: Path) -> None:
-    from tether.core.nudges import RESULT_FIRST_NEXT
+    from tether.assist.rules import RESULT_FIRST_NEXT
     from tether.core.repeatstop import LOOP_TEMPERATURE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("It prints hi.")])
@@ -1485,26 +1175,6 @@ async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_ag
     assert provider.requests[1].options.temperature in (None, 0.0)
     assert provider.requests[2].options.temperature == LOOP_TEMPERATURE  # off the knife edge
     assert result.text == "It prints hi."
-
-
-async def test_a_result_written_after_an_offered_call_gets_that_call_then_the_empty_note(tmp_path: Path) -> None:
-    from tether.core.nudges import EMPTY_AFTER_OFFER, RESULT_FIRST_OFFER
-
-    (tmp_path / "uploader").mkdir()
-    (tmp_path / "uploader" / "client.py").write_text("RETRIES = 11\n")
-    (tmp_path / "uploader" / "__init__.py").write_text("from .client import RETRIES\n")
-    provider = ScriptedProvider([
-        call(("read_file", {"filepath": "uploader/__init__.py"})), say(TUTORIAL),
-        result_marker_reply(), result_marker_reply(), say("It retries 11 times."), say("11 times."),
-    ])
-    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
-    loop.mode = "text"
-    conv = Conversation()
-    await loop.run_turn(conv, "How many times does the uploader retry?")
-    offered = '{"name": "read_file", "arguments": {"filepath": "uploader/client.py"}}'
-    sent = nudges_in(conv)
-    assert sent[0].startswith("Your reply tells the user to open uploader/client.py")
-    assert sent[1:3] == [RESULT_FIRST_OFFER.format(call=offered), EMPTY_AFTER_OFFER.format(call=offered)]
 
 
 def test_only_a_few_tokens_make_an_empty_reply_one_that_began_with_a_result() -> None:
@@ -1524,7 +1194,7 @@ def test_only_a_few_tokens_make_an_empty_reply_one_that_began_with_a_result() ->
 async def test_an_empty_reply_after_the_empty_note_gets_what_is_left_to_do(tmp_path: Path) -> None:
     """add_slugify: the empty note was spent after the first read; the model wrote a test
     file, then replied empty, and the turn ended with the new code never run."""
-    from tether.core.nudges import EMPTY_REPLY, UNCHECKED
+    from tether.assist.rules import EMPTY_REPLY, UNCHECKED
 
     provider, _, result = await run_nudged(
         tmp_path,
@@ -1560,90 +1230,6 @@ def stats_project(root: Path) -> None:
         "def test_median_even():\n    assert median([4, 1, 3, 2]) == 2.5\n")
 
 
-async def test_a_function_fixed_in_a_code_block_gets_the_edit_that_puts_it_in_its_file(tmp_path: Path) -> None:
-    """fix_median: after the failing test the model wrote the right median() in prose, in a
-    file it never opened, and the nudge sent it back to the failure. The edit for the one
-    file that defines median() (the test file, which the request keeps, left out) is offered;
-    sent, it replaces just that function."""
-    from tether.core.shown_code import FUNCTION_SHOWN
-
-    stats_project(tmp_path)
-    prose = f"The median is wrong for even lists. Here's the corrected version:\n\n```python\n{FIXED_MEDIAN}\n```\n"
-    old = "def median(values):\n    ordered = sorted(values)\n    return ordered[len(ordered) // 2]"
-    offered = {"filepath": "stats/core.py", "old_content": old, "new_content": FIXED_MEDIAN}
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "write_file")]
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "tests/test_core.py"})), say(prose),
-                   call(("edit_file", offered)), say("Fixed median.")],
-        request="tests/test_core.py is failing. Fix the code so it passes, without changing the test.",
-        tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "write_file", "run_cmd"),
-    )
-    nudge = nudges_of(provider)[0]
-    assert nudge.startswith(FUNCTION_SHOWN.split("{")[0] + "median() but did not change stats/core.py")
-    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == offered
-    assert (tmp_path / "stats" / "core.py").read_text() == CORE.replace(old, FIXED_MEDIAN)
-    assert [e.call.name for e in result.evidence] == ["read_file", "edit_file"]
-
-
-async def test_a_function_shown_alone_for_a_file_read_is_offered_as_its_edit_not_as_the_whole_file(
-    tmp_path: Path,
-) -> None:
-    """fix_median (s9-n): after reading stats/core.py the model showed only median() fixed;
-    offered as the new version of the whole file, the write took mean and spread out of it."""
-    from tether.core.shown_code import FUNCTION_SHOWN
-
-    stats_project(tmp_path)
-    (tmp_path / "stats" / "core.py").write_text(CORE.replace(
-        "    return ordered[len(ordered) // 2]", "    middle = len(ordered) // 2\n    return ordered[middle]"))
-    shown = ("def median(values):\n    ordered = sorted(values)\n    middle = len(ordered) // 2\n"
-             "    if len(ordered) % 2 == 0:\n        return (ordered[middle - 1] + ordered[middle]) / 2\n"
-             "    else:\n        return ordered[middle]")
-    prose = f"Here is the fix:\n\n```python\n{shown}\n```\n"
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file", "write_file")]
-    provider, _, _ = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "stats/core.py"})), say(prose), say("Fixed.")],
-        request="tests/test_core.py is failing. Fix the code so it passes, without changing the test.",
-        tools=[*tools, *write_and_run_tools()[1:]], menu_names=("read_file", "edit_file", "write_file", "run_cmd"),
-    )
-    nudge = nudges_of(provider)[0]
-    assert nudge.startswith(FUNCTION_SHOWN.split("{")[0] + "median() but did not change stats/core.py")
-    assert '"name": "write_file"' not in nudge
-
-
-@pytest.mark.parametrize(("block", "why"), [
-    ("def mean(values):\n    return sum(values) / len(values)", "the function as it is"),
-    ("def nowhere(x):\n    return x", "a function no file defines"),
-    ("def helper():\n    return 1", "defined in two files"),
-])
-async def test_no_function_edit_is_offered_without_one_changed_definition(
-    tmp_path: Path, block: str, why: str,
-) -> None:
-    stats_project(tmp_path)
-    for name in ("a.py", "b.py"):
-        (tmp_path / name).write_text("def helper():\n    return 0\n")
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
-    provider, _, _ = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "stats/core.py"})), say(f"```python\n{block}\n```"), say("ok")],
-        request="fix the helper in the code", tools=[*tools, *write_and_run_tools()],
-    )
-    assert not any("did not change" in n for n in nudges_of(provider)), why
-
-
-def test_a_method_shown_at_the_top_level_is_put_back_at_its_own_indentation(tmp_path: Path) -> None:
-    """Only files the search may read count (a denied file's total() is not a second place)."""
-    from tether.core.renames import occurrences
-    from tether.core.shown_code import shown_function_fix
-
-    (tmp_path / "shop.py").write_text("class Cart:\n    def total(self):\n        return 0\n\n    def size(self):\n        return 1\n")
-    (tmp_path / "secret.py").write_text("def total(self):\n    return 1\n")
-    ctx = ToolContext(root=tmp_path, may_read=lambda path: path.name != "secret.py")
-    fix = shown_function_fix("```\ndef total(self):\n    return sum(self.items)\n```", tmp_path,
-                             lambda pattern: occurrences(pattern, ctx), skip_tests=False)
-    assert fix is not None and fix.path == "shop.py"
-    assert fix.old == "    def total(self):\n        return 0"
-    assert fix.new == "    def total(self):\n        return sum(self.items)"
-
-
 # ---------------------------------------------------------------- a new file shown, not created
 
 TOTAL_SCRIPT = "import csv, sys\n\nrows = csv.DictReader(open(sys.argv[1]))\nprint(sum(float(r[sys.argv[2]]) for r in rows))\n"
@@ -1652,7 +1238,7 @@ CSV_REQUEST = "write a script total.py that prints the sum of one column of a CS
 
 async def test_the_code_of_the_new_file_the_request_names_gets_its_write_call(tmp_path: Path) -> None:
     """script_csv_total: the model showed total.py in a python fence and stopped."""
-    from tether.core.shown_code import NEW_FILE_SHOWN
+    from tether.assist.shown_code import NEW_FILE_SHOWN
 
     (tmp_path / "sales.csv").write_text("amount\n1.5\n")
     shown = f"Here's the script:\n\n```python\n{TOTAL_SCRIPT}```\n\nRun it with:\n```sh\npython total.py sales.csv amount\n```"
@@ -1671,46 +1257,6 @@ async def test_the_code_of_the_new_file_the_request_names_gets_its_write_call(tm
 EDIT_MENU = ("read_file", "write_file", "edit_file", "run_cmd")
 
 
-async def test_a_script_to_write_keeps_its_input_and_is_named_as_the_file_to_create(tmp_path: Path) -> None:
-    """script_csv_total: after reading data/sales.csv the reply began with a result; told to
-    "make the change", the model added a row to the CSV, then ran total.py, which did not exist."""
-    from tether.core.call_guard import NO_SCRIPT_YET
-    from tether.core.nudges import RESULT_FIRST_NEW_FILE
-
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "sales.csv").write_text("amount\n1.5\n")
-    added = {"filepath": "data/sales.csv", "old_content": "1.5", "new_content": "1.5\n2.0"}
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file", "edit_file")]
-    provider = ScriptedProvider([
-        call(("read_file", {"filepath": "data/sales.csv"})), result_marker_reply(),
-        call(("edit_file", added)), call(("run_cmd", {"command": "python total.py data/sales.csv amount"})),
-        say("Done."), say("Done."),
-    ])
-    loop, _ = menu_loop(provider, tmp_path, tools=[*tools, *write_and_run_tools()[1:]], nudges=True,
-                        menu_names=EDIT_MENU)
-    loop.mode = "text"
-    conv = Conversation()
-    result = await loop.run_turn(conv, CSV_REQUEST)
-    assert nudges_in(conv)[0] == RESULT_FIRST_NEW_FILE.format(path="data/sales.csv", new="total.py")
-    _, kept, run = result.evidence
-    assert kept.error and kept.result.startswith("Not changed: the request asks you to create total.py")
-    assert (tmp_path / "data" / "sales.csv").read_text() == "amount\n1.5\n"
-    assert run.error and run.result == NO_SCRIPT_YET.format(path="total.py")
-
-
-async def test_a_data_file_the_request_names_or_sent_again_is_changed(tmp_path: Path) -> None:
-    (tmp_path / "sales.csv").write_text("amount\n1.5\n")
-    added = call(("edit_file", {"filepath": "sales.csv", "old_content": "1.5", "new_content": "2.5"}))
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "edit_file")]
-    _, _, result = await run_nudged(tmp_path, [added, added, say("Done.")], request=CSV_REQUEST, tools=tools,
-                                    menu_names=EDIT_MENU)
-    assert result.evidence[0].error and not result.evidence[1].error  # once, then as the model insists
-    (tmp_path / "sales.csv").write_text("amount\n1.5\n")
-    _, _, result = await run_nudged(tmp_path, [added, say("Done.")], tools=tools, menu_names=EDIT_MENU,
-                                    request="fix sales.csv, then write a script total.py that sums it")
-    assert not result.evidence[0].error
-
-
 @pytest.mark.parametrize(("request_text", "reply", "why"), [
     (CSV_REQUEST, f"```python\n{TOTAL_SCRIPT}```\n```python\nprint(1)\n```", "two python fences: which is it"),
     ("write the count to count.txt", "```\n12\n```", "a text file: a fence may hold a made-up count"),
@@ -1720,17 +1266,20 @@ async def test_a_data_file_the_request_names_or_sent_again_is_changed(tmp_path: 
 def test_no_new_file_is_offered_when_the_file_or_its_code_is_unclear(
     tmp_path: Path, request_text: str, reply: str, why: str,
 ) -> None:
-    from tether.core.reply_shapes import shown_new_file
+    assert shown_new_file(reply, new_file_of(request_text, tmp_path)) is None, why
 
-    assert shown_new_file(reply, request_text, tmp_path) is None, why
+
+def new_file_of(request_text: str, root: Path) -> str | None:
+    from tether.assist.request import new_code_file, read_request
+
+    return new_code_file(read_request(request_text, [p.name for p in root.iterdir()]), root)
 
 
 def test_a_file_that_exists_is_no_new_file(tmp_path: Path) -> None:
-    from tether.core.reply_shapes import shown_new_file
-
-    assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) == ("total.py", TOTAL_SCRIPT)
+    code = f"```python\n{TOTAL_SCRIPT}```"
+    assert shown_new_file(code, new_file_of(CSV_REQUEST, tmp_path)) == ("total.py", TOTAL_SCRIPT)
     (tmp_path / "total.py").write_text("print(0)\n")
-    assert shown_new_file(f"```python\n{TOTAL_SCRIPT}```", CSV_REQUEST, tmp_path) is None
+    assert shown_new_file(code, new_file_of(CSV_REQUEST, tmp_path)) is None
 
 
 def policy_file(args, ctx):  # noqa: ANN001
@@ -1743,7 +1292,7 @@ def policy_file(args, ctx):  # noqa: ANN001
     ("Line 25.", False),  # an answer about lines may give a line number
 ])
 async def test_a_number_seen_only_as_a_line_number_is_not_seen(tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "uploader/policy.py"})), say(answer), say(answer)],
@@ -1766,59 +1315,13 @@ def todo_project(root: Path) -> None:
     (root / "docs" / "notes.md").write_text("- TODO: guide\n")
 
 
-async def test_a_count_over_a_folder_taken_from_one_file_gets_the_folder_search(tmp_path: Path) -> None:
-    """count_todos: the model searched src/app/handlers/orders.py only, then wrote steps."""
-    from tether.core.count_scope import FOLDER_COUNT
-
-    todo_project(tmp_path)
-    steps = "1. List the files.\n2. Search each one.\n3. Write the count."
-    folder = call(("search_in_file", {"pattern": "TODO", "path": "src"}))
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("search_in_file", {"pattern": "TODO", "path": "src/app/orders.py"})), say(steps),
-                   folder, say("3 lines.")],
-        request=TODO_REQUEST, tools=list(FILE_TOOLS),
-    )
-    nudge = nudges_of(provider)[0]
-    assert nudge.startswith(FOLDER_COUNT.split("{")[0] + "src/, but your last search looked at one file of it")
-    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == {"pattern": "TODO", "path": "src"}
-    assert "(3 matching lines in 2 files)" in result.evidence[-1].result
-
-
-@pytest.mark.parametrize(("request_text", "path", "why"), [
-    (TODO_REQUEST, "src", "the folder itself was searched"),
-    (TODO_REQUEST, "docs/notes.md", "a file outside the folder"),
-    ("explain the TODO lines in src/app/orders.py", "src/app/orders.py", "no count asked"),
-    ("count the TODO lines under nowhere/", "src/app/orders.py", "no such folder"),
-])
-async def test_no_folder_search_is_offered_when_the_count_is_not_over_that_folder(
-    tmp_path: Path, request_text: str, path: str, why: str,
-) -> None:
-    todo_project(tmp_path)
-    provider, _, _ = await run_nudged(
-        tmp_path, [call(("search_in_file", {"pattern": "TODO", "path": path})), say("It is 2."), say("2")],
-        request=request_text, tools=list(FILE_TOOLS),
-    )
-    assert not any("your last search looked at one file" in n for n in nudges_of(provider)), why
-
-
-def test_the_folder_a_count_names_is_found_with_a_slash_or_in_words(tmp_path: Path) -> None:
-    from tether.core.count_scope import requested_folder
-
-    todo_project(tmp_path)
-    assert requested_folder("how many TODO lines are under src/?", tmp_path) == "src"
-    assert requested_folder("count the TODOs in the src folder", tmp_path) == "src"
-    assert requested_folder("count TODOs in src/app/", tmp_path) == "src/app"
-    assert requested_folder("count TODOs in src/ and docs/", tmp_path) is None  # two folders
-    assert requested_folder("count TODOs under ../", tmp_path) is None
-
-
 # ---------------------------------------------------------------- an edit that copies the file into both halves
 
 
 async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request_repeated(tmp_path: Path) -> None:
     """script_csv_total, fix_pagination: right after read_file the model sent the file it had
     read as both old_content and new_content."""
-    from tether.core.call_guard import SAME_EDIT
+    from tether.assist.call_guard import SAME_EDIT
 
     (tmp_path / "a.py").write_text("x = 1\n")
     same = call(("edit_file", {"filepath": "a.py", "old_content": "x = 1\n", "new_content": "x = 1\n"}))
@@ -1842,11 +1345,11 @@ STRINGS = "def title_case(text):\n    return text.title()\n\n\ndef truncate(text
 SLUGIFY = "def slugify(text):\n    return text.lower()\n"
 
 
-async def test_an_edit_that_puts_the_new_function_in_place_of_an_old_one_is_offered_the_edit_keeping_both(
+async def test_an_edit_that_puts_the_new_function_in_place_of_an_old_one_waits_once(
     tmp_path: Path,
 ) -> None:
     """add_slugify: asked to add slugify(), the model replaced title_case() with it."""
-    from tether.core.call_guard import DROPPED_DEFINITIONS
+    from tether.assist.call_guard import DROPPED_DEFINITIONS
 
     (tmp_path / "strings.py").write_text(STRINGS)
     old = "def title_case(text):\n    return text.title()\n"
@@ -1860,7 +1363,7 @@ async def test_an_edit_that_puts_the_new_function_in_place_of_an_old_one_is_offe
     )
     refused = result.evidence[0]
     assert refused.error and refused.result.startswith(DROPPED_DEFINITIONS.split("{")[0] + "title_case() from strings.py")
-    assert json.loads(refused.result.split("\n")[1])["arguments"] == both
+    assert '"name": "edit_file"' not in refused.result  # no merged edit computed for the model
     text = (tmp_path / "strings.py").read_text()
     assert "def title_case" in text and "def slugify" in text and "def truncate" in text
 
@@ -1895,7 +1398,7 @@ async def test_an_edit_that_drops_a_definition_runs_when_the_request_allows_it(
 async def test_a_question_asking_how_many_answered_without_a_number_is_nudged_once(
     tmp_path: Path, answer: str, nudged: bool,
 ) -> None:
-    from tether.core.nudges import NO_NUMBER
+    from tether.assist.rules import NO_NUMBER
 
     provider, _, result = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "notes.txt"})), say(answer), say(answer)],
@@ -1904,39 +1407,6 @@ async def test_a_question_asking_how_many_answered_without_a_number_is_nudged_on
     )
     assert (NO_NUMBER in nudges_of(provider)) is nudged
     assert result.text == answer
-
-
-async def test_a_count_searched_but_never_written_to_the_file_asked_for_gets_its_write(tmp_path: Path) -> None:
-    """count_todos: the folder search said 9 matching lines; the model answered "10" in prose
-    and never wrote todo_count.txt."""
-    from tether.core.count_scope import COUNT_TO_FILE
-
-    todo_project(tmp_path)
-    write = call(("write_file", {"filepath": "todo_count.txt", "content": "3\n"}))
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("search_in_file", {"pattern": "TODO", "path": "src"})), say("There are 10 TODO lines."),
-                   write, say("Written.")],
-        request=TODO_REQUEST, tools=list(FILE_TOOLS), menu_names=("read_file", "write_file", "search_in_file"),
-    )
-    nudge = nudges_of(provider)[0]
-    assert nudge.startswith(COUNT_TO_FILE.split("{")[0] + "3 matching lines, and the request asks for the number in todo_count.txt")
-    assert json.loads(nudge.rsplit("\n", 1)[1])["arguments"] == {"filepath": "todo_count.txt", "content": "3\n"}
-    assert (tmp_path / "todo_count.txt").read_text() == "3\n"
-
-
-async def test_no_count_write_is_offered_once_the_file_is_written_or_not_asked_for(tmp_path: Path) -> None:
-    todo_project(tmp_path)
-    search = call(("search_in_file", {"pattern": "TODO", "path": "src"}))
-    provider, _, _ = await run_nudged(
-        tmp_path, [search, say("There are 3."), say("3")],
-        request="how many lines contain TODO under src/?", tools=list(FILE_TOOLS),
-    )
-    assert not any("the request asks for the number in" in n for n in nudges_of(provider))
-    (tmp_path / "todo_count.txt").write_text("3\n")
-    provider, _, _ = await run_nudged(
-        tmp_path, [search, say("Done."), say("Done.")], request=TODO_REQUEST, tools=list(FILE_TOOLS),
-    )
-    assert not any("the request asks for the number in" in n for n in nudges_of(provider))
 
 
 # ---------------------------------------------------------------- the same unseen number after more calls
@@ -1949,49 +1419,13 @@ CLIENT_READ = (
 )
 
 
-async def test_an_unseen_number_given_again_after_more_calls_gets_the_values_the_results_showed(
-    tmp_path: Path,
-) -> None:
-    """ask_retry_limit: told no result showed 2, the model read client.py (whose note shows
-    MAX_UPLOAD_RETRIES = 11) and answered 2 again; the second nudge lists the values."""
-    from tether.core.offers import UNSEEN_AGAIN, UNSEEN_NUMBER
-
-    read = call(("read_file", {"filepath": "uploader/client.py"}))
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("search_in_file", {"filepath": "uploader"})), say("20"), read, say("20"), say("11")],
-        request="How many times does the uploader retry a failed upload before it gives up?",
-        tools=[make_tool("search_in_file", lambda a, c: "uploader/client.py:11: retrying"),
-               make_tool("read_file", lambda a, c: CLIENT_READ)],
-    )
-    values = "  policy.MAX_UPLOAD_RETRIES = 11\n  policy.MAX_DOWNLOAD_RETRIES = 4"
-    assert nudges_of(provider) == [UNSEEN_NUMBER.format(number="20"),
-                                   UNSEEN_AGAIN.format(number="20", values=values)]
-    assert result.text == "11" and [e.call.name for e in result.evidence] == ["search_in_file", "read_file"]
-
-
-async def test_the_unseen_number_comes_back_only_after_new_calls(tmp_path: Path) -> None:
-    from tether.core.offers import UNSEEN_NUMBER, VALUES_SEEN
-
-    read = call(("read_file", {"filepath": "uploader/client.py"}))
-    provider, _, result = await run_nudged(
-        tmp_path, [read, say("20"), say("20")],
-        request="How many times does the uploader retry a failed upload before it gives up?",
-        tools=[make_tool("read_file", lambda a, c: CLIENT_READ)],
-    )
-    values = "  policy.MAX_UPLOAD_RETRIES = 11\n  policy.MAX_DOWNLOAD_RETRIES = 4"
-    first = UNSEEN_NUMBER.format(number="20") + VALUES_SEEN.format(values=values)
-    sent = nudges_of(provider)
-    assert sent == [first]  # no call since: the same answer ends the turn, nothing is invented
-    assert result.text == "20"
-
-
 # ---------------------------------------------------------------- a program to run, changed instead
 
 
-async def test_a_request_to_run_a_program_holds_back_a_change_once_and_offers_the_run(tmp_path: Path) -> None:
+async def test_a_request_to_run_a_program_holds_back_a_change_once(tmp_path: Path) -> None:
     """interactive_signup: asked to run signup.py and register Ada, the model edited and then
     rewrote signup.py (the nudges offered the rewrite) and never answered the program."""
-    from tether.core.call_guard import RUN_NOT_CHANGE
+    from tether.assist.call_guard import RUN_NOT_CHANGE
 
     program = "name = input('Your name: ')\nprint('Ticket T-1 for', name)\n"
     (tmp_path / "signup.py").write_text(program)
@@ -2006,10 +1440,9 @@ async def test_a_request_to_run_a_program_holds_back_a_change_once_and_offers_th
         menu_names=("read_file", "edit_file", "write_file", "run_cmd"),
     )
     refused = [e for e in result.evidence if e.error]
-    offered = '{"name": "run_cmd", "arguments": {"command": "python signup.py"}}'
     assert [e.call.name for e in refused] == ["edit_file"]  # held back once; the model decides after
-    assert refused[0].result.startswith(RUN_NOT_CHANGE.format(path="signup.py", call="")[:60])
-    assert offered in refused[0].result
+    assert refused[0].result == RUN_NOT_CHANGE.format(path="signup.py")
+    assert '"name": "run_cmd"' not in refused[0].result
     assert (tmp_path / "signup.py").read_text() == "print('x')\n"  # the second change ran
     assert (tmp_path / "notes.txt").exists()  # a new file is no change to the program
 
@@ -2017,7 +1450,7 @@ async def test_a_request_to_run_a_program_holds_back_a_change_once_and_offers_th
 async def test_a_request_to_run_and_debug_holds_back_one_change_only(tmp_path: Path) -> None:
     """"start server.py and debug why it crashes": fixing db.py is the task. The guard reads
     the request's English, so it may hold a change back once, never every change of the turn."""
-    from tether.core.call_guard import RUN_NOT_CHANGE
+    from tether.assist.call_guard import RUN_NOT_CHANGE
 
     (tmp_path / "server.py").write_text("import db\ndb.connect()\n")
     (tmp_path / "db.py").write_text("def connect():\n    raise RuntimeError('no port')\n")
@@ -2051,48 +1484,20 @@ async def test_a_request_with_a_run_word_but_no_script_to_run_may_change_files(t
 # ---------------------------------------------------------------- a call written out at the end of a message
 
 
-async def test_a_message_that_ends_with_an_offered_call_gets_the_cue_to_send_it(tmp_path: Path) -> None:
-    """Replayed on the 1.5B model: a message ending with the offered call got an empty reply
-    (the first token ended the turn); with "Send that call now." after it, the call came."""
-    from tether.core.offers import SEND_CUE
-
-    (tmp_path / "uploader").mkdir()
-    (tmp_path / "uploader" / "client.py").write_text("RETRIES = 11\n")
-    (tmp_path / "uploader" / "__init__.py").write_text("from .client import RETRIES\n")
-    provider = ScriptedProvider([
-        call(("read_file", {"filepath": "uploader/__init__.py"})), say(TUTORIAL), say(""),
-        call(("read_file", {"filepath": "uploader/client.py"})), say("It retries 11 times."),
-    ])
-    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
-    loop.mode = "text"
-    await loop.run_turn(Conversation(), "How many times does the uploader retry?")
-    offered = '{"name": "read_file", "arguments": {"filepath": "uploader/client.py"}}'
-    asked = provider.requests[2].messages[-1].text
-    assert offered in asked and SEND_CUE not in asked  # OPEN_IT_YOURSELF goes on after the call
-    again = provider.requests[3].messages[-1].text  # "Reply with only the call you were given:\n{call}"
-    assert again.endswith(offered + "\n" + SEND_CUE)
-    history = [m.text for m in provider.requests[4].messages if m.role == "user"]
-    assert not any(SEND_CUE in text for text in history)  # the cue is never kept in the history
-
-
 def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
+    from tether.assist.coach import SEND_CUE, with_send_cue
     from tether.core.messages import Message
-    from tether.core.offers import SEND_CUE, with_send_cue
-    from tether.core.turn_watch import TurnWatch
 
-    watch = TurnWatch("rename a to b", show_call=lambda name, args: json.dumps({"name": name, "arguments": args}))
-    call_text = watch.offer("edit_file", {"filepath": "x.py"})
+    call_text = json.dumps({"name": "edit_file", "arguments": {"filepath": "x.py"}})
     ending = [Message.system("s"), Message.user(f"note:\n{call_text}\n")]
-    assert with_send_cue(ending, watch)[-1].text == f"note:\n{call_text}\n{SEND_CUE}"
-    assert with_send_cue(ending, None) == ending
+    assert with_send_cue(ending, call_text)[-1].text == f"note:\n{call_text}\n{SEND_CUE}"
     going_on = [Message.user(f"note:\n{call_text}\nThen answer.")]
-    assert with_send_cue(going_on, watch) == going_on
+    assert with_send_cue(going_on, call_text) == going_on
     from tether.core.loop import pressure_note
 
     noted = [Message.user(f"note:\n{call_text}\n\n{pressure_note(14, 18)}")]
-    assert with_send_cue(noted, watch)[-1].text.startswith(f"note:\n{call_text}\n{SEND_CUE}\n\n(Note: 14 of 18")
-    watch.offered = ""  # the model has called since
-    assert with_send_cue(ending, watch) == ending
+    assert with_send_cue(noted, call_text)[-1].text.startswith(f"note:\n{call_text}\n{SEND_CUE}\n\n(Note: 14 of 18")
+    assert with_send_cue(ending, "") == ending  # the model has called since: nothing is offered
 
 
 # ---------------------------------------------------------------- a file the request names, left unchanged
@@ -2105,7 +1510,7 @@ SLUG_REQUEST = ("add a slugify(text) function to textkit/strings.py - lowercase 
 async def test_a_change_request_answered_with_a_named_file_unchanged_is_told_which(tmp_path: Path) -> None:
     """add_slugify (s9-f): slugify added to strings.py, then a summary; the test file the
     request names was never touched."""
-    from tether.core.named_files import NAMED_UNCHANGED
+    from tether.assist.named_files import NAMED_UNCHANGED
 
     (tmp_path / "textkit").mkdir()
     (tmp_path / "textkit" / "strings.py").write_text("def title_case(t):\n    return t.title()\n")
@@ -2174,7 +1579,7 @@ async def test_a_version_that_drops_an_import_it_still_uses_is_not_offered(tmp_p
 
 
 async def test_an_empty_reply_after_a_change_whose_result_warns_is_told_to_fix_it(tmp_path: Path) -> None:
-    from tether.core.after_change import CHANGE_WARNED
+    from tether.assist.rules import CHANGE_WARNED
 
     (tmp_path / "feed").mkdir()
     (tmp_path / "feed" / "__init__.py").write_text("")
@@ -2204,7 +1609,7 @@ def ttl_read(args, ctx):  # noqa: ANN001
 ])
 async def test_a_number_converted_from_a_seen_one_is_not_called_unseen(
         tmp_path: Path, answer: str, nudged: bool) -> None:
-    from tether.core.offers import UNSEEN_NUMBER
+    from tether.assist.rules import UNSEEN_NUMBER
 
     provider, _, _ = await run_nudged(
         tmp_path, [call(("read_file", {"filepath": "cache.py"})), say(answer), say(answer)],

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .assist.verify import Assist
+from .assist.turn import Assist
 from .core.context import Compressor, TokenEstimator, context_window
 from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
 from .core.instructions import ProjectInstructions, instruction_names, load_instructions
@@ -279,6 +279,7 @@ class Runtime:
             turn.max_steps = profile.max_steps
             turn.soft_pressure_after = profile.soft_pressure_after or turn.soft_pressure_after
         turn.nudges = profile.nudges
+        turn.rules_off = profile.rules_off
         turn.opening_note = profile.opening_note
         turn.preread = profile.preread
         turn.stop_at_call = profile.stop_at_call

@@ -1,20 +1,15 @@
 """The request read once: what the user asks for, and the files, commands and tests it names.
 
 `read_request` runs once per user request and its `RequestReading` is handed to whoever
-needs it (the nudges through `TurnWatch.reading`, the verification after a change), so no
-module reads the request with regular expressions of its own. Names are found the same way
+needs it (the rules and the call guard through `reading_of`, the verification after a
+change), so no module reads the request with regular expressions of its own. Names are found the same way
 in any language (paths, backticks, file suffixes, program names); only the kind of request
 (a question, a change, a run) is read from English words.
 
-Moved here so far: whether the request is a question, a change or a run only
-(`TurnWatch.asks_question` / `asks_change` / `asks_to_run`, used by nudges, shown_code,
-failing_test, call_guard) and the files a change request names (named_files). Still read from
-the request text in core/, to move here next: `reply_shapes.requested_new_file`,
-`requested_script`, `asks_for_value`, `asks_for_number`, `leaves_tests` and `_ACTION_WORDS`
-(nudges), `call_guard`'s `_REMOVES`/`_ADDS`/`_TAKES_AWAY` and its data-file check,
-`count_scope.requested_folder` and `_INTO_FILE`, `named_files._ASKS_FOR_TEST`,
-`renames.renamed_names`, `script_args.requested_usage`, `seen_values` (ranked by the
-request's words).
+Every reading of the request the assist package makes is here: its kind (question, change,
+run), the files, commands and tests it names, and the few words the rules weigh (asks for a
+number, for a test, to keep the tests, to add or to remove something). The rules and the call
+guard read a turn's `RequestReading` (`reading_of`), never the request text.
 """
 
 from __future__ import annotations
@@ -23,8 +18,18 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..core.reply_shapes import CHANGE_VERBS, RUN_VERBS, is_test_path
+from ..core.turn_record import TurnEvidence
+from .reply_shapes import is_test_path
+
+CHANGE_VERBS = (
+    "fix|change|edit|update|set|add|create|write|make|rename|replace|remove|delete|implement|"
+    "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
+)
+RUN_VERBS = "run|execute|play|register|start|launch"
+"""A request to run something ("run report.py and tell me the total?") is not a question
+about the code: its answer comes from running it."""
 
 _PATH = re.compile(
     r"(?<![\w/.@:-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
@@ -69,6 +74,19 @@ _QUESTION_START = re.compile(
     r"describe|show|list|find|count)\b", re.I
 )
 _NEW_FILE_WORDS = re.compile(r"\b(create|write|add|make|new|save|generate|put)\b", re.I)
+_NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
+_KEEPS_TESTS = re.compile(
+    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
+    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
+    re.I,
+)
+_WANTS_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
+_REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
+_ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
+_TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
+SCRIPT_SUFFIXES = frozenset({"py", "js", "sh"})
+NEW_CODE_SUFFIXES = frozenset({"py", "js", "ts", "rb", "go", "rs", "json", "toml", "yaml", "yml"})
+"""Files a reply may show whole for the request to create (reply_shapes' fence labels)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,18 @@ class RequestReading:
     """Test files the request names, existing or not (project-relative when they exist)."""
     test_commands: tuple[str, ...] = ()
     """The named commands that run tests (`pytest -k bar`, `npm test`)."""
+    wants_number: bool = False
+    """Words that ask for a number ("how many ...", "the total")."""
+    keeps_tests: bool = False
+    """Says to leave the tests as they are ("without changing the tests")."""
+    wants_test: bool = False
+    """Asks for a test to be written ("and a test for it")."""
+    adds: bool = False
+    """Asks to add something."""
+    removes: bool = False
+    """Asks to remove something (a section, a line)."""
+    takes_away: bool = False
+    """Asks to remove, replace, rename or drop something: an edit may drop old code."""
 
     @property
     def asks_question(self) -> bool:
@@ -138,7 +168,49 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         commands=commands,
         test_files=_unique(name for name in files + new_files if is_test_path(name)),
         test_commands=tuple(command for command in commands if runs_tests(command)),
+        wants_number=bool(_NUMBER_WANTED.search(text)),
+        keeps_tests=bool(_KEEPS_TESTS.search(text)),
+        wants_test=bool(_WANTS_TEST.search(text)),
+        adds=bool(_ADDS.search(text)),
+        removes=bool(_REMOVES.search(text)),
+        takes_away=bool(_TAKES_AWAY.search(text)),
     )
+
+
+def reading_of(evidence: TurnEvidence) -> RequestReading:
+    """The turn's request as read once (read again, without the project's files, when the
+    snapshot carries no reading of this package's)."""
+    reading = evidence.reading
+    return reading if isinstance(reading, RequestReading) else read_request(evidence.request, ())
+
+
+def _suffix(name: str) -> str:
+    return name.rsplit(".", 1)[-1].lower()
+
+
+def new_code_file(reading: RequestReading, root: Path | None) -> str | None:
+    """The one code file the request names that the project does not have (yet): "write a
+    script total.py that ...". None when it names none or several, or the file exists now."""
+    wanted = [name for name in reading.named if _suffix(name) in NEW_CODE_SUFFIXES]
+    if root is None or len(wanted) != 1 or (root / wanted[0]).exists():
+        return None
+    return wanted[0]
+
+
+def named_script(reading: RequestReading, root: Path | None) -> str | None:
+    """The one script the request names ("run report.py and tell me the total"), when the
+    project has it inside its root; None when it names none, several, or a missing one."""
+    scripts = [name for name in reading.named if _suffix(name) in SCRIPT_SUFFIXES]
+    if root is None or len(scripts) != 1 or scripts[0] not in reading.files:
+        return None
+    path = (root / scripts[0]).resolve()
+    return scripts[0] if path.is_relative_to(root.resolve()) and path.is_file() else None
+
+
+def leaves_tests(request: str) -> bool:
+    """The request says to keep the tests unchanged ("without changing the test", "leave
+    the tests themselves alone")."""
+    return bool(_KEEPS_TESTS.search(request))
 
 
 def runs_tests(command: str) -> bool:

@@ -16,18 +16,18 @@ import asyncio
 import re
 import subprocess
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.commands_ran import RanCommand, commands_run
 from ..core.dispatch import first_line
 from ..core.messages import Evidence, ToolCall, ToolResult, new_call_id
-from ..core.reply_shapes import is_test_path
-from ..core.turn_assist import AssistedTurn, GateVerdict
+from ..core.turn_assist import GateVerdict
 from ..safety.host_programs import host_program
 from ..safety.paths import is_within, resolve_path
 from ..safety.regular_files import NotARegularFile, TooLarge, read_small_file
-from .request import RequestReading, read_request, test_runner_named
+from .reply_shapes import is_test_path
+from .request import RequestReading, test_runner_named
 
 OUTPUT_LINES = 40
 """Lines of a failed check's output sent back: the end, where the tests' assertions are."""
@@ -295,23 +295,3 @@ class VerifyGate:
         how = f"It failed: {outcome.failure}."
         return CHECK_FAILED.format(command=outcome.check.command, how=how,
                                    output=output_tail(outcome.output))
-
-
-@dataclass
-class Assist:
-    """The assist package as the loop sees it (core/turn_assist.TurnAssist), for one project."""
-
-    root: Path
-    dispatch: Dispatch
-    project_files: Callable[[], Sequence[str]]
-    python: ProjectPython = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.python = ProjectPython(self.root)
-
-    def start(self, request: str, attempts: int) -> AssistedTurn:
-        reading = read_request(request, self.project_files())
-        if attempts <= 0:
-            return AssistedTurn(reading)
-        gate = VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts)
-        return AssistedTurn(reading, gate)

@@ -1,9 +1,10 @@
 """The turn's own steps inside the dispatch pipeline (dispatch.CallSteps).
 
-The tool menu's and the call guards' refusals, the reuse of an identical read made earlier in
-the turn, and the notes a small model gets on a result: each happens inside
+The tool menu's refusals, the coach's ask-once reasons to wait, the reuse of an identical
+read made earlier in the turn, and the notes on a result: each happens inside
 `Dispatcher.dispatch`, so the PreToolUse hooks see a refused call, every call leaves one
-dispatch record, and the PostToolUse hooks read the result with its notes.
+dispatch record, and the PostToolUse hooks read the result with its notes. Each finished
+call is recorded in the turn's record, which the coach reads as snapshots.
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .call_guard import guard_call
 from .messages import Evidence, ToolCall
-from .nudges import REPEATED_CALL
-from .result_notes import result_note
 from .toolmenu import ToolMenu
 from .toolspec import ToolContext, ToolTable
-from .turn_watch import TurnWatch
+from .turn_assist import TurnCoach
+from .turn_record import TurnRecord, failed
 
 
 def call_key(call: ToolCall) -> str:
@@ -33,17 +32,17 @@ class TurnSteps:
     earlier: list[Evidence]
     """The turn's evidence so far (the loop appends each call's)."""
     menu: ToolMenu | None = None
-    watch: TurnWatch | None = None
-    """What the turn has done, for the nudges; None when they are off."""
-    nudges: bool = False
-    """The call guards hold calls back and a repeated read gets REPEATED_CALL."""
+    record: TurnRecord | None = None
+    """What the turn has done (None: nothing reads it)."""
+    coach: TurnCoach | None = None
+    """The rules on the turn's evidence (None: none)."""
     read_cache: dict[str, str] = field(default_factory=dict)
     """call key -> the result text of a read-only call that worked this turn."""
 
     def refusal(self, call: ToolCall) -> str | None:
         refusal = self.menu.refusal(call.name) if self.menu is not None else None
-        if refusal is None and self.watch is not None and self.nudges:
-            refusal = guard_call(self.watch, call, self.ctx)
+        if refusal is None and self.record is not None and self.coach is not None:
+            refusal = self.coach.call_reason(call, call_key(call), self.record.snapshot())
         return refusal
 
     def reused(self, call: ToolCall) -> str | None:
@@ -52,7 +51,8 @@ class TurnSteps:
         earlier = self.read_cache.get(call_key(call))
         if earlier is None:
             return None
-        return REPEATED_CALL if self.watch is not None and self.nudges else earlier
+        repeated = self.coach.repeated_read() if self.coach is not None else ""
+        return repeated or earlier
 
     def finished(self, call: ToolCall, text: str, evidence: Evidence, ran: bool) -> str:
         read_only = self._read_only(call)
@@ -60,9 +60,12 @@ class TurnSteps:
             self.read_cache[call_key(evidence.call)] = text
         elif ran and not read_only:
             self.read_cache.clear()  # something may have changed what reads would see
-        if self.watch is None:
+        if self.record is None:
             return ""
-        return result_note(self.watch, call_key(call), self.earlier, evidence, self.ctx, not read_only)
+        key = call_key(call)
+        note = self.coach.result_note(key, failed(evidence), self.record.snapshot()) if self.coach else ""
+        self.record.saw(key, evidence, not read_only)
+        return note
 
     def _read_only(self, call: ToolCall) -> bool:
         tool = self.table.get(call.name)

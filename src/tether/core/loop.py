@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,16 +48,13 @@ from .messages import (
     Usage,
     new_call_id,
 )
-from .nudges import nudge_for
-from .offers import with_send_cue
-from .renames import occurrences
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
 from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
-from .turn_assist import UNASSISTED, AnswerGate, GateVerdict, RequestView, TurnAssist
+from .turn_assist import UNASSISTED, AnswerGate, CoachSetup, GateVerdict, TurnAssist, TurnCoach
 from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
-from .turn_watch import TurnWatch
+from .turn_record import TurnRecord
 from .ui_protocol import UI, RequestEvents, show_checks
 
 ProtocolMode = Literal["native", "text"]
@@ -173,7 +170,7 @@ class TurnSettings:
     temperature: float | None = None
     keep_thinking: bool = False
     nudges: bool = False
-    """Nudge once per turn when a reply ends it too early (see nudges.py)."""
+    """The coach's rules on the turn's evidence and its reasons a call waits (assist/rules.py)."""
     opening_note: bool = False
     preread: bool = False
     """Read the files the request names before the first request (`TurnLoop.preread`)."""
@@ -193,6 +190,8 @@ class TurnSettings:
     """Send what the checks found back for one tool-free corrected answer."""
     verify_attempts: int = 0
     """Fixes the check after a change may ask for (assist/verify.py; 0: no check)."""
+    rules_off: frozenset[str] = frozenset()
+    """Levers of the coach's rules switched off (assist/rules.py; TETHER_PROFILE_OFF)."""
 
 
 class ContextGuard(Protocol):
@@ -257,23 +256,25 @@ class TurnLoop:
             return TurnResult("", "blocked", 0, Usage(), [], error=refusal)
         if self.on_turn is not None:
             self.on_turn()
-        assisted = self.assist.start(user_text, self.settings.verify_attempts) if self.assist else UNASSISTED
-        watch = turn_watch(user_text, self.settings, self.table, self.mode, self.dispatcher.ctx,
-                           assisted.reading)
-        steps = TurnSteps(self.table, self.dispatcher.ctx, conv.evidence, self.menu, watch, self.settings.nudges)
-        turn = self._turn = TurnState(conv, steps, start=len(conv.messages) - 1, watch=watch,
-                                      gate=assisted.gate)
+        setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
+        assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup)
+                    if self.assist else UNASSISTED)
+        record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
+                            self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
+        coach = assisted.coach
+        steps = TurnSteps(self.table, self.dispatcher.ctx, conv.evidence, self.menu, record, coach)
+        turn = self._turn = TurnState(conv, steps, start=len(conv.messages) - 1, record=record,
+                                      coach=coach, gate=assisted.gate)
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
             if self.settings.preread and assisted.reading is not None:
                 await self.preread(turn, assisted.reading.files)
             for step in range(1, self.settings.max_steps + 1):
-                reply = await self.ask(turn, tools=True, note=self._note(step, watch))
+                reply = await self.ask(turn, tools=True, note=self._note(step, turn))
                 parsed = self.parse(reply)
                 if not parsed.calls and not parsed.errors:
-                    nudging = watch if self.settings.nudges else None
-                    nudge = nudge_for(nudging, parsed.text, reply.result_first) if nudging else None
+                    nudge = self.reply_note(turn, parsed.text, reply.result_first)
                     if nudge is None:
                         result = await self.conclude(turn, reply, parsed)
                         if result is not None:
@@ -313,7 +314,9 @@ class TurnLoop:
         system = self._system = system_message(self.system_prompt(self.mode), self._system)
         if self.guard is not None:
             turn.start = await self.guard.fit(turn.conv.messages, turn.start, system.text, offered)
-        request = with_send_cue(self._request_messages(turn.conv.messages, note, system), turn.watch)
+        request = self._request_messages(turn.conv.messages, note, system)
+        if turn.coach is not None:
+            request = turn.coach.with_cue(request)
         stop = RESULT_MARKERS if self.mode == "text" else ()
         temperature = self.settings.temperature
         if turn.looped:  # greedy decoding would write the same loop (or result) again
@@ -389,8 +392,6 @@ class TurnLoop:
     async def dispatch_all(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> None:
         """Run the calls of one reply; results come back in call order."""
         turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
-        if turn.watch is not None:
-            turn.watch.reply_text = parsed.text
         results: dict[str, ToolResult] = {}
         history = CONVERSATION.set(turn.conv.messages)
         try:
@@ -427,8 +428,8 @@ class TurnLoop:
     def send_nudge(self, turn: TurnState, reply: Reply, parsed: ParseResult, nudge: str) -> None:
         """Keep the reply (unless the history is terse and the nudge says it was wrong), then
         ask again with the nudge, which never makes a call itself."""
-        watch = turn.watch
-        if not (self.settings.terse_history and watch is not None and not watch.keeps_reply()):
+        coach = turn.coach
+        if not (self.settings.terse_history and coach is not None and not coach.keeps_reply()):
             turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
         turn.conv.messages.append(Message.user(nudge))
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
@@ -520,10 +521,16 @@ class TurnLoop:
             body = render_history_as_text(body, self.table)
         return [system, *body]
 
-    def _note(self, step: int, watch: TurnWatch | None) -> str:
-        if step == 1 and self.settings.opening_note and watch is not None:
-            return watch.opening_note()
-        waiting = watch is not None and watch.waiting is not None  # "finish soon" ended a game half played
+    def reply_note(self, turn: TurnState, text: str, result_first: bool) -> str | None:
+        """What the coach's rules say instead of ending the turn on this reply (None: end it)."""
+        if turn.coach is None or turn.record is None:
+            return None
+        return turn.coach.reply_note(turn.record.snapshot(text.strip(), result_first))
+
+    def _note(self, step: int, turn: TurnState) -> str:
+        if step == 1 and turn.coach is not None:
+            return turn.coach.opening_note()
+        waiting = turn.record is not None and turn.record.waiting is not None  # "finish soon" ended a game half played
         pressing = step > self.settings.soft_pressure_after and not waiting
         return pressure_note(step - 1, self.settings.max_steps) if pressing else ""
 
@@ -539,7 +546,7 @@ def system_message(text: str, previous: Message | None) -> Message:
 
 @dataclass
 class TurnState:
-    """One turn in progress: its conversation, requests, usage and what the nudges watch;
+    """One turn in progress: its conversation, requests, usage, record and coach;
     the loop's own state (no one else holds it)."""
 
     conv: Conversation
@@ -551,8 +558,10 @@ class TurnState:
     """Model requests of this turn that completed."""
     usage: Usage = field(default_factory=Usage)
     pending: Reply | None = None
-    watch: TurnWatch | None = None
-    """What the turn has done, for the nudges; None when nudges are off."""
+    record: TurnRecord | None = None
+    """What the turn has done, recorded call by call."""
+    coach: TurnCoach | None = None
+    """The rules on the turn's evidence; None when no assist is wired in."""
     gate: AnswerGate | None = None
     """Asked before the turn ends with an answer (the check after a change)."""
     unreadable_in_a_row: int = 0
@@ -627,15 +636,10 @@ def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings)
     return Message("assistant", parts)
 
 
-def turn_watch(
-    request: str, settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext,
-    reading: RequestView | None = None,
-) -> TurnWatch | None:
-    """What the turn's nudges watch, when the profile nudges or adds an opening note."""
-    if not (settings.nudges or settings.opening_note):
-        return None
+def coach_setup(settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ctx: ToolContext) -> CoachSetup:
+    """What the turn's coach needs: the profile's switches, and how a call is written out."""
 
-    def as_written(name: str, arguments: dict[str, str]) -> str:
+    def as_written(name: str, arguments: Mapping[str, str]) -> str:
         """A call as this protocol writes it, for the model to send: native JSON, or the text
         protocol's form without its tags. Shown whole in a message of ours, a tagged call
         reads as one already made: the model went on with the result it expected (the stop at
@@ -643,11 +647,11 @@ def turn_watch(
         same message held without the tags."""
         if mode == "text":
             return render_call_as_text(ToolCall("example", name, dict(arguments)), table, tagged=False)
-        return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        return json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
 
-    tools = {tool.name: tool.main_arg for tool in table}
-    return TurnWatch(request, tools=tools, show_call=as_written, root=ctx.root,
-                     find=lambda pattern: occurrences(pattern, ctx), reading=reading)
+    return CoachSetup(profile="small" if settings.nudges else "full", nudges=settings.nudges,
+                      opening_note=settings.opening_note, rules_off=settings.rules_off,
+                      show_call=as_written, ctx=ctx)
 
 
 def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:

@@ -22,8 +22,9 @@ Profiles: small and full, in detail:
 
 `profile.Profile` is a frozen set of levers (`short_menu`, `simple_edit`, `text_protocol`,
 `worked_example`, `project_map`, `nudges`, `opening_note`, `stop_at_call`, `max_reply_tokens`,
-`terse_history`, `temperature`, `max_steps`/`soft_pressure_after`); `SMALL` has them on, `FULL`
-off. A lever is on unless its field holds the value `LEVER_OFF` gives it (a temperature of 0 is
+`terse_history`, `temperature`, `max_steps`/`soft_pressure_after`, `preread`, `verify`,
+`grammar`, and `rules_off` for the coach's rule levers); `SMALL` has them on (but `grammar`),
+`FULL` off (but `verify`). A lever is on unless its field holds the value `LEVER_OFF` gives it (a temperature of 0 is
 on). `choose_profile` is pure (setting, model name, stated size ->
 `ProfileChoice`: name and reason); `detect_profile` asks the provider's `stated_billions` only
 when the setting is auto and the name states no size (llama.cpp's `/v1/models` `meta.n_params`,
@@ -41,40 +42,18 @@ tool that is not loaded yet. Loaded names live in `Conversation.loaded_tools`; t
 history already called count as loaded. A new tool is deferred the same way unless it is named
 in `profile.CORE_TOOLS`.
 
-Nudges (`nudges.nudge_for` over `turn_watch.TurnWatch`) only ever add a user message or a note on a result; they never
-build a `ToolCall`. `TurnWatch.saw` is fed every finished call (failures: `is_error`, a
-non-zero exit, a timeout). `loop.turn_watch` hands the watch the table's tool names with each
-one's `main_arg` and a renderer for the protocol in use, so the named-not-called nudge can
-write out the call a reply described (`run_cmd "pytest"`) without making it. Before a call
-runs, `call_guard.guard_call` may hold it back: a `write_file` once per path (an existing file
-not read this turn; or, through `call_guard.shrink_refusal`, one whose new content would drop
-more than half of the lines the file has, by `lines_lost`, with the old file plus the new code
-offered as the call to send); a new file holding only a number no result showed
-(`call_guard.unseen_written`, once per turn); an edit of an existing test when the request
-seems to say to leave the tests alone (`keep_tests_refusal`, once per turn: `KEEP_TESTS`, the
-files the test imports, the test's run offered); a change to a file when the request seems only
-to ask to run a program (`run_not_change`, once per turn); an `edit_file` whose halves are the same text (`SAME_EDIT`, the request repeated); an
-`edit_file` that drops a function or class for a request to add (`dropped_definitions`, once per
-file, offering the edit that keeps both); a `run_cmd` of a script that does not exist
-(`missing_script`, naming the closest paths). When a reply would end the turn, `nudges.nudge_for` picks at most one
-message, each kind once per turn, in this order: empty reply, a command shown in a shell block
-instead of run (`SHOWN_COMMAND`, with its `run_cmd` call written out), an answer without
-looking, a program still waiting for input (`STILL_WAITING`: the one kind that may come again,
-after input went to the program since the last one, up to `MAX_WAITING_NUDGES`), a count over
-a folder taken from one file of it (`count_scope.FOLDER_COUNT`, with the folder's search), a new
-version of a file it read shown in a code block (`shown_code.VERSION_SHOWN`, with its `write_file`
-call; `NEW_FILE_SHOWN` for the new file the request names; `FUNCTION_SHOWN`, with the `edit_file`
-call that puts a Python function fixed in prose in its file), a failed last call, a tool named
-instead of called, steps telling the user to open a project file (`OPEN_IT_YOURSELF`, with its
-`read_file` call; `TurnWatch.root` keeps the path inside the project), a change shown instead of made, a rename that left the old name in
-the project (`RENAME_LEFT`, through `TurnWatch.find`, which is `renames.occurrences`: a
-pattern search with search_in_file's rules, which the function offer uses too), a code change
-never run, a number no result showed and none could be worked out from
-(`derived_numbers.SeenNumbers`; a number seen only as a line number does not count), a
-how-many question answered with no number (`NO_NUMBER`). A read-only call answered from
-the turn's read cache gets `REPEATED_CALL` as its content under the nudges lever.
-`TurnState.unreadable` counts replies in a row that held only parse errors; at `MAX_UNREADABLE`
-the turn ends with a notice.
+The small profile's help for a turn lives above core, in `assist/` (the loop sees it only
+through `core/turn_assist.py`): core records what the turn did (`turn_record.TurnRecord`, a
+frozen `TurnEvidence` snapshot), and `assist/rules.RULES` is one table of rules over that
+snapshot (name, lever, profiles, condition, message, once per turn); `assist/coach.py` sends
+the first rule that holds as a user message. A message only ever re-sends a call the model
+itself wrote; the harness never computes a call's arguments. Before a call runs,
+`Coach.call_reason` (over `assist/call_guard.call_reason`) may send the model a reason once
+(an existing file overwritten unread, a write that drops most of a file, a made-up count, an
+edit of a test the request says to keep, a script that does not exist); the identical call
+sent again runs. Each rule and the guard has a lever (`RULE_LEVERS`); `nudges` switches them
+all off. `TurnState.unreadable` counts replies in a row that held only parse errors; at
+`MAX_UNREADABLE` the turn ends with a notice.
 """
 
 from __future__ import annotations
@@ -116,7 +95,8 @@ class Profile:
     project_map: int = 0
     """Characters of project map in the system prompt (0: none)."""
     nudges: bool = False
-    """The harness nudges at most once per turn for each known failure (see nudges.py)."""
+    """The coach's rules on the turn's evidence (assist/rules.py) and its ask-once reasons a
+    call waits (assist/call_guard.py); RULE_LEVERS switch single rules off."""
     opening_note: bool = False
     """A reminder to act with the tools beside the request, in each turn's first request."""
     stop_at_call: bool = False
@@ -141,6 +121,8 @@ class Profile:
     """Text protocol: constrained decoding where the server supports it, so a reply is one
     well-formed call to a tool on the menu or a plain answer (protocol/grammar.py). Off in
     every profile until it wins on the held-out benchmark; TETHER_PROFILE_ON=grammar."""
+    rules_off: frozenset[str] = frozenset()
+    """The coach's rule levers switched off (RULE_LEVERS), each by its own name."""
 
     def levers(self) -> list[str]:
         """The names of the levers that are on (for the json output and the benchmark)."""
@@ -163,16 +145,19 @@ class Profile:
 
     def _switched(self, names: Iterable[str], values: dict[str, dict[str, object]]) -> Profile:
         changes: dict[str, object] = {}
+        rules_off = set(self.rules_off)
         for raw in names:
             name = raw.strip()
             if not name:
                 continue
+            if name in RULE_LEVERS and values is LEVER_OFF:
+                rules_off.add(name)
+                continue
             if name not in values:
-                raise ValueError(
-                    f"unknown profile lever {name!r}; known: {', '.join(values)}"
-                )
+                known = ", ".join((*values, *RULE_LEVERS) if values is LEVER_OFF else values)
+                raise ValueError(f"unknown profile lever {name!r}; known: {known}")
             changes.update(values[name])
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, rules_off=frozenset(rules_off), **changes)  # type: ignore[arg-type]
 
 
 LEVER_FIELDS = {
@@ -193,6 +178,12 @@ LEVER_FIELDS = {
     "grammar": "grammar",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
+RULE_LEVERS = (
+    "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
+    "apply", "named_files", "check", "unseen", "number", "guard", "repeat",
+)
+"""The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
+notes), each switching its rules off for measurement; `nudges` switches them all off."""
 LEVER_OFF: dict[str, dict[str, object]] = {
     "menu": {"short_menu": False},
     "edit": {"simple_edit": False},

@@ -1,44 +1,18 @@
 """What the loop asks of the assist package (src/tether/assist/, wired in by the runtime):
-the request read once, and a gate on the turn's answer. core/ never imports assist/; it
-sees it only through these protocols, as it sees the user's hooks through `TurnHooks`.
+the request read once, a gate on the turn's answer, and a coach (the rules on the turn's
+evidence and the reasons a call waits). core/ never imports assist/; it sees it only
+through these protocols, as it sees the user's hooks through `TurnHooks`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .messages import Evidence
-
-
-class RequestView(Protocol):
-    """The request as read once (assist/request.py's `RequestReading`), for the nudges."""
-
-    @property
-    def asks_question(self) -> bool:
-        """A question about the project that asks neither for a change nor for a run."""
-        ...
-
-    @property
-    def change(self) -> bool:
-        """Asks for a change to the project."""
-        ...
-
-    @property
-    def asks_only_to_run(self) -> bool:
-        """Asks to run something and for no change to the files."""
-        ...
-
-    @property
-    def files(self) -> tuple[str, ...]:
-        """The project's files the request names (project-relative), in the request's order."""
-        ...
-
-    @property
-    def named(self) -> tuple[str, ...]:
-        """The files the request names, those the project has first."""
-        ...
+from .messages import Evidence, Message, ToolCall
+from .toolspec import ToolContext
+from .turn_record import RequestView, TurnEvidence
 
 
 @dataclass(frozen=True)
@@ -59,6 +33,56 @@ class AnswerGate(Protocol):
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict: ...
 
 
+class TurnCoach(Protocol):
+    """One turn's rules on its evidence (assist/coach.py): what to tell the model instead of
+    ending the turn, why a call waits, and the notes on a result. Each reads a snapshot."""
+
+    def opening_note(self) -> str:
+        """Sent beside the request in the turn's first request ("" for none)."""
+        ...
+
+    def reply_note(self, evidence: TurnEvidence) -> str | None:
+        """The message to send instead of ending the turn on `evidence.reply`, or None."""
+        ...
+
+    def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
+        """Why `call` (`key`: its name and arguments) waits, as its result; None: it runs."""
+        ...
+
+    def repeated_read(self) -> str:
+        """The result of a read made again in the turn ("" gives the earlier result)."""
+        ...
+
+    def result_note(self, key: str, failed: bool, evidence: TurnEvidence) -> str:
+        """A note after a call's result, before the record has seen the call."""
+        ...
+
+    def keeps_reply(self) -> bool:
+        """Whether the reply the last message answers is worth keeping in the history."""
+        ...
+
+    def with_cue(self, request: list[Message]) -> list[Message]:
+        """The request to send, with a cue after a call written out at its very end."""
+        ...
+
+
+@dataclass(frozen=True)
+class CoachSetup:
+    """What a turn's coach needs from the loop."""
+
+    profile: str
+    """"small" or "full": each rule says which profiles it serves."""
+    nudges: bool
+    """The rules on the reply and the reasons a call waits are on."""
+    opening_note: bool
+    rules_off: frozenset[str] = frozenset()
+    """Rule levers switched off (TETHER_PROFILE_OFF), for measurement."""
+    show_call: Callable[[str, Mapping[str, str]], str] | None = None
+    """Renders a call as the protocol in use writes it (None: as JSON)."""
+    ctx: ToolContext | None = None
+    """The tools' context: the reasons a call waits read files under its rules."""
+
+
 @dataclass(frozen=True)
 class AssistedTurn:
     """What the assist package gives one turn."""
@@ -67,14 +91,17 @@ class AssistedTurn:
     """None: the request was not read (no assist is wired in)."""
     gate: AnswerGate | None = None
     """None: nothing to check before the answer."""
+    coach: TurnCoach | None = None
+    """None: no rules on the turn's evidence."""
 
 
 UNASSISTED = AssistedTurn(None)
 
 
 class TurnAssist(Protocol):
-    """Reads each request once and gives its turn a gate."""
+    """Reads each request once and gives its turn a gate and a coach."""
 
-    def start(self, request: str, attempts: int) -> AssistedTurn:
-        """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate)."""
+    def start(self, request: str, attempts: int, setup: CoachSetup | None = None) -> AssistedTurn:
+        """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
+        `setup`: the coach's (None: no coach)."""
         ...

@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
-from .edit_places import places_hint
 from .edit_repair import repaired_edit
 from .edit_syntax import syntax_guard
 from .files import EditFileParams
@@ -248,8 +247,7 @@ def simple_edit_tool(full: Tool) -> Tool:
                         or blank_lines_change(full, params, ctx, current))
             if repaired is not None:
                 return repaired
-            places = places_hint(current, params.old_content or "", params.new_content, args.filepath)
-            raise ToolError(message + _shown_whole(_current_text(path)) + places) from None
+            raise ToolError(message + _shown_whole(_current_text(path))) from None
         return output
 
     return replace(

@@ -12,13 +12,10 @@ something, and data files (logs, CSVs, text), never count: they are inputs, not 
 from __future__ import annotations
 
 import os
-import re
-from typing import TYPE_CHECKING
 
+from ..core.turn_record import TurnEvidence
 from .reply_shapes import is_test_path
-
-if TYPE_CHECKING:
-    from .turn_watch import TurnWatch
+from .request import reading_of
 
 NAMED_UNCHANGED = (
     "The request also names {paths}, which you have not changed in this turn. If the request "
@@ -29,24 +26,14 @@ _TARGET_SUFFIXES = frozenset({
     "cs", "php", "sh", "json", "toml", "yaml", "yml", "ini", "cfg", "conf",
 })
 """Code and settings files: what a change targets (data files are its inputs)."""
-_ASKS_FOR_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
 
 
-def named_unchanged_nudge(watch: TurnWatch) -> str | None:
-    """NAMED_UNCHANGED for the files the request names that this turn has not changed, once
-    per turn; None when there are none or the request is no change request."""
-    if not watch.acted or not watch.written or watch.reading is None or not watch.asks_change():
-        return None
-    if watch.asks_to_run():
-        return None
-    wants_test = bool(_ASKS_FOR_TEST.search(watch.request))
-    left = []
-    targets = [name for name in watch.reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES]
-    for named in targets:
-        if is_test_path(named) and not wants_test:
-            continue
-        if os.path.normpath(named) not in watch.written:
-            left.append(named)
-    if not left or not watch.once("named_files"):
-        return None
-    return NAMED_UNCHANGED.format(paths=" and ".join(left))
+def named_unchanged(e: TurnEvidence) -> list[str]:
+    """The files a change request names that this turn has not changed ([] when all were,
+    or the request is no change request, or nothing was changed yet)."""
+    if not e.acted or not e.written or e.reading is None or not e.asks_change or e.asks_to_run:
+        return []
+    wants_test = reading_of(e).wants_test
+    targets = [name for name in e.reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES]
+    return [name for name in targets
+            if not (is_test_path(name) and not wants_test) and os.path.normpath(name) not in e.written]

@@ -1,0 +1,99 @@
+"""Code shown in a reply instead of applied, and the call that would apply it.
+
+Small models show the change in a fenced block and stop. Two shapes are offered back as a
+call for the model to send (nothing is changed for it), each holding the model's own text as
+it wrote it: a new version of a file it read or tried to edit, and the code of the new file
+the request names. Nothing is merged or rebuilt by the harness.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ..core.python_tree import parsed_python
+from ..core.turn_record import TurnEvidence
+from .reply_shapes import (
+    VERSION_MAX_CHARS,
+    file_text,
+    is_test_path,
+    shown_new_file,
+    shown_version,
+)
+from .request import new_code_file, reading_of
+
+VERSION_SHOWN = (
+    "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
+    "If that version is right, write it: reply with only:\n{call}\n(Or change only the lines "
+    "that differ, with edit_file.)"
+)
+NEW_FILE_SHOWN = (
+    "Your reply shows the code of {path} but did not create it, so it does not exist yet. "
+    "If that code is right, write it: reply with only:\n{call}"
+)
+
+
+def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | None:
+    """(message, path, content) for a new version of a file the turn read or wrote, shown
+    in a code block instead of written, or for the code of the new file the request names;
+    None when the reply shows neither."""
+    files = _read_or_written(e)
+    version = shown_version(text, files)
+    reading = reading_of(e)
+    if version is not None and reading.keeps_tests and is_test_path(version[0]):
+        return None  # the test it was told to leave alone
+    if version is None:
+        created = shown_new_file(text, new_code_file(reading, e.root))
+        if created is None or created[0] in e.written:
+            return None
+        return NEW_FILE_SHOWN, created[0], created[1]
+    path, content = version
+    if not _would_run(files, path, content):
+        return None  # a function shown alone is no whole file
+    return VERSION_SHOWN, path, content
+
+
+def _read_or_written(e: TurnEvidence) -> dict[Path, str]:
+    """The files the turn read or edited, and those it wrote (a script the model wrote, was
+    told about, and then showed fixed in prose is one of them)."""
+    files = dict(e.touched)
+    if e.root is not None:
+        for named in sorted(e.written):
+            files.setdefault((e.root / named).resolve(), named)
+    return files
+
+
+def _would_run(files: dict[Path, str], shown: str, content: str) -> bool:
+    """Whether a shown Python version can stand for the whole file it names: it parses, keeps
+    every top-level function and class the file defines (one function shown fixed is no whole
+    module: written as one, it takes the other functions out), and keeps importing the names
+    it uses (a version that drops an import stops the program with an ImportError). Other
+    kinds of file are not judged."""
+    if not shown.endswith(".py"):
+        return True
+    new_tree = parsed_python(content)
+    if new_tree is None:
+        return False
+    path = next((p for p, named in files.items() if named == shown), None)
+    old_tree = parsed_python(file_text(path, VERSION_MAX_CHARS) or "") if path is not None else None
+    if old_tree is None:
+        return True
+    if _defined_names(old_tree) - _defined_names(new_tree):
+        return False
+    bound = _imported_names(new_tree) | _defined_names(new_tree) | {
+        n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = {n.id for n in ast.walk(new_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return not (_imported_names(old_tree) & used) - bound
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """The functions and classes a module defines at its top level."""
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _imported_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
