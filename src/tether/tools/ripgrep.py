@@ -89,12 +89,20 @@ def _event(raw: bytes, current: FileMatches | None) -> tuple[FileMatches | None,
     except (ValueError, KeyError, TypeError):
         return current, None
     if kind == "begin":
-        return FileMatches(Path(_text(data["path"]))), None
+        return FileMatches(Path(_path(data["path"]))), None
     if kind == "match" and current is not None:
         current.lines.append((int(data["line_number"]), _text(data["lines"]).rstrip("\n")))
     elif kind == "end" and current is not None:  # a NUL byte past the start: searched, as in Python
         return None, current if current.lines else None
     return current, None
+
+
+def _path(value: dict[str, str]) -> str:
+    """rg's path as the file system names it: a name that is not UTF-8 keeps its bytes (as
+    surrogate escapes, like os.listdir's names), so it is shown escaped as in the Python search."""
+    if "text" in value:
+        return value["text"]
+    return os.fsdecode(base64.b64decode(value.get("bytes", "")))
 
 
 def _text(value: dict[str, str]) -> str:
