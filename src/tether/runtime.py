@@ -88,6 +88,9 @@ class Runtime:
     today: datetime.date = field(default_factory=datetime.date.today)
     """The day the project context names: the day the run started, so a chat that goes on
     past midnight keeps the prefix its requests share."""
+    _prompt: tuple[tuple[object, ...], list[Tool], str] | None = field(default=None, init=False, repr=False)
+    """The last system prompt, its key and the tools it was made for (kept, so their ids stay
+    theirs): every request asks, and the text protocol's menu is rendered from the tools."""
 
     @property
     def root(self) -> Path:
@@ -282,7 +285,10 @@ class Runtime:
     def system_prompt(self, mode: ProtocolMode) -> str:
         """The stance and (text protocol) the menu: the same in every project and on every day."""
         offered = self.loop.menu.offered_table() if self.loop.menu is not None else self.table
-        return system_prompt(offered, mode, self.prompt_extras)
+        key = (mode, self.prompt_extras, *map(id, offered))
+        if self._prompt is None or self._prompt[0] != key:
+            self._prompt = (key, list(offered), system_prompt(offered, mode, self.prompt_extras))
+        return self._prompt[2]
 
     def context(self, skill_index: str | None = None) -> str:
         """What opens the first request, after the menu: the place and the date, the project's
