@@ -8,15 +8,23 @@ middle and late in the session, to show how it grows with history.
 The same request bodies are then sent again by a bare httpx client that only reads
 the answer's lines and decodes their JSON: the floor a round trip costs in this
 process before the harness does anything. The difference is the harness's own part.
-Run: python bench/bench_loop.py [steps] [rounds]
+
+`--protocol text` has the model write its calls as text (the text protocol, the default for
+local models) instead of native calls. `--against SRC` runs the same rounds on another
+checkout's source folder as well (main's, say), alternating with this one so both meet the
+same machine load, and prints the two side by side.
+Run: python bench/bench_loop.py [steps] [rounds] [--protocol native|text] [--against SRC]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +41,15 @@ from tether.runtime import RunOptions, build_runtime  # noqa: E402
 from tether.store.config import Settings  # noqa: E402
 from tether.ui.headless import HeadlessUI  # noqa: E402
 
+TEXT_CALL = '<tool_call>\n{"name": "read_file", "arguments": {"filepath": "data.txt"}}\n</tool_call>'
 
-def serve(port_queue: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
+
+def serve(port_queue: multiprocessing.Queue, stop: multiprocessing.Event, protocol: str) -> None:
     server = FakeServer(chunk_reply())
-    server.default_reply = Reply(tool_calls=[("read_file", {"filepath": "data.txt"})], chunk_size=64)
+    if protocol == "text":
+        server.default_reply = Reply(text=TEXT_CALL, chunk_size=64)
+    else:
+        server.default_reply = Reply(tool_calls=[("read_file", {"filepath": "data.txt"})], chunk_size=64)
     server.start()
     port_queue.put(server.url)
     stop.wait()
@@ -93,14 +106,14 @@ async def bare_round_trips(url: str, bodies: list[bytes]) -> list[float]:
     return costs
 
 
-async def session(url: str, root: Path, home: Path, steps: int) -> list[float]:
+async def session(url: str, root: Path, home: Path, steps: int, protocol: str) -> list[float]:
     settings = Settings(provider="openai", openai_base_url=url + "/v1", model="bench",
                         max_steps=steps, soft_pressure_after=steps,
                         context_window=1_000_000)  # nothing trimmed: history grows in full
     ui = TimingUI()
     runtime = build_runtime(settings, RunOptions(root=root, home=home), ui, {"OPENAI_API_KEY": "x"})
     await runtime.start()  # the context guard is part of the harness, so it is measured too
-    runtime.loop.mode = "native"
+    runtime.loop.mode = protocol
     runtime.git.enabled = False
     try:
         await runtime.loop.run_turn(Conversation(), "read data.txt again and again")
@@ -109,14 +122,14 @@ async def session(url: str, root: Path, home: Path, steps: int) -> list[float]:
     return [(b - a) * 1000 for a, b in zip(ui.marks, ui.marks[1:], strict=False)]
 
 
-def one_round(url: str, steps: int) -> tuple[list[float], list[float]]:
+def one_round(url: str, steps: int, protocol: str) -> tuple[list[float], list[float]]:
     """One session's CPU per step, and the same requests' CPU sent by httpx alone."""
     with tempfile.TemporaryDirectory() as tmp:
         root, home = Path(tmp) / "p", Path(tmp) / "h"
         root.mkdir()
         (root / "data.txt").write_text("".join(f"line {i} of the data file\n" for i in range(40)))
         with RecordedBodies() as recorded:
-            per_step = asyncio.run(session(url, root, home, steps))
+            per_step = asyncio.run(session(url, root, home, steps, protocol))
     # Step costs run from one tool call's end to the next: the first request is not in
     # them, and each holds one request.
     return per_step, asyncio.run(bare_round_trips(url, recorded.bodies[1:len(per_step) + 1]))
@@ -137,21 +150,31 @@ def median_of_rounds(rounds: list[list[float]], picked: slice) -> float:
     return statistics.median(statistics.median(costs[picked]) for costs in rounds)
 
 
-def main() -> None:
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 100
-    count = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+def rounds_here(steps: int, count: int, protocol: str) -> list[tuple[list[float], list[float]]]:
+    """`count` rounds with the tether this process imports, against a server of its own."""
     urls: multiprocessing.Queue = multiprocessing.Queue()
     stop = multiprocessing.Event()
-    server = multiprocessing.Process(target=serve, args=(urls, stop), daemon=True)
+    server = multiprocessing.Process(target=serve, args=(urls, stop, protocol), daemon=True)
     server.start()
     url = urls.get(timeout=10)
     try:
-        rounds = [one_round(url, steps) for _ in range(count)]
+        return [one_round(url, steps, protocol) for _ in range(count)]
     finally:
         stop.set()
         server.join(5)
-    ours, bare = [r[0] for r in rounds], [r[1] for r in rounds]
-    print(f"CPU per tool round trip, {steps} steps (model latency zero), median of {count} rounds")
+
+
+def rounds_of(source: str, steps: int, protocol: str) -> tuple[list[float], list[float]]:
+    """One round in a fresh interpreter importing tether from `source`."""
+    env = {**os.environ, "PYTHONPATH": source}
+    out = subprocess.run([sys.executable, __file__, str(steps), "1", "--protocol", protocol, "--json"],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    ours, bare = json.loads(out.splitlines()[-1])[0]
+    return ours, bare
+
+
+def report(title: str, ours: list[list[float]], bare: list[list[float]]) -> dict[str, float]:
+    print(title)
     print("               tether      httpx alone  tether's own")
     figures = {}
     for label, picked in windows(len(ours[0])):
@@ -160,6 +183,37 @@ def main() -> None:
         print(f"  {label:<12} {mine:6.2f} ms   {floor:6.2f} ms    {mine - floor:6.2f} ms")
     (first, first_floor), (last, last_floor) = figures["steps 2-11"], figures["last 10"]
     print(f"  growth last/first: {last / first:.2f}x (httpx alone {last_floor / first_floor:.2f}x)")
+    return {label: mine for label, (mine, _) in figures.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("steps", nargs="?", type=int, default=100)
+    parser.add_argument("rounds", nargs="?", type=int, default=5)
+    parser.add_argument("--protocol", choices=("native", "text"), default="native")
+    parser.add_argument("--against", metavar="SRC", help="another checkout's src folder, run alongside")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.json:
+        print(json.dumps(rounds_here(args.steps, args.rounds, args.protocol)))
+        return
+    title = f"CPU per tool round trip, {args.steps} steps, {args.protocol} protocol (model latency zero)"
+    if not args.against:
+        rounds = rounds_here(args.steps, args.rounds, args.protocol)
+        report(f"{title}, median of {args.rounds} rounds", [r[0] for r in rounds], [r[1] for r in rounds])
+        return
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    runs: dict[str, list[tuple[list[float], list[float]]]] = {here: [], args.against: []}
+    for _ in range(args.rounds):  # alternating: both meet the same machine load
+        for source in runs:
+            runs[source].append(rounds_of(source, args.steps, args.protocol))
+    figures = {source: report(f"{title}, median of {args.rounds} rounds, tether from {source}",
+                              [r[0] for r in rounds], [r[1] for r in rounds])
+               for source, rounds in runs.items()}
+    print("side by side (tether's CPU per round trip, ms):")
+    print(f"  {'':<12} {'this':>8} {'against':>8}")
+    for label in figures[here]:
+        print(f"  {label:<12} {figures[here][label]:8.2f} {figures[args.against][label]:8.2f}")
 
 
 if __name__ == "__main__":

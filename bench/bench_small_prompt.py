@@ -2,7 +2,8 @@
 
 For each project folder given (default: every task project of bench/small_model when it
 exists), the first request tether would send is built in-process (no model request): the
-system prompt of the chosen profile and protocol plus the user's request. The llama-server's
+system prompt of the chosen profile and protocol plus the user's request, opened by the
+project context. The llama-server's
 `/apply-template` renders it with the model's chat template and `/tokenize` counts it, so the
 figure is what the server's `usage.prompt_tokens` would report (tokenizing is cheap: nothing is
 generated). Native tool schemas are counted as the server's template would show them only in
@@ -23,6 +24,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
+from tether.core.prompts import with_context
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
@@ -44,7 +46,8 @@ def first_request(project: Path, profile: str, request: str) -> list[dict]:
     )
     runtime = build_runtime(settings, RunOptions(root=project, home=home), HeadlessUI(), {})
     runtime.apply_profile(asyncio.run(runtime.resolve_profile()))
-    return [{"role": "system", "content": runtime.system_prompt("text")}, {"role": "user", "content": request}]
+    return [{"role": "system", "content": runtime.system_prompt("text")},
+            {"role": "user", "content": with_context(runtime.context(), request)}]
 
 
 def count(url: str, messages: list[dict]) -> int:

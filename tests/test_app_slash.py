@@ -54,7 +54,7 @@ def test_connect_to_a_local_server_needs_no_key_and_is_remembered_with_its_url(
         app.wait_for_prompt()
         app.ctrl_d()
         app.wait_exit()
-    assert server.bodies(CHAT)[0]["messages"][-1]["content"] == "hello"
+    assert server.bodies(CHAT)[0]["messages"][-1]["content"].endswith("# Request\nhello")
 
 
 def test_a_large_paste_is_one_line_on_screen_and_whole_for_the_model(
@@ -73,7 +73,7 @@ def test_a_large_paste_is_one_line_on_screen_and_whole_for_the_model(
     assert "› look at this: [pasted text #1: 40 lines, " in text
     assert "pasted line 17 of the log" not in text
     sent = server.bodies(CHAT)[0]["messages"][-1]["content"]
-    assert sent == "look at this: " + pasted
+    assert sent.endswith("# Request\nlook at this: " + pasted)
 
 
 def test_commit_shows_the_drafted_message_and_commits_after_a_yes(
@@ -142,7 +142,7 @@ def test_a_project_skill_in_the_chat_listed_loaded_by_the_model_and_by_hand(
         app.ctrl_d()
         app.wait_exit()
     bodies = [b for b in server.bodies(CHAT) if "Write a short title" not in json.dumps(b)]
-    assert "Greets people by name." in bodies[0]["messages"][0]["content"]
+    assert "Greets people by name." in bodies[0]["messages"][1]["content"]  # the project context
     assert "greet__hello" in [t["function"]["name"] for t in bodies[1]["tools"]]
     last = bodies[-1]["messages"]
     assert any("[/skill greet]" in str(m.get("content")) and "Call greet__hello" in

@@ -79,7 +79,7 @@ def test_the_prompt_is_up_before_the_runtime_is_built(
             _, shown = ask_while_held(app, gate, "hello", "Built and answered.")
         asked = server.bodies("/v1/chat/completions")
     assert shown.index("Type a request") < shown.index("› hello") < shown.index("Built and answered.")
-    assert asked and asked[0]["messages"][-1]["content"] == "hello"
+    assert asked and asked[0]["messages"][-1]["content"].endswith("# Request\nhello")
 
 
 def test_a_request_typed_at_once_waits_visibly_and_is_sent_once_ready(
@@ -125,7 +125,8 @@ def test_a_continued_session_shows_where_it_left_off_before_the_runtime_is_built
     assert "Continuing session port question (2 messages)." in before
     assert "› which port does it use?" in before and "It listens on 8080." in before
     sent = [m["content"] for m in asked[0]["messages"] if m["role"] != "system"]
-    assert sent[0] == "which port does it use?" and sent[-1] == "and now?"
+    # the project context opens the conversation's first request
+    assert sent[0].endswith("# Request\nwhich port does it use?") and sent[-1] == "and now?"
     assert len(store.load(record.id).messages) == 4, "the exchange is saved to the same session"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
+from test_one_shot_sessions import without_context
 
 CHAT = "/v1/chat/completions"
 
@@ -184,7 +185,7 @@ def user_texts(server: FakeServer) -> list[str]:
     """The last user message of each turn's first request (title requests left out)."""
     texts = []
     for body in server.bodies(CHAT):
-        users = [m.get("content") or "" for m in body["messages"] if m["role"] == "user"]
+        users = [without_context(m.get("content") or "") for m in body["messages"] if m["role"] == "user"]
         if users and not users[-1].startswith("Write a short title") and users[-1] not in texts:
             texts.append(users[-1])
     return texts

@@ -120,7 +120,7 @@ def test_prompt_from_stdin(project: Path, home: Path) -> None:
         proc = run_cli(["-p", "-", *openai_args(server)], project, home, stdin="ping\n")
         body = server.requests[-1][1]
     assert proc.returncode == 0 and proc.stdout == "pong\n"
-    assert body["messages"][-1]["content"] == "ping"
+    assert body["messages"][-1]["content"].endswith("# Request\nping")
 
 
 def test_ollama_text_protocol_two_tools(project: Path, home: Path) -> None:
@@ -361,7 +361,7 @@ def test_a_prompt_that_is_not_utf8_is_sent_escaped(project: Path, home: Path) ->
         )
         body = server.requests[-1][1]
     assert proc.returncode == 0, proc.stderr
-    assert body["messages"][-1]["content"] == "un caf\\xe9"
+    assert body["messages"][-1]["content"].endswith("# Request\nun caf\\xe9")
     assert b"1 byte(s) that are not UTF-8" in proc.stderr
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
+from test_one_shot_sessions import texts
 
 from tether.core.messages import Message, Text
 from tether.store.session import SessionStore
@@ -27,10 +28,6 @@ def run_cli(args: list[str], cwd: Path, home: Path, stdin: str | None = None) ->
         stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True, text=True, timeout=60,
     )
-
-
-def texts(body: dict) -> list[tuple[str, str]]:
-    return [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] != "system"]
 
 
 def saved_session(store: SessionStore, project: Path, title: str, request: str) -> str:

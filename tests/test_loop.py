@@ -511,3 +511,19 @@ async def test_a_text_call_cut_off_by_the_token_limit_is_not_run(tmp_path: Path)
     await loop.run_turn(Conversation(), "go")
     assert not ran
     assert "output token limit" in provider.requests[1].messages[-1].text
+
+
+@pytest.mark.parametrize("native", [True, False])
+async def test_the_context_opens_the_first_request_after_an_unchanging_system_message(
+        tmp_path: Path, native: bool) -> None:
+    provider = ScriptedProvider([call(("read", {"filepath": "a"})), say("done")])
+    provider.native = native
+    loop, _ = build(provider, [make_tool("read", lambda args, ctx: "A")], tmp_path)
+    loop.context = lambda: "Project root: /p."
+    await loop.run_turn(Conversation(), "read a")
+    first, second = (r.messages for r in provider.requests)
+    assert first[0] is second[0] and "/p" not in first[0].text
+    assert first[1].text == "Project root: /p.\n\n# Request\nread a"
+    # the same objects again: the providers' caches see an unchanged prefix
+    assert second[1] is first[1] and len(second) > len(first)
+    assert sum("Project root" in m.text for m in second) == 1

@@ -173,7 +173,7 @@ async def test_tools_come_over_pages_and_run_through_dispatch(tmp_path: Path, st
                      "mcp__fake__env", "mcp__fake__huge"], "both pages were read"
     assert await call(runtime, "mcp__fake__echo", text="hello") == ("hello", False)
     assert "\\x1b" in runtime.table.get("mcp__fake__echo").description, "a control character is escaped"
-    assert "Use echo for echoes." in runtime.system_prompt("native")
+    assert "Use echo for echoes." in runtime.context()
     assert "not JSON-RPC" in manager.servers["fake"].diagnostics(), "the stray line is kept, not fatal"
 
 
@@ -404,7 +404,7 @@ async def test_a_server_written_with_the_official_sdk(tmp_path: Path, started: l
     assert "[read-only]" in runtime.table.get("mcp__sdk__add").description
     text, is_error = await call(runtime, "mcp__sdk__add", a=2, b=3)
     assert not is_error and json.loads(text) == {"sum": 5}, "read-only, of a trusted server: unasked"
-    assert "sdk: Add numbers with add." in runtime.system_prompt("native")
+    assert "sdk: Add numbers with add." in runtime.context()
     body, _ = await call(runtime, "read_mcp_resource", server="sdk", uri="memo://today")
     assert body == "[resource memo://today (text/plain)]\nBuy milk."
     assert await prompt_text(manager, "sdk", "review", {"topic": "the plan"}) == "Please review the plan."
@@ -517,6 +517,7 @@ def test_the_chat_asks_once_for_a_project_server_and_mcp_shows_it(tmp_path: Path
     TrustStore(home).trust(project)
     with FakeServer() as server, PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
         app.wait_for_text("declares the MCP server 'fake'")
+        app.wait_for_text("Start it now")  # an answer typed before the question is typed ahead
         app.line("y")
         app.wait_for_text("is ready (5 tools)")
         app.line("/mcp")

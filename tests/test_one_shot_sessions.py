@@ -15,6 +15,7 @@ from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
 from tether.core.messages import Message, Text
+from tether.core.prompts import CONTEXT_END
 from tether.store.session import SessionStore
 
 CHAT = "/v1/chat/completions"
@@ -35,7 +36,16 @@ def said(text: str) -> Message:
 
 
 def texts(body: dict) -> list[tuple[str, str]]:
-    return [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] != "system"]
+    """The conversation's messages, the first without the project context that opens it."""
+    sent = [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] != "system"]
+    if sent:
+        sent[0] = (sent[0][0], without_context(sent[0][1]))
+    return sent
+
+
+def without_context(text: str) -> str:
+    context, heading, request = text.partition(f"\n\n{CONTEXT_END}\n")
+    return request if heading else context
 
 
 # ---------------------------------------------------------------- -c and -r with -p

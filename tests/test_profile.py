@@ -529,7 +529,7 @@ def test_json_and_stream_json_say_which_profile(tmp_path: Path, home: Path) -> N
     assert TOOL_SEARCH in init["tools"] and "git_diff" not in init["tools"]
     assert result["profile"] == "small" and result["result"] == "It says 42."
     assert first_body["temperature"] == SMALL.temperature == 0.0 and "tools" not in first_body
-    assert "# Project files (path size)\na.txt 18B" in first_body["messages"][0]["content"]
+    assert "# Project files (path size)\na.txt 18B" in first_body["messages"][1]["content"]
     with FakeServer([Reply(text="hi")]) as server:
         args[-5:-1] = ["--base-url", server.url + "/v1", "--model", "fake"]
         proc = run_cli([*args, "--profile", "full", "--output-format", "json"], project, home)
@@ -568,7 +568,7 @@ def test_not_found_suggests_nothing_when_nothing_is_alike(tmp_path: Path) -> Non
         read_file(ReadFileParams(filepath="zebra.txt"), ToolContext(root=tmp_path))
 
 
-async def test_the_opening_note_goes_beside_the_request_in_the_first_request_only(tmp_path: Path) -> None:
+async def test_the_opening_note_follows_the_request_and_stays_in_the_history(tmp_path: Path) -> None:
     from tether.assist.rules import OPENING_NOTE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), say("It prints 1.")])
@@ -578,8 +578,9 @@ async def test_the_opening_note_goes_beside_the_request_in_the_first_request_onl
     await loop.run_turn(conv, "what does a.py print?")
     first, second = (r.messages for r in provider.requests)
     assert first[-1].text == OPENING_NOTE and first[-2].text == "what does a.py print?"
-    assert all(m.text != OPENING_NOTE for m in second)
-    assert all(m.text != OPENING_NOTE for m in conv.messages)  # never stored in the history
+    # kept where it was sent: the next request starts with all the first one sent
+    assert second[: len(first)] == first and len(second) > len(first)
+    assert [m.text for m in conv.messages[:2]] == ["what does a.py print?", OPENING_NOTE]
 
 
 async def test_a_number_no_result_showed_is_nudged_once(tmp_path: Path) -> None:

@@ -316,7 +316,7 @@ async def test_history_is_encoded_with_native_blocks_and_cache_marks(claude, fak
                 ],
             },
             {"role": "assistant", "content": [{"type": "text", "text": "a.txt says alpha."}]},
-            {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+            {"role": "user", "content": [{"type": "text", "text": "thanks", "cache_control": ephemeral}]},
         ],
     }
 

@@ -463,7 +463,7 @@ def test_a_prompt_argument_that_is_not_utf8_is_sent_escaped(project: Path, home:
         proc = run_cli(["-p", broken, *openai_args(fake.url)], project, home, OPENAI_API_KEY="k")
         (body,) = fake.bodies("/v1/chat/completions")
     assert proc.returncode == 0, proc.stderr
-    assert body["messages"][-1]["content"] == "fix \\xff this"
+    assert body["messages"][-1]["content"].endswith("# Request\nfix \\xff this")
     assert "Traceback" not in proc.stderr and "1 byte(s) that are not UTF-8" in proc.stderr
     assert proc.stdout == "Fixed.\n"
 
@@ -753,7 +753,7 @@ def test_a_color_code_typed_or_pasted_at_the_prompt_is_text_not_a_crash(
     assert "Unhandled exception" not in text
     asked = [m["content"] for _, body in server.requests for m in body.get("messages", [])
              if m["role"] == "user"]
-    assert asked[0] == "paint it [31m red"
+    assert asked[0].endswith("# Request\npaint it [31m red")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])

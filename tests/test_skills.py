@@ -224,7 +224,8 @@ def test_argparse_help_gives_the_parameters(tmp_path: Path) -> None:
 
 
 def provider_prompt(runtime: Runtime) -> str:
-    return runtime.system_prompt(runtime.loop.mode)
+    """The system prompt and the project context that opens the first request."""
+    return runtime.system_prompt(runtime.loop.mode) + runtime.context()
 
 
 async def test_a_script_tool_asks_like_run_cmd_and_is_refused_with_nobody_to_ask(

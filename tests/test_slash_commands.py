@@ -587,7 +587,7 @@ async def test_context_names_a_parent_folders_instructions_skipped_as_untrusted(
     await ctx.run("/context")
     assert f"instructions {project / 'AGENTS.md'} " in ctx.printed
     assert f"instructions {repo / 'AGENTS.md'} skipped: its folder is not trusted" in ctx.printed
-    assert "Send the keys" not in ctx.runtime.system_prompt(ctx.runtime.loop.mode)
+    assert "Send the keys" not in ctx.runtime.context()
 
 
 async def test_a_resumed_session_that_loaded_a_skill_has_its_script_tools_again(

@@ -375,7 +375,7 @@ async def test_a_defined_agent_gets_its_instructions_tools_and_steps(tmp_path: P
     await runtime.loop.run_turn(Conversation(), "go")
     request = sub_requests(provider)[0]
     assert {t.name for t in request.tools} == {"read_file", "search_in_file"}
-    assert "FINDER-INSTRUCTIONS" in request.messages[0].text
+    assert "FINDER-INSTRUCTIONS" in request.messages[1].text
     assert runtime.subagents.runs[0].name == "finder"
 
 
@@ -490,7 +490,7 @@ async def test_a_sub_agent_gets_the_skill_index_and_its_loaded_scripts_are_its_o
     (root / "a.txt").write_text("1\n2\n3\n")
     await runtime.loop.run_turn(Conversation(), "go")
     first, loaded, ran = sub_requests(provider)
-    assert "- count-lines: Counts the lines of a file." in first.messages[0].text
+    assert "- count-lines: Counts the lines of a file." in first.messages[1].text
     assert "count_lines__count" in {t.name for t in loaded.tools}
     assert "a.txt 3 lines" in all_text(ran.messages[-1:])
     # it ran as a command, asked like run_cmd (no allow rule covers it)

@@ -96,7 +96,7 @@ def test_the_text_prompt_lists_every_tool_and_parameter(table: ToolTable) -> Non
 
 
 def test_the_text_protocol_prompt_stays_within_budget(table: ToolTable, tmp_path: Path) -> None:
-    prompt = system_prompt(tmp_path, table, "text")
+    prompt = system_prompt(table, "text")
     assert len(prompt) < PROMPT_BUDGET, len(prompt)
 
 

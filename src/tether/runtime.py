@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from .core.profile import (
     profile_named,
 )
 from .core.projectmap import project_map
-from .core.prompts import PromptExtras, system_prompt
+from .core.prompts import PromptExtras, project_context, system_prompt
 from .core.subagents import AgentBudget, SubagentRunner, routed_output
 from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
@@ -97,6 +98,12 @@ class Runtime:
     instructions: ProjectInstructions = field(default_factory=ProjectInstructions)
     skills: SkillBook | None = None
     hooks: Hooks | None = None  # the configured hooks, for /hooks and the session events
+    today: datetime.date = field(default_factory=datetime.date.today)
+    """The day the project context names: the day the run started, so a chat that goes on
+    past midnight keeps the prefix its requests share."""
+    _prompt: tuple[tuple[object, ...], list[Tool], str] | None = field(default=None, init=False, repr=False)
+    """The last system prompt, its key and the tools it was made for (kept, so their ids stay
+    theirs): every request asks, and the text protocol's menu is rendered from the tools."""
 
     @property
     def root(self) -> Path:
@@ -317,14 +324,25 @@ class Runtime:
                 self.table.replace(self.originals.pop(name))
 
     def system_prompt(self, mode: ProtocolMode) -> str:
+        """The stance and (text protocol) the menu: the same in every project and on every day."""
         offered = self.loop.menu.offered_table() if self.loop.menu is not None else self.table
+        key = (mode, self.prompt_extras, *map(id, offered))
+        if self._prompt is None or self._prompt[0] != key:
+            self._prompt = (key, list(offered), system_prompt(offered, mode, self.prompt_extras))
+        return self._prompt[2]
+
+    def context(self, skill_index: str | None = None) -> str:
+        """What opens the first request, after the menu: the place and the date, the project's
+        instructions, the skill index (`skill_index`, else the whole catalog's), the MCP
+        servers' notes and the project map."""
         steady = self.instructions.prompt_section()
-        if self.skills is not None:
+        if skill_index is not None:
+            steady += skill_index
+        elif self.skills is not None:
             steady += prompt_index(self.skills.catalog.skills)
-        text = system_prompt(self.root, offered, mode, self.prompt_extras, steady)
         if self.mcp is not None:
-            text += self.mcp.manager.prompt_section()
-        return text
+            steady += self.mcp.manager.prompt_section()
+        return project_context(self.root, self.prompt_extras, steady, self.today)
 
     async def resolve_protocol(self) -> ProtocolMode:
         """Native function calling when the model has it, else the text protocol (the small
@@ -432,6 +450,7 @@ def build_runtime(
         warnings, closers, levers_off=env.get(LEVERS_ENV, ""), levers_on=env.get(LEVERS_ON_ENV, ""), models=models,
     )
     loop.system_prompt = runtime.system_prompt
+    loop.context = runtime.context
     runtime.mcp = attach_mcp(
         options.root, options.home, env, table, lambda message, level: ui.notice(message, level),
         extra=options.mcp_config, approve=options.mcp_approve, trusted=options.trusted,
@@ -497,11 +516,9 @@ def attach_subagents(runtime: Runtime) -> SubagentRunner:
     )
     runner = SubagentRunner(
         runtime.loop, options.home,
-        system_prompt=lambda table, mode: system_prompt(  # the project's instructions hold there too
-            options.root, table, mode, runtime.prompt_extras,
-            runtime.instructions.prompt_section()
-            + (runtime.skills.index_for(table) if runtime.skills else ""),
-        ),
+        system_prompt=lambda table, mode: system_prompt(table, mode, runtime.prompt_extras),
+        context=lambda table: runtime.context(  # the project's instructions hold there too
+            runtime.skills.index_for(table) if runtime.skills else ""),
         prepare_table=lambda table: runtime.skills.give_agent(table) if runtime.skills else None,
         budget=budget, concurrency=subagent_concurrency(settings), definitions=definitions,
         make_guard=lambda model: Compressor(
@@ -607,7 +624,8 @@ def build_loop(
         dispatcher=dispatcher,
         ui=ui,
         settings=turn_settings,
-        system_prompt=lambda mode: system_prompt(root, table, mode),
+        system_prompt=lambda mode: system_prompt(table, mode),
+        context=lambda: project_context(root),
     )
 
 

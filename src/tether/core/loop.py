@@ -21,10 +21,10 @@ from ..protocol import (
     RESULT_MARKERS,
     ParseResult,
     StreamFilter,
+    TextHistory,
     cut_invented_results,
     parse_reply,
     render_call_as_text,
-    render_history_as_text,
 )
 from ..protocol.callstop import CallStop
 from ..protocol.grammar import call_grammar
@@ -48,6 +48,7 @@ from .messages import (
     Usage,
     new_call_id,
 )
+from .prompts import OpeningContext
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
 from .textclip import clip_words
 from .toolmenu import ToolMenu
@@ -227,7 +228,11 @@ class TurnLoop:
     ui: UI
     settings: TurnSettings
     system_prompt: Callable[[ProtocolMode], str]
+    """The same in every project, on every day and at every turn (see prompts.py)."""
     mode: ProtocolMode = "native"
+    context: Callable[[], str] = field(default=lambda: "")
+    """What differs by project and day (the place, the date, the project's instructions, the
+    project map): it opens the first user message of every request, after the tool menu."""
     guard: ContextGuard | None = None
     menu: ToolMenu | None = None
     """Which tools a request offers; None offers the whole table."""
@@ -245,6 +250,9 @@ class TurnLoop:
     _system: Message | None = field(default=None, init=False, repr=False)
     """The latest request's system message, sent again while its text is the same: the
     same object lets the provider reuse what it worked out for the history behind it."""
+    _opening: OpeningContext = field(default_factory=OpeningContext, init=False, repr=False)
+    _as_text: TextHistory = field(default_factory=TextHistory, init=False, repr=False)
+    """The text protocol's rendering of the history, each message rendered once."""
 
     async def run_turn(self, conv: Conversation, user_text: str,
                        images: Sequence[Image] = ()) -> TurnResult:
@@ -270,6 +278,7 @@ class TurnLoop:
         try:
             if self.settings.preread and assisted.reading is not None:
                 await self.preread(turn, assisted.reading.files)
+            self.open_turn(turn)
             for step in range(1, self.settings.max_steps + 1):
                 reply = await self.ask(turn, tools=True, note=self._note(step, turn))
                 parsed = self.parse(reply)
@@ -312,9 +321,11 @@ class TurnLoop:
     async def ask(self, turn: TurnState, *, tools: bool, note: str = "") -> Reply:
         offered = self.offered() if tools and self.mode == "native" else None
         system = self._system = system_message(self.system_prompt(self.mode), self._system)
+        context = self.context()
         if self.guard is not None:
-            turn.start = await self.guard.fit(turn.conv.messages, turn.start, system.text, offered)
-        request = self._request_messages(turn.conv.messages, note, system)
+            fixed = f"{system.text}\n\n{context}" if context else system.text
+            turn.start = await self.guard.fit(turn.conv.messages, turn.start, fixed, offered)
+        request = self._request_messages(turn.conv.messages, note, system, context)
         if turn.coach is not None:
             request = turn.coach.with_cue(request)
         stop = RESULT_MARKERS if self.mode == "text" else ()
@@ -513,13 +524,23 @@ class TurnLoop:
         results[call.id] = result
         turn.conv.evidence.append(evidence)
 
-    def _request_messages(self, history: Sequence[Message], note: str, system: Message) -> list[Message]:
+    def _request_messages(
+        self, history: Sequence[Message], note: str, system: Message, context: str
+    ) -> list[Message]:
         body = list(history)
         if note:
             body.append(Message.user(note))
         if self.mode == "text":
-            body = render_history_as_text(body, self.table)
-        return [system, *body]
+            body = self._as_text.render(body, self.table)
+        return [system, *self._opening.apply(body, context)]
+
+    def open_turn(self, turn: TurnState) -> None:
+        """The opening note goes into the history after the request (and the files read
+        before the first reply), where it stays: every later request of the session starts
+        with what this one sent."""
+        note = turn.coach.opening_note() if turn.coach is not None else ""
+        if note:
+            turn.conv.messages.append(Message.user(note))
 
     def reply_note(self, turn: TurnState, text: str, result_first: bool) -> str | None:
         """What the coach's rules say instead of ending the turn on this reply (None: end it)."""
@@ -528,8 +549,6 @@ class TurnLoop:
         return turn.coach.reply_note(turn.record.snapshot(text.strip(), result_first))
 
     def _note(self, step: int, turn: TurnState) -> str:
-        if step == 1 and turn.coach is not None:
-            return turn.coach.opening_note()
         waiting = turn.record is not None and turn.record.waiting is not None  # "finish soon" ended a game half played
         pressing = step > self.settings.soft_pressure_after and not waiting
         return pressure_note(step - 1, self.settings.max_steps) if pressing else ""

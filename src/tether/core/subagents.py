@@ -87,7 +87,7 @@ from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
 from ..store.atomic import atomic_write_json
 from .dispatch import CURRENT_CALL
-from .loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings, closing_reply
+from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings, closing_reply
 from .messages import Done, Event, Evidence, Message, ToolCall, Usage
 from .textclip import keep_ends
 from .toolmenu import ToolMenu, tool_search_tool
@@ -332,6 +332,8 @@ class SubagentRunner:
     home: Path
     system_prompt: Callable[[ToolTable, str], str]
     """(table, mode) -> the base system prompt for an agent's tools."""
+    context: Callable[[ToolTable], str] = lambda table: ""
+    """table -> the project context that opens an agent's task (see prompts.py)."""
     budget: AgentBudget = field(default_factory=AgentBudget)
     concurrency: int = 2
     definitions: dict[str, AgentDefinition] = field(default_factory=dict)
@@ -460,14 +462,15 @@ class SubagentRunner:
         instructions = definition.instructions if definition else ""
         menu = agent_menu(parent.menu, table, (definition.tools or ()) if definition else ())
 
-        def prompt(mode: ProtocolMode) -> str:
-            offered = menu.offered_table() if menu is not None else table
-            return agent_prompt(self.system_prompt(offered, mode), instructions)
+        def offered() -> ToolTable:
+            return menu.offered_table() if menu is not None else table
 
         return TurnLoop(
             provider=BudgetedProvider(parent.provider, budgets),
             table=table, dispatcher=dispatcher, ui=ui, settings=settings,
-            system_prompt=prompt, mode=parent.mode, guard=self.make_guard(model), menu=menu,
+            system_prompt=lambda mode: self.system_prompt(offered(), mode) + AGENT_PROMPT,
+            context=lambda: agent_context(self.context(offered()), instructions),
+            mode=parent.mode, guard=self.make_guard(model), menu=menu,
         )
 
     def _finish(self, run: AgentRun, conv: Conversation) -> None:
@@ -523,11 +526,12 @@ def agent_menu(parent: ToolMenu | None, table: ToolTable, named: Sequence[str] =
     return menu
 
 
-def agent_prompt(base: str, instructions: str) -> str:
-    text = base + AGENT_PROMPT
-    if instructions:
-        text += "\n## Your instructions\n" + instructions.strip() + "\n"
-    return text
+def agent_context(context: str, instructions: str) -> str:
+    """The project context and the agent definition's own instructions, which differ by
+    project too: after the menu, like the rest of what differs."""
+    if not instructions.strip():
+        return context
+    return f"{context}\n\n## Your instructions\n{instructions.strip()}".strip()
 
 
 def task_message(spec: AgentSpec) -> str:

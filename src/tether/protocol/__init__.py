@@ -28,7 +28,7 @@ The names below are the package's interface; the underscored ones in the modules
 are its own.
 """
 
-from .history import RESULT_MARKERS, cut_invented_results, render_history_as_text
+from .history import RESULT_MARKERS, TextHistory, cut_invented_results, render_history_as_text
 from .parse import ParseResult, parse_reply
 from .render import render_call_as_text, render_tool_prompt
 from .scan import StreamFilter
@@ -58,6 +58,7 @@ __all__ = [
     "THINK_OPEN",
     "ParseResult",
     "StreamFilter",
+    "TextHistory",
     "cut_invented_results",
     "parse_reply",
     "render_call_as_text",

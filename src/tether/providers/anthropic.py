@@ -4,8 +4,11 @@ The wire format differs from the chat-completions family in ways that matter:
 the system prompt is its own field, roles must alternate user/assistant, tool
 results are `tool_result` blocks inside a user message, and every `tool_use`
 must be answered in the very next message. The system prompt and the tool list
-are marked for prompt caching, so a long session does not pay for the same
-prefix on every turn.
+are marked for prompt caching, and so is the last block of the conversation (a
+breakpoint that moves with it: the API reads the longest cached prefix, and the
+marker is no part of the cached text), so a long session does not pay for the same
+prefix on every request. The API caches tools, then system, then messages: the
+project context, which differs by project and day, opens the first user message.
 """
 
 from __future__ import annotations
@@ -168,6 +171,8 @@ def build_chat_body(
     system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text.strip())
     if system:
         body["system"] = [{"type": "text", "text": system, "cache_control": CACHE}]
+    if turns and turns[-1]["content"]:
+        turns[-1]["content"][-1] = {**turns[-1]["content"][-1], "cache_control": CACHE}
     definitions, choice = _tools_field(tools, turns)
     if definitions:
         definitions[-1]["cache_control"] = CACHE  # caches system + tools as one prefix

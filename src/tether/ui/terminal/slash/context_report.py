@@ -30,8 +30,9 @@ async def show_context(ctx: CommandContext, arg: str) -> None:
     def tokens(raw: float) -> str:
         return f"{est.calibrated(raw):,} tokens"
 
-    system = runtime.system_prompt(mode)
-    rows: list[tuple[str, str]] = [("system prompt", tokens(est.text_cost(system)))]
+    system, context = runtime.system_prompt(mode), runtime.context()
+    rows: list[tuple[str, str]] = [("system prompt", tokens(est.text_cost(system))),
+                                   ("project context", tokens(est.text_cost(context)))]
     for found in runtime.instructions.files:
         rows.append((f"  instructions {found.path}", tokens(est.text_cost(found.text))))
     if runtime.instructions.cut:
@@ -49,7 +50,7 @@ async def show_context(ctx: CommandContext, arg: str) -> None:
     history = ctx.sessions.conv.messages
     history_cost = sum(est.message_cost(m) for m in history)
     rows.append((f"history ({len(history)} messages)", tokens(history_cost)))
-    total = est.text_cost(system) + schemas + history_cost
+    total = est.text_cost(system) + est.text_cost(context) + schemas + history_cost
     window = runtime.context_window
     rows.append(("total", tokens(total) + (f" of {window:,}" if window else "")))
     width = max(len(label) for label, _ in rows) + 2

@@ -1,0 +1,206 @@
+"""How much of a request a local server's prompt cache can reuse, per profile and protocol.
+
+Two figures each: the tokens the first requests of two different projects share (another
+root, another day, another AGENTS.md, other files, so another project map), and the tokens
+two consecutive requests of one session share (the model's call and its result are all
+that the second adds). A server reuses its cache for the shared prefix only, so the rest
+is prefill computed again.
+
+Each request is a real tether runtime's request body, sent to the local fake
+OpenAI-compatible server, turned into the prompt text by the model server's own chat
+template (POST /apply-template, which places native tool schemas where the model's
+template does) and counted by its tokenizer (POST /tokenize) when a llama.cpp server
+answers at --server (default http://127.0.0.1:8089); otherwise the figures are characters
+of the bodies' messages in order, and a rough count of tokens (characters / 4).
+
+`--against SRC` computes the same on another checkout's source folder (main's, say) and
+prints both side by side.
+Run: python bench/bench_prefix.py [--server URL] [--against SRC]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+REQUEST = "Read the main file of this project and tell me what it prints."
+CASES = [(profile, protocol) for profile in ("full", "small") for protocol in ("native", "text")]
+DAYS = {"alpha": datetime.date(2031, 3, 4), "beta": datetime.date(2031, 3, 5)}
+KEYS = {"OPENAI_API_KEY": "sk-bench"}
+
+
+# ---------------------------------------------------------------- the request bodies
+
+
+def project(scratch: Path, name: str) -> Path:
+    root = scratch / name
+    (root / "src").mkdir(parents=True)
+    (root / "AGENTS.md").write_text(f"Instructions of {name}: use tabs, keep functions short.\n")
+    (root / "src" / f"{name}_main.py").write_text("print('hi')\n")
+    (root / f"{name}_notes.md").write_text("notes\n")
+    return root
+
+
+def on_day(day: datetime.date) -> None:
+    """Make tether's prompt module see `day` as today (the runtime's own day, where it has one,
+    is set too)."""
+    import tether.core.prompts as prompts
+
+    shim = types.SimpleNamespace(date=types.SimpleNamespace(today=lambda: day))
+    prompts.datetime = shim  # type: ignore[attr-defined]
+
+
+async def session(root: Path, home: Path, profile: str, protocol: str) -> list[dict[str, Any]]:
+    """The request bodies of one turn: a read of the project's main file, then the answer."""
+    from fakeserver import FakeServer, Reply
+
+    from tether.core.loop import Conversation
+    from tether.runtime import RunOptions, build_runtime
+    from tether.store.config import load_settings
+    from tether.ui.headless import HeadlessUI
+
+    main = f"src/{root.name}_main.py"
+    call = f'<tool_call>\n{{"name": "read_file", "arguments": {{"filepath": "{main}"}}}}\n</tool_call>'
+    first = Reply(text=call) if protocol == "text" else Reply(tool_calls=[("read_file", {"filepath": main})])
+    with FakeServer([first, Reply(text="It prints hi.")]) as server:
+        settings, _ = load_settings({"provider": "openai", "openai_base_url": server.url + "/v1",
+                                     "model": "fake", "sandbox": "off", "profile": profile,
+                                     "protocol": protocol}, {}, home)
+        runtime = build_runtime(settings, RunOptions(root=root, home=home, trusted=True, auto=True),
+                                HeadlessUI("json", out=open(os.devnull, "w"), err=open(os.devnull, "w")),  # noqa: SIM115
+                                KEYS)
+        if hasattr(runtime, "today"):
+            runtime.today = DAYS[root.name]
+        try:
+            await runtime.start()
+            runtime.git.enabled = False
+            await runtime.loop.run_turn(Conversation(), REQUEST)
+        finally:
+            await runtime.aclose()
+        return [body for path, body in server.requests if path.endswith("/chat/completions")]
+
+
+def all_bodies() -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Per case, per project, the bodies of its session (with the tether this process imports)."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        for profile, protocol in CASES:
+            case = out[f"{profile}/{protocol}"] = {}
+            for name, day in DAYS.items():
+                home = scratch / f"home-{profile}-{protocol}-{name}"
+                on_day(day)
+                root = project(scratch / f"{profile}-{protocol}", name)
+                case[name] = asyncio.run(session(root, home, profile, protocol))
+    return out
+
+
+def bodies_of(source: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """`all_bodies` in a fresh interpreter importing tether from `source`."""
+    env = {**os.environ, "PYTHONPATH": source, "TETHER_PROFILE": ""}
+    out = subprocess.run([sys.executable, __file__, "--bodies"], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+# ---------------------------------------------------------------- counting
+
+
+class Counter:
+    """Tokens of a request as the model server's template and tokenizer make them, or
+    characters when no server answers."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server.rstrip("/")
+        self.client = httpx.Client(timeout=60)
+        self.real = self._answers()
+
+    def _answers(self) -> bool:
+        try:
+            return self.client.post(f"{self.server}/tokenize", json={"content": "hi"}).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    @property
+    def unit(self) -> str:
+        return "tokens (the server's template and tokenizer)" if self.real else "characters"
+
+    def pieces(self, body: dict[str, Any]) -> list[Any]:
+        """The request as the model reads it: token ids, or characters."""
+        if not self.real:
+            return list(json.dumps([body.get("tools"), body["messages"]]))
+        fields = {key: body[key] for key in ("messages", "tools") if key in body}
+        prompt = self.client.post(f"{self.server}/apply-template", json=fields).json()["prompt"]
+        answer = self.client.post(f"{self.server}/tokenize", json={"content": prompt})
+        return answer.json()["tokens"]
+
+
+def shared(a: list[Any], b: list[Any]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def figures(bodies: dict[str, dict[str, list[dict[str, Any]]]], counter: Counter) -> dict[str, tuple[int, int, int, int]]:
+    """Per case: (shared by the two projects' first requests, the first's size, shared by a
+    session's two requests, the second's size)."""
+    out = {}
+    for case, runs in bodies.items():
+        one, two = (counter.pieces(body) for body in (runs["alpha"][0], runs["beta"][0]))
+        later = counter.pieces(runs["alpha"][1])
+        out[case] = (shared(one, two), len(one), shared(one, later), len(later))
+    return out
+
+
+def show(title: str, found: dict[str, tuple[int, int, int, int]]) -> None:
+    print(title)
+    print(f"  {'profile/protocol':<16} {'two projects, first requests':>30} {'one session, requests 1 and 2':>32}")
+    for case, (projects, first, session_shared, second) in found.items():
+        print(f"  {case:<16} {projects:>12,} of {first:>6,} ({projects / first:4.0%})"
+              f" {session_shared:>14,} of {second:>6,} ({session_shared / second:4.0%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", default="http://127.0.0.1:8089", help="a llama.cpp server")
+    parser.add_argument("--against", metavar="SRC", help="another checkout's src folder")
+    parser.add_argument("--bodies", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bodies:
+        print(json.dumps(all_bodies()))
+        return
+    counter = Counter(args.server)
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    sources = [here] + ([args.against] if args.against else [])
+    print(f"Shared request prefix, in {counter.unit}")
+    if not counter.real:
+        print("  (no model server answered: about 4 characters a token)")
+    results = {}
+    for source in sources:
+        results[source] = figures(bodies_of(source), counter)
+        show(f"tether from {source}", results[source])
+    if args.against:
+        print("side by side: shared by two projects' first requests / by a session's requests")
+        for case in results[here]:
+            mine, theirs = results[here][case], results[args.against][case]
+            print(f"  {case:<16} this {mine[0]:>6,} / {mine[2]:>6,}   against {theirs[0]:>6,} / {theirs[2]:>6,}")
+
+
+if __name__ == "__main__":
+    main()
