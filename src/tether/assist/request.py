@@ -145,7 +145,7 @@ class RequestReading:
 
 def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
     """`text` read once; `project_files` are the project's files as relative paths (to tell
-    a named file the project has from a new one, and to find `strings.py` at `pkg/strings.py`)."""
+    a named file the project has from a new one, and to find `util.py` at `pkg/util.py`)."""
     index = _FileIndex(project_files)
     files: list[str] = []
     new_files: list[str] = []
