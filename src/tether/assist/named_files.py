@@ -1,12 +1,12 @@
 """A change request that names several files, answered with some of them unchanged.
 
-"add a slugify(text) function to textkit/strings.py ... and a test for it in
-tests/test_strings.py": the model added the function, summed up, and never touched the test
-file. "rename max_items ... in settings.json and wherever the code reads it": the code was
-renamed, settings.json was not. When a reply would end a change request after a change was
-made, and the request names a code or settings file that the turn has not changed, the model is
-told which, once. Test files count only when the request asks for a test; a request to run
-something, and data files (logs, CSVs, text), never count: they are inputs, not targets.
+Asked to add a function to one module and a test for it in another, a model adds the
+function, sums up, and never touches the test file; asked to rename a setting in a settings
+file and wherever the code reads it, it renames the code and leaves the settings file. When
+a reply would end a change request after a change was made, and the request names a code or
+settings file that the turn has not changed, the model is told which, once. Test files
+count only when the request asks for a test; a request to run something, and data files
+(logs, CSVs, text), never count: they are inputs, not targets.
 """
 
 from __future__ import annotations

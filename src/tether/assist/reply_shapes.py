@@ -1,6 +1,6 @@
 """What a reply shows instead of doing: a command for the user to run, a new version of a file.
 
-Small models write the command they mean in a shell block ("run `python report.py`") and
+Small models write the command they mean in a shell block ("run `python summary.py`") and
 the new file in a fenced block, and stop. The rules find those, so the message they send can
 write out the call that would do it; the model still decides whether to make it.
 """
@@ -56,7 +56,7 @@ def shown_command(text: str) -> str | None:
 
 
 def looks_like_command(value: str) -> bool:
-    """A value given as a session that is really a command line ("python signup.py")."""
+    """A value given as a session that is really a command line ("python quiz.py")."""
     return " " in value.strip() or bool(re.search(r"\.\w{1,4}$", value))
 
 
@@ -92,7 +92,7 @@ _LANGUAGE_LABELS = {
 fences (a shell block is a command, a text block may be a made-up count)."""
 def shown_new_file(text: str, name: str | None) -> tuple[str, str] | None:
     """(path, content) when the request names one code file that does not exist yet (`name`:
-    "write a script total.py that ...") and the reply shows its code in a fence instead of
+    "write a script convert.py that ...") and the reply shows its code in a fence instead of
     creating it: the one fence labelled in that file's language, or the only fence."""
     if name is None or name.rsplit(".", 1)[-1].lower() not in _LANGUAGE_LABELS:
         return None

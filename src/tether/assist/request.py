@@ -28,13 +28,13 @@ CHANGE_VERBS = (
     "refactor|move|save|append|insert|modify|bump|convert|raise|lower|scale|turn"
 )
 RUN_VERBS = "run|execute|play|register|start|launch"
-"""A request to run something ("run report.py and tell me the total?") is not a question
+"""A request to run something ("run summary.py and tell me the count?") is not a question
 about the code: its answer comes from running it."""
 
 _PATH = re.compile(
     r"(?<![\w/.@:-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/-])"
 )
-"""A file name with a suffix (`total.py`, `src/app.ts`, `./run.sh`); a URL's or an e-mail
+"""A file name with a suffix (`convert.py`, `src/app.ts`, `./run.sh`); a URL's or an e-mail
 address's pieces never start one (no letter, `/`, `.`, `@` or `:` before it)."""
 _BACKTICKED = re.compile(r"`([^`\n]+)`")
 _CODE_SUFFIXES = frozenset({
@@ -91,8 +91,8 @@ NEW_CODE_SUFFIXES = frozenset({"py", "js", "ts", "rb", "go", "rs", "json", "toml
 
 @dataclass(frozen=True)
 class RequestReading:
-    """One user request, read once. Several kinds may hold at once ("run report.py and write
-    the total to total.txt" is a run and a change); a request in another language may hold
+    """One user request, read once. Several kinds may hold at once ("run summary.py and write
+    the count to out.txt" is a run and a change); a request in another language may hold
     none and still name files, commands and tests."""
 
     text: str
@@ -145,7 +145,7 @@ class RequestReading:
 
 def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
     """`text` read once; `project_files` are the project's files as relative paths (to tell
-    a named file the project has from a new one, and to find `strings.py` at `pkg/strings.py`)."""
+    a named file the project has from a new one, and to find `util.py` at `pkg/util.py`)."""
     index = _FileIndex(project_files)
     files: list[str] = []
     new_files: list[str] = []
@@ -190,7 +190,7 @@ def _suffix(name: str) -> str:
 
 def new_code_file(reading: RequestReading, root: Path | None) -> str | None:
     """The one code file the request names that the project does not have (yet): "write a
-    script total.py that ...". None when it names none or several, or the file exists now."""
+    script convert.py that ...". None when it names none or several, or the file exists now."""
     wanted = [name for name in reading.named if _suffix(name) in NEW_CODE_SUFFIXES]
     if root is None or len(wanted) != 1 or (root / wanted[0]).exists():
         return None
@@ -198,7 +198,7 @@ def new_code_file(reading: RequestReading, root: Path | None) -> str | None:
 
 
 def named_script(reading: RequestReading, root: Path | None) -> str | None:
-    """The one script the request names ("run report.py and tell me the total"), when the
+    """The one script the request names ("run summary.py and tell me the count"), when the
     project has it inside its root; None when it names none, several, or a missing one."""
     scripts = [name for name in reading.named if _suffix(name) in SCRIPT_SUFFIXES]
     if root is None or len(scripts) != 1 or scripts[0] not in reading.files:

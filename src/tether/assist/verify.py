@@ -147,7 +147,7 @@ def _file_text(path: Path) -> str | None:
 
 def script_check(command: str, root: Path) -> Check | None:
     """A command the request asks to run whose program is a script of the project
-    (`report.py --year 2020`, `python report.py`), run with its interpreter when named bare."""
+    (`summary.py --year 2020`, `python summary.py`), run with its interpreter when named bare."""
     words = command.split()
     runner_first = words[0] in _SCRIPT_RUNNERS.values() or words[0] == "python"
     script = words[1] if runner_first and len(words) > 1 else words[0]

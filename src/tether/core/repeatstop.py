@@ -9,7 +9,7 @@ model what happened. Short lines (a closing bracket, `pass`) repeat in real code
 never count.
 
 The loop need not be word for word: the same model also writes each line as the last one
-with a piece added (`slugify("a 1 2")`, then `slugify("a 1 2 1")`, ...), so a line that
+with a piece added (`f("a 1 2")`, then `f("a 1 2 1")`, ...), so a line that
 holds nearly all of the previous one and is longer counts as its copy too. Lines of real
 code that look alike (`parse("2024-01-01")`, `parse("2024-01-02")`) are the same length,
 not each longer than the last, and do not.

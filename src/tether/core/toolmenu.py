@@ -153,8 +153,8 @@ QUERY_WORD_CHARS = 255
 
 
 def _project_file_named(query: str, ctx: ToolContext) -> str | None:
-    """A word of the query that names a file of the project, by its path (`tools/textstats.py`)
-    or by a base name only one file has (`textstats.py`): a small model takes the project's
+    """A word of the query that names a file of the project, by its path (`scripts/build.py`)
+    or by a base name only one file has (`build.py`): a small model takes the project's
     script for a tool to load. Only the project's file list is consulted, never the path the
     word spells, so a word leading out (`../../etc/passwd`, `~/.ssh/id_rsa`) is not looked
     at and the answer never depends on what exists outside the project."""

@@ -43,7 +43,7 @@ def _snippet(src: str) -> str:
 
 
 _CODE_VALUE = re.compile(r'"\w+"\s*:\s*([A-Za-z_][\w.]*(?:\([^(){}]*\))?)\s*[,}]')
-"""A value written as code (`"content": str(todo_count)`): a name or a call, unquoted."""
+"""A value written as code (`"content": str(line_count)`): a name or a call, unquoted."""
 _JSON_WORDS = frozenset({"true", "false", "null"})
 
 
@@ -58,7 +58,7 @@ def _invalid_json_error(src: str) -> str:
 
 def _code_value_hint(src: str) -> str:
     """What to do about a value written as code: small models put the variable of the script
-    they described (`str(todo_count)`) where the value goes, and send it again unchanged when
+    they described (`str(line_count)`) where the value goes, and send it again unchanged when
     told only that it is not JSON. Nothing will ever run that code, so the value is unknown."""
     for match in _CODE_VALUE.finditer(src):
         code = match.group(1)

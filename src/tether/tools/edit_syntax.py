@@ -1,8 +1,8 @@
 """The one-mode edit_file's guard against an edit that breaks a Python file.
 
 A small model fixing a function copies only its first line into old_content and writes the
-whole new function as new_content (`def median(values):` -> `def median(*values): return
-sorted(values)[len(values) // 2]`): the old body stays under the new one, the file no longer
+whole new function as new_content (`def mean(values):` -> `def mean(*values): return
+sum(values) / len(values)`): the old body stays under the new one, the file no longer
 parses, and the model, told so afterwards, answers that it is done. Before such
 an edit is written:
 

@@ -149,7 +149,7 @@ def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
 
 def _with_values(output: ToolOutput, report: _SearchReport, ctx: ToolContext) -> ToolOutput:
     """The values of the constants the matching lines read from other project modules
-    (`for attempt in range(policy.MAX_UPLOAD_RETRIES + 1)` shows `... = 11`): a small model
+    (`for attempt in range(limits.MAX_ATTEMPTS + 1)` shows `... = 5`): a small model
     answers with a number it sees on the line instead of opening the module that sets it."""
     found: list[str] = []
     parsed: ParsedModules = {}
@@ -379,7 +379,7 @@ class WalkGuard:
 
 def _smart_case(pattern: str) -> str:
     """A pattern with no capital letter matches any case, as ripgrep's --smart-case does:
-    "retry" finds MAX_UPLOAD_RETRIES. Escapes such as \\S or \\W are not capitals. The
+    "timeout" finds DEFAULT_TIMEOUT. Escapes such as \\S or \\W are not capitals. The
     flag goes inline because the pattern travels to the regex worker as text."""
     if not pattern or any(ch.isupper() for ch in re.sub(r"\\.", "", pattern)):
         return pattern

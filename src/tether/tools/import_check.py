@@ -1,7 +1,7 @@
 """Names a Python file imports from project modules that do not define them.
 
-A small model adds `from textkit.strings import slugify` to a test and answers, never writing
-`slugify` itself; or it imports a helper it imagines (`from .utils import parse_row`). Python
+A small model adds `from pkg.text import normalize` to a test and answers, never writing
+`normalize` itself; or it imports a helper it imagines (`from .utils import parse_row`). Python
 says so only when something runs the file, and a small model often runs nothing. After a write
 or an edit, the result says at once which imported names the project's own modules lack, as an
 editor underlines them.

@@ -1,9 +1,9 @@
 """Command-line options a Python file adds and nothing reads.
 
-Asked for a `--shout` option, a small model adds `parser.add_argument("--shout", ...)` and
+Asked for a `--verbose` option, a small model adds `parser.add_argument("--verbose", ...)` and
 stops: the option parses, and changes nothing. After a write
 or an edit, the result names each argparse option of the file whose value no code in the file,
-or in the Python files beside it, reads (`args.shout`), so the model knows the job is half done.
+or in the Python files beside it, reads (`args.verbose`), so the model knows the job is half done.
 
 A file that reads its options wholesale (`vars(args)`, `getattr(args, name)`) is trusted.
 """

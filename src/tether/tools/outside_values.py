@@ -1,9 +1,9 @@
 """The constants a Python file reads from other files of the project, with their values.
 
 A question about code ("how many times does it retry?") is often answered by a constant set in
-another module: `client.py` loops `range(policy.MAX_UPLOAD_RETRIES + 1)` and the 11 is in
-`policy.py`. A small model that has read only `client.py` answers with a number it sees there
-(the 2 of `2 ** attempt`, a line number) instead of opening `policy.py`. read_file shows the
+another module: `fetch.py` loops `range(limits.MAX_ATTEMPTS + 1)` and the value is in
+`limits.py`. A small model that has read only `fetch.py` answers with a number it sees there
+(the 2 of `2 ** attempt`, a line number) instead of opening `limits.py`. read_file shows the
 values such names have where they are defined, as an editor shows them on hover, so the answer
 is in the result the model is looking at.
 
@@ -44,7 +44,7 @@ def outside_values_note(path: Path, text: str, ctx: ToolContext) -> str:
 
 class OutsideValue(NamedTuple):
     shown_name: str
-    """The name as the file writes it (`policy.MAX_UPLOAD_RETRIES`)."""
+    """The name as the file writes it (`limits.MAX_ATTEMPTS`)."""
     value: str
     """The source of its value where it is set."""
     module: str

@@ -88,7 +88,7 @@ repair (more, and the lines may come from different sections)."""
 
 def _spread_change(full: Tool, params: EditFileParams, ctx: ToolContext, text: str) -> Any:
     """The edit, when old_content left out lines between its own: a small model writes
-    `[telemetry]\nenabled = true` for a section that has a comment between the two. If
+    `[cache]\nenabled = true` for a section that has a comment between the two. If
     exactly one line differs between old and new, and the old lines occur as whole lines in
     the file in that order, at most MAX_GAP lines apart, in exactly one place, that one line
     is changed there. The context picks the place (`enabled = true` may occur twice)."""
