@@ -1,9 +1,14 @@
 """`tether --local` measured (not CI): tokens per second, time to the first token of a prompt of
 about 1,400 tokens, the second request's prefill with that prefix reused, and peak RSS; beside
 a llama-server already running at --server URL on the same GGUF (this script never starts one).
+Medians over --runs cold requests, each followed by a warm one on the same prefix.
 
     python bench/bench_local.py --model ~/.cache/tether/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf \
-        [--server http://127.0.0.1:8089/v1] [--tokens 64]
+        [--server http://127.0.0.1:8089/v1] [--tokens 64] [--threads 1] [--runs 3]
+
+For a fair comparison give both sides the same cores and threads and the server one slot of
+the same context, e.g. `taskset -c 1 llama-server -m M -c 4096 -np 1 -t 1 --port 8095` and
+`taskset -c 1 python bench/bench_local.py --model M --threads 1 --server http://127.0.0.1:8095/v1`.
 
 Needs the local extra (llama-cpp-python). Greedy sampling on both sides, so both generate
 the same number of tokens when they agree.
@@ -20,6 +25,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 
 import httpx
 
@@ -115,11 +121,57 @@ def server_rss_mb(url: str) -> float | None:
     return None
 
 
-def show(name: str, cold: Run, warm: Run, rss: float | None) -> None:
-    print(f"{name}: first token of {cold.prompt_tokens} prompt tokens {cold.first_token:.2f} s, "
-          f"{cold.per_second:.1f} tokens/s; second request: {warm.cached_tokens} of "
-          f"{warm.prompt_tokens} prompt tokens reused, first token {warm.first_token:.2f} s"
-          + (f"; peak RSS {rss:.0f} MB" if rss is not None else ""))
+@dataclass
+class Side:
+    """Every run of one side: each cold request (a prompt nothing is cached of) and the
+    warm one after it (the same long prefix, another question)."""
+
+    name: str
+    cold: list[Run]
+    warm: list[Run]
+
+    def line(self, rss: float | None) -> str:
+        return (f"{self.name}: median of {len(self.cold)}: first token of "
+                f"{self.cold[0].prompt_tokens} prompt tokens {median(r.first_token for r in self.cold):.2f} s, "
+                f"{median(r.per_second for r in self.cold + self.warm):.2f} tokens/s; second request: "
+                f"{median(r.cached_tokens for r in self.warm):.0f} of {self.warm[0].prompt_tokens} "
+                f"prompt tokens reused, first token {median(r.first_token for r in self.warm):.2f} s"
+                + (f"; peak RSS {rss:.0f} MB" if rss is not None else ""))
+
+
+def chats(runs: int) -> list[tuple[list[Message], list[Message]]]:
+    """One pair per run; each pair's prefix differs from the others' from its first line, so
+    every cold request starts from an empty cache on both sides."""
+    pairs = []
+    for n in range(runs):
+        system = f"Review {n}. " + long_prompt()
+        pairs.append(([Message.system(system), Message.user("Which handler has the largest number?")],
+                      [Message.system(system), Message.user("Name one handler.")]))
+    return pairs
+
+
+async def local_side(args: argparse.Namespace, pairs: list[tuple[list[Message], list[Message]]]) -> Side:
+    provider = LocalProvider(Path(args.model).expanduser().parent, n_ctx=args.ctx,
+                             threads=args.threads)
+    await local_run(provider, args.model, [Message.user("Say OK.")], 2)  # load, warm up
+    side = Side("in-process", [], [])
+    for cold, warm in pairs:
+        side.cold.append(await local_run(provider, args.model, cold, args.tokens))
+        side.warm.append(await local_run(provider, args.model, warm, args.tokens))
+    return side
+
+
+async def server_side(url: str, pairs: list[tuple[list[Message], list[Message]]],
+                      tokens: int) -> Side:
+    def wire(chat: list[Message]) -> list[dict[str, str]]:
+        return [{"role": m.role, "content": m.text} for m in chat]
+
+    await server_run(url, [{"role": "user", "content": "Say OK."}], 2)
+    side = Side("llama-server", [], [])
+    for cold, warm in pairs:
+        side.cold.append(await server_run(url, wire(cold), tokens))
+        side.warm.append(await server_run(url, wire(warm), tokens))
+    return side
 
 
 async def main() -> int:
@@ -128,28 +180,23 @@ async def main() -> int:
     parser.add_argument("--server", help="a running llama-server's /v1 URL, same GGUF")
     parser.add_argument("--tokens", type=int, default=64, help="tokens to generate")
     parser.add_argument("--ctx", type=int, default=4096)
+    parser.add_argument("--threads", type=int, help="default: one per physical core")
+    parser.add_argument("--runs", type=int, default=3, help="cold and warm requests per side")
     args = parser.parse_args()
-    system = long_prompt()
-    first_chat = [Message.system(system), Message.user("Which handler has the largest number?")]
-    second_chat = [Message.system(system), Message.user("Name one handler.")]
-    provider = LocalProvider(Path(args.model).expanduser().parent, n_ctx=args.ctx)
+    pairs = chats(args.runs)
     try:
-        cold = await local_run(provider, args.model, first_chat, args.tokens)
-        warm = await local_run(provider, args.model, second_chat, args.tokens)
+        local = await local_side(args, pairs)
     except ProviderError as exc:
         print(f"bench_local: {exc}", file=sys.stderr)
         return 1
-    show("in-process", cold, warm, peak_rss_mb())
+    print(local.line(peak_rss_mb()))
     if args.server:
-        as_dicts = [[{"role": m.role, "content": m.text} for m in chat]
-                    for chat in (first_chat, second_chat)]
         try:
-            server_cold = await server_run(args.server, as_dicts[0], args.tokens)
-            server_warm = await server_run(args.server, as_dicts[1], args.tokens)
+            server = await server_side(args.server, pairs, args.tokens)
         except httpx.HTTPError as exc:
             print(f"bench_local: llama-server at {args.server}: {exc}", file=sys.stderr)
             return 1
-        show("llama-server", server_cold, server_warm, server_rss_mb(args.server))
+        print(server.line(server_rss_mb(args.server)))
     return 0
 
 

@@ -18,7 +18,7 @@ import asyncio
 import os
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, closing
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +55,14 @@ Fetcher = Callable[[Path], Any]
 
 
 def physical_cores() -> int:
-    """llama.cpp runs best with one thread per physical core (hyper-threads only contend)."""
+    """llama.cpp runs best with one thread per physical core (hyper-threads only contend),
+    and no more threads than the cores this process may run on (`taskset`, a container's
+    cpuset): its threads spin while they wait for each other, so two on one core crawl."""
     import psutil
 
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    return max(1, min(cores, allowed))
 
 
 def load_llama(path: Path, n_ctx: int, threads: int) -> Backend:
@@ -98,7 +102,7 @@ class LocalProvider:
                       notice: Callable[[str], None] | None = None) -> LocalProvider:
         folder = models_dir(env)
         return cls(folder, n_ctx=settings.context_window or DEFAULT_CONTEXT,
-                   fetch=default_fetcher(notice), notice=notice)
+                   threads=settings.local_threads, fetch=default_fetcher(notice), notice=notice)
 
     # -- the model
 
@@ -232,11 +236,13 @@ class Generation:
                     self.options.temperature if self.options.temperature is not None
                     else DEFAULT_TEMPERATURE,
                     self.options.max_tokens, prompt.stop + self.options.stop)
-                for piece in self.backend.generate(prompt.tokens, sampling,
-                                                   lambda: not self.cancel.is_set()):
-                    if self.cancel.is_set():
-                        return
-                    self.put(piece)
+                pieces = self.backend.generate(prompt.tokens, sampling,
+                                               lambda: not self.cancel.is_set())
+                with closing(pieces):  # ended under the lock: the next request finds it idle
+                    for piece in pieces:
+                        if self.cancel.is_set():
+                            return
+                        self.put(piece)
         except BaseException as exc:  # noqa: BLE001 - handed to the event loop, raised there
             self.put(exc)
         finally:
