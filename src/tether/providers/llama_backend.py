@@ -13,6 +13,7 @@ metadata), tokenized as its chat handler does.
 
 from __future__ import annotations
 
+import atexit
 import json
 import re
 import threading
@@ -27,6 +28,8 @@ from .local_types import Generated, Prompt, Sampling
 MISSING_EXTRA = "tether --local needs the local extra: pip install 'tether[local]'"
 BATCH = 512
 PROMPT_CHUNK = BATCH
+EXIT_WAIT = 10.0
+"""Seconds the exit waits for a generation to let its model go before freeing it."""
 """Prompt tokens evaluated between two cancel checks."""
 
 
@@ -47,8 +50,23 @@ def load_backend(path: Path, n_ctx: int, threads: int) -> LlamaBackend:
     key = LoadKey(str(path.resolve()), n_ctx, threads)
     with _LOAD_LOCK:
         if key not in _LOADED:
+            if not _LOADED:
+                atexit.register(unload_all)
             _LOADED[key] = LlamaBackend(path, n_ctx, threads)
         return _LOADED[key]
+
+
+def unload_all() -> None:
+    """Frees the loaded models while llama-cpp-python is still whole: left to the end of
+    the interpreter, its finalizer runs after its module is torn down and prints a traceback."""
+    with _LOAD_LOCK:
+        for backend in _LOADED.values():
+            # A generation still running in a worker was told to stop: it ends within a token
+            # or a prompt chunk. One that does not is left alone rather than hang the exit.
+            if backend.lock.acquire(timeout=EXIT_WAIT):
+                backend.llm.close()
+                backend.lock.release()
+        _LOADED.clear()
 
 
 def _llama_module() -> Any:

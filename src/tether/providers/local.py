@@ -222,7 +222,13 @@ class Generation:
         self.loop = asyncio.get_running_loop()
 
     def put(self, item: Any) -> None:
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        if self.loop.is_closed():  # the process is ending (tether quit mid-reply): nobody reads
+            self.cancel.set()
+            return
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # closed between the check and the call
+            self.cancel.set()
 
     def work(self) -> None:
         try:
