@@ -13,8 +13,11 @@ metadata), tokenized as its chat handler does.
 
 from __future__ import annotations
 
+import atexit
+import json
+import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,10 @@ from .local_types import Generated, Prompt, Sampling
 
 MISSING_EXTRA = "tether --local needs the local extra: pip install 'tether[local]'"
 BATCH = 512
+PROMPT_CHUNK = BATCH
+EXIT_WAIT = 10.0
+"""Seconds the exit waits for a generation to let its model go before freeing it."""
+"""Prompt tokens evaluated between two cancel checks."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +50,23 @@ def load_backend(path: Path, n_ctx: int, threads: int) -> LlamaBackend:
     key = LoadKey(str(path.resolve()), n_ctx, threads)
     with _LOAD_LOCK:
         if key not in _LOADED:
+            if not _LOADED:
+                atexit.register(unload_all)
             _LOADED[key] = LlamaBackend(path, n_ctx, threads)
         return _LOADED[key]
+
+
+def unload_all() -> None:
+    """Frees the loaded models while llama-cpp-python is still whole: left to the end of
+    the interpreter, its finalizer runs after its module is torn down and prints a traceback."""
+    with _LOAD_LOCK:
+        for backend in _LOADED.values():
+            # A generation still running in a worker was told to stop: it ends within a token
+            # or a prompt chunk. One that does not is left alone rather than hang the exit.
+            if backend.lock.acquire(timeout=EXIT_WAIT):
+                backend.llm.close()
+                backend.lock.release()
+        _LOADED.clear()
 
 
 def _llama_module() -> Any:
@@ -69,6 +91,7 @@ class LlamaBackend:
         llama_cpp, chat_format = _llama_module()
         self.path = path
         self.lock = threading.Lock()
+        self.stopping_criteria = llama_cpp.StoppingCriteriaList
         try:
             self.llm = llama_cpp.Llama(
                 model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
@@ -81,22 +104,21 @@ class LlamaBackend:
                 "GGUF file of a model this llama.cpp knows? Too little memory fails this way too",
                 "api") from None
         self.n_ctx = int(self.llm.n_ctx())
-        self.formatter, self.stop_token_ids = self._formatter(chat_format)
+        self.formatter = self._formatter(chat_format)
 
-    def _formatter(self, chat_format: Any) -> tuple[Any, set[int]]:
+    def _formatter(self, chat_format: Any) -> Any:
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise ProviderError(f"{self.path.name} holds no chat template, so tether cannot "
                                 "write a conversation for it; use an instruct (chat) GGUF", "api")
         model = self.llm._model
         eos, bos = self.llm.token_eos(), self.llm.token_bos()
-        formatter = chat_format.Jinja2ChatFormatter(
+        # No stop_token_ids: create_completion ends a reply at any end-of-generation token.
+        return chat_format.Jinja2ChatFormatter(
             template=template,
             eos_token=model.token_get_text(eos) if eos != -1 else "",
             bos_token=model.token_get_text(bos) if bos != -1 else "",
-            stop_token_ids=[eos],
         )
-        return formatter, {eos}
 
     @property
     def billions(self) -> float | None:
@@ -104,42 +126,99 @@ class LlamaBackend:
         return count / 1e9 if count > 0 else None
 
     def prompt(self, messages: list[dict[str, Any]]) -> Prompt:
+        rendered = self._render(messages)
+        stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
+        tokens: list[int] = []
+        for text, from_template in template_pieces(
+                lambda marked: self._render(marked).prompt, messages, rendered.prompt):
+            tokens += self.llm.tokenize(text.encode("utf-8"), special=from_template,
+                                        add_bos=not tokens and not rendered.added_special)
+        return Prompt(tokens, tuple(s for s in stop if s))
+
+    def _render(self, messages: list[dict[str, Any]]) -> Any:
         try:
-            rendered = self.formatter(messages=messages)
+            return self.formatter(messages=messages)
         except Exception as exc:  # the template's own raise_exception, or a Jinja error
             raise ProviderError(f"the model's chat template refused the conversation: "
                                 f"{' '.join(str(exc).split())}", "api") from None
-        stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
-        tokens = self.llm.tokenize(rendered.prompt.encode("utf-8"),
-                                   add_bos=not rendered.added_special, special=True)
-        return Prompt(list(tokens), tuple(s for s in stop if s))
 
     def reused_prefix(self, tokens: list[int]) -> int:
         """How many of `tokens` the next generation takes from the cache (as `generate` does)."""
-        return reused_prefix(list(self.llm.input_ids), tokens)
+        return reused_prefix(self.llm.input_ids[: self.llm.n_tokens].tolist(), tokens)
 
     def generate(self, tokens: list[int], sampling: Sampling,
-                 keep_going: Callable[[], bool]) -> Iterator[Generated]:
-        count = 0
+                 keep_going: Callable[[], bool]) -> Generator[Generated, None, None]:
+        produced = 0
 
         def stop_here(input_ids: Any, logits: Any) -> bool:
-            nonlocal count
-            count += 1  # called once per sampled token: the count and the cancel check
-            return not keep_going() or int(input_ids[-1]) in self.stop_token_ids
+            # Asked once per sampled token with the tokens before it (and once more at the
+            # end), so the length counts the tokens generated whatever ended the reply.
+            nonlocal produced
+            produced = max(produced, len(input_ids) - len(tokens) + 1)
+            return not keep_going()
 
+        chunks = None
         try:
+            if not self._read_prompt(tokens, keep_going):
+                return
             chunks = self.llm.create_completion(
                 prompt=tokens, max_tokens=sampling.max_tokens, temperature=sampling.temperature,
-                stop=list(sampling.stop), stream=True, stopping_criteria=[stop_here],
+                stop=list(sampling.stop), stream=True,
+                stopping_criteria=self.stopping_criteria([stop_here]),
                 **grammar_argument(_llama_module()[0], sampling.grammar))
             for chunk in chunks:
                 choice = chunk["choices"][0]
-                yield Generated(choice.get("text") or "", count, choice.get("finish_reason"))
+                yield Generated(choice.get("text") or "", produced, choice.get("finish_reason"))
         except MemoryError:
             raise out_of_memory(self.path) from None
         except (ValueError, RuntimeError) as exc:
             raise ProviderError(f"llama.cpp failed while answering: {' '.join(str(exc).split())}",
                                 "api") from None
+        finally:
+            if chunks is not None:
+                chunks.close()  # here, under the caller's lock, not whenever it is collected
+
+    def _read_prompt(self, tokens: list[int], keep_going: Callable[[], bool]) -> bool:
+        """Evaluates the prompt but its last token after the cached prefix, a chunk at a time
+        with a cancel check between (llama.cpp cannot stop within one); False when stopped.
+        `create_completion` then finds all but the last token cached, evaluates that one and
+        samples. A cache that cannot be cut at a position (a recurrent model's) is left to
+        `create_completion`, which starts such a model over."""
+        llm = self.llm
+        keep = self.reused_prefix(tokens)
+        if keep < llm.n_tokens and not llm._ctx.kv_cache_seq_rm(-1, keep, -1):
+            return True
+        llm.n_tokens = keep
+        for start in range(keep, len(tokens) - 1, PROMPT_CHUNK):
+            if not keep_going():
+                return False
+            llm.eval(tokens[start:min(start + PROMPT_CHUNK, len(tokens) - 1)])
+        return True
+
+MARK = "\ue000{}\ue001"
+MARKED = re.compile("\ue000([0-9]+)\ue001")
+
+
+def template_pieces(render: Callable[[list[dict[str, Any]]], str],
+                    messages: list[dict[str, Any]], prompt: str) -> list[tuple[str, bool]]:
+    """`prompt` (the conversation in the chat template) as (text, written by the template)
+    pieces, so only the template's own text may hold control tokens such as <|im_start|>: a
+    message (a file the model read, a web page) that spells one stays text and cannot fake
+    a turn. The template is rendered again with each message's content replaced by a mark;
+    when that does not give `prompt` back with the contents put in (the template changes a
+    content), the whole prompt is one piece, as a server tokenizes it."""
+    whole = [(prompt, True)]
+    if "\ue000" in json.dumps(messages, ensure_ascii=False, default=str):  # marks would mislead
+        return whole
+    contents = [m.get("content") for m in messages]
+    marked = [{**m, "content": MARK.format(i)} if isinstance(c, str) and c else m
+              for i, (m, c) in enumerate(zip(messages, contents, strict=True))]
+    parts = MARKED.split(render(marked))
+    pieces = [(text, True) if n % 2 == 0 else (str(contents[int(text)]), False)
+              for n, text in enumerate(parts)]
+    if "".join(text for text, _ in pieces) != prompt:
+        return whole
+    return [(text, from_template) for text, from_template in pieces if text]
 
 
 def grammar_argument(llama_cpp: Any, grammar: str | None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import asyncio
 import os
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, closing
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +55,14 @@ Fetcher = Callable[[Path], Any]
 
 
 def physical_cores() -> int:
-    """llama.cpp runs best with one thread per physical core (hyper-threads only contend)."""
+    """llama.cpp runs best with one thread per physical core (hyper-threads only contend),
+    and no more threads than the cores this process may run on (`taskset`, a container's
+    cpuset): its threads spin while they wait for each other, so two on one core crawl."""
     import psutil
 
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    return max(1, min(cores, allowed))
 
 
 def load_llama(path: Path, n_ctx: int, threads: int) -> Backend:
@@ -98,7 +102,7 @@ class LocalProvider:
                       notice: Callable[[str], None] | None = None) -> LocalProvider:
         folder = models_dir(env)
         return cls(folder, n_ctx=settings.context_window or DEFAULT_CONTEXT,
-                   fetch=default_fetcher(notice), notice=notice)
+                   threads=settings.local_threads, fetch=default_fetcher(notice), notice=notice)
 
     # -- the model
 
@@ -218,7 +222,13 @@ class Generation:
         self.loop = asyncio.get_running_loop()
 
     def put(self, item: Any) -> None:
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        if self.loop.is_closed():  # the process is ending (tether quit mid-reply): nobody reads
+            self.cancel.set()
+            return
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+        except RuntimeError:  # closed between the check and the call
+            self.cancel.set()
 
     def work(self) -> None:
         try:
@@ -232,11 +242,13 @@ class Generation:
                     self.options.temperature if self.options.temperature is not None
                     else DEFAULT_TEMPERATURE,
                     self.options.max_tokens, prompt.stop + self.options.stop, self.options.grammar)
-                for piece in self.backend.generate(prompt.tokens, sampling,
-                                                   lambda: not self.cancel.is_set()):
-                    if self.cancel.is_set():
-                        return
-                    self.put(piece)
+                pieces = self.backend.generate(prompt.tokens, sampling,
+                                               lambda: not self.cancel.is_set())
+                with closing(pieces):  # ended under the lock: the next request finds it idle
+                    for piece in pieces:
+                        if self.cancel.is_set():
+                            return
+                        self.put(piece)
         except BaseException as exc:  # noqa: BLE001 - handed to the event loop, raised there
             self.put(exc)
         finally:

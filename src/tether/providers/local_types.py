@@ -4,7 +4,7 @@ is tested against a fake in-process backend and llama-cpp-python stays an option
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,6 +55,6 @@ class Backend(Protocol):
         ...
 
     def generate(self, tokens: list[int], sampling: Sampling,
-                 keep_going: Callable[[], bool]) -> Iterator[Generated]:
+                 keep_going: Callable[[], bool]) -> Generator[Generated, None, None]:
         """The reply, piece by piece; `keep_going` is asked once per token, and False stops it."""
         ...

@@ -125,6 +125,10 @@ class Settings:
     context_window: int | None = setting(
         None, "Context window in tokens; Ollama receives it as options.num_ctx.", ge=256,
     )
+    local_threads: int | None = setting(
+        None, "Threads the local provider (--local) runs the model on; unset: one per "
+        "physical core.", ge=1, le=256,
+    )
     compress: bool = setting(
         True, "Trim old tool results and condense old history before a request overflows.",
     )
