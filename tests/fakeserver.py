@@ -83,6 +83,9 @@ class Reply:
     error_message: str = "error"
     delay: float = 0.0
     """Seconds to wait before each streamed chunk."""
+    hang_up: bool = False
+    """Close the connection without sending a byte of the response (a keep-alive connection
+    the server dropped as the request arrived)."""
     drop_after: int | None = None
     """Close the connection after this many chunks (a dropped stream). Every frame
     counts, including OpenAI's first role-only frame and a malformed one."""
@@ -768,6 +771,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, content_type: str, frames: list[bytes], reply: Reply) -> None:
         if reply.gate_after == 0 and not self._passed_gate(reply):
+            return
+        if reply.hang_up:
+            self._drop_connection()
             return
         self.send_response(200)
         self.send_header("Content-Type", content_type)

@@ -10,7 +10,7 @@ import pytest
 from fakeserver import FakeServer, Reply
 
 from tether.core.messages import Message, TextDelta
-from tether.providers import create_provider
+from tether.providers import create_provider, provider_class
 from tether.providers._http import parse_retry_after
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.ollama import OllamaProvider
@@ -202,6 +202,30 @@ async def test_a_dropped_stream_is_never_sent_again():
         assert len(s.bodies("/api/chat")) == 1
     assert events == [TextDelta("He"), TextDelta("ll")]
     assert info.value.kind == "stream" and sleeper.waits == []
+
+
+@pytest.mark.parametrize("name", ["ollama", "openai", "anthropic", "gemini"])
+async def test_a_connection_closed_before_any_answer_is_sent_again_once(name):
+    sleeper = Sleeper()
+    with FakeServer([Reply(hang_up=True), Reply(text="again")]) as server:
+        url = server.url + "/v1" if name == "openai" else server.url
+        provider = provider_class(name)(url, retry=policy(sleeper))
+        events = await collect(provider)
+        await provider.aclose()
+        assert len(server.requests) == 2
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "again"
+    assert sleeper.waits == [0.0]
+
+
+async def test_a_server_that_keeps_closing_before_answering_is_reported_after_one_retry():
+    sleeper = Sleeper()
+    with FakeServer([Reply(hang_up=True), Reply(hang_up=True), Reply(text="never")]) as server:
+        provider = OllamaProvider(server.url, retry=policy(sleeper))
+        with pytest.raises(ProviderError, match="closed the connection without answering") as info:
+            await collect(provider)
+        await provider.aclose()
+        assert len(server.requests) == 2
+    assert "Gave up after 1 retry" in str(info.value) and sleeper.waits == [0.0]
 
 
 async def test_a_wait_too_long_is_reported_at_once():

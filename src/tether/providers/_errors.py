@@ -227,8 +227,11 @@ class TransportErrors:
                 "stream",
             )
         if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
-            what = "in the middle of the answer" if answer_started else "without answering"
-            return ProviderError(f"{where} closed the connection {what}.", "stream")
+            if not answer_started:  # nothing of the answer was read: safe to send again
+                return ProviderError(f"{where} closed the connection without answering.",
+                                     "dropped")
+            return ProviderError(f"{where} closed the connection in the middle of the answer.",
+                                 "stream")
         if isinstance(exc, (httpx.WriteTimeout, httpx.PoolTimeout)):
             return ProviderError(f"{where} did not accept the request in time.", "connection")
         reason = connect_failure_reason(exc, self.connect_timeout)

@@ -26,7 +26,8 @@ class RequestOptions:
 class ProviderError(Exception):
     """A failure the user must see as one clear line (never a traceback).
 
-    `kind` is one of: connection, auth, rate_limit, overloaded, api, stream.
+    `kind` is one of: connection, auth, rate_limit, overloaded, api, stream, dropped (the
+    connection closed before any of the answer: sent again once, see retry.py).
     Messages must never contain an API key.
     """
 

@@ -45,6 +45,11 @@ class RetryPolicy:
 
     def wait_before_retry(self, error: ProviderError, retries_done: int) -> float | None:
         """Seconds to wait before the next attempt, or None when it should not be retried."""
+        if error.kind == "dropped":
+            # A connection closed before any answer: a keep-alive connection the server had
+            # just dropped (llama.cpp's server closes idle ones after 5 s). Sent again at
+            # once, one time; a server that keeps dropping requests is reported.
+            return 0.0 if retries_done == 0 and self.max_retries > 0 else None
         if not is_retryable(error) or retries_done >= self.max_retries:
             return None
         if error.retry_after is not None:
