@@ -117,7 +117,8 @@ async def test_anthropic_sends_a_base64_image_block(fake_server: FakeServer) -> 
     body = await sent_body(fake_server, provider, "/v1/messages", "claude-sonnet-4-5")
     assert body["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": "What is in this picture?"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+         "cache_control": {"type": "ephemeral"}},  # the conversation's end, marked for the cache
     ]}]
 
 
@@ -186,7 +187,6 @@ def test_the_chat_sends_the_image_to_a_model_that_takes_it(tmp_path: Path, home:
         screen = app.text()
         [body] = [b for b in server.bodies(CHAT) if "Write a short title" not in json.dumps(b)]
     assert f"attached shot.png (image/png, {len(PNG)} bytes)" in screen
-    assert body["messages"][-1]["content"] == [
-        {"type": "text", "text": "what is in @shot.png?"},
-        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}},
-    ]
+    text, image = body["messages"][-1]["content"]
+    assert text["type"] == "text" and text["text"].endswith("# Request\nwhat is in @shot.png?")
+    assert image == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}}

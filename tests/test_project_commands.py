@@ -52,6 +52,11 @@ def turn_bodies(server: FakeServer) -> list[dict]:
 # ---------------------------------------------------------------- /init
 
 
+def after_context(request: str) -> str:
+    """The request after the project context that opens a conversation's first message."""
+    return request.split("# Request\n", 1)[-1]
+
+
 async def test_init_drafts_from_the_project_and_writes_after_a_yes(
         repo: Path, server: FakeServer, home: Path) -> None:
     ctx = make_context(server.url, repo, home, trusted=True)
@@ -59,7 +64,7 @@ async def test_init_drafts_from_the_project_and_writes_after_a_yes(
     ctx.answers = ["y"]
     await ctx.run("/init")
     request = last_user_text(server.bodies(CHAT)[0])
-    assert request.startswith("/init: write the AGENTS.md")
+    assert after_context(request).startswith("/init: write the AGENTS.md")
     assert "calc.py" in request and "pyproject.toml" in request
     assert "make check, make lint" in request and "python -m pytest" in request
     assert "+# calc" in ctx.printed  # the diff came before the question
@@ -135,7 +140,8 @@ async def test_review_sends_the_working_trees_diff_and_changes_nothing(
     await ctx.run("/review")
     first, second = turn_bodies(server)
     request = last_user_text(first)
-    assert request.startswith("/review: review the uncommitted changes of the working tree")
+    assert after_context(request).startswith(
+        "/review: review the uncommitted changes of the working tree")
     assert "-    return a + b\n+    return a - b" in request and "+X = 1" in request
     assert "Blocked by /review" in tool_results(second)[0]
     assert (repo / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
@@ -157,7 +163,7 @@ async def test_review_of_a_range_and_of_one_commit(
     await ctx.run("/review main..HEAD")
     await ctx.run("/review HEAD")
     whole, one = (last_user_text(b) for b in turn_bodies(server))
-    assert whole.startswith("/review: review the commits main..HEAD")
+    assert after_context(whole).startswith("/review: review the commits main..HEAD")
     assert "+    return a + b + 0" in whole and "+Y = 2" in whole
     assert "+Y = 2" in one and "return a + b + 0" not in one
 
