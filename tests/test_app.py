@@ -64,8 +64,10 @@ def _last_content(body: dict) -> str:
 
 
 def roles_and_texts(body: dict) -> list[tuple[str, str]]:
-    """(role, content) of each non-system message of a request."""
-    return [(m["role"], m.get("content") or "") for m in body["messages"] if m["role"] != "system"]
+    """(role, content) of each non-system message of a request, the project context that
+    opens the first request message left out."""
+    return [(m["role"], (m.get("content") or "").split("# Request\n", 1)[-1])
+            for m in body["messages"] if m["role"] != "system"]
 
 
 def ask(app: PtyApp, text: str, done: str, timeout: float = 10) -> None:

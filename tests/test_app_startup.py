@@ -102,7 +102,8 @@ def test_a_request_typed_at_once_waits_visibly_and_is_sent_once_ready(
             assert app.wait_exit() == 0
             shown = app.text()
         asked = server.bodies("/v1/chat/completions")
-    typed = [body for body in asked if body["messages"][-1]["content"] == "typed before the runtime was built"]
+    typed = [body for body in asked
+             if body["messages"][-1]["content"].endswith("# Request\ntyped before the runtime was built")]
     assert len(typed) == 1
     assert shown.index("› typed before the runtime was built") < shown.index(WAITING_FOR_START)
     assert shown.index(WAITING_FOR_START) < shown.index("Sent after the start.")
