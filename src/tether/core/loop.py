@@ -404,10 +404,14 @@ class TurnLoop:
         """Run the calls of one reply; results come back in call order."""
         turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
         results: dict[str, ToolResult] = {}
+        finished: dict[str, Evidence] = {}
         history = CONVERSATION.set(turn.conv.messages)
         try:
             for batch in batches(parsed.calls, self.table):
-                await asyncio.gather(*(self._run_one(turn, call, results) for call in batch))
+                try:
+                    await asyncio.gather(*(self._run_one(turn, c, results, finished) for c in batch))
+                finally:  # the evidence in call order, whichever call of a batch ended first
+                    turn.conv.evidence.extend(finished.pop(c.id) for c in batch if c.id in finished)
         finally:  # also on cancellation: every call gets a result, so history stays valid
             CONVERSATION.reset(history)
             self.record(turn, parsed, results)
@@ -518,11 +522,12 @@ class TurnLoop:
 
     # ------------------------------------------------------------ helpers
 
-    async def _run_one(self, turn: TurnState, call: ToolCall, results: dict[str, ToolResult]) -> None:
+    async def _run_one(self, turn: TurnState, call: ToolCall, results: dict[str, ToolResult],
+                       finished: dict[str, Evidence]) -> None:
         """One call, through the dispatcher with the turn's steps (refusals, reuse, notes)."""
         result, evidence = await self.dispatcher.dispatch(call, turn.steps)
         results[call.id] = result
-        turn.conv.evidence.append(evidence)
+        finished[call.id] = evidence
 
     def _request_messages(
         self, history: Sequence[Message], note: str, system: Message, context: str
