@@ -252,6 +252,8 @@ class TurnLoop:
     same object lets the provider reuse what it worked out for the history behind it."""
     _opening: OpeningContext = field(default_factory=OpeningContext, init=False, repr=False)
     _as_text: TextHistory = field(default_factory=TextHistory, init=False, repr=False)
+    _grammar: tuple[tuple[Tool, ...], str] | None = field(default=None, init=False, repr=False)
+    """The reply grammar and the menu it was built for: built again only when the menu changes."""
     """The text protocol's rendering of the history, each message rendered once."""
 
     async def run_turn(self, conv: Conversation, user_text: str,
@@ -332,7 +334,7 @@ class TurnLoop:
         temperature = self.settings.temperature
         if turn.looped:  # greedy decoding would write the same loop (or result) again
             temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
-        grammar = call_grammar(self.offered()) if tools and self.mode == "text" and self.settings.grammar \
+        grammar = self._reply_grammar() if tools and self.mode == "text" and self.settings.grammar \
             else None
         options = RequestOptions(self.settings.model, temperature, self.settings.max_reply_tokens, stop=stop,
                                  grammar=grammar)
@@ -538,6 +540,13 @@ class TurnLoop:
         if self.mode == "text":
             body = self._as_text.render(body, self.table)
         return [system, *self._opening.apply(body, context)]
+
+    def _reply_grammar(self) -> str:
+        """`call_grammar` of the offered menu, kept while the menu stays the same."""
+        menu = tuple(self.offered())
+        if self._grammar is None or self._grammar[0] != menu:
+            self._grammar = (menu, call_grammar(menu))
+        return self._grammar[1]
 
     def open_turn(self, turn: TurnState) -> None:
         """The opening note goes into the history after the request (and the files read
