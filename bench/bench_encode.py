@@ -20,10 +20,10 @@ from pathlib import Path
 
 from tether.core.messages import Message, Text, ToolCall, ToolResult
 from tether.core.toolspec import ToolContext
+from tether.host.safetext import clean_data
 from tether.providers import openai
 from tether.providers.base import RequestOptions
 from tether.providers.wire import WireCache, encode_body
-from tether.safety.safetext import clean_data
 from tether.tools import builtin_tools
 
 OPTIONS = RequestOptions(model="bench")

@@ -36,7 +36,7 @@ import httpx  # noqa: E402
 from fakeserver import FakeServer, Reply  # noqa: E402
 
 import tether.providers._http as http_module  # noqa: E402
-from tether.core.loop import Conversation  # noqa: E402
+from tether.engine.loop import Conversation  # noqa: E402
 from tether.runtime import RunOptions, build_runtime  # noqa: E402
 from tether.store.config import Settings  # noqa: E402
 from tether.ui.headless import HeadlessUI  # noqa: E402

@@ -57,7 +57,7 @@ def project(scratch: Path, name: str) -> Path:
 def on_day(day: datetime.date) -> None:
     """Make tether's prompt module see `day` as today (the runtime's own day, where it has one,
     is set too)."""
-    import tether.core.prompts as prompts
+    import tether.engine.prompts as prompts
 
     shim = types.SimpleNamespace(date=types.SimpleNamespace(today=lambda: day))
     prompts.datetime = shim  # type: ignore[attr-defined]
@@ -67,7 +67,7 @@ async def session(root: Path, home: Path, profile: str, protocol: str) -> list[d
     """The request bodies of one turn: a read of the project's main file, then the answer."""
     from fakeserver import FakeServer, Reply
 
-    from tether.core.loop import Conversation
+    from tether.engine.loop import Conversation
     from tether.runtime import RunOptions, build_runtime
     from tether.store.config import load_settings
     from tether.ui.headless import HeadlessUI

@@ -24,7 +24,7 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from tether.core.prompts import with_context
+from tether.engine.prompts import with_context
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI

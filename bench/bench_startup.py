@@ -95,7 +95,7 @@ def main() -> None:
         rows.append(("tether --version", [script, "--version"]))
     rows += [
         ("python -m tether --version", [python, "-m", "tether", "--version"]),
-        ("import tether.core.loop", [python, "-c", "import tether.core.loop"]),
+        ("import tether.engine.loop", [python, "-c", "import tether.engine.loop"]),
         ("import tether.runtime (everything -p needs)", [python, "-c", "import tether.runtime"]),
     ]
     print(f"start-up, median of {runs} runs")

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tether.core.answer_checks import check_answer
-from tether.core.answer_facts import TurnFacts, gather_facts
 from tether.core.messages import CommandStatus, Evidence, Message, ToolCall, ToolResult, new_call_id
 from tether.core.toolspec import ToolContext
+from tether.engine.answer_checks import check_answer
+from tether.engine.answer_facts import TurnFacts, gather_facts
 from tether.tools import builtin_tools
 
 CORPUS = Path(__file__).parent / "fixtures" / "answer_checks"

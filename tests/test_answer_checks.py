@@ -16,10 +16,10 @@ from test_headless_contract import problems
 from test_loop import build
 
 from tether.cli import result_object
-from tether.core.answer_checks import check_answer
-from tether.core.answer_facts import TurnFacts, command_is_read_only
-from tether.core.loop import Conversation
 from tether.core.toolspec import Tool, ToolOutput
+from tether.engine.answer_checks import check_answer
+from tether.engine.answer_facts import TurnFacts, command_is_read_only
+from tether.engine.loop import Conversation
 from tether.ui.contract import SCHEMA_VERSION
 from tether.ui.headless import HeadlessUI
 from tether.ui.terminal.terminal_ui import TerminalUI
@@ -149,7 +149,7 @@ def test_stream_json_sends_the_warnings_as_a_line() -> None:
     ("Fix it by running the formatter first.", False),
 ])
 def test_what_counts_as_saying_something_ran(text: str, claims: bool) -> None:
-    from tether.core.answer_checks import RAN_CLAIM
+    from tether.engine.answer_checks import RAN_CLAIM
 
     assert bool(RAN_CLAIM.search(text)) is claims
 

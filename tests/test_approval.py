@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher
 from tether.safety.approval import ApprovalPolicy, checked_values
 from tether.safety.permissions import Rule, RuleSet, load_rules
 from tether.tools import builtin_tools

@@ -12,12 +12,12 @@ from fakeserver import FakeServer, Reply
 from pydantic import BaseModel
 from test_app import start_app, turn_bodies
 
-from tether.core import dispatch
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import Decision, SilentUI
 from tether.core.verdict import GateVerdict
+from tether.engine import dispatch
+from tether.engine.dispatch import Dispatcher
 
 
 def write_call() -> Reply:

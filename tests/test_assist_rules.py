@@ -18,15 +18,15 @@ from tether.assist.coach import Coach
 from tether.assist.request import read_request
 from tether.assist.rules import EMPTY_REPLY, RULE_LEVERS, RULES, Judged, Rule
 from tether.assist.turn import Assist
-from tether.core.dispatch import Dispatcher
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import ToolCall
 from tether.core.profile import RULE_LEVERS as PROFILE_RULE_LEVERS
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolTable
-from tether.core.turn_assist import CoachSetup
-from tether.core.turn_record import TurnEvidence
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
+from tether.engine.turn_assist import CoachSetup
+from tether.engine.turn_record import TurnEvidence
 
 TOOLS = {"read_file": "filepath", "write_file": "filepath", "edit_file": "filepath",
          "run_cmd": "command", "send_input": "text", "search_in_file": "pattern"}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall
 from tether.core.toolspec import ToolContext, ToolError
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher
 from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import Rule, RuleSet
 from tether.tools import builtin_tools
@@ -258,7 +258,7 @@ async def test_deny_read_rules_apply_to_the_outline_tools(project: Path) -> None
 
 def test_the_small_profile_defers_the_code_structure_tools(tmp_path: Path) -> None:
     from tether.core.profile import CORE_TOOLS
-    from tether.core.toolmenu import ToolMenu
+    from tether.engine.toolmenu import ToolMenu
 
     table, _ = builtin_tools(ToolContext(root=tmp_path))
     menu = ToolMenu(table, CORE_TOOLS)

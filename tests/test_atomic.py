@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.store import atomic
-from tether.store.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from tether.host import atomic
+from tether.host.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -23,7 +23,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from tether.store.atomic import atomic_write_text
+    from tether.host.atomic import atomic_write_text
 
     target = Path(sys.argv[1])
     payloads = ["A" * 200_000, "B" * 300_000]

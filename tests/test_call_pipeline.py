@@ -12,12 +12,12 @@ from scripted import ScriptedProvider, call, make_tool, say
 
 from tether.assist.rules import REPEATED_CALL, REPEATED_FAILURE
 from tether.assist.turn import Assist
-from tether.core.dispatch import Dispatcher, Screening
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Evidence, ToolCall
-from tether.core.toolmenu import ToolMenu, tool_search_tool
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolTable
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher, Screening
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
+from tether.engine.toolmenu import ToolMenu, tool_search_tool
 
 
 @dataclass

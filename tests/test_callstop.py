@@ -8,10 +8,10 @@ import pytest
 from scripted import ScriptedProvider
 from test_loop import RecordingUI
 
-from tether.core.dispatch import Dispatcher
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Done, TextDelta, ToolCall, Usage
 from tether.core.toolspec import ToolContext, ToolTable
+from tether.engine.dispatch import Dispatcher
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.protocol.callstop import CallStop
 from tether.tools import builtin_tools
 from tether.tools.files import FILE_TOOLS

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from scripted import Request, ScriptedProvider, call, make_tool, say
 from test_loop import build
 
-from tether.core.context import (
+from tether.core.messages import Done, Message, Text, ToolCall, ToolResult, Usage
+from tether.engine.context import (
     DEFAULT_WINDOW,
     SUMMARY_HEADER,
     SUMMARY_PROMPT,
@@ -21,8 +22,7 @@ from tether.core.context import (
     latest_request_index,
     transcript,
 )
-from tether.core.loop import Conversation
-from tether.core.messages import Done, Message, Text, ToolCall, ToolResult, Usage
+from tether.engine.loop import Conversation
 from tether.providers.base import ProviderError
 from tether.providers.ollama import SERVER_DEFAULT_NUM_CTX, ollama_context_window
 

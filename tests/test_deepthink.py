@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, make_tool, say
 
-from tether.core.deepthink import (
+from tether.core.messages import CommandStatus, Evidence, ToolCall, new_call_id
+from tether.core.toolspec import Tool, ToolContext, ToolTable
+from tether.core.ui_protocol import SilentUI
+from tether.engine.deepthink import (
     DIFF_WINDOW,
     NO_CHANGES_MARKER,
     Deepthink,
@@ -19,11 +22,8 @@ from tether.core.deepthink import (
     strip_marker,
     verification_report,
 )
-from tether.core.dispatch import AllowAll, Dispatcher, GateVerdict
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
-from tether.core.messages import CommandStatus, Evidence, ToolCall, new_call_id
-from tether.core.toolspec import Tool, ToolContext, ToolTable
-from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import AllowAll, Dispatcher, GateVerdict
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.providers.base import ProviderError
 from tether.runtime import undo_hooks
 from tether.safety.shell_session import CommandOutcome, ShellSessions

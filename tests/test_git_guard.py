@@ -19,8 +19,8 @@ from test_cli import openai_args, run_cli
 
 from tether.core.messages import ToolCall
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
+from tether.host.git_guard import hardened_git, name_overrides
 from tether.safety.approval import ApprovalPolicy
-from tether.safety.git_guard import hardened_git, name_overrides
 from tether.safety.permissions import Rule, RuleSet
 from tether.store.git_ops import GitOps
 from tether.tools import builtin_tools
@@ -165,8 +165,8 @@ def test_git_status_runs_nothing_the_repository_configures(hostile: Path, evil: 
 def test_the_project_map_and_file_list_run_nothing_the_repository_configures(
     hostile: Path, evil: Evil
 ) -> None:
-    from tether.core.project_files import ProjectFiles
-    from tether.core.projectmap import project_map
+    from tether.engine.projectmap import project_map
+    from tether.host.project_files import ProjectFiles
 
     assert "a.txt" in project_map(hostile, 2_000)
     assert hostile / "a.txt" in ProjectFiles(hostile).paths()

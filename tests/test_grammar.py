@@ -139,7 +139,7 @@ async def _first_body(tmp_path: Path, home: Path, owned_by: str, env: dict[str, 
         runtime = build_runtime(loaded, RunOptions(root=tmp_path, home=home, auto=True), HeadlessUI(), env)
         try:
             await runtime.start()
-            from tether.core.loop import Conversation
+            from tether.engine.loop import Conversation
 
             await runtime.loop.run_turn(Conversation(), "What does a.txt say?")
         finally:

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from rich.console import Console
 from scripted import TextArgs, make_tool
 
-from tether.core.dispatch import NEEDS_APPROVAL, Dispatcher, GateVerdict
 from tether.core.messages import CommandStatus, Evidence, ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolTable
-from tether.safety.safetext import SafeTextStream, clean_text, has_bad_chars
+from tether.engine.dispatch import NEEDS_APPROVAL, Dispatcher, GateVerdict
+from tether.host.safetext import SafeTextStream, clean_text, has_bad_chars
 from tether.safety.visible import visible
 from tether.ui.headless import HeadlessUI, outcome_mark
 from tether.ui.terminal.terminal_ui import TerminalUI

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 
-from tether.core.context import TokenEstimator
 from tether.core.history_prefix import SeenPrefix
 from tether.core.messages import Message, Text, ToolCall, ToolResult
+from tether.engine.context import TokenEstimator
 from tether.providers import openai
 from tether.providers.wire import WireCache
 

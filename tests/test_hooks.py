@@ -18,9 +18,9 @@ from scripted import ScriptedProvider, call, say
 from test_cli import openai_args, run_cli
 from waiting import wait_until
 
-from tether.core.loop import Conversation
 from tether.core.messages import Message, Text
 from tether.core.ui_protocol import SilentUI
+from tether.engine.loop import Conversation
 from tether.hooks.config import HookSet, load_hooks
 from tether.runtime import RunOptions, Runtime, build_runtime, session_started
 from tether.safety.sandbox import probe_problem

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.safety.git_guard import hardened_git
-from tether.safety.host_programs import host_path
+from tether.host.git_guard import hardened_git
+from tether.host.host_programs import host_path
 from tether.safety.sandbox import Sandbox
 from tether.safety.shell_session import ShellSessions
 

@@ -12,9 +12,9 @@ import pytest
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
-from tether.core.images import MAX_IMAGE_BYTES, NotAnImage, attach_images, image_mime, read_image
 from tether.core.messages import Image, Message, Text
 from tether.core.toolspec import ToolTable
+from tether.engine.images import MAX_IMAGE_BYTES, NotAnImage, attach_images, image_mime, read_image
 from tether.protocol.history import render_history_as_text
 from tether.providers import anthropic, gemini, ollama, openai
 from tether.providers.base import RequestOptions

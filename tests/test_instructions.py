@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, say
 
-from tether.core.instructions import load_instructions
-from tether.core.loop import Conversation
+from tether.engine.instructions import load_instructions
+from tether.engine.loop import Conversation
 from tether.runtime import RunOptions, build_runtime
 from tether.safety.sandbox import Sandbox, probe_problem
 from tether.safety.shell_session import ShellSessions

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tether.host.statefile import StateFileError
 from tether.store.keys import (
     ConnectionStore,
     KeyStore,
@@ -16,7 +17,6 @@ from tether.store.keys import (
     clean_key,
     resolve_key,
 )
-from tether.store.statefile import StateFileError
 
 KEY = "sk-ant-api03-secret-value-123456"
 

@@ -18,28 +18,30 @@ import pytest
 import tether
 
 # The layers below the user interface, and what none of them may reach.
-LOWER_LAYERS = ("core", "protocol", "tools", "safety", "store", "providers", "mcp", "skills", "hooks")
+LOWER_LAYERS = ("host", "core", "engine", "protocol", "tools", "safety", "store", "providers", "mcp", "skills", "hooks")
 UI_MODULES = ("tether.ui", "prompt_toolkit", "rich")
 # A provider encodes and decodes messages; running tools is the loop's business.
-PROVIDER_FORBIDDEN = ("tether.tools", "tether.core.dispatch")
+PROVIDER_FORBIDDEN = ("tether.tools", "tether.engine.dispatch")
 
 # What each package (or top-level module) may import from the others: ARCHITECTURE.md's
 # "Layers" table, exactly (a test compares the two).
 LAYERS: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"core", "providers", "runtime", "safety", "store", "ui"},
-    "ui": {"core", "hooks", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
-    "runtime": {"assist", "core", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
-    "assist": {"core", "safety", "store", "tools"},
-    "hooks": {"core", "safety", "store"},
-    "mcp": {"core", "safety", "store"},
-    "skills": {"core", "safety", "store", "tools"},
-    "providers": {"core", "protocol", "safety", "store"},
+    "cli": {"core", "engine", "host", "providers", "runtime", "safety", "store", "ui"},
+    "ui": {"core", "engine", "hooks", "host", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
+    "runtime": {"assist", "core", "engine", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
+    "assist": {"core", "engine", "host", "tools"},
+    "hooks": {"core", "engine", "host", "safety", "store"},
+    "engine": {"core", "host", "protocol", "providers", "safety", "store", "tools"},
+    "mcp": {"core", "host", "safety", "store"},
+    "skills": {"core", "host", "safety", "store", "tools"},
+    "tools": {"core", "engine", "host", "safety", "store"},
+    "providers": {"core", "engine", "host", "protocol", "store"},
+    "store": {"core", "engine", "host", "safety"},
+    "safety": {"core", "engine", "host", "store"},
     "protocol": {"core"},
-    "tools": {"core", "safety", "store"},
-    "core": {"protocol", "providers", "safety", "store", "tools"},
-    "safety": {"core", "store"},
-    "store": {"core", "safety", "tools"},
+    "core": {"host"},
+    "host": set(),
 }
 
 
@@ -191,8 +193,8 @@ CYCLE_GRAPH = cycle_graph(SRC, "tether")
 
 
 def test_the_graph_sees_the_package() -> None:
-    assert "tether.core.loop" in GRAPH
-    assert "tether.core.dispatch" in GRAPH["tether.core.loop"]
+    assert "tether.engine.loop" in GRAPH
+    assert "tether.engine.dispatch" in GRAPH["tether.engine.loop"]
     assert "tether.ui.terminal.render" in import_chains(GRAPH, "tether.cli")
     assert any(under(name, ("rich",)) for name in import_chains(GRAPH, "tether.ui.terminal.render"))
 

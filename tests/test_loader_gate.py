@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tether.core.instructions import load_instructions
+from tether.engine.instructions import load_instructions
 from tether.hooks.config import load_hooks, project_declares_hooks
-from tether.safety.git_guard import linked_git_dirs
+from tether.host.git_guard import linked_git_dirs
 from tether.safety.permissions import load_rules
 from tether.safety.sandbox_paths import git_paths
 from tether.safety.trusted_folders import TrustStore

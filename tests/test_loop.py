@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 
-from tether.core.dispatch import Dispatcher, GateVerdict, window_text
-from tether.core.loop import STEP_LIMIT_NOTE, Conversation, TurnLoop, TurnSettings, batches
 from tether.core.messages import Done, Message, TextDelta, ToolCall, Usage
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput, ToolTable
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.dispatch import Dispatcher, GateVerdict, window_text
+from tether.engine.loop import STEP_LIMIT_NOTE, Conversation, TurnLoop, TurnSettings, batches
 from tether.providers.base import ProviderError
 
 

@@ -31,8 +31,8 @@ from mcp_helpers import (
 )
 
 from tether.core.profile import SMALL
-from tether.core.toolmenu import TOOL_SEARCH
 from tether.core.ui_protocol import SilentUI
+from tether.engine.toolmenu import TOOL_SEARCH
 from tether.mcp.config import load_servers
 from tether.mcp.resources import parse_prompt_arguments, prompt_list, prompt_text
 from tether.mcp.stdio import server_environment

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from fakeserver import FakeServer
 
-from tether.core.context import context_window, known_context_window
 from tether.core.model_table import (
     BUILTIN_FILE,
     ModelEntry,
@@ -19,6 +18,7 @@ from tether.core.model_table import (
     read_entries,
 )
 from tether.core.profile import FULL, SMALL, choose_profile, choose_protocol, default_temperature
+from tether.engine.context import context_window, known_context_window
 from tether.providers.gemini import thinks
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings

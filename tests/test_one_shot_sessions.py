@@ -15,7 +15,7 @@ from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
 from tether.core.messages import Message, Text
-from tether.core.prompts import CONTEXT_END
+from tether.engine.prompts import CONTEXT_END
 from tether.store.session import SessionStore
 
 CHAT = "/v1/chat/completions"

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tether.core.toolspec import ToolContext, ToolError
+from tether.host.paths import resolve_path, resolved_forms
 from tether.safety.approval import is_inside
-from tether.safety.paths import resolve_path, resolved_forms
 from tether.store.keys import SecretFiles
 
 PARENTS = ["r", "r/a", "r/b", "o", "o/a", "h"]

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tether.host.statefile import StateFileError
 from tether.safety.permissions import (
     Rule,
     RuleError,
@@ -22,7 +23,6 @@ from tether.safety.permissions import (
     save_rule,
     too_broad_to_trust,
 )
-from tether.store.statefile import StateFileError
 
 
 def rules(allow: Sequence[str] = (), deny: Sequence[str] = ()) -> RuleSet:

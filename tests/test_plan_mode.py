@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, make_tool, say
 
-from tether.core.dispatch import AllowAll, Dispatcher, GateVerdict
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import ToolCall
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import AllowAll, Dispatcher, GateVerdict
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.tools.files import FILE_TOOLS
 from tether.tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 

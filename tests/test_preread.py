@@ -8,8 +8,8 @@ from pathlib import Path
 
 from scripted import ScriptedProvider, say
 
-from tether.core.loop import PREREAD_FILE_BYTES, Conversation
 from tether.core.profile import profile_named
+from tether.engine.loop import PREREAD_FILE_BYTES, Conversation
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI

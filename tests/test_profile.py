@@ -21,8 +21,6 @@ from tether.assist.rules import (
     REPEATED_FAILURE,
 )
 from tether.assist.turn import Assist
-from tether.core.dispatch import Dispatcher
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import ToolCall
 from tether.core.profile import (
     SMALL,
@@ -31,10 +29,12 @@ from tether.core.profile import (
     choose_profile,
     profile_named,
 )
-from tether.core.projectmap import project_map
-from tether.core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.dispatch import Dispatcher
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
+from tether.engine.projectmap import project_map
+from tether.engine.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
@@ -637,7 +637,7 @@ async def test_a_blind_overwrite_refusal_shows_no_file_a_deny_rule_or_size_keeps
     tmp_path: Path,
 ) -> None:
     from tether.assist.call_guard import SHOW_UNREAD_CHARS, overwrite_refusal
-    from tether.core.turn_record import TurnEvidence
+    from tether.engine.turn_record import TurnEvidence
 
     secret, big = tmp_path / "secret.env", tmp_path / "big.txt"
     secret.write_text("TOKEN=abc\n")

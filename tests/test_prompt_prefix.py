@@ -16,9 +16,9 @@ import pytest
 from fakeserver import FakeServer, Reply
 from test_cli import openai_args, run_cli
 
-from tether.core.loop import Conversation
 from tether.core.messages import Message, Text, ToolCall, ToolResult
 from tether.core.toolspec import ToolContext, ToolTable
+from tether.engine.loop import Conversation
 from tether.protocol import TextHistory, render_history_as_text
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings

@@ -8,11 +8,11 @@ import pytest
 from scripted import ScriptedProvider
 from test_loop import RecordingUI
 
-from tether.core.dispatch import Dispatcher
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Done, TextDelta, Usage
-from tether.core.repeatstop import REPEAT_LIMIT, RepeatStop
 from tether.core.toolspec import ToolContext, ToolTable
+from tether.engine.dispatch import Dispatcher
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
+from tether.engine.repeatstop import REPEAT_LIMIT, RepeatStop
 from tether.tools.files import FILE_TOOLS
 
 LOOPED = '    assert slugify("Hello, World! 12345") == "hello-world-12345"\n'
@@ -109,7 +109,7 @@ class RecordingOptions(LoopingWriter):
 
 
 async def test_the_request_after_a_loop_is_sampled_warmer_then_greedy_again(tmp_path: Path) -> None:
-    from tether.core.repeatstop import LOOP_TEMPERATURE
+    from tether.engine.repeatstop import LOOP_TEMPERATURE
 
     provider = RecordingOptions([])
     loop = writing_loop(provider, tmp_path, temperature=0.0)
@@ -122,7 +122,7 @@ async def test_the_request_after_a_loop_is_sampled_warmer_then_greedy_again(tmp_
 def test_long_lines_count_only_word_for_word() -> None:
     """Past GROWN_MAX_CHARS a line is not compared piece by piece (that is quadratic, on
     every streamed line), so long growing lines stream on; the same long line still stops."""
-    from tether.core.repeatstop import GROWN_MAX_CHARS
+    from tether.engine.repeatstop import GROWN_MAX_CHARS
 
     base = "x = [" + "1, " * (GROWN_MAX_CHARS // 3)
     grown = "".join(base + "2, " * n + "]\n" for n in range(1, REPEAT_LIMIT + 2))

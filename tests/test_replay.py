@@ -22,11 +22,11 @@ from fakeserver import (
 )
 from pydantic import BaseModel
 
-from tether.core.dispatch import Dispatcher
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Message, Text, TextDelta, Thinking, ToolCall, ToolResult
 from tether.core.toolspec import Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.providers import anthropic, gemini, ollama, openai
 from tether.providers._http import MISSING_RESULT, answered_history
 from tether.providers.base import RequestOptions

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, say
 
-from tether.core.dispatch import Dispatcher
-from tether.core.loop import Conversation, TurnLoop, TurnSettings
 from tether.core.messages import Message, Text, ToolCall
 from tether.core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher
+from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.tools.ast_tools import AstTools, RepoMapParams
 from tether.tools.repo_map import tokens_of
 from tether.tools.repo_rank import pagerank

@@ -701,7 +701,7 @@ def test_a_file_name_that_is_not_utf8_and_a_broken_reply_keep_the_chat_going(
     ("plain \x00\x1b text", "plain \x00\x1b text"),  # control characters are another concern
 ])
 def test_clean_text_keeps_bytes_readable(raw: str, clean: str) -> None:
-    from tether.safety.safetext import clean_text, has_bad_chars
+    from tether.host.safetext import clean_text, has_bad_chars
 
     assert clean_text(raw) == clean and not has_bad_chars(clean_text(raw))
     clean_text(raw).encode("utf-8")
@@ -728,7 +728,7 @@ class ShortWrites(io.RawIOBase):
 def test_an_unbuffered_stream_gets_every_byte_or_an_error() -> None:
     """`python -u` / PYTHONUNBUFFERED: the text layer wrote once and dropped what a short
     write left, so a long answer was cut without an error."""
-    from tether.safety.safetext import write_safely
+    from tether.host.safetext import write_safely
 
     raw = ShortWrites(most=7)
     stream = io.TextIOWrapper(cast(Any, raw), encoding="ascii", write_through=True)

@@ -22,10 +22,10 @@ import psutil
 import pytest
 
 from tether.cli import build_parser, setting_flags
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import Evidence, ToolCall
 from tether.core.toolspec import ToolContext
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.dispatch import Dispatcher
 from tether.runtime import RunOptions, build_runtime
 from tether.safety import sandbox as sandbox_module
 from tether.safety import seccomp, stdin_probe

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tether.core.dispatch import AllowAll, CallPolicy, Dispatcher
 from tether.core.messages import ToolCall, ToolResult
 from tether.core.toolspec import ToolContext
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.dispatch import AllowAll, CallPolicy, Dispatcher
 from tether.safety.approval import ApprovalPolicy, contains_home, home_spellings, is_secret_path
 from tether.safety.permissions import Rule, RuleSet
 from tether.safety.sandbox import Sandbox

@@ -16,13 +16,13 @@ from fakeserver import FakeServer, Reply
 
 from tether.core.messages import Message
 from tether.core.toolspec import ToolContext
+from tether.host.git_guard import hardened_git
 from tether.providers._http import redact
 from tether.providers.anthropic import AnthropicProvider
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.gemini import GeminiProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai import OpenAIProvider
-from tether.safety.git_guard import hardened_git
 from tether.store.git_ops import GitOps
 from tether.tools.files import SearchInFileParams, search_in_file
 from tether.tools.git import GitDiffParams, GitStatusParams, git_diff, git_status

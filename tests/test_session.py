@@ -87,7 +87,7 @@ def test_save_load_round_trip_keeps_every_part(store: SessionStore, project: Pat
 
 
 def test_update_from_conversation_and_back(store: SessionStore, project: Path) -> None:
-    from tether.core.loop import Conversation
+    from tether.engine.loop import Conversation
 
     conv = Conversation(messages=rich_history(), usage=Usage(5, 6, 0))
     record = store.new(project, "ollama", "qwen3")

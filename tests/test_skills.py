@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, say
 
-from tether.core.loop import Conversation
 from tether.core.toolspec import ToolError
+from tether.engine.loop import Conversation
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.safety.sandbox import probe_problem
 from tether.skills.catalog import discover_skills, prompt_index

@@ -23,9 +23,9 @@ from test_profile import (
 from tether.assist.call_guard import lines_lost
 from tether.assist.reply_shapes import shown_new_file
 from tether.assist.rules import FIND_IT_YOURSELF, REPEATED_CALL
-from tether.core.loop import Conversation
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
+from tether.engine.loop import Conversation
 from tether.tools.file_search import SearchInFileParams, search_in_file
 from tether.tools.files import FILE_TOOLS
 
@@ -430,7 +430,7 @@ async def test_a_request_to_run_something_is_not_a_question_and_is_told_to_run_i
 async def test_a_broken_call_is_answered_with_where_it_breaks_and_three_in_a_row_end_the_turn(
     tmp_path: Path,
 ) -> None:
-    from tether.core.loop import MAX_UNREADABLE
+    from tether.engine.loop import MAX_UNREADABLE
 
     broken = '{"name": "read_file", "arguments": {"filepath": str(name)}}'
     provider = ScriptedProvider([say(broken)] * (MAX_UNREADABLE + 2))
@@ -471,8 +471,8 @@ async def test_a_readable_call_between_broken_ones_starts_the_count_again(tmp_pa
 
 
 def test_tool_search_for_a_project_script_says_it_is_a_file_to_run(tmp_path: Path) -> None:
-    from tether.core.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
     from tether.core.toolspec import ToolTable
+    from tether.engine.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
 
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
@@ -487,8 +487,8 @@ def test_tool_search_for_a_project_script_says_it_is_a_file_to_run(tmp_path: Pat
 
 
 def script_search(root: Path):  # noqa: ANN201
-    from tether.core.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
     from tether.core.toolspec import ToolTable
+    from tether.engine.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
 
     table = ToolTable([make_tool(n, lambda a, c: "") for n in ("read_file", "git_diff")])
     search = tool_search_tool(ToolMenu(table, ["read_file"]))
@@ -1163,7 +1163,7 @@ def nudges_in(conv: Conversation) -> list[str]:
 
 async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_again_warmer(tmp_path: Path) -> None:
     from tether.assist.rules import RESULT_FIRST_NEXT
-    from tether.core.repeatstop import LOOP_TEMPERATURE
+    from tether.engine.repeatstop import LOOP_TEMPERATURE
 
     provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), result_marker_reply(), say("It prints hi.")])
     loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
@@ -1178,8 +1178,8 @@ async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_ag
 
 
 def test_only_a_few_tokens_make_an_empty_reply_one_that_began_with_a_result() -> None:
-    from tether.core.loop import MARKER_TOKENS_AT_MOST, Reply
     from tether.core.messages import Usage
+    from tether.engine.loop import MARKER_TOKENS_AT_MOST, Reply
 
     def empty(tokens: int, markers: bool = True) -> Reply:
         return Reply(usage=Usage(900, tokens), stops_at_markers=markers)
@@ -1493,7 +1493,7 @@ def test_the_cue_follows_only_a_call_that_ends_the_last_message() -> None:
     assert with_send_cue(ending, call_text)[-1].text == f"note:\n{call_text}\n{SEND_CUE}"
     going_on = [Message.user(f"note:\n{call_text}\nThen answer.")]
     assert with_send_cue(going_on, call_text) == going_on
-    from tether.core.loop import pressure_note
+    from tether.engine.loop import pressure_note
 
     noted = [Message.user(f"note:\n{call_text}\n\n{pressure_note(14, 18)}")]
     assert with_send_cue(noted, call_text)[-1].text.startswith(f"note:\n{call_text}\n{SEND_CUE}\n\n(Note: 14 of 18")

@@ -22,8 +22,8 @@ from test_subagents import (
 )
 from waiting import until
 
-from tether.core.loop import Conversation
 from tether.core.profile import SMALL
+from tether.engine.loop import Conversation
 from tether.ui.headless import HeadlessUI
 from tether.ui.terminal.terminal_ui import TerminalUI
 

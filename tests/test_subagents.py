@@ -15,11 +15,11 @@ from rich.console import Console
 from scripted import ScriptedProvider, call, say
 from waiting import until
 
-from tether.core.loop import STEP_LIMIT_NOTE, Conversation
 from tether.core.messages import Evidence, Message, ToolCall
 from tether.core.profile import SMALL
 from tether.core.toolspec import Tool
 from tether.core.ui_protocol import Decision
+from tether.engine.loop import STEP_LIMIT_NOTE, Conversation
 from tether.providers.base import ProviderError
 from tether.runtime import RunOptions, build_runtime, subagent_concurrency
 from tether.store.agent_defs import load_definitions, parse_definition

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tether.core.answer_checks import _shown
-from tether.core.commands_ran import RanCommand
-from tether.core.context import clip_middle
-from tether.core.dispatch import window_text
 from tether.core.textclip import keep_ends, keep_head
+from tether.engine.answer_checks import _shown
+from tether.engine.commands_ran import RanCommand
+from tether.engine.context import clip_middle
+from tether.engine.dispatch import window_text
 from tether.mcp.tools import describe
 from tether.store.memory import _preview
 from tether.store.session import cap_text

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall, ToolResult
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
+from tether.engine.dispatch import Dispatcher
 from tether.tools.ask import Asker, Question, ask_tools
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
-from tether.safety import regular_files as _regular
+from tether.host import regular_files as _regular
 from tether.tools import file_edit, file_search, file_text, files
 from tether.tools._paths import display_path, is_inside_root, is_within
 from tether.tools.file_text import line_hash

@@ -13,10 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.dispatch import Dispatcher
 from tether.safety import stdin_probe
 from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import Rule, RuleSet

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tether.core.messages import Message
-from tether.core.prompts import system_prompt
 from tether.core.toolspec import Tool, ToolContext, ToolTable
+from tether.engine.prompts import system_prompt
 from tether.protocol import render_tool_prompt
 from tether.providers.base import RequestOptions
 from tether.providers.openai import build_chat_body

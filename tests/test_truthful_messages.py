@@ -18,8 +18,8 @@ import pytest
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
-from tether.core.dispatch import first_line, summarize
 from tether.core.textclip import clip_words
+from tether.engine.dispatch import first_line, summarize
 from tether.providers._errors import one_line
 
 CHAT = "/v1/chat/completions"

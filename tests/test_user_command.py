@@ -9,11 +9,11 @@ from pathlib import Path
 from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
-from tether.core.dispatch import Dispatcher
 from tether.core.messages import ToolCall
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import Decision
-from tether.core.user_command import USER_OUTPUT_CHARS, UserCommand, run_user_command
+from tether.engine.dispatch import Dispatcher
+from tether.engine.user_command import USER_OUTPUT_CHARS, UserCommand, run_user_command
 from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import RuleSet
 from tether.safety.shell_session import ShellSessions

@@ -9,8 +9,8 @@ from pathlib import Path
 from scripted import ScriptedProvider, call, say
 
 from tether.assist.verify import CHECK_ID, RAN_NO_TESTS, unittest_target
-from tether.core.loop import Conversation, TurnResult
 from tether.core.profile import LEVERS_ENV, profile_named
+from tether.engine.loop import Conversation, TurnResult
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI

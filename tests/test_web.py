@@ -14,10 +14,10 @@ from scripted import ScriptedProvider, say
 from scripted import call as scripted_call
 from web_fixtures import ASYNCIO_PAGE, FixtureServer, fixture_server
 
-from tether.core.loop import Conversation
 from tether.core.messages import Evidence, ToolCall, ToolResult
 from tether.core.toolspec import ToolError
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.loop import Conversation
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.safety.netguard import address_problem
 from tether.store.config import load_settings

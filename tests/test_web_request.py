@@ -16,9 +16,9 @@ from scripted import call as scripted_call
 from web_fixtures import FixtureServer, fixture_server
 
 from tether.cli import run_request
-from tether.core.loop import Conversation
 from tether.core.messages import ToolCall, ToolResult
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine.loop import Conversation
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.safety.web_guard import written_in
 from tether.store.config import load_settings

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 
 if TYPE_CHECKING:
-    from .core.loop import Conversation, TurnResult
     from .core.ui_protocol import NoticeLevel
+    from .engine.loop import Conversation, TurnResult
+    from .engine.run_options import RunOptions
     from .providers.prices import RunBudget
     from .runtime import Runtime
     from .store.config import Settings
-    from .store.run_options import RunOptions
     from .store.session import SessionRecord, SessionStore
     from .ui.headless import HeadlessUI
 
@@ -232,7 +232,7 @@ def one_line_of(exc: BaseException) -> str:
 
 
 def write_stderr(text: str) -> None:
-    from .safety.safetext import write_safely
+    from .host.safetext import write_safely
 
     write_safely(sys.stderr, text)
 
@@ -310,9 +310,9 @@ async def start_app(args: argparse.Namespace, env: dict[str, str]) -> int:
 
 def prepare(args: argparse.Namespace, env: dict[str, str]) -> tuple[Settings, RunOptions, list[str]] | int:
     """Settings and run options from flags, environment and files; an int is a usage error's exit code."""
+    from .engine.run_options import RunOptions
     from .providers import provider_names
     from .store.config import load_settings, tether_home
-    from .store.run_options import RunOptions
 
     root = Path(args.directory or os.getcwd()).expanduser().resolve()
     if not root.is_dir():
@@ -401,7 +401,7 @@ def write_stdout_quietly(text: str) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
-        from .safety.safetext import discard_output
+        from .host.safetext import discard_output
 
         discard_output(sys.stdout)  # nor may the interpreter's final flush fail
         return EXIT_OUTPUT_CLOSED
@@ -437,7 +437,7 @@ def read_prompt(value: str) -> tuple[str, int]:
     """The prompt as text, and how many of its characters were not valid UTF-8. Such
     bytes (a terminal or file in another encoding, an argument the locale could not
     decode) are kept as \\xNN escapes instead of failing the read."""
-    from .safety.safetext import clean_text, count_bad_chars
+    from .host.safetext import clean_text, count_bad_chars
 
     if value != "-":
         raw = value
@@ -566,7 +566,7 @@ async def run_one_shot(
     """One request, its result written in the UI's format; with a session (every run from the
     command line has one: new, or -c, -r) the exchange continues that conversation and is
     saved to it, however the run ends."""
-    from .core.loop import Conversation
+    from .engine.loop import Conversation
 
     started = time.monotonic()
     conv = session.conversation() if session is not None else Conversation()
@@ -704,7 +704,7 @@ async def run_request(runtime: Runtime, conv: Conversation, prompt: str, deepthi
     runtime.new_request(prompt)
     if not deepthink:
         return await runtime.loop.run_turn(conv, prompt)
-    from .core.deepthink import Deepthink, deepthink_turn
+    from .engine.deepthink import Deepthink, deepthink_turn
 
     chain = Deepthink(runtime.loop, runtime.git, runtime.loop.ui, runtime.plan_gate)
     return await deepthink_turn(chain, conv, prompt)

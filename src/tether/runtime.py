@@ -10,10 +10,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .assist.turn import Assist
-from .core.context import Compressor, TokenEstimator, context_window
-from .core.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .core.instructions import ProjectInstructions, instruction_names, load_instructions
-from .core.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
 from .core.messages import Message, ToolCall
 from .core.model_table import ModelMatch, ModelTable, builtin_table, load_model_table
 from .core.profile import (
@@ -27,13 +23,18 @@ from .core.profile import (
     detect_profile,
     profile_named,
 )
-from .core.projectmap import project_map
-from .core.prompts import PromptExtras, project_context, system_prompt
-from .core.subagents import AgentBudget, SubagentRunner, routed_output
-from .core.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
 from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
-from .core.user_command import UserCommand, run_user_command
+from .engine.context import Compressor, TokenEstimator, context_window
+from .engine.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
+from .engine.instructions import ProjectInstructions, instruction_names, load_instructions
+from .engine.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
+from .engine.projectmap import project_map
+from .engine.prompts import PromptExtras, project_context, system_prompt
+from .engine.run_options import RunOptions
+from .engine.subagents import AgentBudget, SubagentRunner, routed_output
+from .engine.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
+from .engine.user_command import UserCommand, run_user_command
 from .hooks.config import load_hooks
 from .hooks.engine import Hooks
 from .hooks.runner import HookRunner
@@ -54,7 +55,6 @@ from .store.config import Settings
 from .store.git_ops import GitOps
 from .store.keys import SecretFiles
 from .store.result_files import ResultFiles
-from .store.run_options import RunOptions
 from .tools import builtin_tools
 from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
@@ -138,7 +138,7 @@ class Runtime:
 
     async def user_command(self, command: str) -> UserCommand:
         """`!command`: the user's own shell command, dispatched as their `run_cmd`
-        (core/user_command.py: what still applies to it)."""
+        (engine/user_command.py: what still applies to it)."""
         return await run_user_command(self.loop.dispatcher.dispatch, command)
 
     def image_refusal(self) -> str:

@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..core.messages import ToolCall
-from ..core.prompts import EXAMPLE_FILE
 from ..core.textclip import clip_words
 from ..core.toolspec import ToolContext, ToolError
-from ..core.turn_record import TurnEvidence
+from ..engine.prompts import EXAMPLE_FILE
+from ..engine.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
 from ..tools.nearby import closest_paths
 from .reply_shapes import file_text, is_test_path

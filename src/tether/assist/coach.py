@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.messages import Message, ToolCall
-from ..core.turn_assist import CoachSetup
-from ..core.turn_record import TurnEvidence
+from ..engine.turn_assist import CoachSetup
+from ..engine.turn_record import TurnEvidence
 from .call_guard import call_reason
 from .rules import (
     MAX_WAITING_NUDGES,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ..core.turn_record import TurnEvidence
+from ..engine.turn_record import TurnEvidence
 from .reply_shapes import is_test_path
 from .request import reading_of
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.turn_record import TurnEvidence
+from ..engine.turn_record import TurnEvidence
 from .reply_shapes import is_test_path
 
 CHANGE_VERBS = (

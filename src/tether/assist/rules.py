@@ -17,9 +17,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..core.answer_checks import COUNT_WORDS, LINE_PREFIXES, PASS_CLAIM, RAN_CLAIM
-from ..core.derived_numbers import SeenNumbers
-from ..core.turn_record import TurnEvidence
+from ..engine.answer_checks import COUNT_WORDS, LINE_PREFIXES, PASS_CLAIM, RAN_CLAIM
+from ..engine.derived_numbers import SeenNumbers
+from ..engine.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
 from .named_files import NAMED_UNCHANGED, named_unchanged
 from .reply_shapes import NUMBERED_STEPS, gives_number, looks_like_command, shown_command

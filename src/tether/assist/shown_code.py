@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 from ..core.python_tree import parsed_python
-from ..core.turn_record import TurnEvidence
+from ..engine.turn_record import TurnEvidence
 from .reply_shapes import (
     VERSION_MAX_CHARS,
     file_text,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.turn_assist import AssistedTurn, CoachSetup
+from ..engine.turn_assist import AssistedTurn, CoachSetup
 from .coach import Coach
 from .request import read_request
 from .verify import Dispatch, ProjectPython, VerifyGate

@@ -19,13 +19,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.commands_ran import RanCommand, commands_run
-from ..core.dispatch import first_line
 from ..core.messages import Evidence, ToolCall, ToolResult, new_call_id
-from ..core.turn_assist import GateVerdict
-from ..safety.host_programs import host_program
-from ..safety.paths import is_within, resolve_path
-from ..safety.regular_files import NotARegularFile, TooLarge, read_small_file
+from ..engine.commands_ran import RanCommand, commands_run
+from ..engine.dispatch import first_line
+from ..engine.turn_assist import GateVerdict
+from ..host.host_programs import host_program
+from ..host.paths import is_within, resolve_path
+from ..host.regular_files import NotARegularFile, TooLarge, read_small_file
 from .reply_shapes import is_test_path
 from .request import RequestReading, test_runner_named
 

@@ -53,7 +53,7 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Image:
-    """An image the user attached: its MIME type (from its bytes, core/images.py) and the
+    """An image the user attached: its MIME type (from its bytes, engine/images.py) and the
     bytes in base64, the form every API takes them in."""
 
     mime: str

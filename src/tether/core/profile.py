@@ -43,7 +43,7 @@ history already called count as loaded. A new tool is deferred the same way unle
 in `profile.CORE_TOOLS`.
 
 The small profile's help for a turn lives above core, in `assist/` (the loop sees it only
-through `core/turn_assist.py`): core records what the turn did (`turn_record.TurnRecord`, a
+through `engine/turn_assist.py`): core records what the turn did (`turn_record.TurnRecord`, a
 frozen `TurnEvidence` snapshot), and `assist/rules.RULES` is one table of rules over that
 snapshot (name, lever, profiles, condition, message, once per turn); `assist/coach.py` sends
 the first rule that holds as a user message. A message only ever re-sends a call the model

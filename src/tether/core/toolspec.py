@@ -17,9 +17,9 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
-from ..safety.paths import resolve_user_path
+from ..host.paths import resolve_user_path
+from ..host.project_files import ProjectFiles
 from .messages import CommandStatus, Message
-from .project_files import ProjectFiles
 
 CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar(
     "tether_conversation", default=()

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..host.statefile import read_json_file
 from ..safety.project_config import HOOKS_FILE
 from ..store.loader_gate import LoaderGate
-from ..store.statefile import read_json_file
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart", "PreCompact")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")

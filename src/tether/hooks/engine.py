@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.dispatch import Screening
 from ..core.messages import ToolCall
 from ..core.toolspec import Tool
-from ..core.turn_end import PromptScreening
 from ..core.ui_protocol import NoticeLevel
+from ..engine.dispatch import Screening
+from ..engine.turn_end import PromptScreening
 from .config import HookSet, HookSpec
 from .replies import HookReply, read_reply
 from .runner import HookRunner

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.dispatch import first_line
 from ..core.ui_protocol import NoticeLevel
+from ..engine.dispatch import first_line
 from .config import HookSpec
 from .runner import HookRun
 

@@ -20,10 +20,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from ..safety.paths import is_within, resolve_path
+from ..host.filereads import read_file_bytes
+from ..host.paths import is_within, resolve_path
+from ..host.statefile import read_json_file
 from ..safety.project_config import MCP_FILE
-from ..store.filereads import read_file_bytes
-from ..store.statefile import read_json_file
 
 PROJECT_FILE = MCP_FILE
 USER_FILE = "mcp.json"

@@ -29,9 +29,9 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ..safety.paths import is_within, resolve_path
+from ..host.paths import is_within, resolve_path
+from ..host.regular_files import CHUNK, NotARegularFile, open_regular
 from ..safety.project_config import PROJECT_CONFIG
-from ..safety.regular_files import CHUNK, NotARegularFile, open_regular
 from .config import ServerConfig
 
 PROJECT_FILES = "the project's files"

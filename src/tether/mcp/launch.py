@@ -14,7 +14,7 @@ The user's own servers run as the user, outside the sandbox, while sandboxed com
 write anywhere in the project. So nothing they load may come from the project:
 
 - the program is looked up in PATH without its relative entries and without the entries
-  inside the project (`safety.host_programs`), and the server gets that PATH too, so
+  inside the project (`host.host_programs`), and the server gets that PATH too, so
   what it starts in turn (`npx` starting `node`) is found the same way;
 - the user's own servers (TETHER_HOME/mcp.json, `--mcp-config`) start in the user's home
   folder, not in the project: `python3 -m pkg` imports from its working directory and
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..safety.host_programs import host_path
-from ..safety.paths import is_within
+from ..host.host_programs import host_path
+from ..host.paths import is_within
 from ..safety.shell_session import Launch as Started
 from .config import ServerConfig
 from .session import McpError

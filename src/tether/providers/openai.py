@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..core.context import known_context_window
 from ..core.messages import (
     Done,
     Event,
@@ -25,6 +24,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.toolspec import Tool
+from ..engine.context import known_context_window
 from . import DEFAULT_MODELS
 from ._common import HttpChatProvider, model_ids
 from ._http import (

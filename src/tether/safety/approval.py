@@ -46,12 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.dispatch import GateVerdict
 from ..core.messages import ToolCall
 from ..core.toolspec import Tool, ToolTable
+from ..engine.dispatch import GateVerdict
+from ..host.git_guard import writes_git_files
+from ..host.paths import is_within, resolve_path, resolved_forms
 from ..store.keys import CREDENTIALS_FILE, SecretFiles
-from .git_guard import writes_git_files
-from .paths import is_within, resolve_path, resolved_forms
 from .permissions import PROJECT_FILE, Rule, RuleSet, RuleVerdict, ToolKinds
 from .sandbox import Sandbox
 from .shell_parse import split_command

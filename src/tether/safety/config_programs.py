@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .paths import is_within, resolve_path
+from ..host.paths import is_within, resolve_path
+from ..host.regular_files import read_small_file
 from .project_config import RUNS_NAMED_FILES
-from .regular_files import read_small_file
 from .shell_words import lex_words
 
 MAX_CONFIG_BYTES = 1024 * 1024

@@ -4,7 +4,7 @@ The loaders take their paths from here (the rules file, the hooks file, the MCP 
 list, the skill and agent folders) and the sandbox keeps every entry read-only inside a
 writable project (`sandbox_paths`), so a loader added with its path in this table cannot
 be forgotten by the sandbox. The instruction files (AGENTS.md and the names that stand in
-for it) are the one list that is a setting; `core.instructions` names them.
+for it) are the one list that is a setting; `engine.instructions` names them.
 
 This module imports nothing of tether: loaders in every package can use it.
 """

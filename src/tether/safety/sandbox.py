@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..core.instructions import DEFAULT_FALLBACKS, instruction_names
+from ..engine.instructions import DEFAULT_FALLBACKS, instruction_names
+from ..host.host_programs import host_program
+from ..host.paths import is_within
 from ..store.keys import SECRET_FILES
-from .host_programs import host_program
-from .paths import is_within
 from .processes import MARKER
 from .sandbox_paths import (
     Placeholders,

@@ -48,10 +48,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.filereads import read_file_bytes
+from ..host.filereads import read_file_bytes
+from ..host.git_guard import MAX_POINTER_BYTES
+from ..host.paths import is_within, resolve_path
 from .config_programs import named_programs
-from .git_guard import MAX_POINTER_BYTES
-from .paths import is_within, resolve_path
 from .project_config import PROJECT_CONFIG, ConfigPath, Kind
 
 GIT_ENTRY = ".git"

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ..host.host_programs import host_program
 from .command_output import OutputDecoder, OutputWindow
-from .host_programs import host_program
 from .processes import (
     CommandProcesses,
     stop_processes,

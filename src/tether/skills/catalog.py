@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.textclip import clip_words
+from ..host.filereads import FileProblem
 from ..safety.project_config import SKILL_FOLDERS
-from ..store.filereads import FileProblem
 from ..store.loader_gate import LoaderGate
 from .frontmatter import Frontmatter, FrontmatterError, parse_frontmatter, split_frontmatter
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..host.filereads import FileProblem
 from ..safety.project_config import AGENT_FOLDERS
-from .filereads import FileProblem
 from .loader_gate import LoaderGate
 
 MAX_DEFINITION_BYTES = 64_000

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.safety.git_guard import GitConfigError, HardenedGit, hardened_git
-from tether.store.atomic import atomic_write_text, make_parents
+from tether.host.atomic import atomic_write_text, make_parents
+from tether.host.git_guard import GitConfigError, HardenedGit, hardened_git
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0

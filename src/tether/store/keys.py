@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ..safety.paths import file_identity, is_within, resolve_path, resolved_forms
-from .atomic import atomic_write_json
-from .filereads import read_file_bytes, reason_of
-from .statefile import LoadedFile, dangling_link, read_json_file, write_json_state
+from ..host.atomic import atomic_write_json
+from ..host.filereads import read_file_bytes, reason_of
+from ..host.paths import file_identity, is_within, resolve_path, resolved_forms
+from ..host.statefile import LoadedFile, dangling_link, read_json_file, write_json_state
 
 CREDENTIALS_FILE = "credentials.json"
 CONNECTION_FILE = "connection.json"

@@ -3,7 +3,7 @@ and hooks file passes before its text reaches a prompt or a config.
 
 Those files are read with no model turn to ask in, so a file that may not be read is
 skipped with a one-line note saying why and what to do. A project's files count only when
-they resolve (as the kernel resolves them: `tether.safety.paths`) inside the project, so
+they resolve (as the kernel resolves them: `tether.host.paths`) inside the project, so
 `AGENTS.md -> ~/.tether/credentials.json` or `-> /proc/self/environ`, a skills folder that
 is a link out, and a chain of links are all refused. A user-level file (TETHER_HOME,
 ~/.agents) may live anywhere but in /proc, /dev or /sys. Neither ever reads tether's saved
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..safety.paths import is_within, resolve_path
-from ..safety.regular_files import TooLarge, open_regular, read_at_most
-from .filereads import MAX_CONFIG_BYTES, FileProblem, file_problem
+from ..host.filereads import MAX_CONFIG_BYTES, FileProblem, file_problem
+from ..host.paths import is_within, resolve_path
+from ..host.regular_files import TooLarge, open_regular, read_at_most
 from .keys import SecretFiles
 
 SYSTEM_TREES = ("/proc", "/dev", "/sys")

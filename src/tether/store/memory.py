@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.textclip import clip_words
-from .atomic import atomic_write_json
-from .filereads import FileProblem, read_file_bytes
-from .statefile import dangling_link
+from ..host.atomic import atomic_write_json
+from ..host.filereads import FileProblem, read_file_bytes
+from ..host.statefile import dangling_link
 
 FORMAT_VERSION = 1
 MEMORY_FILE = "memory.json"

@@ -37,11 +37,11 @@ from ..core.messages import (
     part_from_dict,
 )
 from ..core.textclip import clip_words, keep_head
-from .atomic import atomic_write_json, atomic_write_text
-from .filereads import read_file_bytes, reason_of
+from ..host.atomic import atomic_write_json, atomic_write_text
+from ..host.filereads import read_file_bytes, reason_of
 
 if TYPE_CHECKING:
-    from ..core.loop import Conversation
+    from ..engine.loop import Conversation
 
 FORMAT_VERSION = 1
 EVIDENCE_RESULT_CAP = 2_000
@@ -96,7 +96,7 @@ class SessionRecord:
 
     def to_conversation(self) -> Conversation:
         """The history to continue with; last turn's evidence stays in the record only."""
-        from ..core.loop import Conversation  # the loop's module is heavy; load on use
+        from ..engine.loop import Conversation  # the loop's module is heavy; load on use
 
         return Conversation(messages=list(self.messages), usage=Usage(**self.usage.as_dict()))
 

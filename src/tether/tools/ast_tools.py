@@ -10,7 +10,7 @@ Code structure, in detail:
 `tools/ast_tools.AstTools` holds one `Grammars` (the optional `ast` extra: tree-sitter and
 the per-language grammar wheels, imported on first use) and one `RepoMapper`;
 `builtin_tools` adds its three entries, which are not in `profile.CORE_TOOLS`, so the small
-profile defers them (its system-prompt project map is `core/projectmap.py`, which does not use
+profile defers them (its system-prompt project map is `engine/projectmap.py`, which does not use
 them). `get_code_skeleton` and `query_ast_node` resolve their path with `ctx.resolve` and read
 with read_file's `_load_text`; the outline is the tags query's `definition.*` captures
 (`ast_outline.tree_sitter_outline`), or `python_outline` (stdlib `ast`) when

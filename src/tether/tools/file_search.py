@@ -24,10 +24,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 import tether.tools.ripgrep as ripgrep  # a module, so the tests can stand in for rg
-from tether.core.project_files import searchable_files
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.safety.paths import file_identity, resolve_from
-from tether.safety.regular_files import (
+from tether.host.paths import file_identity, resolve_from
+from tether.host.project_files import searchable_files
+from tether.host.regular_files import (
     NotARegularFile,
     TooLarge,
     open_regular,

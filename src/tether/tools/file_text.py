@@ -14,13 +14,13 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.safety.regular_files import (
+from tether.host.atomic import atomic_write_bytes
+from tether.host.regular_files import (
     NotARegularFile,
     TooLarge,
     open_regular,
     read_at_most,
 )
-from tether.store.atomic import atomic_write_bytes
 from tether.tools._paths import display_path, near_names
 from tether.tools.nearby import closest_paths
 
@@ -179,7 +179,7 @@ def _decode(data: bytes) -> _Loaded:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    """Write atomically (see tether.store.atomic), keeping an existing file's mode. `path` comes
+    """Write atomically (see tether.host.atomic), keeping an existing file's mode. `path` comes
     from ctx.resolve with every symlink followed (so a link updates what it points at and
     stays a link): it is written as checked, not resolved a second time."""
     atomic_write_bytes(path, data)

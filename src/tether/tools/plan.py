@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 
 from pydantic import BaseModel, Field
 
-from tether.core.dispatch import CallPolicy, GateVerdict
 from tether.core.messages import ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.engine.dispatch import CallPolicy, GateVerdict
 
 SUBMIT_PLAN = "submit_plan_for_approval"
 

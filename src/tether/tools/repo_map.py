@@ -22,10 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.context import CHARS_PER_TOKEN
 from ..core.messages import Message, Text
-from ..core.project_files import searchable_files
 from ..core.toolspec import ToolContext
+from ..engine.context import CHARS_PER_TOKEN
+from ..host.project_files import searchable_files
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, Grammars, language_of
 from .file_search import WalkGuard, search_scope

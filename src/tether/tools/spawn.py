@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from ..core.dispatch import CURRENT_CALL
-from ..core.subagents import AgentRun, AgentSpec, SubagentRunner
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..engine.dispatch import CURRENT_CALL
+from ..engine.subagents import AgentRun, AgentSpec, SubagentRunner
 
 SPAWN_AGENT = "spawn_agent"
 SPAWN_AGENTS = "spawn_agents"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import Evidence
-from ..core.subagents import AgentRun
+from ..engine.subagents import AgentRun
 from ..store.git_ops import AiCommit, GitOps
 
 SCHEMA_VERSION = 1

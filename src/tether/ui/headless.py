@@ -13,10 +13,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ..core.dispatch import NEEDS_APPROVAL, first_line
 from ..core.messages import INVALID_JSON_KEY, Evidence, ToolCall, arguments_fields
 from ..core.ui_protocol import Decision, NoticeLevel
-from ..safety.safetext import clean_data, discard_output, write_safely, writes_utf8
+from ..engine.dispatch import NEEDS_APPROVAL, first_line
+from ..host.safetext import clean_data, discard_output, write_safely, writes_utf8
 from ..safety.visible import visible
 from .contract import SCHEMA_VERSION, RunRecord
 from .text_answer import TextAnswer

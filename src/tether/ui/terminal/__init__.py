@@ -16,7 +16,7 @@ comes first (`startup.StartUp`, which `App` extends): `App.setup` makes only the
 table, MCP, skills, the `TerminalUI`, the session) is built in a thread once the first prompt
 is drawn (`App.build_in_background`, from the prompt's `pre_run`), so `app.py` imports what it
 needs for that only at the top (the rest inside functions or under TYPE_CHECKING; `RunOptions`
-lives in `store/run_options.py` for the same reason). A continued session (`-c`, `-r`) is read
+lives in `engine/run_options.py` for the same reason). A continued session (`-c`, `-r`) is read
 before the prompt (`store.session.continued_record`, kept as `App.continuing` for the banner's
 recap) and handed to the build (`Sessions.with_record`). Only a start that may ask a question
 builds first (`startup.asks_at_start`: `.permissions.json` or hooks in a folder never trusted,

@@ -20,12 +20,12 @@ from rich.console import Console
 from rich.text import Text
 
 from tether import __version__
-from tether.core.images import attach_images
 from tether.core.textclip import clip_words
+from tether.engine.images import attach_images
+from tether.engine.run_options import RunOptions
+from tether.host.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.providers import default_model
-from tether.safety.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.store.config import Settings
-from tether.store.run_options import RunOptions
 
 from .fit import fit_parts, print_above_input
 from .notify import Notifier
@@ -37,9 +37,9 @@ from .startup import STARTING, StartUp, UsageProblem, drawn_soon
 from .theme import PALETTES, Palette, chosen_palette
 
 if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the prompt is up
-    from tether.core.loop import TurnResult
     from tether.core.messages import Message
     from tether.core.ui_protocol import NoticeLevel
+    from tether.engine.loop import TurnResult
     from tether.runtime import Runtime
     from tether.store.session import SessionRecord
 
@@ -245,7 +245,7 @@ class App(StartUp):
             self.protocol = await self.runtime.start()  # the server may have been down at start
         conv = self.sessions.conv
         if self.deepthink:
-            from tether.core.deepthink import Deepthink, deepthink_turn
+            from tether.engine.deepthink import Deepthink, deepthink_turn
 
             chain = Deepthink(self.runtime.loop, self.runtime.git, self.ui, self.runtime.plan_gate)
             await self.run_cancellable(deepthink_turn(chain, conv, text))
@@ -267,7 +267,7 @@ class App(StartUp):
     async def run_cancellable(self, work: Awaitable[Any]) -> Any:
         """Run a turn (or /compact) so that Ctrl-C stops it, keeps what it collected and
         returns here; a turn's result gets the footer line."""
-        from tether.core.loop import TurnResult
+        from tether.engine.loop import TurnResult
 
         from .terminal_ui import keys_not_echoed
 

@@ -18,10 +18,10 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import ColorDepth
 
-from tether.core.images import is_image_file
-from tether.core.project_files import ProjectFiles
-from tether.safety.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
-from tether.store.atomic import SECRET_MODE, make_parents
+from tether.engine.images import is_image_file
+from tether.host.atomic import SECRET_MODE, make_parents
+from tether.host.project_files import ProjectFiles
+from tether.host.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
 from tether.tools.file_text import MAX_READ_BYTES
 
 from .paste import Pastes
@@ -225,7 +225,7 @@ def make_session(
 
 def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
     """Attach the contents of every @path that names a file inside the project (an image
-    file's bytes go as an image, `core.images.attach_images`); the second
+    file's bytes go as an image, `engine.images.attach_images`); the second
     value names each file attached, with what was cut of a large one."""
     attached: list[str] = []
     names: list[str] = []
@@ -234,7 +234,7 @@ def expand_mentions(text: str, root: Path) -> tuple[str, list[str]]:
         name = match.group(1).rstrip(".,;:)")
         path = (root / name).resolve()
         if name in names or not path.is_file() or not _inside(path, root) or is_image_file(path):
-            continue  # an image goes as an image (core/images.py), not as text
+            continue  # an image goes as an image (engine/images.py), not as text
         try:
             block, label = attachment(path, name)
         except OSError:

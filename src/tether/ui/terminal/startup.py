@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, cast
 
 from prompt_toolkit.application import get_app_or_none, run_in_terminal
 
+from tether.engine.run_options import RunOptions
 from tether.hooks.config import project_declares_hooks
 from tether.mcp.config import PROJECT_FILE as PROJECT_MCP_FILE
-from tether.store.run_options import RunOptions
 
 from .prompt import ProjectFiles, TetherCompleter, make_session
 from .queued import QueuedMessages

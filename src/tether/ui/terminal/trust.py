@@ -6,9 +6,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.core.instructions import DEFAULT_FALLBACKS, INSTRUCTIONS_FILE, OVERRIDE_FILE
 from tether.core.messages import ToolCall
+from tether.engine.instructions import DEFAULT_FALLBACKS, INSTRUCTIONS_FILE, OVERRIDE_FILE
+from tether.engine.run_options import RunOptions
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
+from tether.host.statefile import StateFileError
 from tether.safety.approval import guarded_write
 from tether.safety.permissions import (
     PROJECT_FILE,
@@ -19,8 +21,6 @@ from tether.safety.permissions import (
     too_broad_to_trust,
 )
 from tether.safety.project_config import AGENT_FOLDERS, MCP_FILE, SKILL_FOLDERS
-from tether.store.run_options import RunOptions
-from tether.store.statefile import StateFileError
 
 from .asking import Say
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tether.host.statefile import StateFileError
 from tether.providers import BASE_URL_SETTINGS, base_url_of, provider_names
 from tether.providers.connect import (
     available_models,
@@ -20,7 +21,6 @@ from tether.providers.connect import (
 )
 from tether.store.config import Settings, check_base_url, setting_default
 from tether.store.keys import ConnectionStore, KeyStore, KeyStoreError, resolve_key
-from tether.store.statefile import StateFileError
 
 from ..asking import picked
 from .context import CommandContext

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tether.core.context import TokenEstimator
+from tether.engine.context import TokenEstimator
 from tether.skills.catalog import prompt_index
 
 from ..terminal_ui import shown

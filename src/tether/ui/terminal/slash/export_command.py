@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tether.safety.paths import is_within
-from tether.store.atomic import make_parents
+from tether.host.atomic import make_parents
+from tether.host.paths import is_within
 
 from .context import CommandContext
 from .table import CommandTable

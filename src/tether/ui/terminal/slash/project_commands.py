@@ -1,9 +1,9 @@
-"""/init and /review: one read-only turn each (core/read_only.py), built in.
+"""/init and /review: one read-only turn each (engine/read_only.py), built in.
 
 /init: an AGENTS.md drafted from a read-only look at the project, written after a yes.
 
-The draft is one model turn that may only read (core/read_only.py), handed the facts plain
-code read first (core/project_brief.py). It runs in a conversation of its own, so the chat's
+The draft is one model turn that may only read (engine/read_only.py), handed the facts plain
+code read first (engine/project_brief.py). It runs in a conversation of its own, so the chat's
 history does not carry the draft. The diff against the file there now is shown and one key
 answers; nothing is written without a y, and only a regular file (never through a symbolic
 link a repository may have put there) is replaced.
@@ -20,11 +20,11 @@ import asyncio
 import difflib
 import os
 
-from tether.core.instructions import INSTRUCTIONS_FILE
-from tether.core.loop import Conversation, TurnResult
-from tether.core.project_brief import init_request, read_text
-from tether.core.read_only import read_only_turn
-from tether.store.atomic import atomic_write_text
+from tether.engine.instructions import INSTRUCTIONS_FILE
+from tether.engine.loop import Conversation, TurnResult
+from tether.engine.project_brief import init_request, read_text
+from tether.engine.read_only import read_only_turn
+from tether.host.atomic import atomic_write_text
 from tether.store.git_commit import changed_files
 from tether.store.git_ops import GitOps
 from tether.store.git_repo import GitCommandError

@@ -38,10 +38,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ..core.textclip import clip_words
 from .answer_facts import TurnFacts
 from .commands_ran import RanCommand
 from .derived_numbers import SeenNumbers
-from .textclip import clip_words
 
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..safety.paths import is_within
-from ..safety.regular_files import TooLarge, open_regular, read_at_most
-from .messages import Image
+from ..core.messages import Image
+from ..host.paths import is_within
+from ..host.regular_files import TooLarge, open_regular, read_at_most
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 SIGNATURES: tuple[tuple[bytes, str], ...] = (

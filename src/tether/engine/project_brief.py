@@ -2,7 +2,7 @@
 
 What can be read for certain (the file map, the manifests that say how to build and test,
 the current AGENTS.md) is gathered here, so the draft does not rest on the model finding
-them; the model gets these facts in one read-only turn (core/read_only.py), may read more,
+them; the model gets these facts in one read-only turn (engine/read_only.py), may read more,
 and answers with the file. The user sees the diff and says yes before anything is written.
 """
 
@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from ..safety.regular_files import read_small_file
+from ..host.regular_files import read_small_file
 from .projectmap import project_map
 
 MAP_BUDGET = 4_000

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..safety.git_guard import GitConfigError, run_hardened
+from .git_guard import GitConfigError, run_hardened
 
 GIT_LIST_TIMEOUT = 10.0
 SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__"})

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..safety.safetext import clean_data, clean_text
+from .safetext import clean_data, clean_text
 
 SECRET_MODE = 0o600
 PRIVATE_DIR_MODE = 0o700

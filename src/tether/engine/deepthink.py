@@ -16,15 +16,15 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..core.messages import Evidence, Usage
+from ..core.toolspec import ToolTable
+from ..core.ui_protocol import UI
 from ..store.git_ops import DIFF_UNAVAILABLE, GitOps
 from ..tools.plan import PlanGate
 from .commands_ran import commands_run
 from .dispatch import CallPolicy, window_text
 from .loop import Conversation, TurnLoop, TurnResult
-from .messages import Evidence, Usage
 from .read_only import ReadOnlyPolicy
-from .toolspec import ToolTable
-from .ui_protocol import UI
 
 STAGES = ("plan", "check", "implement", "review", "verify")
 NO_CHANGES_MARKER = "NO_CHANGES_NEEDED"

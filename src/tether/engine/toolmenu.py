@@ -22,8 +22,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .messages import Message
-from .toolspec import Tool, ToolContext, ToolTable
+from ..core.messages import Message
+from ..core.toolspec import Tool, ToolContext, ToolTable
 
 TOOL_SEARCH = "tool_search"
 SEARCH_RESULT_LIMIT = 5

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.messages import CommandState, Evidence
 from .dispatch import first_line
-from .messages import CommandState, Evidence
 
 COMMAND_SHOWN = 70
 RUN_TOOL = "run_cmd"

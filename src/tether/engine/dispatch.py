@@ -33,12 +33,12 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import ValidationError
 
-from ..safety.safetext import bad_char_fields, cleaned_with_note
-from .messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
-from .textclip import clip_words, keep_ends
-from .toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
-from .ui_protocol import UI
-from .verdict import GateVerdict
+from ..core.messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
+from ..core.textclip import clip_words, keep_ends
+from ..core.toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
+from ..core.ui_protocol import UI
+from ..core.verdict import GateVerdict
+from ..host.safetext import bad_char_fields, cleaned_with_note
 
 CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
     "tether_current_call", default=None
@@ -119,7 +119,7 @@ class ToolHooks(Protocol):
 
 
 class CallSteps(Protocol):
-    """The steps a turn adds to the pipeline (core/call_steps.py): without them a call is
+    """The steps a turn adds to the pipeline (engine/call_steps.py): without them a call is
     only checked against the table, the hooks and the gates."""
 
     def refusal(self, call: ToolCall) -> str | None:

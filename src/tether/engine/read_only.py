@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.messages import ToolCall
+from ..core.toolspec import Tool
 from .dispatch import CallPolicy, GateVerdict
 from .loop import Conversation, TurnLoop, TurnResult
-from .messages import ToolCall
-from .toolspec import Tool
 
 
 @dataclass

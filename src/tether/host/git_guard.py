@@ -62,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..store.filereads import read_file_bytes
+from .filereads import read_file_bytes
 from .host_programs import host_program
 
 REPO_ENV_VARS = (

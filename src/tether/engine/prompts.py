@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.messages import Message, Part, Text, ToolCall
+from ..core.toolspec import ToolTable
 from ..protocol import render_call_as_text, render_tool_prompt
-from .messages import Message, Part, Text, ToolCall
-from .toolspec import ToolTable
 
 BASE = """You are tether, an assistant working in the user's terminal on a real machine.
 Use the tools to look and act instead of guessing: read a file before editing it, run the code or tests to check your work. Paths are relative to the project root.

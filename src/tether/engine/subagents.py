@@ -83,16 +83,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..core.messages import Done, Event, Evidence, Message, ToolCall, Usage
+from ..core.textclip import keep_ends
+from ..core.toolspec import Tool, ToolTable
+from ..core.ui_protocol import UI, AgentEvents, Decision, NoticeLevel
+from ..host.atomic import atomic_write_json
 from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
-from ..store.atomic import atomic_write_json
 from .dispatch import CURRENT_CALL
 from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings, closing_reply
-from .messages import Done, Event, Evidence, Message, ToolCall, Usage
-from .textclip import keep_ends
 from .toolmenu import ToolMenu, tool_search_tool
-from .toolspec import Tool, ToolTable
-from .ui_protocol import UI, AgentEvents, Decision, NoticeLevel
 
 AgentState = Literal["completed", "failed", "cancelled", "rejected"]
 StoppedBy = Literal["", "steps", "tokens", "time"]

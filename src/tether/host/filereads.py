@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..safety.regular_files import NotARegularFile, TooLarge, read_small_file
+from .regular_files import NotARegularFile, TooLarge, read_small_file
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """Bytes a config or state file may hold: far above any real one, far below harm."""

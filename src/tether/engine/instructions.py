@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..store.filereads import FileProblem
+from ..host.filereads import FileProblem
 from ..store.loader_gate import LoaderGate
 
 INSTRUCTIONS_FILE = "AGENTS.md"

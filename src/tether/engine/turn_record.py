@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ..core.messages import Evidence, ToolCall
+from ..core.toolspec import ToolError
 from .dispatch import first_line
-from .messages import Evidence, ToolCall
-from .toolspec import ToolError
 
 CODE_SUFFIXES = frozenset({
     ".py", ".js", ".mjs", ".ts", ".sh", ".bash", ".rb", ".go", ".rs", ".java", ".kt", ".c",

@@ -36,9 +36,8 @@ import math
 import operator
 from collections.abc import Awaitable, Callable, Sequence
 
-from ..providers.base import Provider, ProviderError, RequestOptions
-from .history_prefix import SeenPrefix
-from .messages import (
+from ..core.history_prefix import SeenPrefix
+from ..core.messages import (
     Done,
     Image,
     Message,
@@ -50,9 +49,10 @@ from .messages import (
     ToolResult,
     Usage,
 )
-from .model_table import builtin_table
-from .textclip import keep_ends, keep_head
-from .toolspec import Tool
+from ..core.model_table import builtin_table
+from ..core.textclip import keep_ends, keep_head
+from ..core.toolspec import Tool
+from ..providers.base import Provider, ProviderError, RequestOptions
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4

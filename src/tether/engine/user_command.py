@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .messages import Evidence, Message, ToolCall, ToolResult, new_call_id
-from .textclip import keep_ends
+from ..core.messages import Evidence, Message, ToolCall, ToolResult, new_call_id
+from ..core.textclip import keep_ends
 
 SHELL_TOOL = "run_cmd"
 END_TOOL = "end_process"

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..core.messages import Evidence, Message, ToolCall, ToolResult
 from .commands_ran import RanCommand, commands_run
-from .messages import Evidence, Message, ToolCall, ToolResult
 
 ATTACHED_FILE = re.compile(r'<file path="([^"]+)">')
 """How the app attaches an @mentioned file to the prompt (ui/terminal/prompt.py)."""

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..core.messages import Evidence, Image, Message, Text
+from ..core.toolspec import ToolTable
+from ..core.ui_protocol import UI
 from .answer_checks import check_answer
 from .answer_facts import gather_facts
-from .messages import Evidence, Image, Message, Text
-from .toolspec import ToolTable
-from .ui_protocol import UI
 
 CHECKS_NOTE = (
     "Checks of your answer against this turn's tool results found problems:\n{found}\n"

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .messages import Evidence, ToolCall
+from ..core.messages import Evidence, ToolCall
+from ..core.toolspec import ToolContext, ToolTable
 from .toolmenu import ToolMenu
-from .toolspec import ToolContext, ToolTable
 from .turn_assist import TurnCoach
 from .turn_record import TurnRecord, failed
 

@@ -17,21 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..protocol import (
-    RESULT_MARKERS,
-    ParseResult,
-    StreamFilter,
-    TextHistory,
-    cut_invented_results,
-    parse_reply,
-    render_call_as_text,
-)
-from ..protocol.callstop import CallStop
-from ..protocol.grammar import call_grammar
-from ..providers.base import Provider, ProviderError, RequestOptions
-from .call_steps import TurnSteps
-from .dispatch import Dispatcher, first_line
-from .messages import (
+from ..core.messages import (
     Done,
     Event,
     Evidence,
@@ -48,15 +34,29 @@ from .messages import (
     Usage,
     new_call_id,
 )
+from ..core.textclip import clip_words
+from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
+from ..core.ui_protocol import UI, RequestEvents, show_checks
+from ..protocol import (
+    RESULT_MARKERS,
+    ParseResult,
+    StreamFilter,
+    TextHistory,
+    cut_invented_results,
+    parse_reply,
+    render_call_as_text,
+)
+from ..protocol.callstop import CallStop
+from ..protocol.grammar import call_grammar
+from ..providers.base import Provider, ProviderError, RequestOptions
+from .call_steps import TurnSteps
+from .dispatch import Dispatcher, first_line
 from .prompts import OpeningContext
 from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
-from .textclip import clip_words
 from .toolmenu import ToolMenu
-from .toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from .turn_assist import UNASSISTED, AnswerGate, CoachSetup, GateVerdict, TurnAssist, TurnCoach
 from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
 from .turn_record import TurnRecord
-from .ui_protocol import UI, RequestEvents, show_checks
 
 ProtocolMode = Literal["native", "text"]
 MAX_UNREADABLE = 3

@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .messages import Evidence, Message, ToolCall
-from .toolspec import ToolContext
+from ..core.messages import Evidence, Message, ToolCall
+from ..core.toolspec import ToolContext
 from .turn_record import RequestView, TurnEvidence
 
 
