@@ -11,6 +11,7 @@ from scripted import Request, ScriptedProvider, call, make_tool, say
 from test_loop import build
 
 from tether.core.messages import Done, Message, Text, ToolCall, ToolResult, Usage
+from tether.core.model_table import known_context_window
 from tether.engine.context import (
     DEFAULT_WINDOW,
     SUMMARY_HEADER,
@@ -18,7 +19,6 @@ from tether.engine.context import (
     Compressor,
     TokenEstimator,
     context_window,
-    known_context_window,
     latest_request_index,
     transcript,
 )

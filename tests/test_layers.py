@@ -23,26 +23,28 @@ UI_MODULES = ("tether.ui", "prompt_toolkit", "rich")
 # A provider encodes and decodes messages; running tools is the loop's business.
 PROVIDER_FORBIDDEN = ("tether.tools", "tether.engine.dispatch")
 
-# What each package (or top-level module) may import from the others: ARCHITECTURE.md's
-# "Layers" table, exactly (a test compares the two).
-LAYERS: dict[str, set[str]] = {
-    "__main__": {"cli"},
-    "cli": {"core", "engine", "host", "providers", "runtime", "safety", "store", "ui"},
-    "ui": {"core", "engine", "hooks", "host", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"},
-    "runtime": {"assist", "core", "engine", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"},
-    "assist": {"core", "engine", "host", "tools"},
-    "hooks": {"core", "engine", "host", "safety", "store"},
-    "engine": {"core", "host", "protocol", "providers", "safety", "store", "tools"},
-    "mcp": {"core", "host", "safety", "store"},
-    "skills": {"core", "host", "safety", "store", "tools"},
-    "tools": {"core", "engine", "host", "safety", "store"},
-    "providers": {"core", "engine", "host", "protocol", "store"},
-    "store": {"core", "engine", "host", "safety"},
-    "safety": {"core", "engine", "host", "store"},
-    "protocol": {"core"},
-    "core": {"host"},
-    "host": set(),
-}
+# The layers from the top down, each with what it may import: ARCHITECTURE.md's "Layers" table,
+# row for row (a test compares the two). A layer imports only layers below it (later in the
+# list), and of those only the ones its row names: the layers are an order, nothing runs upward.
+LAYER_ORDER: list[tuple[str, set[str]]] = [
+    ("__main__", {"cli"}),
+    ("cli", {"core", "engine", "host", "providers", "runtime", "safety", "store", "ui"}),
+    ("ui", {"core", "engine", "hooks", "host", "mcp", "providers", "runtime", "safety", "skills", "store", "tools"}),
+    ("runtime", {"assist", "core", "engine", "hooks", "mcp", "providers", "safety", "skills", "store", "tools"}),
+    ("assist", {"core", "engine", "host", "tools"}),
+    ("hooks", {"core", "engine", "host", "safety", "store"}),
+    ("engine", {"core", "host", "protocol", "providers", "safety", "store", "tools"}),
+    ("mcp", {"core", "host", "safety", "store"}),
+    ("skills", {"core", "host", "safety", "store", "tools"}),
+    ("tools", {"core", "host", "safety", "store"}),
+    ("providers", {"core", "host", "protocol", "store"}),
+    ("store", {"core", "host", "safety"}),
+    ("safety", {"core", "host"}),
+    ("protocol", {"core"}),
+    ("core", {"host"}),
+    ("host", set()),
+]
+LAYERS: dict[str, set[str]] = dict(LAYER_ORDER)
 
 
 def modules_of(root: Path, package: str) -> dict[str, Path]:
@@ -246,11 +248,26 @@ def unused(edges: dict[tuple[str, str], list[str]], layers: dict[str, set[str]])
             for target in sorted(targets) if (source, target) not in edges]
 
 
-def architecture_layers(text: str) -> dict[str, set[str]]:
-    """ARCHITECTURE.md's "Layers" table: layer -> what it may import."""
+def architecture_layers(text: str) -> list[tuple[str, set[str]]]:
+    """ARCHITECTURE.md's "Layers" table, row by row from the top: (layer, what it may import)."""
     section = text.split("### Layers", 1)[1].split("\n#", 1)[0]
     rows = re.findall(r"^\| `([\w]+)` \| (.*?) \|$", section, re.M)
-    return {layer: set(re.findall(r"`(\w+)`", allowed)) for layer, allowed in rows}
+    return [(layer, set(re.findall(r"`(\w+)`", allowed))) for layer, allowed in rows]
+
+
+def upward(order: list[tuple[str, set[str]]]) -> list[str]:
+    """The allowances of a ranked table that do not point to a layer further down."""
+    below = {layer: {name for name, _ in order[i + 1:]} for i, (layer, _) in enumerate(order)}
+    return [f"{layer} -> {target}" for layer, allowed in order for target in sorted(allowed)
+            if target not in below[layer]]
+
+
+def layer_cycles(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    """The groups of layers that import one another, around a circle or both ways."""
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        graph.setdefault(source, set()).add(target)
+    return cycles(graph)
 
 
 LAYER_EDGES = layer_imports(SRC, "tether")
@@ -268,12 +285,26 @@ def test_the_table_allows_nothing_the_code_does_not_do() -> None:
 
 def test_the_architecture_table_is_the_tested_table() -> None:
     text = (SRC.parents[1] / "ARCHITECTURE.md").read_text()
-    assert architecture_layers(text) == LAYERS
+    assert architecture_layers(text) == LAYER_ORDER
+
+
+def test_the_layers_are_an_order() -> None:
+    """Each layer may import only layers below it: the table is a ranking, not a web."""
+    assert len(LAYERS) == len(LAYER_ORDER), "a layer is listed twice"
+    found = upward(LAYER_ORDER)
+    assert not found, "the layer table lets these layers import upward:\n" + "\n".join(found)
+
+
+def test_no_two_layers_import_each_other() -> None:
+    """Read from the code alone, whatever the table says: no layer reaches back to one that
+    reaches it, directly or around a circle of layers."""
+    found = layer_cycles(LAYER_EDGES)
+    assert not found, "these layers import one another:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
 def test_only_the_runtime_reaches_the_assist_package() -> None:
-    """assist/ sits above core/: the layers below never reach it (the loop sees it only
-    through core/turn_assist's seam), and only the runtime's wiring imports it."""
+    """assist/ sits above engine/: the layers below never reach it (the loop sees it only
+    through engine/turn_assist's seam), and only the runtime's wiring imports it."""
     found = violations(GRAPH, "tether", LOWER_LAYERS, ("tether.assist",))
     assert not found, "these import chains reach the assist package:\n" + shown(found)
     importers = {m for m, deps in GRAPH.items() if any(under(d, ("tether.assist",)) for d in deps)}
@@ -402,4 +433,19 @@ def test_layer_checker_finds_an_import_the_table_does_not_allow(tmp_path: Path) 
 
 def test_the_architecture_table_is_read_row_by_row() -> None:
     text = "### Layers\n\n| layer | may import |\n| --- | --- |\n| `a` | `b`, `c` |\n| `b` |  |\n\n## Next\n| `z` | `y` |\n"
-    assert architecture_layers(text) == {"a": {"b", "c"}, "b": set()}
+    assert architecture_layers(text) == [("a", {"b", "c"}), ("b", set())]
+
+
+def test_the_order_checker_finds_an_allowance_that_runs_upward() -> None:
+    assert upward([("ui", {"core"}), ("core", set())]) == []
+    assert upward([("ui", {"core"}), ("core", {"ui", "store"}), ("store", set())]) == ["core -> ui"]
+    assert upward([("a", {"a"})]) == ["a -> a"]
+
+
+def test_the_layer_cycle_checker_reads_the_code_edges(tmp_path: Path) -> None:
+    files = {**CLEAN, "store/__init__.py": "", "store/keys.py": "from ..core.messages import Message\n"}
+    edges = layer_imports(write_package(tmp_path, files), "pkg")
+    assert layer_cycles(edges) == []
+    files["core/messages.py"] = "def later():\n    from ..store import keys\n"
+    edges = layer_imports(write_package(tmp_path / "again", files), "pkg")
+    assert layer_cycles(edges) == [["core", "store"]]

@@ -21,8 +21,8 @@ from tether.mcp.config import MCP_FILE
 from tether.mcp.entry_files import project_fingerprint
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.safety.project_config import RULES_FILE
+from tether.safety.secret_files import CREDENTIALS_FILE
 from tether.store.config import load_settings
-from tether.store.keys import CREDENTIALS_FILE
 
 PROBE_SERVER = f"""\
 import json, os, socket, sys

@@ -14,11 +14,12 @@ from tether.core.model_table import (
     ModelEntry,
     ModelTable,
     builtin_table,
+    known_context_window,
     load_model_table,
     read_entries,
 )
 from tether.core.profile import FULL, SMALL, choose_profile, choose_protocol, default_temperature
-from tether.engine.context import context_window, known_context_window
+from tether.engine.context import context_window
 from tether.providers.gemini import thinks
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tether.core.toolspec import ToolContext, ToolError
 from tether.host.paths import resolve_path, resolved_forms
 from tether.safety.approval import is_inside
-from tether.store.keys import SecretFiles
+from tether.safety.secret_files import SecretFiles
 
 PARENTS = ["r", "r/a", "r/b", "o", "o/a", "h"]
 """r is the project root, o a folder beside it, h the state directory with the saved keys."""

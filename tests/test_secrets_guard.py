@@ -15,7 +15,7 @@ from tether.engine.dispatch import AllowAll, CallPolicy, Dispatcher
 from tether.safety.approval import ApprovalPolicy, contains_home, home_spellings, is_secret_path
 from tether.safety.permissions import Rule, RuleSet
 from tether.safety.sandbox import Sandbox
-from tether.store.keys import SecretFiles
+from tether.safety.secret_files import SecretFiles
 from tether.tools import builtin_tools
 
 SAVED = '{"openai": "sk-saved-not-real"}'

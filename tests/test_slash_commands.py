@@ -13,8 +13,8 @@ import pytest
 from fakeserver import FakeServer, Reply
 from slash_context import FakeContext, make_context
 
+from tether.core.agent_runs import AgentSpec
 from tether.core.messages import Evidence, Message, Text, ToolCall
-from tether.engine.subagents import AgentSpec
 from tether.runtime import Runtime
 from tether.safety.permissions import PROJECT_FILE, USER_FILE
 from tether.store.keys import ConnectionStore, KeyStore

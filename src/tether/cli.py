@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 
 if TYPE_CHECKING:
+    from .core.conversation import Conversation
     from .core.ui_protocol import NoticeLevel
-    from .engine.loop import Conversation, TurnResult
+    from .engine.loop import TurnResult
     from .engine.run_options import RunOptions
     from .providers.prices import RunBudget
     from .runtime import Runtime
@@ -566,7 +567,7 @@ async def run_one_shot(
     """One request, its result written in the UI's format; with a session (every run from the
     command line has one: new, or -c, -r) the exchange continues that conversation and is
     saved to it, however the run ends."""
-    from .engine.loop import Conversation
+    from .core.conversation import Conversation
 
     started = time.monotonic()
     conv = session.conversation() if session is not None else Conversation()

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .assist.turn import Assist
+from .core.conversation import Conversation
 from .core.messages import Message, ToolCall
 from .core.model_table import ModelMatch, ModelTable, builtin_table, load_model_table
 from .core.profile import (
@@ -27,8 +28,8 @@ from .core.toolspec import Tool, ToolContext, ToolError, ToolOutput, ToolTable
 from .core.ui_protocol import UI
 from .engine.context import Compressor, TokenEstimator, context_window
 from .engine.dispatch import AfterHook, BeforeHook, CallPolicy, Dispatcher
-from .engine.instructions import ProjectInstructions, instruction_names, load_instructions
-from .engine.loop import ContextGuard, Conversation, ProtocolMode, TurnLoop, TurnSettings
+from .engine.instructions import ProjectInstructions, load_instructions
+from .engine.loop import ContextGuard, ProtocolMode, TurnLoop, TurnSettings
 from .engine.projectmap import project_map
 from .engine.prompts import PromptExtras, project_context, system_prompt
 from .engine.run_options import RunOptions
@@ -46,14 +47,15 @@ from .providers.images import refusal as image_refusal
 from .providers.images import takes_images
 from .safety.approval import ApprovalPolicy, denial
 from .safety.permissions import Rule, RuleKind, RuleSet, load_rules
+from .safety.project_config import instruction_names
 from .safety.sandbox import Sandbox
+from .safety.secret_files import SecretFiles
 from .safety.trusted_folders import TrustStore
 from .skills.book import USE_SKILL, SkillBook, add_to_table
 from .skills.catalog import discover_skills, prompt_index
 from .store.agent_defs import load_definitions
 from .store.config import Settings
 from .store.git_ops import GitOps
-from .store.keys import SecretFiles
 from .store.result_files import ResultFiles
 from .tools import builtin_tools
 from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode

@@ -55,7 +55,7 @@ def offer_key(tool: str, arguments: Mapping[str, str]) -> str:
 
 @dataclass
 class Coach:
-    """One turn's coach (core/turn_assist.TurnCoach)."""
+    """One turn's coach (engine/turn_assist.TurnCoach)."""
 
     request: str
     setup: CoachSetup

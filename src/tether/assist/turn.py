@@ -1,4 +1,4 @@
-"""The assist package as the loop sees it (core/turn_assist.TurnAssist), for one project:
+"""The assist package as the loop sees it (engine/turn_assist.TurnAssist), for one project:
 each request read once, the check after a change, and the coach of the turn's evidence."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .verify import Dispatch, ProjectPython, VerifyGate
 
 @dataclass
 class Assist:
-    """The assist package as the loop sees it (core/turn_assist.TurnAssist), for one project."""
+    """The assist package as the loop sees it (engine/turn_assist.TurnAssist), for one project."""
 
     root: Path
     dispatch: Dispatch

@@ -21,6 +21,9 @@ from ..host.statefile import read_toml_file
 USER_FILE = "models.toml"
 BUILTIN_FILE = Path(__file__).with_name("models.toml")
 BUILTIN = "built-in"
+CHARS_PER_TOKEN = 4
+"""The estimate of text per token every count uses until a provider's own counts calibrate it
+(the context guard, the repo map's budget)."""
 
 ProfileName = Literal["small", "full"]
 
@@ -194,3 +197,11 @@ def load_model_table(home: Path) -> ModelTable:
     added, problem = read_entries(path, str(path))
     table = builtin_table().with_entries(added)
     return ModelTable(table.entries, (problem,)) if problem else table
+
+
+def known_context_window(model: str) -> int | None:
+    """The window of a known hosted model, from the built-in model table (models.toml: the
+    entry of its family states it); None if unknown. A routing prefix such as `openai/` or
+    `models/` does not hide the family."""
+    entry = builtin_table().entry(model)
+    return entry.context_window if entry is not None else None

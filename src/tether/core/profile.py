@@ -42,8 +42,8 @@ tool that is not loaded yet. Loaded names live in `Conversation.loaded_tools`; t
 history already called count as loaded. A new tool is deferred the same way unless it is named
 in `profile.CORE_TOOLS`.
 
-The small profile's help for a turn lives above core, in `assist/` (the loop sees it only
-through `engine/turn_assist.py`): core records what the turn did (`turn_record.TurnRecord`, a
+The small profile's help for a turn lives above the engine, in `assist/` (the loop sees it only
+through `engine/turn_assist.py`): the engine records what the turn did (`turn_record.TurnRecord`, a
 frozen `TurnEvidence` snapshot), and `assist/rules.RULES` is one table of rules over that
 snapshot (name, lever, profiles, condition, message, once per turn); `assist/coach.py` sends
 the first rule that holds as a user message. A message only ever re-sends a call the model

@@ -19,13 +19,19 @@ from pydantic import BaseModel
 
 from ..host.paths import resolve_user_path
 from ..host.project_files import ProjectFiles
-from .messages import CommandStatus, Message
+from .messages import CommandStatus, Message, ToolCall
 
 CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar(
     "tether_conversation", default=()
 )
 """The history of the conversation whose calls are running (the loop sets it around a
 reply's calls; a sub-agent's calls see its own): repo_map leans toward what it talks about."""
+
+CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
+    "tether_current_call", default=None
+)
+"""The call whose handler is running (an async handler's task sees its own): a sub-agent
+names the spawn call that started it."""
 
 DEFAULT_RESULT_CAP = 16_000
 MCP_NAMESPACE = "mcp__"
@@ -39,7 +45,7 @@ SECRETS_REFUSED = (
 
 
 class SecretGuard(Protocol):
-    """tether's saved keys, as a tool sees them (store.keys.SecretFiles is the one in use)."""
+    """tether's saved keys, as a tool sees them (safety.secret_files.SecretFiles is the one in use)."""
 
     def is_secret(self, resolved: str) -> bool:
         """True for a resolved path that is a saved key, by name or by identity."""

@@ -10,7 +10,11 @@ answer to an "ask" is another thing, `ui_protocol.Decision`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .messages import ToolCall
+    from .toolspec import Tool
 
 Action = Literal["allow", "deny", "ask"]
 
@@ -22,3 +26,9 @@ class GateVerdict:
     by: str = field(default="", kw_only=True)
     """Who refused, for a deny that is no permission rule ("plan mode"): the refusal then
     names it and its reason, and says nothing of rules or of never retrying."""
+
+
+class CallPolicy(Protocol):
+    """Decides, before a call runs, whether it may run, must be refused, or needs asking."""
+
+    def check(self, call: ToolCall, tool: Tool) -> GateVerdict: ...

@@ -5,7 +5,7 @@ Three pieces:
 - `TokenEstimator`: a cheap count (about four characters a token) that
   calibrates itself against the counts the provider reports.
 - `context_window`: how many tokens a model can take, from an explicit
-  setting or the provider itself (`known_context_window` is the table of
+  setting or the provider itself (`model_table.known_context_window` is the table of
   known hosted models the providers consult).
 - `Compressor`: the loop's `ContextGuard`. Before a request would overflow it
   first trims old tool results, then condenses the history before the current
@@ -49,12 +49,11 @@ from ..core.messages import (
     ToolResult,
     Usage,
 )
-from ..core.model_table import builtin_table
+from ..core.model_table import CHARS_PER_TOKEN
 from ..core.textclip import keep_ends, keep_head
 from ..core.toolspec import Tool
 from ..providers.base import Provider, ProviderError, RequestOptions
 
-CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
 """Tokens each message costs beyond its content (role markers, separators)."""
 PART_OVERHEAD = 3
@@ -223,14 +222,6 @@ def _clamp(value: float, low: float, high: float) -> float:
 
 
 # ---------------------------------------------------------------- window sizes
-
-
-def known_context_window(model: str) -> int | None:
-    """The window of a known hosted model, from the built-in model table (models.toml: the
-    entry of its family states it); None if unknown. A routing prefix such as `openai/` or
-    `models/` does not hide the family."""
-    entry = builtin_table().entry(model)
-    return entry.context_window if entry is not None else None
 
 
 async def context_window(

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..core.conversation import Conversation
 from ..core.messages import Evidence, Usage
 from ..core.toolspec import ToolTable
 from ..core.ui_protocol import UI
@@ -23,7 +24,7 @@ from ..store.git_ops import DIFF_UNAVAILABLE, GitOps
 from ..tools.plan import PlanGate
 from .commands_ran import commands_run
 from .dispatch import CallPolicy, window_text
-from .loop import Conversation, TurnLoop, TurnResult
+from .loop import TurnLoop, TurnResult
 from .read_only import ReadOnlyPolicy
 
 STAGES = ("plan", "check", "implement", "review", "verify")

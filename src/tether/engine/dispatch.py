@@ -35,16 +35,18 @@ from pydantic import ValidationError
 
 from ..core.messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
 from ..core.textclip import clip_words, keep_ends
-from ..core.toolspec import DEFAULT_RESULT_CAP, Tool, ToolContext, ToolError, ToolOutput, ToolTable
-from ..core.ui_protocol import UI
-from ..core.verdict import GateVerdict
-from ..host.safetext import bad_char_fields, cleaned_with_note
-
-CURRENT_CALL: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
-    "tether_current_call", default=None
+from ..core.toolspec import (
+    CURRENT_CALL,
+    DEFAULT_RESULT_CAP,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutput,
+    ToolTable,
 )
-"""The call whose handler is running (an async handler's task sees its own): a sub-agent
-names the spawn call that started it."""
+from ..core.ui_protocol import UI
+from ..core.verdict import CallPolicy, GateVerdict
+from ..host.safetext import bad_char_fields, cleaned_with_note
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
@@ -78,12 +80,6 @@ def window_kept_head(cap: int) -> int:
 
 
 # ---------------------------------------------------------------- gates
-
-
-class CallPolicy(Protocol):
-    """Decides, before a call runs, whether it may run, must be refused, or needs asking."""
-
-    def check(self, call: ToolCall, tool: Tool) -> GateVerdict: ...
 
 
 class AllowAll:

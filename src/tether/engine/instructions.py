@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..host.filereads import FileProblem
+from ..safety.project_config import DEFAULT_FALLBACKS, instruction_names
 from ..store.loader_gate import LoaderGate
 
-INSTRUCTIONS_FILE = "AGENTS.md"
-OVERRIDE_FILE = "AGENTS.override.md"
-DEFAULT_FALLBACKS = ("CLAUDE.md",)
 DEFAULT_MAX_BYTES = 32 * 1024
 
 
@@ -81,11 +79,6 @@ def folders_down_to(cwd: Path) -> list[Path]:
         if folder == top:
             break
     return list(reversed(chain))
-
-
-def instruction_names(fallbacks: Sequence[str]) -> tuple[str, ...]:
-    """The names a folder's instructions file may have, the one that wins first."""
-    return (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks)
 
 
 def file_of_folder(folder: Path, fallbacks: Sequence[str]) -> Path | None:

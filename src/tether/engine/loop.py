@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ..core.conversation import Conversation
 from ..core.messages import (
     Done,
     Event,
@@ -91,21 +92,6 @@ def pressure_note(step: int, cap: int) -> str:
         f"(Note: {step} of {cap} tool round trips used. Finish soon: answer now "
         "unless another tool call is really needed.)"
     )
-
-
-@dataclass
-class Conversation:
-    """The history plus what the last turn did. Never holds the system prompt."""
-
-    messages: list[Message] = field(default_factory=list)
-    evidence: list[Evidence] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    requests: int = 0
-    """Model requests completed, over the whole conversation (as `usage` counts tokens)."""
-    context_tokens: int = 0
-    """Input tokens of the latest request: how full the context window is."""
-    loaded_tools: set[str] = field(default_factory=set)
-    """Deferred tools loaded with tool_search: offered for the rest of the conversation."""
 
 
 @dataclass

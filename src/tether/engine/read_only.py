@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.conversation import Conversation
 from ..core.messages import ToolCall
 from ..core.toolspec import Tool
 from .dispatch import CallPolicy, GateVerdict
-from .loop import Conversation, TurnLoop, TurnResult
+from .loop import TurnLoop, TurnResult
 
 
 @dataclass

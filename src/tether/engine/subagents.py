@@ -81,21 +81,19 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from ..core.agent_runs import AgentRun, AgentSpec, StoppedBy
+from ..core.conversation import Conversation
 from ..core.messages import Done, Event, Evidence, Message, ToolCall, Usage
 from ..core.textclip import keep_ends
-from ..core.toolspec import Tool, ToolTable
+from ..core.toolspec import CURRENT_CALL, Tool, ToolTable
 from ..core.ui_protocol import UI, AgentEvents, Decision, NoticeLevel
 from ..host.atomic import atomic_write_json
 from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
-from .dispatch import CURRENT_CALL
-from .loop import ContextGuard, Conversation, TurnLoop, TurnSettings, closing_reply
+from .loop import ContextGuard, TurnLoop, TurnSettings, closing_reply
 from .toolmenu import ToolMenu, tool_search_tool
-
-AgentState = Literal["completed", "failed", "cancelled", "rejected"]
-StoppedBy = Literal["", "steps", "tokens", "time"]
 
 NOT_FOR_AGENTS = frozenset({
     "get_user_input",  # nobody answers a sub-agent: it works from its task
@@ -135,59 +133,6 @@ class AgentBudget:
     """The most tokens the report request after a spent budget may reply with."""
     report_seconds: float = 60.0
     """The most seconds that request may take: a spent budget cannot run away."""
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    task: str
-    context: str = ""
-    agent: str = ""
-    model: str = ""
-
-    def arguments(self) -> dict[str, Any]:
-        """As a spawn_agent call's arguments (what the permission rules judge)."""
-        given = {"task": self.task, "context": self.context, "agent": self.agent, "model": self.model}
-        return {k: v for k, v in given.items() if v or k == "task"}
-
-
-@dataclass
-class AgentRun:
-    """One sub-agent of this session: what /agents lists and the result reports."""
-
-    id: str
-    name: str
-    task: str
-    parent_call: str = ""
-    state: AgentState | Literal["running"] = "running"
-    report: str = ""
-    reason: str = ""
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    started: float = field(default_factory=time.time)
-    elapsed: float = 0.0
-    transcript: Path | None = None
-    latest_tool: str = ""
-    calls: int = 0
-    evidence: list[Evidence] = field(default_factory=list)
-    """Its tool calls (for /evidence and the json result's files and refusals)."""
-    stopped_by: StoppedBy = ""
-    """The budget that stopped it before it answered on its own (it then reported)."""
-    denied: dict[str, Any] | None = None
-    """The spawn_agent arguments the permission rules refused (a rejected job)."""
-
-    def as_dict(self) -> dict[str, Any]:
-        """What the json result and the agent_end event say of it (not the report)."""
-        return {"id": self.id, "name": self.name, "parent_call": self.parent_call,
-                "state": self.state, "reason": self.reason, "steps": self.steps,
-                "stopped_by": self.stopped_by,
-                "usage": self.usage.as_dict(), "elapsed": round(self.elapsed, 3),
-                "transcript": str(self.transcript) if self.transcript else None}
-
-    def headline(self) -> str:
-        tokens = self.usage.input_tokens + self.usage.output_tokens
-        why = f" ({self.reason})" if self.reason else ""
-        return (f"agent {self.name} [{self.id}] {self.state}{why}: {self.steps} steps, "
-                f"{tokens} tokens, {self.elapsed:.1f}s")
 
 
 class TokenBudget:

@@ -3,7 +3,7 @@ bounded walk; listed once and kept a few seconds, so the tools that look across 
 on every call (search_in_file's matches elsewhere, tool_search's file names) do not each run
 `git ls-files` or walk the tree again.
 
-git runs hardened (safety/git_guard): no program the repository configures (fsmonitor, ...)
+git runs hardened (host/git_guard): no program the repository configures (fsmonitor, ...)
 runs while a file list is taken.
 """
 

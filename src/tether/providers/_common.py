@@ -17,8 +17,8 @@ from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..core.messages import Event, Message
+from ..core.model_table import known_context_window
 from ..core.toolspec import Tool
-from ..engine.context import known_context_window
 from ._http import AnsweredHistories, HttpTransport, StatusDescriber, StatusInfo, UnreadableChunk
 from .base import ProviderError, RequestOptions
 from .retry import RetryPolicy

@@ -23,8 +23,8 @@ from ..core.messages import (
     Usage,
     new_call_id,
 )
+from ..core.model_table import known_context_window
 from ..core.toolspec import Tool
-from ..engine.context import known_context_window
 from . import DEFAULT_MODELS
 from ._common import HttpChatProvider, model_ids
 from ._http import (

@@ -32,7 +32,7 @@ Safety layers, in detail:
    Every path is resolved by `paths.resolve_path`, as the kernel resolves it (symlinks followed
    where they are met, before the `..` after them; a missing component taken as a directory to
    be made), with and without following a last symlink (`paths.resolved_forms`). Containment
-   (`approval.is_inside`), the keys guard (`keys.SecretFiles`) and path rules (normalized form
+   (`approval.is_inside`), the keys guard (`secret_files.SecretFiles`) and path rules (normalized form
    and resolved forms: deny if any matches, allow only if all are covered) all use it, and
    `ToolContext.resolve` hands the tools the same resolution, refusing the saved keys by name
    or by device and inode; a tool walking a folder (`search_in_file`, `repo_map`) asks
@@ -77,7 +77,7 @@ Safety layers, in detail:
    binds `sys.prefix`, `sys.exec_prefix` and `sys.base_prefix` read-only when they lie under
    `/tmp` (outside the root), which the private `/tmp` would otherwise hide.
    `refuse_if_keys_have_other_names` raises `KeysLinked` (an OSError, so run_cmd reports it)
-   when a file of `keys.SECRET_FILES` has a hard link: the tmpfs hides a path, not an inode.
+   when a file of `secret_files.SECRET_FILES` has a hard link: the tmpfs hides a path, not an inode.
    `run_cmd(unsandboxed=true, reason=...)` runs outside; `ApprovalPolicy.escalation_verdict`
    asks (showing the reason) unless `sandbox_escalation` is on and an allow rule with a real
    pattern covers the command; `send_input` to a session that `ShellSessions.runs_unconfined`

@@ -48,12 +48,12 @@ from typing import Any
 
 from ..core.messages import ToolCall
 from ..core.toolspec import Tool, ToolTable
-from ..engine.dispatch import GateVerdict
+from ..core.verdict import GateVerdict
 from ..host.git_guard import writes_git_files
 from ..host.paths import is_within, resolve_path, resolved_forms
-from ..store.keys import CREDENTIALS_FILE, SecretFiles
 from .permissions import PROJECT_FILE, Rule, RuleSet, RuleVerdict, ToolKinds
 from .sandbox import Sandbox
+from .secret_files import CREDENTIALS_FILE, SecretFiles
 from .shell_parse import split_command
 from .web_guard import WebTaint, method_verdict, named_hosts, taint_verdict
 

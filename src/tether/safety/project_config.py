@@ -4,13 +4,15 @@ The loaders take their paths from here (the rules file, the hooks file, the MCP 
 list, the skill and agent folders) and the sandbox keeps every entry read-only inside a
 writable project (`sandbox_paths`), so a loader added with its path in this table cannot
 be forgotten by the sandbox. The instruction files (AGENTS.md and the names that stand in
-for it) are the one list that is a setting; `engine.instructions` names them.
+for it) are the one list that is a setting: their names are here (`instruction_names`), the
+sandbox keeps them read-only and `engine.instructions` reads them.
 
 This module imports nothing of tether: loaders in every package can use it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +28,10 @@ SKILL_FOLDERS = ("skills", ".tether/skills", ".agents/skills", ".claude/skills")
 """Skills bring instructions and script tools (skills/catalog.py), in search order."""
 AGENT_FOLDERS = (".claude/agents", ".tether/agents")
 """Sub-agent definitions (store/agent_defs.py); a later folder wins a name clash."""
+INSTRUCTIONS_FILE = "AGENTS.md"
+OVERRIDE_FILE = "AGENTS.override.md"
+DEFAULT_FALLBACKS = ("CLAUDE.md",)
+"""The names a folder's instructions may have when it has no AGENTS.md (a setting)."""
 RUNS_NAMED_FILES = (MCP_FILE, HOOKS_FILE)
 """The files whose entries name programs tether starts: the project files those name are
 kept read-only too (`config_programs`)."""
@@ -49,3 +55,8 @@ PROJECT_CONFIG: tuple[ConfigPath, ...] = (
     *(ConfigPath(folder, "dir") for folder in (*SKILL_FOLDERS, *AGENT_FOLDERS)),
 )
 """Every path in a project that tether reads as its own configuration, instructions aside."""
+
+
+def instruction_names(fallbacks: Sequence[str]) -> tuple[str, ...]:
+    """The names a folder's instructions file may have, the one that wins first."""
+    return (OVERRIDE_FILE, INSTRUCTIONS_FILE, *fallbacks)

@@ -43,11 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..engine.instructions import DEFAULT_FALLBACKS, instruction_names
 from ..host.host_programs import host_program
 from ..host.paths import is_within
-from ..store.keys import SECRET_FILES
 from .processes import MARKER
+from .project_config import DEFAULT_FALLBACKS, instruction_names
 from .sandbox_paths import (
     Placeholders,
     Protected,
@@ -60,6 +59,7 @@ from .sandbox_paths import (
 from .sandbox_probe import NOT_INSTALLED, data_fd, remembered_problem
 from .sandbox_probe import probe_problem as _probe_with
 from .seccomp import unix_socket_filter
+from .secret_files import SECRET_FILES
 from .shell_session import Launch
 
 SandboxMode = Literal["auto", "off", "read-only", "workspace-write"]

@@ -28,7 +28,7 @@ script tools would take the names, so the rules and hooks, of yours); a bad fron
 warning (`file:line: why; skill skipped`).
 Nothing is looked up next to the installed package. The four project folders are entries of
 `project_config.PROJECT_CONFIG` (`SKILL_FOLDERS`), so a sandboxed command cannot plant a skill; the root's
-instruction file names (`instructions.instruction_names` of the `instruction_fallbacks`, handed
+instruction file names (`project_config.instruction_names` of the `instruction_fallbacks`, handed
 to `Sandbox.instructions`) are held by `sandbox_paths.instruction_entries`. Folders above the
 root are outside the writable bind already; an AGENTS.md in a subfolder is not held (only a run
 started there reads it). `catalog.prompt_index` lists names and

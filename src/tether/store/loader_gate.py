@@ -24,7 +24,7 @@ from typing import BinaryIO
 from ..host.filereads import MAX_CONFIG_BYTES, FileProblem, file_problem
 from ..host.paths import is_within, resolve_path
 from ..host.regular_files import TooLarge, open_regular, read_at_most
-from .keys import SecretFiles
+from ..safety.secret_files import SecretFiles
 
 SYSTEM_TREES = ("/proc", "/dev", "/sys")
 """Kernel trees no config file is ever read from: their files are the process's secrets

@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from ..core.conversation import Conversation
 from ..core.messages import (
     Evidence,
     Image,
@@ -39,9 +40,6 @@ from ..core.messages import (
 from ..core.textclip import clip_words, keep_head
 from ..host.atomic import atomic_write_json, atomic_write_text
 from ..host.filereads import read_file_bytes, reason_of
-
-if TYPE_CHECKING:
-    from ..engine.loop import Conversation
 
 FORMAT_VERSION = 1
 EVIDENCE_RESULT_CAP = 2_000
@@ -96,8 +94,6 @@ class SessionRecord:
 
     def to_conversation(self) -> Conversation:
         """The history to continue with; last turn's evidence stays in the record only."""
-        from ..engine.loop import Conversation  # the loop's module is heavy; load on use
-
         return Conversation(messages=list(self.messages), usage=Usage(**self.usage.as_dict()))
 
 

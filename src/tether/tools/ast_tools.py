@@ -16,7 +16,7 @@ with read_file's `_load_text`; the outline is the tags query's `definition.*` ca
 (`ast_outline.tree_sitter_outline`), or `python_outline` (stdlib `ast`) when
 `GrammarMissing` says tree-sitter is absent.
 
-`repo_map`: `RepoMapper.build` lists files with `core/project_files.searchable_files` (git's, else the
+`repo_map`: `RepoMapper.build` lists files with `host/project_files.searchable_files` (git's, else the
 walk), keeps those with a grammar that `WalkGuard` lets through, stamps them (mtime, size) and
 takes each one's `FileTags` from the `TagCache` (parsed again only when its stamp changed;
 entries of vanished files dropped). The focus comes from `mentions_in(CONVERSATION.get())`:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from tether.core.messages import ToolCall
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from tether.engine.dispatch import CallPolicy, GateVerdict
+from tether.core.verdict import CallPolicy, GateVerdict
 
 SUBMIT_PLAN = "submit_plan_for_approval"
 

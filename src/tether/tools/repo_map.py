@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.messages import Message, Text
+from ..core.model_table import CHARS_PER_TOKEN
 from ..core.toolspec import ToolContext
-from ..engine.context import CHARS_PER_TOKEN
 from ..host.project_files import searchable_files
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, Grammars, language_of

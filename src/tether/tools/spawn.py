@@ -7,18 +7,30 @@ is judged as a spawn_agent call too (`Tool.batch_of`): a rule for spawn_agent ho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from ..engine.dispatch import CURRENT_CALL
-from ..engine.subagents import AgentRun, AgentSpec, SubagentRunner
+from ..core.agent_runs import AgentRun, AgentSpec
+from ..core.toolspec import CURRENT_CALL, Tool, ToolContext, ToolError, ToolOutput
+from ..store.agent_defs import AgentDefinition
 
 SPAWN_AGENT = "spawn_agent"
 SPAWN_AGENTS = "spawn_agents"
 AGENT_TIMEOUT = 24 * 3600.0
 """The dispatcher's timeout for these tools: each agent's own wall-time cap is what stops it."""
+
+
+class AgentRunner(Protocol):
+    """What the tools need of the engine's sub-agent runner (`engine/subagents.SubagentRunner`)."""
+
+    @property
+    def definitions(self) -> Mapping[str, AgentDefinition]: ...
+
+    async def run_one(self, spec: AgentSpec, parent_call: str = "") -> AgentRun: ...
+
+    async def run_many(self, specs: Sequence[AgentSpec], parent_call: str = "") -> list[AgentRun]: ...
 
 
 class AgentJob(BaseModel):
@@ -47,7 +59,7 @@ def described_run(run: AgentRun) -> str:
     return f"{run.headline()}.{saved}\nReport:\n{body}"
 
 
-def spawn_tools(runner: SubagentRunner) -> list[Tool]:
+def spawn_tools(runner: AgentRunner) -> list[Tool]:
     """The two tools, their descriptions naming the agent definitions there are."""
 
     async def spawn_one(args: SpawnAgentArgs, ctx: ToolContext) -> ToolOutput:
@@ -79,7 +91,7 @@ def spawn_tools(runner: SubagentRunner) -> list[Tool]:
     ]
 
 
-def definitions_text(runner: SubagentRunner) -> str:
+def definitions_text(runner: AgentRunner) -> str:
     names: Sequence[str] = sorted(runner.definitions)
     if not names:
         return ""

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.agent_runs import AgentRun
 from ..core.messages import Evidence
-from ..engine.subagents import AgentRun
 from ..store.git_ops import AiCommit, GitOps
 
 SCHEMA_VERSION = 1

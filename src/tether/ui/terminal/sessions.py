@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+from tether.core.conversation import Conversation
 from tether.core.messages import Message, TextDelta
-from tether.engine.loop import Conversation
 from tether.providers.base import RequestOptions
 from tether.runtime import Runtime
 from tether.store.session import (

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tether.core.messages import ToolCall
-from tether.engine.instructions import DEFAULT_FALLBACKS, INSTRUCTIONS_FILE, OVERRIDE_FILE
 from tether.engine.run_options import RunOptions
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
 from tether.host.statefile import StateFileError
@@ -20,7 +19,14 @@ from tether.safety.permissions import (
     save_rule,
     too_broad_to_trust,
 )
-from tether.safety.project_config import AGENT_FOLDERS, MCP_FILE, SKILL_FOLDERS
+from tether.safety.project_config import (
+    AGENT_FOLDERS,
+    DEFAULT_FALLBACKS,
+    INSTRUCTIONS_FILE,
+    MCP_FILE,
+    OVERRIDE_FILE,
+    SKILL_FOLDERS,
+)
 
 from .asking import Say
 
