@@ -449,3 +449,77 @@ def test_the_layer_cycle_checker_reads_the_code_edges(tmp_path: Path) -> None:
     files["core/messages.py"] = "def later():\n    from ..store import keys\n"
     edges = layer_imports(write_package(tmp_path / "again", files), "pkg")
     assert layer_cycles(edges) == [["core", "store"]]
+
+
+# Package faces: a package that declares one (`__all__` in its `__init__.py`) is used from
+# outside only through it, so what it offers is one list and its modules can move inside it.
+
+
+def faces(root: Path, package: str) -> dict[str, set[str]]:
+    """Each package that declares a face, with the names its `__all__` lists."""
+    found = {}
+    for module, path in modules_of(root, package).items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                found[module] = set(ast.literal_eval(node.value))
+    return found
+
+
+def past_the_face(root: Path, package: str) -> list[str]:
+    """Imports from outside a faced package that reach into its modules, or that ask its face
+    for a name it does not list."""
+    modules = modules_of(root, package)
+    known = set(modules)
+    faced = faces(root, package)
+    found = []
+    for module, path in modules.items():
+        outside = [face for face in faced if not under(module, (face,))]
+        for name in sorted(imported_names(module, path, known)):
+            found += [f"{module} -> {name} (import it from {face})"
+                      for face in outside if name.startswith(face + ".")]
+        for node in ast.walk(ast.parse(path.read_text())):
+            source = resolved_from(module, path, node) if isinstance(node, ast.ImportFrom) else ""
+            if source in outside:
+                found += [f"{module} -> {source}.{a.name} (not in {source}.__all__)"
+                          for a in node.names if a.name not in faced[source]]
+    return found
+
+
+def resolved_from(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The dotted name one `from ... import` statement reads from."""
+    if not node.level:
+        return node.module or ""
+    here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = here[: len(here) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+FACED = ("tether.host", "tether.protocol", "tether.assist")
+
+
+def test_the_packages_with_a_face() -> None:
+    """The bottom layer, the text protocol and the assist package declare a face. The engine
+    does not: the UI and the wiring load its modules one by one, late, for start-up speed."""
+    assert set(faces(SRC, "tether")) >= set(FACED)
+
+
+def test_a_faced_package_is_used_only_through_its_face() -> None:
+    found = past_the_face(SRC, "tether")
+    assert not found, "these imports go past a package's face:\n" + "\n".join(found)
+
+
+def test_the_face_checker_finds_an_import_past_the_face(tmp_path: Path) -> None:
+    files = {
+        **CLEAN,
+        "core/__init__.py": "from .messages import Message\n\n__all__ = ['Message']\n",
+        "ui/screen.py": "from ..core import Message\n",
+    }
+    assert past_the_face(write_package(tmp_path, files), "pkg") == []
+    files["ui/screen.py"] = "from ..core.messages import Message\nfrom ..core import Other\n"
+    assert past_the_face(write_package(tmp_path / "again", files), "pkg") == [
+        "pkg.ui.screen -> pkg.core.messages (import it from pkg.core)",
+        "pkg.ui.screen -> pkg.core.Other (not in pkg.core.__all__)",
+    ]

@@ -233,7 +233,7 @@ def one_line_of(exc: BaseException) -> str:
 
 
 def write_stderr(text: str) -> None:
-    from .host.safetext import write_safely
+    from .host import write_safely
 
     write_safely(sys.stderr, text)
 
@@ -402,7 +402,7 @@ def write_stdout_quietly(text: str) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
-        from .host.safetext import discard_output
+        from .host import discard_output
 
         discard_output(sys.stdout)  # nor may the interpreter's final flush fail
         return EXIT_OUTPUT_CLOSED
@@ -438,7 +438,7 @@ def read_prompt(value: str) -> tuple[str, int]:
     """The prompt as text, and how many of its characters were not valid UTF-8. Such
     bytes (a terminal or file in another encoding, an argument the locale could not
     decode) are kept as \\xNN escapes instead of failing the read."""
-    from .host.safetext import clean_text, count_bad_chars
+    from .host import clean_text, count_bad_chars
 
     if value != "-":
         raw = value

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .assist.turn import Assist
+from .assist import Assist
 from .core.conversation import Conversation
 from .core.messages import Message, ToolCall
 from .core.model_table import ModelMatch, ModelTable, builtin_table, load_model_table

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..host.filereads import read_file_bytes
+from ..host import read_file_bytes
 
 _SHELL_BLOCK = re.compile(r"^[ \t]*```[ \t]*(sh|bash|shell|console|zsh|)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
 _COMMAND_START = re.compile(

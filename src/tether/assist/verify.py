@@ -23,9 +23,7 @@ from ..core.messages import Evidence, ToolCall, ToolResult, new_call_id
 from ..engine.commands_ran import RanCommand, commands_run
 from ..engine.dispatch import first_line
 from ..engine.turn_assist import GateVerdict
-from ..host.host_programs import host_program
-from ..host.paths import is_within, resolve_path
-from ..host.regular_files import NotARegularFile, TooLarge, read_small_file
+from ..host import NotARegularFile, TooLarge, host_program, is_within, read_small_file, resolve_path
 from .reply_shapes import is_test_path
 from .request import RequestReading, test_runner_named
 

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from ..host.statefile import read_toml_file
+from ..host import read_toml_file
 
 USER_FILE = "models.toml"
 BUILTIN_FILE = Path(__file__).with_name("models.toml")

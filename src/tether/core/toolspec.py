@@ -17,8 +17,7 @@ from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
-from ..host.paths import resolve_user_path
-from ..host.project_files import ProjectFiles
+from ..host import ProjectFiles, resolve_user_path
 from .messages import CommandStatus, Message, ToolCall
 
 CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar(

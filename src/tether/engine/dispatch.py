@@ -46,7 +46,7 @@ from ..core.toolspec import (
 )
 from ..core.ui_protocol import UI
 from ..core.verdict import CallPolicy, GateVerdict
-from ..host.safetext import bad_char_fields, cleaned_with_note
+from ..host import bad_char_fields, cleaned_with_note
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.messages import Image
-from ..host.paths import is_within
-from ..host.regular_files import TooLarge, open_regular, read_at_most
+from ..host import TooLarge, is_within, open_regular, read_at_most
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 SIGNATURES: tuple[tuple[bytes, str], ...] = (

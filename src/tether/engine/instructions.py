@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..host.filereads import FileProblem
+from ..host import FileProblem
 from ..safety.project_config import DEFAULT_FALLBACKS, instruction_names
 from ..store.loader_gate import LoaderGate
 

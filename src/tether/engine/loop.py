@@ -40,15 +40,15 @@ from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from ..core.ui_protocol import UI, RequestEvents, show_checks
 from ..protocol import (
     RESULT_MARKERS,
+    CallStop,
     ParseResult,
     StreamFilter,
     TextHistory,
+    call_grammar,
     cut_invented_results,
     parse_reply,
     render_call_as_text,
 )
-from ..protocol.callstop import CallStop
-from ..protocol.grammar import call_grammar
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_steps import TurnSteps
 from .dispatch import Dispatcher, first_line

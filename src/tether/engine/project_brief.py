@@ -12,7 +12,7 @@ import json
 import re
 from pathlib import Path
 
-from ..host.regular_files import read_small_file
+from ..host import read_small_file
 from .projectmap import project_map
 
 MAP_BUDGET = 4_000

@@ -13,7 +13,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from ..host.project_files import git_listed_names
+from ..host import git_listed_names
 
 WALK_FILE_LIMIT = 2_000
 SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"})

@@ -89,7 +89,7 @@ from ..core.messages import Done, Event, Evidence, Message, ToolCall, Usage
 from ..core.textclip import keep_ends
 from ..core.toolspec import CURRENT_CALL, Tool, ToolTable
 from ..core.ui_protocol import UI, AgentEvents, Decision, NoticeLevel
-from ..host.atomic import atomic_write_json
+from ..host import atomic_write_json
 from ..providers.base import Provider, ProviderError, RequestOptions
 from ..store.agent_defs import AgentDefinition
 from .loop import ContextGuard, TurnLoop, TurnSettings, closing_reply

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..host.statefile import read_json_file
+from ..host import read_json_file
 from ..safety.project_config import HOOKS_FILE
 from ..store.loader_gate import LoaderGate
 

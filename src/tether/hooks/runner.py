@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..host.host_programs import host_program
+from ..host import host_program
 from ..safety.processes import CommandProcesses, stop_processes
 from ..safety.shell_session import Launch, Launcher
 

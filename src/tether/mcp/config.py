@@ -20,9 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from ..host.filereads import read_file_bytes
-from ..host.paths import is_within, resolve_path
-from ..host.statefile import read_json_file
+from ..host import is_within, read_file_bytes, read_json_file, resolve_path
 from ..safety.project_config import MCP_FILE
 
 PROJECT_FILE = MCP_FILE

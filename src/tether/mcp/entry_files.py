@@ -29,8 +29,7 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from ..host.paths import is_within, resolve_path
-from ..host.regular_files import CHUNK, NotARegularFile, open_regular
+from ..host import CHUNK, NotARegularFile, is_within, open_regular, resolve_path
 from ..safety.project_config import PROJECT_CONFIG
 from .config import ServerConfig
 

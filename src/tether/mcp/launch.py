@@ -41,8 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..host.host_programs import host_path
-from ..host.paths import is_within
+from ..host import host_path, is_within
 from ..safety.shell_session import Launch as Started
 from .config import ServerConfig
 from .session import McpError

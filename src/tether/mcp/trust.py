@@ -16,8 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..host.filereads import read_file_bytes
-from ..host.statefile import StateFileError, read_json_file, write_json_state
+from ..host import StateFileError, read_file_bytes, read_json_file, write_json_state
 from .config import ServerConfig
 from .entry_files import changes, entry_files
 from .tools import names_ruled_server, server_label

@@ -23,11 +23,14 @@ The package's modules, in the order a reply meets them: `tags` (the vocabulary),
 `scan` (the scanner, StreamFilter), `segments` (a whole reply cut into segments),
 `jsonrepair` (almost-JSON decoded), `shapes` (the forms a call comes in),
 `refusals` (what a refused call is told), `parse` (parse_reply), and for the way
-back `render` (the tool menu, a call as text) and `history` (a history as text).
+back `render` (the tool menu, a call as text) and `history` (a history as text); for
+the small profile `grammar` (the GBNF of a reply) and `callstop` (where a streamed call ends).
 The names below are the package's interface; the underscored ones in the modules
 are its own.
 """
 
+from .callstop import CallStop
+from .grammar import call_grammar
 from .history import RESULT_MARKERS, TextHistory, cut_invented_results, render_history_as_text
 from .parse import ParseResult, parse_reply
 from .render import render_call_as_text, render_tool_prompt
@@ -56,9 +59,11 @@ __all__ = [
     "RESULT_MARKERS",
     "THINK_CLOSE",
     "THINK_OPEN",
+    "CallStop",
     "ParseResult",
     "StreamFilter",
     "TextHistory",
+    "call_grammar",
     "cut_invented_results",
     "parse_reply",
     "render_call_as_text",

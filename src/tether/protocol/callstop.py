@@ -18,14 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.toolspec import ToolTable
-from . import (
-    CALL_CLOSE,
-    CALL_OPEN,
-    FUNCTION_CLOSE,
-    FUNCTION_OPEN,
-    cut_invented_results,
-    parse_reply,
-)
+from .history import cut_invented_results
+from .parse import parse_reply
+from .tags import CALL_CLOSE, CALL_OPEN, FUNCTION_CLOSE, FUNCTION_OPEN
 
 _TRAILING_NOISE = " \t\r\n`"
 """What may follow a call before the model has shown what it does next: space, a fence."""

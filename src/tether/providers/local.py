@@ -24,8 +24,8 @@ from typing import Any
 
 from ..core.messages import Done, Event, Message, TextDelta, ThinkingDelta, Usage
 from ..core.toolspec import Tool
-from ..host.regular_files import NotARegularFile, open_regular
-from ..protocol.tags import THINK_CLOSE, THINK_OPEN
+from ..host import NotARegularFile, open_regular
+from ..protocol import THINK_CLOSE, THINK_OPEN
 from ..store.config import Settings
 from ..store.models import (
     DEFAULT_MODEL,

@@ -15,7 +15,7 @@ from typing import Any
 from ..core.history_prefix import SeenPrefix
 from ..core.messages import Message
 from ..core.toolspec import Tool
-from ..host.safetext import clean_data, has_bad_chars
+from ..host import clean_data, has_bad_chars
 
 
 class RawJson(str):

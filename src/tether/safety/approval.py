@@ -49,8 +49,7 @@ from typing import Any
 from ..core.messages import ToolCall
 from ..core.toolspec import Tool, ToolTable
 from ..core.verdict import GateVerdict
-from ..host.git_guard import writes_git_files
-from ..host.paths import is_within, resolve_path, resolved_forms
+from ..host import is_within, resolve_path, resolved_forms, writes_git_files
 from .permissions import PROJECT_FILE, Rule, RuleSet, RuleVerdict, ToolKinds
 from .sandbox import Sandbox
 from .secret_files import CREDENTIALS_FILE, SecretFiles

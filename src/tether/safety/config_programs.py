@@ -22,8 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..host.paths import is_within, resolve_path
-from ..host.regular_files import read_small_file
+from ..host import is_within, read_small_file, resolve_path
 from .project_config import RUNS_NAMED_FILES
 from .shell_words import lex_words
 

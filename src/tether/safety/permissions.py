@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.verdict import GateVerdict
-from ..host.statefile import LoadedFile, read_json_file, write_json_state
+from ..host import LoadedFile, read_json_file, write_json_state
 from .rule_match import (
     WILDCARDS,
     _glob_match,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..host.paths import resolved_forms
+from ..host import resolved_forms
 
 WILDCARDS = "*?"
 

@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from ..host.host_programs import host_program
-from ..host.paths import is_within
+from ..host import host_program, is_within
 from .processes import MARKER
 from .project_config import DEFAULT_FALLBACKS, instruction_names
 from .sandbox_paths import (

@@ -48,9 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..host.filereads import read_file_bytes
-from ..host.git_guard import MAX_POINTER_BYTES
-from ..host.paths import is_within, resolve_path
+from ..host import MAX_POINTER_BYTES, is_within, read_file_bytes, resolve_path
 from .config_programs import named_programs
 from .project_config import PROJECT_CONFIG, ConfigPath, Kind
 

@@ -25,9 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..host.atomic import atomic_write_json
-from ..host.host_programs import host_program
-from ..host.regular_files import read_small_file
+from ..host import atomic_write_json, host_program, read_small_file
 
 PROBE_FILE = "sandbox.json"
 MAX_RECORDS_BYTES = 1024 * 1024

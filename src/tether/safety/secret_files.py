@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..host.paths import file_identity, is_within, resolve_path, resolved_forms
+from ..host import file_identity, is_within, resolve_path, resolved_forms
 
 CREDENTIALS_FILE = "credentials.json"
 SECRET_FILES = (CREDENTIALS_FILE,)

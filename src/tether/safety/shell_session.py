@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..host.host_programs import host_program
+from ..host import host_program
 from .command_output import OutputDecoder, OutputWindow
 from .processes import (
     CommandProcesses,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..host.statefile import LoadedFile, read_json_file, write_json_state
+from ..host import LoadedFile, read_json_file, write_json_state
 from .project_config import RULES_FILE
 
 PROJECT_FILE = RULES_FILE

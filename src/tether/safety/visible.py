@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..host.safetext import clean_text
+from ..host import clean_text
 
 KEPT = frozenset("\n\t")
 """Layout characters shown as themselves: a newline starts a new, shown line."""

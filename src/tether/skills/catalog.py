@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.textclip import clip_words
-from ..host.filereads import FileProblem
+from ..host import FileProblem
 from ..safety.project_config import SKILL_FOLDERS
 from ..store.loader_gate import LoaderGate
 from .frontmatter import Frontmatter, FrontmatterError, parse_frontmatter, split_frontmatter

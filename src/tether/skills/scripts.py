@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
-from ..host.regular_files import open_regular, read_at_most
+from ..host import open_regular, read_at_most
 from ..safety.shell_session import Launcher
 from ..tools.shell import RunCmdParams
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..host.filereads import FileProblem
+from ..host import FileProblem
 from ..safety.project_config import AGENT_FOLDERS
 from .loader_gate import LoaderGate
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from ..host.statefile import read_toml_file
+from ..host import read_toml_file
 from .loader_gate import LoaderGate
 from .settings_model import checked_value, default_of, description_of, setting, settled
 

@@ -8,7 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tether.host.git_guard import base_git_env
+from tether.host import base_git_env
 
 from .git_repo import GitCommandError, _decode, _last_line, _Repo
 

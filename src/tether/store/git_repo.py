@@ -16,8 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tether.host.atomic import atomic_write_text, make_parents
-from tether.host.git_guard import GitConfigError, HardenedGit, hardened_git
+from tether.host import GitConfigError, HardenedGit, atomic_write_text, hardened_git, make_parents
 
 AI_TRAILER = "Tether-Ai-Commit"
 GIT_TIMEOUT = 60.0

@@ -15,9 +15,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-from ..host.atomic import atomic_write_json
-from ..host.filereads import read_file_bytes, reason_of
-from ..host.statefile import LoadedFile, dangling_link, read_json_file, write_json_state
+from ..host import (
+    LoadedFile,
+    atomic_write_json,
+    dangling_link,
+    read_file_bytes,
+    read_json_file,
+    reason_of,
+    write_json_state,
+)
 from ..safety.secret_files import CREDENTIALS_FILE
 
 CONNECTION_FILE = "connection.json"

@@ -21,9 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..host.filereads import MAX_CONFIG_BYTES, FileProblem, file_problem
-from ..host.paths import is_within, resolve_path
-from ..host.regular_files import TooLarge, open_regular, read_at_most
+from ..host import (
+    MAX_CONFIG_BYTES,
+    FileProblem,
+    TooLarge,
+    file_problem,
+    is_within,
+    open_regular,
+    read_at_most,
+    resolve_path,
+)
 from ..safety.secret_files import SecretFiles
 
 SYSTEM_TREES = ("/proc", "/dev", "/sys")

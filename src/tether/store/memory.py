@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.textclip import clip_words
-from ..host.atomic import atomic_write_json
-from ..host.filereads import FileProblem, read_file_bytes
-from ..host.statefile import dangling_link
+from ..host import FileProblem, atomic_write_json, dangling_link, read_file_bytes
 
 FORMAT_VERSION = 1
 MEMORY_FILE = "memory.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from ..host.atomic import atomic_write_json
+from ..host import atomic_write_json
 from .models import PARTIAL_DIR, PARTIAL_SUFFIX, ModelSpec, file_name, format_size, sidecar
 
 Progress = Callable[[int, int], None]

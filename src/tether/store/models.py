@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..host.regular_files import NotARegularFile, TooLarge, read_small_file
+from ..host import NotARegularFile, TooLarge, read_small_file
 
 GGUF_SUFFIX = ".gguf"
 SOURCE_SUFFIX = ".json"

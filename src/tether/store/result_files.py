@@ -19,7 +19,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..host.atomic import atomic_write_text
+from ..host import atomic_write_text
 
 FOLDER = "results"
 KEPT_RUNS = 20

@@ -38,8 +38,7 @@ from ..core.messages import (
     part_from_dict,
 )
 from ..core.textclip import clip_words, keep_head
-from ..host.atomic import atomic_write_json, atomic_write_text
-from ..host.filereads import read_file_bytes, reason_of
+from ..host import atomic_write_json, atomic_write_text, read_file_bytes, reason_of
 
 FORMAT_VERSION = 1
 EVIDENCE_RESULT_CAP = 2_000

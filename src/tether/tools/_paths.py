@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tether.host.paths import resolve_path
+from tether.host import resolve_path
 
 
 def is_inside_root(path: Path, root: Path) -> bool:

@@ -25,14 +25,15 @@ from pydantic import BaseModel, Field
 
 import tether.tools.ripgrep as ripgrep  # a module, so the tests can stand in for rg
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.host.paths import file_identity, resolve_from
-from tether.host.project_files import searchable_files
-from tether.host.regular_files import (
+from tether.host import (
     NotARegularFile,
     TooLarge,
+    file_identity,
     open_regular,
     read_small_file,
     refuse_special,
+    resolve_from,
+    searchable_files,
 )
 from tether.tools._paths import display_path, is_inside_resolved, kernel_resolved
 from tether.tools._regex_worker import PatternTooSlow, RegexWorker, WorkerFailed

@@ -14,10 +14,10 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
-from tether.host.atomic import atomic_write_bytes
-from tether.host.regular_files import (
+from tether.host import (
     NotARegularFile,
     TooLarge,
+    atomic_write_bytes,
     open_regular,
     read_at_most,
 )

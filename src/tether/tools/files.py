@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from tether.host.regular_files import (
+from tether.host import (
     copy_regular,
     read_small_file,
     refuse_special,

@@ -16,7 +16,7 @@ import subprocess
 from pydantic import BaseModel, Field
 
 from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from tether.host.git_guard import GitConfigError, run_hardened
+from tether.host import GitConfigError, run_hardened
 
 GIT_TOOL_TIMEOUT = 20.0
 DIFF_SECTION_CAP = 20_000

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tether.core.python_tree import parsed_python
 from tether.core.toolspec import ToolContext
-from tether.host.regular_files import read_small_file
+from tether.host import read_small_file
 
 from ._paths import display_path
 from .file_text import SYNTAX_CHECK_CHARS

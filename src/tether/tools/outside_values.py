@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from tether.core.toolspec import ToolContext, ToolError
-from tether.host.regular_files import read_small_file
+from tether.host import read_small_file
 
 from ..core.python_tree import parsed_python
 from ._paths import display_path

@@ -25,7 +25,7 @@ from pathlib import Path
 from ..core.messages import Message, Text
 from ..core.model_table import CHARS_PER_TOKEN
 from ..core.toolspec import ToolContext
-from ..host.project_files import searchable_files
+from ..host import searchable_files
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, Grammars, language_of
 from .file_search import WalkGuard, search_scope

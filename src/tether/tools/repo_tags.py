@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tether.host.regular_files import NotARegularFile, TooLarge, read_small_file
+from tether.host import NotARegularFile, TooLarge, read_small_file
 
 from .ast_grammars import GrammarMissing, Grammars, language_of
 from .ast_outline import node_signature, python_outline, whole_definition

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from ..core.messages import INVALID_JSON_KEY, Evidence, ToolCall, arguments_fields
 from ..core.ui_protocol import Decision, NoticeLevel
 from ..engine.dispatch import NEEDS_APPROVAL, first_line
-from ..host.safetext import clean_data, discard_output, write_safely, writes_utf8
+from ..host import clean_data, discard_output, write_safely, writes_utf8
 from ..safety.visible import visible
 from .contract import SCHEMA_VERSION, RunRecord
 from .text_answer import TextAnswer

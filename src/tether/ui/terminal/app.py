@@ -23,7 +23,7 @@ from tether import __version__
 from tether.core.textclip import clip_words
 from tether.engine.images import attach_images
 from tether.engine.run_options import RunOptions
-from tether.host.safetext import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
+from tether.host import SafeTextStream, clean_text, count_bad_chars, has_bad_chars
 from tether.providers import default_model
 from tether.store.config import Settings
 

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from tether.core.messages import ToolCall
-from tether.host.filereads import read_file_bytes
+from tether.host import read_file_bytes
 
 
 def change_preview(call: ToolCall, root: Path | None) -> list[str] | None:

@@ -19,9 +19,15 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.output import ColorDepth
 
 from tether.engine.images import is_image_file
-from tether.host.atomic import SECRET_MODE, make_parents
-from tether.host.project_files import ProjectFiles
-from tether.host.regular_files import NotARegularFile, TooLarge, open_regular, read_at_most
+from tether.host import (
+    SECRET_MODE,
+    NotARegularFile,
+    ProjectFiles,
+    TooLarge,
+    make_parents,
+    open_regular,
+    read_at_most,
+)
 from tether.tools.file_text import MAX_READ_BYTES
 
 from .paste import Pastes

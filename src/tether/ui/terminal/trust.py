@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from tether.core.messages import ToolCall
 from tether.engine.run_options import RunOptions
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
-from tether.host.statefile import StateFileError
+from tether.host import StateFileError
 from tether.safety.approval import guarded_write
 from tether.safety.permissions import (
     PROJECT_FILE,

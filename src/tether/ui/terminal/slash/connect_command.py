@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tether.host.statefile import StateFileError
+from tether.host import StateFileError
 from tether.providers import BASE_URL_SETTINGS, base_url_of, provider_names
 from tether.providers.connect import (
     available_models,

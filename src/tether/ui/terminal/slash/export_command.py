@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tether.host.atomic import make_parents
-from tether.host.paths import is_within
+from tether.host import is_within, make_parents
 
 from .context import CommandContext
 from .table import CommandTable

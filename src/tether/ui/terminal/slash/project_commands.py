@@ -24,7 +24,7 @@ from tether.core.conversation import Conversation
 from tether.engine.loop import TurnResult
 from tether.engine.project_brief import init_request, read_text
 from tether.engine.read_only import read_only_turn
-from tether.host.atomic import atomic_write_text
+from tether.host import atomic_write_text
 from tether.safety.project_config import INSTRUCTIONS_FILE
 from tether.store.git_commit import changed_files
 from tether.store.git_ops import GitOps
