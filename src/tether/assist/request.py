@@ -81,6 +81,13 @@ _KEEPS_TESTS = re.compile(
     re.I,
 )
 _WANTS_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
+_CODE_NAME = re.compile(
+    r"(?<![\w./-])(?:--?[A-Za-z][\w-]*|[A-Za-z_]\w*(?:\(\))?)(?![\w/-]|\.\w)"
+)
+"""A word that may be a name in code (an identifier, `parse()`, an option), not part of a path."""
+_CODE_SHAPED = re.compile(r"^--?[A-Za-z]|_|[a-z][A-Z]|\(\)$")
+"""What marks a bare word as a name in code: an underscore, an inner capital (`getUser`),
+call parentheses or an option's dashes; a plain English word has none."""
 _REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
 _ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
 _TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
@@ -126,6 +133,10 @@ class RequestReading:
     """Asks to remove something (a section, a line)."""
     takes_away: bool = False
     """Asks to remove, replace, rename or drop something: an edit may drop old code."""
+    code_names: tuple[str, ...] = ()
+    """Names of code or settings the request names (`max_retries`, `getUser`, `--dry-run`,
+    `parse()`), by their shape: in backticks, or with an underscore, an inner capital or
+    call parentheses; never a file name."""
 
     @property
     def asks_question(self) -> bool:
@@ -174,6 +185,7 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         adds=bool(_ADDS.search(text)),
         removes=bool(_REMOVES.search(text)),
         takes_away=bool(_TAKES_AWAY.search(text)),
+        code_names=_code_names(text, files + new_files),
     )
 
 
@@ -226,6 +238,18 @@ def test_runner_named(command: str) -> bool:
 def _asks(text: str) -> bool:
     stripped = text.strip()
     return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
+
+
+def _code_names(text: str, files: list[str]) -> tuple[str, ...]:
+    """The names of code the request names (see `RequestReading.code_names`)."""
+    found = []
+    backticked = {match.group(1).strip() for match in _BACKTICKED.finditer(text)}
+    for match in _CODE_NAME.finditer(text):
+        word = match.group(0)
+        if word in backticked or _CODE_SHAPED.search(word):
+            found.append(word.removesuffix("()"))
+    taken = {part for name in files for part in re.split(r"[/.]", name)}
+    return _unique(name for name in found if name.strip("_-") and name not in taken)
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:

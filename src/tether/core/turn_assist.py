@@ -25,6 +25,8 @@ class GateVerdict:
     """A line the answer ends with (what the gate found, as the last thing the user reads)."""
     evidence: tuple[Evidence, ...] = ()
     """The calls the gate made (they went through the dispatcher), for the turn's evidence."""
+    notice: str = ""
+    """What the user is told when `again` sends the model back ("": the check failed)."""
 
 
 class AnswerGate(Protocol):
