@@ -183,10 +183,11 @@ LEVER_FIELDS = {
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
-    "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "leftovers",
+    "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
-notes), each switching its rules off for measurement; `nudges` switches them all off. And
+notes, and its note on a test file run directly that ran no test), each switching its rules
+off for measurement; `nudges` switches them all off. And
 `leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
 of the checks after a change in every profile (not switched off by `nudges`)."""
 LEVER_OFF: dict[str, dict[str, object]] = {

@@ -55,8 +55,9 @@ class TurnCoach(Protocol):
         """The result of a read made again in the turn ("" gives the earlier result)."""
         ...
 
-    def result_note(self, key: str, failed: bool, evidence: TurnEvidence) -> str:
-        """A note after a call's result, before the record has seen the call."""
+    def result_note(self, key: str, record: Evidence, evidence: TurnEvidence) -> str:
+        """A note after the result of the call `record` holds (`key`: its name and arguments),
+        before the turn's record (`evidence`) has seen it."""
         ...
 
     def keeps_reply(self) -> bool:
