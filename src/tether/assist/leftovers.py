@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from ..core.messages import Evidence, ToolCall, new_call_id
 from ..core.turn_assist import GateVerdict
-from .reply_shapes import is_test_path
 from .request import RequestReading
 from .verify import CHECK_ID, Dispatch
 
@@ -86,11 +85,11 @@ def search_call(name: str) -> ToolCall:
 
 
 def places_left(result: str, reading: RequestReading) -> list[str]:
-    """The matching lines of a search's result that the request does not keep as they are (the
-    tests, when it says to leave them)."""
+    """The matching lines of a search's result in files the request does not keep as they are
+    (the files it says to leave alone; the tests, when it says to leave them)."""
     lines = []
     for match in _MATCH_LINE.finditer(result):
-        if reading.keeps_tests and is_test_path(match.group("path")):
+        if reading.keeps(match.group("path")):
             continue
         end = result.find("\n", match.start())
         lines.append(result[match.start(): end if end >= 0 else len(result)])
