@@ -170,8 +170,8 @@ async def pull_if_allowed(route: OllamaRoute, choice: str, say: Say, confirm: Co
     if choice == "ask" and confirm is None:
         raise NotPulled(f"Ollama at {route.url} does not have {route.model} and -p asks nothing: "
                         f"run `ollama pull {route.model}` ({size}), or set ollama_pull = \"yes\" "
-                        f"in config.toml to let --local pull it, or {INSTALL_LOCAL} to run it in "
-                        "this process")
+                        f"in TETHER_HOME/config.toml to let --local pull it, or {INSTALL_LOCAL} "
+                        "to run it in this process")
     if choice == "ask" and confirm is not None \
             and not await confirm(f"Pull {route.model} into Ollama ({size})?"):
         raise NotPulled(f"Not pulled: run `ollama pull {route.model}`, or {INSTALL_LOCAL}, then "
