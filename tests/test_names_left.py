@@ -126,3 +126,10 @@ def test_places_left_are_the_match_lines_and_long_lists_are_cut() -> None:
     result = "a.py:3: calc_total()\ntests/test_a.py:1: calc_total\n(2 matching lines in 2 files)"
     assert places_left(result, reading) == ["a.py:3: calc_total()"]
     assert PLACES_SHOWN == 12
+
+
+def test_a_request_that_names_its_files_is_about_those_files_alone() -> None:
+    result = "api.py:9: return fetch()\nclient.py:3: api.fetch()\n(2 matching lines in 2 files)"
+    assert places_left(result, read_request("rename fetch to fetch_all in api.py", ["api.py", "client.py"])) == [
+        "api.py:9: return fetch()"]
+    assert len(places_left(result, read_request("rename fetch to fetch_all", ["api.py", "client.py"]))) == 2

@@ -85,11 +85,13 @@ def search_call(name: str) -> ToolCall:
 
 
 def places_left(result: str, reading: RequestReading) -> list[str]:
-    """The matching lines of a search's result in files the request does not keep as they are
-    (the files it says to leave alone; the tests, when it says to leave them)."""
+    """The matching lines of a search's result in the files the request is about (those it
+    names, when it names any: "rename fetch in api.py" is about api.py alone) and does not keep
+    as they are (the files it says to leave alone; the tests, when it says to leave them)."""
     lines = []
     for match in _MATCH_LINE.finditer(result):
-        if reading.keeps(match.group("path")):
+        path = match.group("path")
+        if reading.keeps(path) or (reading.files and path not in reading.files):
             continue
         end = result.find("\n", match.start())
         lines.append(result[match.start(): end if end >= 0 else len(result)])
