@@ -148,11 +148,20 @@ def positive_amount(text: str) -> float:
     return value
 
 
+def skip_httpx_command_line() -> None:
+    """httpx's package imports its own command-line client whenever click, rich and pygments
+    are installed (about forty modules, a tenth of the chat's imports before it is ready), and
+    tether never runs it: marked missing, httpx puts a stub in its place."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # the fast path: nothing else imported
         print(f"tether {__version__}")
         return EXIT_OK
+    skip_httpx_command_line()
     if argv[:1] == ["models"]:
         return models_command(argv[1:], dict(os.environ))
     if argv[:1] == [HELP_COMMAND]:

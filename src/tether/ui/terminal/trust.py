@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from tether.core.instructions import DEFAULT_FALLBACKS, INSTRUCTIONS_FILE, OVERRIDE_FILE
 from tether.core.messages import ToolCall
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
-from tether.safety.approval import guarded_write
 from tether.safety.permissions import (
     PROJECT_FILE,
     USER_FILE,
@@ -22,10 +21,10 @@ from tether.safety.project_config import AGENT_FOLDERS, MCP_FILE, SKILL_FOLDERS
 from tether.store.run_options import RunOptions
 from tether.store.statefile import StateFileError
 
-from .asking import Say
-
 if TYPE_CHECKING:  # the runtime is built behind the first prompt: its import waits for that
     from tether.runtime import Runtime
+
+    from .asking import Say
 
 Confirm = Callable[[str], Awaitable[bool]]
 """Asks a yes/no question (one key; Enter, Esc, Ctrl-C and Ctrl-D say no): True for yes."""
@@ -174,6 +173,8 @@ class AlwaysAnswer:
             # about what is sent to it: no rule could name exactly this call
             self.say("No exact rule can name this call; allowed this once.", "warning")
             return ""
+        from tether.safety.approval import guarded_write  # the runtime has it loaded by now
+
         guarded = [guarded_write(self.options.root, self.options.home, p)
                    for p in tool.path_values(call.arguments).values()] if tool.writes_files else []
         kind = next((g for g in guarded if g is not None), None)
