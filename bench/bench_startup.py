@@ -61,7 +61,8 @@ def tether_ready(app: PtyApp) -> bool:
     return "native tools" in app.screen_text()
 
 
-def chat_start(runs: int, reference: Path, other: str) -> None:
+def chat_start(runs: int, reference: Path, other: str) -> dict[str, tuple[float, ...]]:
+    """Prints, and returns, each app's medians: drawn wall, drawn CPU, ready wall, ready CPU (ms)."""
     apps: dict[str, tuple[Starter, str, Callable[[PtyApp], bool]]] = {
         f"tether ({reference})": (tether_from(reference), "›", tether_ready),
         "tether (this checkout)": (tether_from(HERE), "›", tether_ready),
@@ -78,9 +79,11 @@ def chat_start(runs: int, reference: Path, other: str) -> None:
     print(f"chat start, {runs} alternating runs each (medians; ms, CPU ms in brackets)")
     if not Path(other).exists():
         print(f"  (simple-harness is not installed at {other}: main's code only)")
-    for name, rows in samples.items():
-        drawn, drawn_cpu, ready, ready_cpu = (statistics.median(column) for column in zip(*rows, strict=True))
+    medians = {name: tuple(statistics.median(column) for column in zip(*rows, strict=True))
+               for name, rows in samples.items()}
+    for name, (drawn, drawn_cpu, ready, ready_cpu) in medians.items():
         print(f"  {name:<36} drawn {drawn:7.1f} ({drawn_cpu:5.0f})   ready {ready:7.1f} ({ready_cpu:5.0f})")
+    return medians
 
 
 def main() -> None:

@@ -18,6 +18,9 @@ Routes (the wire format follows the path):
     POST /api/chat              Ollama NDJSON stream          (serves the next Reply)
     POST /api/show              {"capabilities": [...]}        ("tools" if tools_capable)
     GET  /api/tags              {"models": [{"name": ...}]}
+    GET  /api/version           {"version": ...}
+    POST /api/pull              Ollama's pull NDJSON stream    (serves the next Pull; a
+                                pull that succeeds adds the model to `models`)
     POST /v1/chat/completions   OpenAI SSE stream              (serves the next Reply)
     GET  /v1/models             {"object": "list", "data": [{"id": ...}]} (Anthropic reads
                                 the same shape)
@@ -118,6 +121,47 @@ class Reply:
     (for wire shapes the renderer does not produce: garbage, a missing `[DONE]`, ...)."""
 
 
+@dataclass
+class Pull:
+    """One scripted answer to Ollama's `/api/pull`: "pulling manifest", `steps` progress lines
+    per layer (`digest`, `total`, `completed`), then "verifying sha256 digest", "writing
+    manifest" and "success" (Ollama's API reference, "Pull a Model")."""
+
+    layers: list[tuple[str, int]] = field(
+        default_factory=lambda: [("sha256:" + "a" * 64, 1_000_000), ("sha256:" + "b" * 64, 1_000)])
+    steps: int = 4
+    status: int = 200
+    """Anything but 200 answers `{"error": error_message}` with that status, before any stream."""
+    error_message: str = "pull model manifest: file does not exist"
+    error_after: int | None = None
+    """Send `{"error": error_message}` as the stream's line after this many lines, and end."""
+    drop_after: int | None = None
+    """Close the connection after this many lines (a dropped stream)."""
+    no_success: bool = False
+    """End the stream cleanly but without the "success" line."""
+    gate: threading.Event | None = None
+    gate_after: int = 0
+    """As Reply's: the lines after `gate_after` wait for the gate."""
+
+    def frames(self) -> list[bytes]:
+        lines: list[dict[str, Any]] = [{"status": "pulling manifest"}]
+        for digest, total in self.layers:
+            lines.append({"status": f"pulling {digest[7:19]}", "digest": digest, "total": total})
+            for step in range(1, self.steps + 1):
+                lines.append({"status": f"pulling {digest[7:19]}", "digest": digest,
+                              "total": total, "completed": total * step // self.steps})
+        lines += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
+        if not self.no_success:
+            lines.append({"status": "success"})
+        if self.error_after is not None:
+            lines = [*lines[:self.error_after], {"error": self.error_message}]
+        return [(json.dumps(line) + "\n").encode() for line in lines]
+
+    def as_reply(self) -> Reply:
+        return Reply(raw_frames=self.frames(), drop_after=self.drop_after, gate=self.gate,
+                     gate_after=self.gate_after)
+
+
 class FakeServer:
     """A scripted Ollama + OpenAI-compatible server in a background thread."""
 
@@ -152,6 +196,8 @@ class FakeServer:
         self.connections = 0
         """How many connections clients opened (a kept-alive one serves several requests)."""
         self._queue: deque[Reply] = deque(replies or [])
+        self.pulls: deque[Pull] = deque()
+        """Answers to `/api/pull`, in order; when empty, a pull that succeeds."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -584,6 +630,8 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/api/chat"): self._ollama_chat,
             ("POST", "/api/show"): self._ollama_show,
             ("GET", "/api/tags"): self._ollama_tags,
+            ("GET", "/api/version"): self._ollama_version,
+            ("POST", "/api/pull"): self._ollama_pull,
             ("POST", "/v1/chat/completions"): self._openai_chat,
             ("GET", "/v1/models"): self._openai_models,
             ("POST", "/v1/messages"): self._anthropic_messages,
@@ -646,6 +694,22 @@ class _Handler(BaseHTTPRequestHandler):
             for m in self.fake.models
         ]
         self._send_json(200, {"models": models})
+
+    def _ollama_version(self, body: dict) -> None:
+        self._send_json(200, {"version": "0.12.0"})
+
+    def _ollama_pull(self, body: dict) -> None:
+        with self.fake._lock:
+            pull = self.fake.pulls.popleft() if self.fake.pulls else Pull()
+        if pull.status != 200:
+            self._send_json(pull.status, {"error": pull.error_message})
+            return
+        self._stream("application/x-ndjson", pull.frames(), pull.as_reply())
+        whole = pull.error_after is None and pull.drop_after is None and not pull.no_success
+        name = str(body.get("model", ""))
+        if whole and name:
+            with self.fake._lock:
+                self.fake.models.append(name)
 
     # -- OpenAI
 

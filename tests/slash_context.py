@@ -9,7 +9,8 @@ and `answers` are the lines the user would type, or the keys pressed at a one-ke
 from __future__ import annotations
 
 import io
-from collections.abc import Awaitable, Iterable, Sequence
+import subprocess
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,22 @@ def make_context(url: str, root: Path, home: Path, answers: Iterable[str] = (),
     runtime = build_runtime(fake_settings(url, **settings), options, SilentUI(),
                             env if env is not None else {"OPENAI_API_KEY": "x"})
     return FakeContext(runtime, answers)
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in `root` (conftest's `isolated_git` keeps the user's configuration out); its output."""
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def calc_repo(tmp_path: Path, files: Mapping[str, str] | None = None) -> Path:
+    """A repository, `project` under tmp_path, on branch main: a tiny calc.py and `files`
+    (path: text), committed once; what the git slash commands and /init work on."""
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for name, text in {"calc.py": "def add(a, b):\n    return a + b\n", **(files or {})}.items():
+        (root / name).write_text(text)
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "first")
+    return root

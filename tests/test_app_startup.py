@@ -32,6 +32,16 @@ original, runtime.build_runtime = runtime.build_runtime, held
 sys.exit(cli.main(sys.argv[1:]))
 """
 
+HELD_START = """
+import sys
+
+GATE = sys.argv.pop(1)
+with open(GATE):  # a FIFO: the app starts once the test opens the other end
+    pass
+from tether import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
 BROKEN_BUILD = """
 import sys
 from tether import cli, runtime
@@ -44,12 +54,14 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-def held_start(project: Path, home: Path, tmp_path: Path, url: str, *flags: str) -> tuple[PtyApp, Path]:
-    """The chat started with its build held until the returned FIFO is opened for writing."""
+def held_start(project: Path, home: Path, tmp_path: Path, url: str, *flags: str,
+               script: str = HELD_BUILD) -> tuple[PtyApp, Path]:
+    """The chat started with its build (or with `HELD_START`, all of it) held until the
+    returned FIFO is opened for writing."""
     gate = tmp_path / "gate"
     os.mkfifo(gate)
     app = PtyApp([str(gate), *openai_args(url), *flags], cwd=project, env=app_env(home),
-                 python_args=("-c", HELD_BUILD))
+                 python_args=("-c", script))
     return app, gate
 
 
@@ -102,11 +114,38 @@ def test_a_request_typed_at_once_waits_visibly_and_is_sent_once_ready(
             assert app.wait_exit() == 0
             shown = app.text()
         asked = server.bodies("/v1/chat/completions")
-    typed = [body for body in asked
-             if body["messages"][-1]["content"].endswith("# Request\ntyped before the runtime was built")]
+    sent_once_after_a_wait(asked, shown, "typed before the runtime was built", "Sent after the start.")
+
+
+def sent_once_after_a_wait(asked: list[dict], shown: str, request: str, answer: str) -> None:
+    """`request` went to the model once, shown at its prompt, then as waiting, then answered."""
+    typed = [body for body in asked if body["messages"][-1]["content"].endswith("# Request\n" + request)]
     assert len(typed) == 1
-    assert shown.index("› typed before the runtime was built") < shown.index(WAITING_FOR_START)
-    assert shown.index(WAITING_FOR_START) < shown.index("Sent after the start.")
+    assert shown.index("› " + request) < shown.index(WAITING_FOR_START) < shown.index(answer)
+
+
+def test_keys_typed_before_the_first_prompt_is_drawn_are_sent_once_ready(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    """Typed (with Enter) while the app has not even begun to start: the terminal was still in
+    line mode, so the Enter came as a line feed; the request is still sent, once, after a
+    visible wait, and what followed the Enter waits in the next input line."""
+    with FakeServer([Reply(text="Answered the early request."), Reply(text="Title")]) as server:
+        app, gate = held_start(project, home, tmp_path, server.url, script=HELD_START)
+        with app:
+            app.send("typed before the prompt\rand more")
+            with gate_opened(app, gate):
+                pass
+            app.wait_for_text("Answered the early request.")
+            app.wait_for(lambda _: app.at_prompt() and app.started(), what="the next prompt")
+            shown = app.text()
+            next_line = app.cursor_line()
+            app.send("\x15")  # Ctrl-U empties the line, so Ctrl-D exits
+            app.ctrl_d()
+            assert app.wait_exit() == 0
+        asked = server.bodies("/v1/chat/completions")
+    sent_once_after_a_wait(asked, shown, "typed before the prompt", "Answered the early request.")
+    assert next_line == "› and more"
 
 
 def test_a_continued_session_shows_where_it_left_off_before_the_runtime_is_built(

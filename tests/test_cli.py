@@ -230,6 +230,15 @@ def test_version(project: Path, home: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("tether ")
 
 
+def test_a_run_leaves_out_httpx_s_own_command_line_client(project: Path, home: Path) -> None:
+    """httpx's package would import click, rich and pygments for a command line tether never runs."""
+    script = ("import sys\nfrom tether import cli\ncli.main(['--help'])\nimport httpx\n"
+              "print(sorted({'click', 'pygments'} & set(sys.modules)), callable(httpx.main))")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=project, capture_output=True,
+                          text=True, env={**os.environ, "TETHER_HOME": str(home)})
+    assert proc.stdout.splitlines()[-1] == "[] True"
+
+
 def read_until_text(proc: subprocess.Popen) -> list[str]:
     """stream-json lines up to the first text delta; fails loudly if the stream ends first."""
     lines = []

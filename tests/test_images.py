@@ -13,6 +13,7 @@ from fakeserver import FakeServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
 from tether.core.messages import Image, Message, Text
+from tether.core.model_table import load_model_table
 from tether.core.toolspec import ToolTable
 from tether.engine.images import MAX_IMAGE_BYTES, NotAnImage, attach_images, image_mime, read_image
 from tether.protocol.history import render_history_as_text
@@ -87,8 +88,24 @@ def test_the_table_says_which_models_take_images() -> None:
     assert takes_images("openai", "gpt-4o-mini") and takes_images("anthropic", "claude-sonnet-4-5")
     assert takes_images("gemini", "gemini-2.5-flash") and takes_images("ollama", "llava:7b")
     assert not takes_images("openai", "gpt-3.5-turbo") and not takes_images("ollama", "qwen2.5-coder:7b")
-    assert not takes_images("local", "anything")
+    assert not takes_images("local", "anything") and not takes_images("local", "llava:7b")
     assert takes_images("openai", "my-own-vlm", "on") and not takes_images("openai", "gpt-4o", "off")
+
+
+@pytest.mark.parametrize(("model", "takes"), [
+    ("qwen3-vl:8b", True), ("qwen3:8b", False),  # the vision row wins over its family's
+    ("gemma3:4b", True), ("gemma3:1b", False), ("o3", True), ("o3-mini", False),
+    ("mistral-small3.1:24b", True), ("mistral-small:24b", False), ("openai/gpt-4o", True),
+])
+def test_image_support_is_a_field_of_the_model_table(model: str, takes: bool) -> None:
+    assert takes_images("openai", model) is takes
+
+
+def test_the_users_model_table_can_say_a_model_takes_images(tmp_path: Path) -> None:
+    (tmp_path / "models.toml").write_text('[[model]]\nmatch = "my-pictures"\nimages = true\n')
+    table = load_model_table(tmp_path)
+    assert takes_images("openai", "my-pictures:7b", table=table)
+    assert not takes_images("openai", "my-pictures:7b")  # the built-in table alone does not know it
 
 
 # ---------------------------------------------------------------- the wire, per provider

@@ -37,7 +37,7 @@ LAYER_ORDER: list[tuple[str, set[str]]] = [
     ("mcp", {"core", "host", "safety", "store"}),
     ("skills", {"core", "host", "safety", "store", "tools"}),
     ("tools", {"core", "host", "safety", "store"}),
-    ("providers", {"core", "host", "protocol", "store"}),
+    ("providers", {"core", "host", "protocol", "safety", "store"}),
     ("store", {"core", "host", "safety"}),
     ("safety", {"core", "host"}),
     ("protocol", {"core"}),

@@ -47,7 +47,8 @@ def _table(*rows: tuple[str, dict]) -> ModelTable:
         ("openrouter/anthropic/claude-3-haiku", "claude"),
         ("gemini-2.5-flash", "gemini-2.5"),
         ("gemini-2.0-flash", "gemini-2"),
-        ("mistral-small3.1:24b", "mistral-small"),
+        ("mistral-small3.1:24b", "mistral-small3.1"),  # the vision row, with the family's values
+        ("mistral-small:24b", "mistral-small"),
         ("dolphin-mixtral", None),  # "phi" inside a word is not the phi family
         ("gpt-4o", "gpt-4o"),
         ("mystery-model", None),

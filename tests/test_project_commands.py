@@ -5,34 +5,21 @@ server: each is one read-only turn; /init writes AGENTS.md only after the diff a
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply
-from slash_context import FakeContext, make_context
+from slash_context import FakeContext, calc_repo, git, make_context
 
 CHAT = "/v1/chat/completions"
 SERVER_MODELS = ["fake"]
 DRAFT = "# calc\n\nA tiny calculator.\n\n- Test: `python -m pytest`\n"
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
-                          text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    (root / "pyproject.toml").write_text('[project]\nname = "calc"\n')
-    (root / "Makefile").write_text("check:\n\tpython -m pytest\nlint:\n\truff check .\n")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "first")
-    return root
+    return calc_repo(tmp_path, {"pyproject.toml": '[project]\nname = "calc"\n',
+                                "Makefile": "check:\n\tpython -m pytest\nlint:\n\truff check .\n"})
 
 
 @pytest.fixture

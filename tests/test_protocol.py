@@ -975,3 +975,35 @@ def test_block_tags_inside_a_json_value_are_taken_out_and_said() -> None:
     reply = '{"name": "write_file", "arguments": {"filepath": "a.py", "content": "<content>print(1)\\n</content>"}}'
     result = parse_reply(reply, TABLE)
     assert result.repairs == {result.calls[0].id: TAGS_TAKEN_OUT.format(name="content")}
+
+
+# ---------------------------------------------------------------- a block left open
+
+
+EDIT_UNCLOSED = (
+    '{"name": "edit_file", "arguments": {"filepath": "a.py"}}\n'
+    "<old_content>\ndef f(x):\n    pass\n\n<new_content>\ndef f(x):\n    return x\n</new_content>\n"
+)
+EDIT_ARGS = {"filepath": "a.py", "old_content": "def f(x):\n    pass\n", "new_content": "def f(x):\n    return x\n"}
+
+
+@pytest.mark.parametrize("reply", [EDIT_UNCLOSED, f"<tool_call>\n{EDIT_UNCLOSED}</tool_call>"])
+def test_a_block_left_open_before_the_next_is_closed_there_and_said(reply: str) -> None:
+    """A small model forgot </old_content> and went on with <new_content>: the call used to
+    be read as prose (nothing ran, and the model was told it had only described the change)."""
+    from tether.protocol.shapes import UNCLOSED_BLOCK
+
+    result = parse_reply(reply, TABLE)
+    assert calls_of(result) == [("edit_file", EDIT_ARGS)] and result.errors == []
+    note = UNCLOSED_BLOCK.format(name="old_content", next="new_content")
+    assert result.repairs == {result.calls[0].id: note}
+
+
+def test_a_block_with_its_end_keeps_what_looks_like_a_tag_inside_it() -> None:
+    content = "Write <old_content> then <new_content> in a call.\n"
+    assert _written(_write("notes.md", content)) == (content, {})
+
+
+def test_a_native_reply_is_never_repaired() -> None:
+    result = parse_reply(EDIT_UNCLOSED, TABLE, native=True)
+    assert result.calls == [] and result.repairs == {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 from collections.abc import AsyncIterator
 
 import httpx
@@ -32,7 +33,12 @@ from tether.core.messages import (
 )
 from tether.providers import create_provider
 from tether.providers._common import read_past_the_end
-from tether.providers._http import connect_failure_reason, parse_tool_arguments, redact
+from tether.providers._http import (
+    certificates_for,
+    connect_failure_reason,
+    parse_tool_arguments,
+    redact,
+)
 from tether.providers.base import ProviderError, RequestOptions
 from tether.providers.openai import OpenAIProvider, OpenAIStreamDecoder, ToolCallAssembler
 from tether.store.config import Settings
@@ -577,3 +583,21 @@ async def test_a_window_stated_in_the_model_list_is_used() -> None:
         provider = OpenAIProvider(server.url + "/v1")
         assert await provider.context_window("served-model") is None
         await provider.aclose()
+
+
+@pytest.mark.parametrize("proxy", ["", "http://proxy.test:3128"])
+def test_only_a_plain_http_server_without_a_proxy_goes_without_the_certificate_store(
+    monkeypatch: pytest.MonkeyPatch, proxy: str
+) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    if proxy:
+        monkeypatch.setenv("ALL_PROXY", proxy)
+    assert certificates_for("https://api.openai.com/v1") is True
+    local = certificates_for("http://127.0.0.1:8080/v1")
+    if proxy:
+        assert local is True
+    else:  # a context that trusts nothing: TLS, if anything reached for it, would fail
+        assert isinstance(local, ssl.SSLContext) and local.verify_mode == ssl.CERT_REQUIRED
+        assert local.get_ca_certs() == []
+

@@ -98,3 +98,34 @@ def test_the_new_code_file_and_the_script_the_request_names(tmp_path: Path) -> N
     assert named_script(read_request("run report.py then other.sh", files), tmp_path) is None
     (tmp_path / "total.py").write_text("")
     assert new_code_file(read_request("write total.py that sums it", files), tmp_path) is None  # it exists now
+
+
+FILES = ["darts_test.py", "config.yaml", "setup.cfg", "app.py", "tests/test_app.py"]
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("Implement darts.py so that the tests in darts_test.py pass (see .docs/instructions.md). "
+     "Don't change darts_test.py.", ("darts_test.py",)),
+    ("Fix app.py, leave config.yaml alone", ("config.yaml",)),
+    ("Bump the version without touching setup.cfg or tests/test_app.py.", ("setup.cfg", "tests/test_app.py")),
+    ("Keep config.yaml unchanged and edit app.py", ("config.yaml",)),
+    ("Do not change app.py, but fix config.yaml", ("app.py",)),
+    ("Don't change anything yet, just tell me what app.py does", ()),
+    ("edit config.yaml", ()),
+])
+def test_the_files_the_request_says_to_leave_as_they_are(text: str, kept: tuple[str, ...]) -> None:
+    reading = read_request(text, FILES)
+    assert reading.kept_files == kept
+    assert all(reading.keeps(name) and reading.keeps_by_name("./" + name) for name in kept)
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("Rename the function calc_total to compute_total everywhere.", ("calc_total", "compute_total")),
+    ("Rename `fetch` to `fetch_all` in app.py", ("fetch", "fetch_all")),
+    ("Replace getUser() with loadUser in app.py", ("getUser", "loadUser")),
+    ("remove the --dry-run option from app.py", ("--dry-run",)),
+    ("Set MAX_RETRIES to 5 in config.yaml; see https://example.com/a_b", ("MAX_RETRIES",)),
+    ("make the greeting friendlier", ()),
+])
+def test_the_names_of_code_a_request_names(text: str, names: tuple[str, ...]) -> None:
+    assert read_request(text, FILES).code_names == names

@@ -3,34 +3,20 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from fakeserver import FakeServer, Reply
-from slash_context import FakeContext, make_context
+from slash_context import FakeContext, calc_repo, git, make_context
 
 CHAT = "/v1/chat/completions"
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
-                          text=True).stdout
-
-
 SERVER_MODELS = ["fake"]
 """What the `server` fixture (conftest) lists as the server's models."""
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    git(root, "add", "calc.py")
-    git(root, "commit", "-q", "-m", "first")
-    return root
+    return calc_repo(tmp_path)
 
 
 @pytest.fixture

@@ -600,6 +600,25 @@ async def test_an_edit_of_a_test_the_user_said_to_leave_is_held_back_once_then_r
     assert edits == ["tests/test_core.py", "core.py"]
 
 
+async def test_a_file_the_request_says_to_leave_is_held_back_once_then_runs(tmp_path: Path) -> None:
+    """"Don't change darts_x_test.py": a file named so is kept, whatever its words say about
+    tests; a small model overwrote such a test file with its own version."""
+    from tether.assist.call_guard import KEEP_FILE
+
+    (tmp_path / "score.py").write_text("def score():\n    pass\n")
+    (tmp_path / "score_test.py").write_text("assert score() == 3\n")
+    overwrite = call(("write_file", {"filepath": "score_test.py", "content": "pass\n"}))
+    fix_code = call(("edit_file", {"filepath": "score.py", "old_content": "pass", "new_content": "return 3"}))
+    edits: list[str] = []
+    provider = ScriptedProvider([overwrite, fix_code, say("Done.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=_recording_edit_tools(edits), nudges=True)
+    loop.menu = None
+    result = await loop.run_turn(
+        Conversation(), "Implement score.py so that score_test.py passes. Don't change score_test.py.")
+    assert [e.result for e in result.evidence if e.error] == [KEEP_FILE.format(path="score_test.py")]
+    assert edits == ["score.py"]
+
+
 async def test_a_new_test_file_is_never_held_back_as_an_existing_test(tmp_path: Path) -> None:
     """"don't change the existing tests; add tests/test_new.py": the new file is no existing test."""
     (tmp_path / "tests").mkdir()

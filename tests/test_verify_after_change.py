@@ -8,7 +8,7 @@ from pathlib import Path
 
 from scripted import ScriptedProvider, call, say
 
-from tether.assist.verify import CHECK_ID, RAN_NO_TESTS, unittest_target
+from tether.assist.verify import CHECK_ID, NO_TEST_RAN, RAN_NO_TESTS, unittest_target
 from tether.core.profile import LEVERS_ENV, profile_named
 from tether.engine.loop import Conversation, TurnResult
 from tether.runtime import RunOptions, Runtime, build_runtime
@@ -156,3 +156,44 @@ async def test_a_data_file_written_for_a_change_request_runs_no_project_tests(tm
     runtime, provider = runtime_for(root, home, [written, say("Wrote 5.")])
     result = await runtime.loop.run_turn(Conversation(), "write the sum of 2 and 3 to total.txt")
     assert checks_run(result) == [] and result.text == "Wrote 5." and len(provider.requests) == 2
+
+
+def request_text(provider: ScriptedProvider) -> str:
+    """Everything the last request sent, results included."""
+    return "\n".join(str(m) for m in provider.requests[-1].messages)
+
+
+async def test_a_test_file_run_directly_that_ran_no_test_gets_a_note_in_its_result(
+    tmp_path: Path, home: Path
+) -> None:
+    """`python3 test_calc.py` with no unittest.main() exits 0 having run nothing; the model read
+    that as its tests passing."""
+    root = project(tmp_path)
+    run_it = call(("run_cmd", {"command": "python3 test_calc.py"}))
+    runtime, provider = runtime_for(root, home, [run_it, say("The tests pass.")], verify_after_change=0)
+    runtime.apply_profile(profile_named("small"))
+    runtime.loop.provider = provider
+    await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    assert NO_TEST_RAN.format(command="python3 test_calc.py", file="test_calc.py", module="test_calc") \
+        in request_text(provider)
+
+
+async def test_a_test_run_that_counts_its_tests_or_fails_gets_no_note(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path, UNITTEST + "\n\nunittest.main()\n")
+    runs = [call(("run_cmd", {"command": "python3 test_calc.py"})), call(("run_cmd", {"command": "python3 calc.py x"})),
+            say("Done.")]
+    runtime, provider = runtime_for(root, home, runs, verify_after_change=0)
+    runtime.apply_profile(profile_named("small"))
+    runtime.loop.provider = provider
+    await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    assert "Note: no test ran" not in request_text(provider)
+
+
+async def test_the_no_tests_lever_switches_the_note_off(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    run_it = call(("run_cmd", {"command": "python3 test_calc.py"}))
+    runtime, provider = runtime_for(root, home, [run_it, say("ok")], verify_after_change=0)
+    runtime.apply_profile(profile_named("small", "no_tests"))
+    runtime.loop.provider = provider
+    await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    assert "Note: no test ran" not in request_text(provider)

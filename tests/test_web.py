@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 from scripted import ScriptedProvider, say
 from scripted import call as scripted_call
@@ -305,6 +306,22 @@ def test_the_check_runs_on_the_resolved_address_before_any_connection() -> None:
     finally:
         fetcher.close()
     assert connected == ["docs.example.test"]
+
+
+def test_the_web_client_is_made_at_the_first_fetch_not_with_the_runtime(
+    monkeypatch: pytest.MonkeyPatch, server: FixtureServer
+) -> None:
+    made: list[object] = []
+    real = httpx.Client
+    monkeypatch.setattr(httpx, "Client", lambda **kwargs: made.append(kwargs) or real(**kwargs))
+    fetcher = Fetcher(lambda host, port: True, FetchLimits(timeout=5))
+    assert made == []  # a run that never fetches never loads the certificate store
+    try:
+        assert fetcher.fetch(f"http://{server.host}:{server.port}/api/echo").status == 200
+        assert fetcher.fetch(f"http://{server.host}:{server.port}/api/echo").status == 200
+    finally:
+        fetcher.close()
+    assert len(made) == 1
 
 
 def test_the_connection_goes_to_the_checked_address_with_the_name_kept_as_host(server: FixtureServer) -> None:

@@ -149,11 +149,20 @@ def positive_amount(text: str) -> float:
     return value
 
 
+def skip_httpx_command_line() -> None:
+    """httpx's package imports its own command-line client whenever click, rich and pygments
+    are installed (about forty modules, a tenth of the chat's imports before it is ready), and
+    tether never runs it: marked missing, httpx puts a stub in its place."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # the fast path: nothing else imported
         print(f"tether {__version__}")
         return EXIT_OK
+    skip_httpx_command_line()
     if argv[:1] == ["models"]:
         return models_command(argv[1:], dict(os.environ))
     if argv[:1] == [HELP_COMMAND]:
@@ -540,7 +549,30 @@ async def one_shot(
         ui.notice(PIPED_NOTE)
     for warning in warnings:
         ui.notice(warning, "warning")
-    return await run_one_shot(settings, options, ui, env, prompt, args.deepthink, session, budget)
+    routed = await local_route(settings, ui, session)
+    if isinstance(routed, int):
+        return routed
+    return await run_one_shot(routed, options, ui, env, prompt, args.deepthink, session, budget)
+
+
+async def local_route(settings: Settings, ui: HeadlessUI, session: OneShotSession) -> Settings | int:
+    """--local without the local extra and with Ollama running: the settings that run the
+    model there (pulled first only when ollama_pull allows it: nothing is asked in -p). An
+    int is the exit code of a run that ended here, its result written."""
+    import asyncio
+
+    from .providers.first_run import NotPulled, local_through_ollama
+
+    started = time.monotonic()
+    try:
+        return await local_through_ollama(settings, ui.notice)
+    except NotPulled as exc:
+        ui.notice(str(exc), "error")
+        ui.result(failed_result(session.conversation(), started, str(exc)))
+        return EXIT_ERROR
+    except asyncio.CancelledError:  # Ctrl-C stopped the pull
+        ui.result(interrupted_result(session.conversation(), started))
+        return EXIT_INTERRUPTED
 
 
 def run_budget(settings: Settings, limit: float, stopper: RunStopper | None) -> RunBudget | str:

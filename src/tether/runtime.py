@@ -146,7 +146,7 @@ class Runtime:
     def image_refusal(self) -> str:
         """Why a request with images may not go to the model in use ("" when it may)."""
         provider, setting = self.settings.provider, self.settings.image_input
-        if takes_images(provider, self.model, setting):
+        if takes_images(provider, self.model, setting, self.models):
             return ""
         return image_refusal(provider, self.model, setting)
 

@@ -160,13 +160,25 @@ KEEP_TESTS = (
 )
 
 
+KEEP_FILE = (
+    "Not changed yet: the request says to leave {path} as it is. Change the other files the "
+    "request is about instead (if {path} is a test, fix the code it tests: run it with run_cmd, "
+    "read which function fails and why, then edit that function's file). (If the request does "
+    "mean {path} to change, send the same call again: it will run.)"
+)
+
+
 def keep_tests_refusal(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reason | None:
-    """KEEP_TESTS for a change to an existing test file (a new test changes no existing one)
-    when the request seems to say to leave the tests alone: small models make a failing test
-    pass by editing it. The request's words are read by a pattern, so the model decides."""
-    if not reading_of(e).keeps_tests or not is_test_path(filepath) or not _exists(filepath, ctx):
+    """KEEP_FILE for a change to a file the request names as one to leave as it is ("don't
+    change app_test.py"); KEEP_TESTS for one to an existing test file (a new test changes no
+    existing one) when the request seems to say to leave the tests alone: small models make a
+    failing test pass by editing it. The request's words are read by a pattern, so the model
+    decides."""
+    reading = reading_of(e)
+    if not reading.keeps(filepath) or not _exists(filepath, ctx):
         return None
-    return "keep_tests", KEEP_TESTS.format(path=filepath)
+    message = KEEP_FILE if reading.keeps_by_name(filepath) else KEEP_TESTS
+    return "keep_tests", message.format(path=filepath)
 
 
 def _exists(filepath: str, ctx: ToolContext) -> bool:

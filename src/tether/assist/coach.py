@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..core.messages import Message, ToolCall
+from ..core.messages import Evidence, Message, ToolCall
 from ..engine.turn_assist import CoachSetup
-from ..engine.turn_record import TurnEvidence
+from ..engine.turn_record import TurnEvidence, failed
 from .call_guard import call_reason
 from .rules import (
     MAX_WAITING_NUDGES,
@@ -29,6 +29,7 @@ from .rules import (
     Offer,
     Rule,
 )
+from .verify import no_tests_note
 
 SEND_CUE = "Send that call now."
 """After a call written out at the very end of a message, the 1.5B model answered with nothing
@@ -38,6 +39,7 @@ _STEP_NOTE = re.compile(r"\s*\(Note: \d+ of \d+ tool round trips used\.[^()]*\)\
 """The step budget's note (loop.pressure_note), which may follow the call: the cue goes before it."""
 GUARD_LEVER = "guard"
 REPEAT_LEVER = "repeat"
+NO_TESTS_LEVER = "no_tests"
 KEPT_REPLIES = frozenset({"apply"})
 """Rules whose reply is kept in a terse history: a fix shown in prose, for the model to apply."""
 
@@ -147,12 +149,15 @@ class Coach:
     def repeated_read(self) -> str:
         return REPEATED_CALL if self._on(REPEAT_LEVER) else ""
 
-    def result_note(self, key: str, failed: bool, evidence: TurnEvidence) -> str:
-        """REPEATED_FAILURE, once per turn, when this exact call had already failed; and the
-        call made means no offer is pending any more."""
+    def result_note(self, key: str, record: Evidence, evidence: TurnEvidence) -> str:
+        """REPEATED_FAILURE, once per turn, when this exact call had already failed; the note
+        that a test file run directly ran no test; and the call made means no offer is
+        pending any more."""
         self.offered = ""
-        if not (failed and key in evidence.failures and self._on(REPEAT_LEVER)):
-            return ""
+        root = self.setup.ctx.root if self.setup.ctx is not None else None
+        no_tests = no_tests_note(record, root) if root is not None and self._on(NO_TESTS_LEVER) else ""
+        if not (failed(record) and key in evidence.failures and self._on(REPEAT_LEVER)):
+            return no_tests
         if self.sent.get("repeat"):
             return ""
         self.sent["repeat"] = 1

@@ -81,6 +81,23 @@ _KEEPS_TESTS = re.compile(
     re.I,
 )
 _WANTS_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
+_CLAUSE_END = r"(?=[.;!?,](?:\s|$)|\n|$)"
+"""Where a clause ends: a stop or comma before a space or the end (not the dot of `app.py`)."""
+_KEEP_CLAUSE = re.compile(
+    r"\b(?:(?:do\s+not|don'?t|never|not|nor)\s+(?:change|touch|edit|modify|alter|rewrite)"
+    rf"|without\s+(?:changing|touching|editing|modifying|altering))\b(.{{0,80}}?){_CLAUSE_END}"
+    r"|\bleave\s+(.{0,60}?)\s+(?:alone|as\s+(?:it\s+is|is|they\s+are)|unchanged|untouched)\b"
+    r"|\bkeep\s+(.{0,60}?)\s+(?:unchanged|untouched|as\s+(?:it\s+is|is|they\s+are))\b",
+    re.I,
+)
+"""A clause that says to leave something as it is; the files it names are kept."""
+_CODE_NAME = re.compile(
+    r"(?<![\w./-])(?:--?[A-Za-z][\w-]*|[A-Za-z_]\w*(?:\(\))?)(?![\w/-]|\.\w)"
+)
+"""A word that may be a name in code (an identifier, `parse()`, an option), not part of a path."""
+_CODE_SHAPED = re.compile(r"^--?[A-Za-z]|_|[a-z][A-Z]|\(\)$")
+"""What marks a bare word as a name in code: an underscore, an inner capital (`getUser`),
+call parentheses or an option's dashes; a plain English word has none."""
 _REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
 _ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
 _TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
@@ -126,6 +143,13 @@ class RequestReading:
     """Asks to remove something (a section, a line)."""
     takes_away: bool = False
     """Asks to remove, replace, rename or drop something: an edit may drop old code."""
+    kept_files: tuple[str, ...] = ()
+    """Project files the request says to leave as they are ("don't change app_test.py",
+    "leave config.yaml alone", "without touching setup.cfg"), as project-relative paths."""
+    code_names: tuple[str, ...] = ()
+    """Names of code or settings the request names (`max_retries`, `getUser`, `--dry-run`,
+    `parse()`), by their shape: in backticks, or with an underscore, an inner capital or
+    call parentheses; never a file name."""
 
     @property
     def asks_question(self) -> bool:
@@ -136,6 +160,15 @@ class RequestReading:
     def asks_only_to_run(self) -> bool:
         """Asks to run something and for no change to the files."""
         return self.run and not self.change
+
+    def keeps(self, path: str) -> bool:
+        """The request says to leave `path` (project-relative, as a call names it) as it is:
+        it names the file so, or it is a test and the request says to keep the tests."""
+        return self.keeps_by_name(path) or (self.keeps_tests and is_test_path(path))
+
+    def keeps_by_name(self, path: str) -> bool:
+        """The request names `path` as a file to leave as it is."""
+        return posixpath.normpath(path.replace("\\", "/")) in self.kept_files
 
     @property
     def named(self) -> tuple[str, ...]:
@@ -174,6 +207,8 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         adds=bool(_ADDS.search(text)),
         removes=bool(_REMOVES.search(text)),
         takes_away=bool(_TAKES_AWAY.search(text)),
+        code_names=_code_names(text, files + new_files),
+        kept_files=_kept_files(text, index),
     )
 
 
@@ -226,6 +261,27 @@ def test_runner_named(command: str) -> bool:
 def _asks(text: str) -> bool:
     stripped = text.strip()
     return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
+
+
+def _kept_files(text: str, index: _FileIndex) -> tuple[str, ...]:
+    """The project files named in the request's clauses that say to leave them as they are."""
+    kept = []
+    for clause in _KEEP_CLAUSE.finditer(text):
+        words = next(group for group in clause.groups() if group is not None)
+        kept += [found for name in _named_paths(words) if (found := index.find(name)) is not None]
+    return _unique(kept)
+
+
+def _code_names(text: str, files: list[str]) -> tuple[str, ...]:
+    """The names of code the request names (see `RequestReading.code_names`)."""
+    found = []
+    backticked = {match.group(1).strip() for match in _BACKTICKED.finditer(text)}
+    for match in _CODE_NAME.finditer(text):
+        word = match.group(0)
+        if word in backticked or _CODE_SHAPED.search(word):
+            found.append(word.removesuffix("()"))
+    taken = {part for name in files for part in re.split(r"[/.]", name)}
+    return _unique(name for name in found if name.strip("_-") and name not in taken)
 
 
 def _unique(names: Iterable[str]) -> tuple[str, ...]:

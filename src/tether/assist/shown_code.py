@@ -16,7 +16,6 @@ from ..engine.turn_record import TurnEvidence
 from .reply_shapes import (
     VERSION_MAX_CHARS,
     file_text,
-    is_test_path,
     shown_new_file,
     shown_version,
 )
@@ -40,8 +39,8 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     files = _read_or_written(e)
     version = shown_version(text, files)
     reading = reading_of(e)
-    if version is not None and reading.keeps_tests and is_test_path(version[0]):
-        return None  # the test it was told to leave alone
+    if version is not None and reading.keeps(version[0]):
+        return None  # a file it was told to leave alone
     if version is None:
         created = shown_new_file(text, new_code_file(reading, e.root))
         if created is None or created[0] in e.written:

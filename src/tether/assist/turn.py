@@ -1,5 +1,5 @@
 """The assist package as the loop sees it (engine/turn_assist.TurnAssist), for one project:
-each request read once, the check after a change, and the coach of the turn's evidence."""
+each request read once, the checks after a change, and the coach of the turn's evidence."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine.turn_assist import AssistedTurn, CoachSetup
+from ..core.messages import Evidence
+from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdict
 from .coach import Coach
+from .leftovers import LeftoverGate
 from .request import read_request
 from .verify import Dispatch, ProjectPython, VerifyGate
+
+LEFTOVERS = "leftovers"
+"""The lever of the search for what a change left (assist/leftovers.py)."""
 
 
 @dataclass
@@ -30,5 +35,29 @@ class Assist:
         coach = Coach(request, setup) if setup is not None else None
         if attempts <= 0:
             return AssistedTurn(reading, coach=coach)
-        gate = VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts)
-        return AssistedTurn(reading, gate, coach)
+        gates: list[AnswerGate] = []
+        if setup is None or LEFTOVERS not in setup.rules_off:
+            gates.append(LeftoverGate(reading, self.dispatch))  # the change made whole first,
+        # then checked
+        gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts))
+        return AssistedTurn(reading, GateChain(tuple(gates)), coach)
+
+
+@dataclass(frozen=True)
+class GateChain:
+    """Gates asked in order: the first that sends the model back ends the asking; the notes
+    and the calls of those asked are kept, in order."""
+
+    gates: tuple[AnswerGate, ...]
+
+    async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        notes: list[str] = []
+        calls: list[Evidence] = []
+        for gate in self.gates:
+            verdict = await gate.before_answer([*evidence, *calls])
+            notes += [verdict.note] if verdict.note else []
+            calls += verdict.evidence
+            if verdict.again:
+                return GateVerdict(again=verdict.again, note="\n".join(notes), evidence=tuple(calls),
+                                   notice=verdict.notice)
+        return GateVerdict(note="\n".join(notes), evidence=tuple(calls))

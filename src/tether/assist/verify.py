@@ -41,6 +41,11 @@ CHECK_FAILED = (
 CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
 CHECK_STILL_FAILS = "Not fixed: `{command}` still fails ({how})."
 CHECK_NOT_RUN = "Not verified: the check `{command}` was not run ({reason})."
+NO_TEST_RAN = (
+    "Note: no test ran. `{command}` runs {file} as a script, which only defines its tests "
+    "(nothing in it runs them), so its exit 0 says nothing about them. Run them with "
+    "`python3 -m pytest {file}` or `python3 -m unittest {module}`."
+)
 RAN_NO_TESTS = "it ran no tests"
 
 _NO_TESTS = re.compile(r"\bno tests ran\b|\bRan 0 tests\b|\bcollected 0 items\b", re.I)
@@ -293,3 +298,18 @@ class VerifyGate:
         how = f"It failed: {outcome.failure}."
         return CHECK_FAILED.format(command=outcome.check.command, how=how,
                                    output=output_tail(outcome.output))
+
+
+def no_tests_note(record: Evidence, root: Path) -> str:
+    """NO_TEST_RAN when `record` is a run_cmd of a project test file run directly (`python
+    x_test.py`) that ended well and showed no test run; "" otherwise. A small model reads the
+    quiet exit 0 as its tests passing."""
+    command = str(record.call.arguments.get("command") or "") if record.call.name == "run_cmd" else ""
+    check = script_check(command, root) if command.strip() else None
+    ran = next(iter(commands_run([record])), None)
+    if check is None or not check.must_show_tests or ran is None or ran.exit_code != 0:
+        return ""
+    if failure_of(check, ran, record.result) != RAN_NO_TESTS:
+        return ""
+    script = next(word for word in command.split() if is_test_path(word))
+    return NO_TEST_RAN.format(command=command, file=script, module=unittest_target(script))

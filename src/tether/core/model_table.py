@@ -4,8 +4,9 @@ pattern. Never a project file: a repository must not change how tether treats it
 
 Each entry holds only what genuinely differs between families (the profile when the size
 is unknown, whether native tool calls are to be trusted, a temperature, a hosted model's
-window, whether to ask for thoughts); the code reads these fields instead of branching on
-model names. The most specific matching pattern wins (see `ModelTable.match`).
+window, whether to ask for thoughts, whether it takes images); the code reads these fields
+instead of branching on model names. The most specific matching pattern wins (see
+`ModelTable.match`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class ModelEntry:
     """A hosted model's window, for an API that states none."""
     thoughts: bool | None = None
     """Ask the API for the model's thinking (Gemini's `includeThoughts`)."""
+    images: bool | None = None
+    """True: the family takes images; otherwise a request with one is refused before it is
+    sent (the image_input setting overrides)."""
     source: str = BUILTIN
     """Where the entry came from: "built-in" or the user file's path."""
 
@@ -112,6 +116,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "temperature": ((int, float), "a number from 0 to 2"),
     "context_window": (int, "a positive whole number of tokens"),
     "thoughts": (bool, "true or false"),
+    "images": (bool, "true or false"),
 }
 
 

@@ -125,8 +125,11 @@ class Profile:
     """The coach's rule levers switched off (RULE_LEVERS), each by its own name."""
 
     def levers(self) -> list[str]:
-        """The names of the levers that are on (for the json output and the benchmark)."""
-        return [name for name in LEVER_NAMES if self._is_on(name)]
+        """The names of the levers that are on (for the json output and the benchmark): the
+        profile's own, then the rule levers of the rules it runs, less those switched off."""
+        on = [name for name in LEVER_NAMES if self._is_on(name)]
+        rules = RULE_LEVERS if self.nudges else ("leftovers",) if self.verify else ()
+        return on + [name for name in rules if name not in self.rules_off]
 
     def _is_on(self, lever: str) -> bool:
         """A lever is on unless its field holds the value that switches it off (a temperature
@@ -180,10 +183,13 @@ LEVER_FIELDS = {
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
-    "apply", "named_files", "check", "unseen", "number", "guard", "repeat",
+    "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
-notes), each switching its rules off for measurement; `nudges` switches them all off."""
+notes, and its note on a test file run directly that ran no test), each switching its rules
+off for measurement; `nudges` switches them all off. And
+`leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
+of the checks after a change in every profile (not switched off by `nudges`)."""
 LEVER_OFF: dict[str, dict[str, object]] = {
     "menu": {"short_menu": False},
     "edit": {"simple_edit": False},

@@ -16,7 +16,7 @@ from ..core.messages import Evidence, ToolCall
 from ..core.toolspec import ToolContext, ToolTable
 from .toolmenu import ToolMenu
 from .turn_assist import TurnCoach
-from .turn_record import TurnRecord, failed
+from .turn_record import TurnRecord
 
 
 def call_key(call: ToolCall) -> str:
@@ -63,7 +63,7 @@ class TurnSteps:
         if self.record is None:
             return ""
         key = call_key(call)
-        note = self.coach.result_note(key, failed(evidence), self.record.snapshot()) if self.coach else ""
+        note = self.coach.result_note(key, evidence, self.record.snapshot()) if self.coach else ""
         self.record.saw(key, evidence, not read_only)
         return note
 

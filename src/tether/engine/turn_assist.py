@@ -25,6 +25,8 @@ class GateVerdict:
     """A line the answer ends with (what the gate found, as the last thing the user reads)."""
     evidence: tuple[Evidence, ...] = ()
     """The calls the gate made (they went through the dispatcher), for the turn's evidence."""
+    notice: str = ""
+    """What the user is told when `again` sends the model back ("": the check failed)."""
 
 
 class AnswerGate(Protocol):
@@ -53,8 +55,9 @@ class TurnCoach(Protocol):
         """The result of a read made again in the turn ("" gives the earlier result)."""
         ...
 
-    def result_note(self, key: str, failed: bool, evidence: TurnEvidence) -> str:
-        """A note after a call's result, before the record has seen the call."""
+    def result_note(self, key: str, record: Evidence, evidence: TurnEvidence) -> str:
+        """A note after the result of the call `record` holds (`key`: its name and arguments),
+        before the turn's record (`evidence`) has seen it."""
         ...
 
     def keeps_reply(self) -> bool:

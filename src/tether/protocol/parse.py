@@ -32,6 +32,7 @@ from .refusals import (
 from .segments import _reclassify_stray_think, _Segment, _split_reply
 from .shapes import (
     _FUNCTION_TAG,
+    UNCLOSED_BLOCK,
     _accepts_block,
     _arguments,
     _call_objects,
@@ -44,6 +45,7 @@ from .shapes import (
     _read_blocks,
     _sniff_name,
     _xml_params,
+    close_open_blocks,
     repair_block_values,
 )
 from .tags import FUNCTION_OPEN, _block_names
@@ -88,6 +90,8 @@ class _ReplyParser:
         self.visible: list[str] = []
         self.thinking: list[str] = []
         self.tagged_calls = False
+        self.block_notes: dict[str, str] = {}
+        """Call id -> the note of the unclosed blocks closed for it (shapes.close_open_blocks)."""
 
     def parse(self, text: str) -> ParseResult:
         segments = _reclassify_stray_think(_split_reply(text, _block_names(self.table)))
@@ -105,6 +109,7 @@ class _ReplyParser:
         for found in self.found:
             if isinstance(found, ToolCall):
                 call, notes = repair_block_values(found, self.table)
+                notes = [self.block_notes[call.id], *notes] if call.id in self.block_notes else notes
                 calls.append(call)
                 if notes:
                     repairs[call.id] = "\n".join(notes)
@@ -141,7 +146,7 @@ class _ReplyParser:
                 return self._refuse(_sniff_name(body), _cut_off_error(None))
             return self._refuse(None, _invalid_json_error(body or "(empty)"))
         values, end = _json_sequence(body, start)
-        rest = body[end:]
+        rest, note = self._closed_blocks(body[end:])
         blocks, blocks_cut = _read_blocks(rest, closed)
         at_eof = not closed and not rest.strip()
         found: _Found = []
@@ -155,7 +160,22 @@ class _ReplyParser:
                 _prefix_name(body[:start]),
             )
             found.extend(outcome or [])
-        return found or None
+        return self._noted(found, note) or None
+
+    def _closed_blocks(self, rest: str) -> tuple[str, str]:
+        """`rest` with the blocks the model left open before the next one closed (text
+        protocol only), and the note that says so ("" when none was)."""
+        if self.native:
+            return rest, ""
+        fixed, closed = close_open_blocks(rest, _block_names(self.table))
+        return fixed, " ".join(UNCLOSED_BLOCK.format(name=name, next=after) for name, after in closed)
+
+    def _noted(self, found: _Found, note: str) -> _Found:
+        """`found`, its last call noted with `note` (the blocks closed for it)."""
+        calls = [item for item in found if isinstance(item, ToolCall)]
+        if note and calls:
+            self.block_notes[calls[-1].id] = note
+        return found
 
     def _object_calls(
         self, src: str, at_eof: bool, blocks: dict[str, str], blocks_cut: bool, prefix: str | None
@@ -292,6 +312,8 @@ class _ReplyParser:
         if self.native or not text.startswith("{"):
             return None
         end = _json_extent(text, 0)
+        rest, note = self._closed_blocks(text[end:])
+        text = text[:end] + rest
         name = _sniff_name(text[:end])
         tool = self.table.get(name) if name else None
         if tool is None:
@@ -308,7 +330,8 @@ class _ReplyParser:
         )
         if not names or not re.fullmatch(rf"(?:\s*<({names})>.*?</\1>)+\s*", text[end:], re.S):
             return None
-        return self._json_call(text[:end] if tool.read_only else text, closed=True)
+        found = self._json_call(text[:end] if tool.read_only else text, closed=True)
+        return self._noted(found, note) if found else found
 
     def _loose_calls(self, src: str, at_eof: bool, report_invalid: bool) -> _Found | None:
         """Calls from text that is only JSON; None unless every object is a call to a real tool."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +246,10 @@ UNFENCED_NOTE = (
     "off; the file holds the code inside it. If the fence was meant to be in the file, write it "
     "again with the fence inside other text.)"
 )
+UNCLOSED_BLOCK = (
+    "(Repaired before it ran: <{name}> was not closed, so it was read as ending where <{next}> "
+    "begins.)"
+)
 TAGS_TAKEN_OUT = (
     "(Repaired before it ran: the <{name}>...</{name}> block tags written inside the {name} "
     "value were taken out; the value is the text between them.)"
@@ -353,3 +358,30 @@ def _xml_params(rest: str, closed: bool) -> tuple[dict[str, str], bool]:
         end = next_param if next_param >= 0 else function_end
         params[name] = _strip_block(rest[m.end() : end])
         pos = end
+
+
+def close_open_blocks(rest: str, names: Collection[str]) -> tuple[str, list[tuple[str, str]]]:
+    """The text after a call's JSON with each raw block that has no end, and that another
+    block's opening tag follows, closed there (`<old_content>` ... `<new_content>`: the model
+    forgot `</old_content>`), trailing blank lines left out of it; and the (block, next block)
+    pairs so closed, for the note that says so. A block with an end anywhere after it is left
+    as written (what looks like a tag inside it is its text), as is one opened again under
+    its own name."""
+    if not names:
+        return rest, []
+    opener = re.compile("<(" + "|".join(re.escape(name) for name in sorted(names)) + ")>")
+    closed: list[tuple[str, str]] = []
+    pos = 0
+    while (m := opener.search(rest, pos)) is not None:
+        name = m.group(1)
+        end = rest.find(f"</{name}>", m.end())
+        following = opener.search(rest, m.end())
+        if end >= 0 or following is None or following.group(1) == name:
+            pos = end + len(name) + 3 if end >= 0 else m.end()
+            continue
+        body = rest[m.end():following.start()].rstrip("\r\n")
+        closer = f"\n</{name}>\n"
+        rest = rest[:m.end()] + body + closer + rest[following.start():]
+        closed.append((name, following.group(1)))
+        pos = m.end() + len(body) + len(closer)
+    return rest, closed

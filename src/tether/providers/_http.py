@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import ssl
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 import httpx
 
@@ -109,6 +112,16 @@ def answered_history(messages: Sequence[Message]) -> list[Message]:
             pending.extend(message.tool_calls)
     close_pending()
     return out
+
+
+def certificates_for(base_url: str) -> ssl.SSLContext | bool:
+    """What the client checks TLS with: httpx's certificate store (True), except for a plain
+    http:// server reached without a proxy (a local model server), which never shows a
+    certificate; loading the store there cost a tenth of the chat's start. The context that
+    stands in trusts nothing, so whatever does reach for TLS fails closed."""
+    if urlsplit(base_url).scheme != "http" or getproxies():
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def remember_missing(module: str) -> None:
@@ -352,7 +365,7 @@ class HttpTransport:
                     headers["Authorization"] = f"Bearer {self._api_key}"
             remember_missing("sniffio")
             self._client = httpx.AsyncClient(
-                headers=headers,
+                headers=headers, verify=certificates_for(self.base_url),
                 timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
             )
         return self._client

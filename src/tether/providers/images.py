@@ -1,41 +1,32 @@
-"""Which models take images: a table of model-name patterns, per provider.
+"""Which models take images: the model table's `images` field (core/models.toml, and the
+user's own TETHER_HOME/models.toml), read here for the request about to be sent.
 
-A request with an image is refused before it is sent to a model this table does not know
-to take images, with a message saying so, instead of a server error (or, worse, a model
-that quietly ignores the image). The `image_input` setting overrides the table: "on" for a
-model it does not know (a vision model behind an OpenAI-compatible server), "off" never
-attaches one.
-
-Hosted models: the providers' model pages (OpenAI's GPT-4o, GPT-4.1, GPT-5 and o-series
-take image input; every Claude 3 and later model; every Gemini model). Open-weight models,
-served by Ollama or an OpenAI-compatible server: the vision families by their usual names.
-The built-in local backend never takes images.
+A request with an image is refused before it is sent to a model the table does not know to
+take images, with a message saying so, instead of a server error (or, worse, a model that
+quietly ignores the image). The `image_input` setting overrides the table: "on" for a model
+it does not know (a vision model behind an OpenAI-compatible server), "off" never attaches
+one. The built-in local backend never takes images, whatever the model (it has no image
+encoder), so for it only "on" sends them.
 """
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
+from ..core.model_table import ModelTable, builtin_table
 
-OPEN_VISION_MODELS = (
-    "llava*", "bakllava*", "*vision*", "*-vl*", "*vl:*", "qwen2.5vl*", "qwen3-vl*", "gemma3*",
-    "minicpm-v*", "moondream*", "pixtral*", "llama4*", "mistral-small3.1*", "mistral-small3.2*",
-)
-IMAGE_MODELS: dict[str, tuple[str, ...]] = {
-    "openai": ("gpt-4o*", "chatgpt-4o*", "gpt-4.1*", "gpt-4.5*", "gpt-4-turbo*", "gpt-5*", "o1",
-               "o1-20*", "o3*", "o4*", *OPEN_VISION_MODELS),
-    "anthropic": ("claude-3*", "claude-sonnet-4*", "claude-opus-4*", "claude-haiku-4*"),
-    "gemini": ("gemini-*",),
-    "ollama": OPEN_VISION_MODELS,
-}
-"""Model-name patterns (fnmatch, lower case) of the models that take images, per provider."""
+WITHOUT_IMAGES = ("local",)
+"""Providers that cannot carry an image to any model."""
 
 
-def takes_images(provider: str, model: str, setting: str = "auto") -> bool:
-    """Whether a request may carry images to `model` of `provider` (`setting`: image_input)."""
+def takes_images(provider: str, model: str, setting: str = "auto",
+                 table: ModelTable | None = None) -> bool:
+    """Whether a request may carry images to `model` of `provider` (`setting`: image_input;
+    `table`: the model table in use, the built-in one by default)."""
     if setting != "auto":
         return setting == "on"
-    name = model.lower().removeprefix("models/")
-    return any(fnmatchcase(name, pattern) for pattern in IMAGE_MODELS.get(provider, ()))
+    if provider in WITHOUT_IMAGES:
+        return False
+    entry = (table or builtin_table()).entry(model.removeprefix("models/"))
+    return bool(entry is not None and entry.images)
 
 
 def refusal(provider: str, model: str, setting: str = "auto") -> str:

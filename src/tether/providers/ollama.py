@@ -1,10 +1,24 @@
-"""Ollama's native API: `/api/chat` streamed as NDJSON, `/api/show`, `/api/tags`."""
+"""Ollama's native API: `/api/chat` streamed as NDJSON, `/api/show`, `/api/tags`, and
+`/api/pull` (pulling a model, for `--local` through Ollama: see the section at the end).
+
+The pull's answer is newline-delimited JSON (Ollama's API reference, "Pull a Model"):
+`{"status": "pulling manifest"}`, then for each layer `{"status": "pulling <digest>",
+"digest", "total", "completed"}` (no `completed` until some of it arrived), then "verifying
+sha256 digest", "writing manifest", "success". A failure is `{"error": "..."}`: the whole body,
+with an error status, when it comes before the stream began; a line of the stream after it
+(a full disk, a registry that cannot be reached). Only a "success" line means the model is
+there: a stream that ends without one is a failed pull. Ollama keeps what a cancelled or cut
+pull fetched and resumes from there, so stopping one (Ctrl-C) loses nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
+
+import httpx
 
 from ..core.messages import (
     Done,
@@ -19,9 +33,11 @@ from ..core.messages import (
 )
 from ..core.profile import billions_stated
 from ..core.toolspec import Tool
+from ..safety.visible import visible
 from ..store.config import normalize_ollama_host
 from . import DEFAULT_MODELS
 from ._common import HttpChatProvider
+from ._errors import display_url, server_error_message, status_phrase
 from ._http import (
     CAPABILITY_TIMEOUT,
     as_int,
@@ -323,3 +339,110 @@ class OllamaProvider(HttpChatProvider[OllamaStreamDecoder]):
             return None
         self._shown[model] = data
         return data
+
+
+# ---------------------------------------------------------------- pulling a model
+
+PullProgress = Callable[[int, int], None]
+"""Told (bytes so far, bytes in all) over the layers seen so far."""
+
+TAGS_TIMEOUT = 3.0
+CONNECT_TIMEOUT = 10.0
+QUIET_LIMIT = 300.0
+"""Seconds of silence after which a pull is given up (Ollama reports progress every few
+hundred milliseconds while it works; verifying a layer takes seconds, not minutes)."""
+
+
+class PullError(Exception):
+    """A pull that did not leave the model in Ollama; the message is one line."""
+
+
+def same_model(listed: str, wanted: str) -> bool:
+    """Whether a name `/api/tags` lists is `wanted` (a name without a tag means `:latest`)."""
+    def tagged(name: str) -> str:
+        name = name.strip().lower()
+        return name if ":" in name.rsplit("/", 1)[-1] else name + ":latest"
+
+    return tagged(listed) == tagged(wanted)
+
+
+async def has_model(base_url: str, name: str, timeout: float = TAGS_TIMEOUT) -> bool:
+    """Whether the Ollama at `base_url` lists `name` (`/api/tags`); False when it cannot be
+    asked (the pull that follows says why)."""
+    ollama = OllamaProvider(base_url, connect_timeout=timeout, read_timeout=timeout)
+    try:
+        return any(same_model(listed, name) for listed in await ollama.list_models())
+    except ProviderError:
+        return False
+    finally:
+        await ollama.aclose()
+
+
+class LayerProgress:
+    """The bytes of every layer seen so far, summed: one bar for the whole pull."""
+
+    def __init__(self, progress: PullProgress) -> None:
+        self.progress = progress
+        self.layers: dict[str, tuple[int, int]] = {}
+
+    def update(self, line: dict[str, Any]) -> None:
+        digest, total = line.get("digest"), line.get("total")
+        if not isinstance(digest, str) or not isinstance(total, int) or total <= 0:
+            return
+        completed = line.get("completed")
+        done = completed if isinstance(completed, int) and 0 <= completed <= total else 0
+        self.layers[digest] = (done, total)
+        self.progress(sum(d for d, _ in self.layers.values()),
+                      sum(t for _, t in self.layers.values()))
+
+
+async def pull_model(base_url: str, name: str, progress: PullProgress) -> None:
+    """Pull `name` into the Ollama at `base_url`, reporting progress; PullError (one line)
+    when the model did not arrive. Cancelling it (Ctrl-C) closes the connection, which
+    stops the pull (Ollama keeps what it fetched)."""
+    url = base_url.rstrip("/") + "/api/pull"
+    where = display_url(base_url)
+    timeout = httpx.Timeout(QUIET_LIMIT, connect=CONNECT_TIMEOUT)
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client, \
+                client.stream("POST", url, json={"model": name, "stream": True}) as response:
+            if response.status_code != 200:
+                body = (await response.aread()).decode("utf-8", "replace")
+                raise PullError(f"Ollama at {where} refused to pull {name} "
+                                f"({status_phrase(response.status_code)}): "
+                                f"{server_words(server_error_message(body))}")
+            await read_pull(response, name, LayerProgress(progress))
+    except httpx.TimeoutException:
+        raise PullError(f"Ollama at {where} sent nothing for {QUIET_LIMIT:.0f} s while pulling "
+                        f"{name}; the pull was given up (run again to resume it)") from None
+    except httpx.HTTPError as exc:
+        reason = one_line(str(exc)) or type(exc).__name__
+        raise PullError(f"the connection to Ollama at {where} was lost while pulling {name} "
+                        f"({reason}); run again to resume the pull") from None
+
+
+async def read_pull(response: httpx.Response, name: str, layers: LayerProgress) -> None:
+    """Read the pull's lines until "success"; PullError for an error line or an early end."""
+    async for raw in response.aiter_lines():
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            raise PullError(f"Ollama's answer to the pull of {name} is not its pull stream: "
+                            f"{server_words(raw)}") from None
+        if not isinstance(line, dict):
+            continue
+        error = line.get("error")
+        if error:
+            raise PullError(f"Ollama could not pull {name}: {server_words(str(error))}")
+        if line.get("status") == "success":
+            return
+        layers.update(line)
+    raise PullError(f"Ollama's answer ended before the pull of {name} finished; run again to "
+                    "resume it")
+
+
+def server_words(text: str) -> str:
+    """A server's words on one line, control characters made visible."""
+    return visible(one_line(text))

@@ -129,6 +129,12 @@ class Settings:
         None, "Threads the local provider (--local) runs the model on; unset: one per "
         "physical core.", ge=1, le=256,
     )
+    ollama_pull: Literal["ask", "yes", "no"] = setting(
+        "ask",
+        "When --local runs through Ollama (tether[local] not installed, Ollama running) and "
+        "Ollama lacks the model: ask pulls it after a yes in the chat (-p, where nobody is "
+        "asked, stops with one line), yes pulls it without asking, no never pulls.",
+    )
     compress: bool = setting(
         True, "Trim old tool results and condense old history before a request overflows.",
     )

@@ -36,6 +36,8 @@ class ModelSpec:
     size: int
     sha256: str
     billions: float
+    ollama: str = ""
+    """The same model's name in Ollama's library, for `--local` through Ollama ("" for none)."""
 
 
 DEFAULT_MODEL = ModelSpec(
@@ -46,6 +48,7 @@ DEFAULT_MODEL = ModelSpec(
     # The sha256 of the published file (1,117,320,768 bytes), as `sha256sum` gives it.
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     billions=1.54,
+    ollama="qwen2.5-coder:1.5b",
 )
 """The model `tether --local` runs when none is named: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M."""
 

@@ -71,7 +71,7 @@ def edit_file(args: EditFileParams, ctx: ToolContext) -> ToolOutput:
     _write_bytes(path, loaded.encode(edited, shown))
     diff, added, removed = _short_diff(loaded.text, edited, shown)
     return ToolOutput(
-        f"Edited {shown} (+{added} -{removed} lines).\n{diff}" + code_notes(path, edited, shown, ctx),
+        f"Edited {shown} (+{added} -{removed} lines).\n{diff}" + code_notes(path, edited, shown, ctx, loaded.text),
         summary=f"edited {shown} (+{added} -{removed})",
         changed_paths=(path,),
     )

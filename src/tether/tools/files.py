@@ -151,7 +151,7 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
         + (": only blank lines and spacing changed, every other line is as it was, so what the code "
            "does is unchanged. To add code, use edit_file: old_content the file's last lines, "
            "new_content those lines with the new code after them." if same_code
-           else ".") + code_notes(path, args.content, shown, ctx),
+           else ".") + code_notes(path, args.content, shown, ctx, _text_of(old)),
         summary=f"{verb.lower()} {shown}",
         changed_paths=(path,),
     )
@@ -163,6 +163,12 @@ def _current_bytes(path: Path) -> bytes | None:
         return read_small_file(path, COMPARE_MAX_BYTES)
     except OSError:  # too large, unreadable: written without the comparison
         return None
+
+
+def _text_of(data: bytes | None) -> str | None:
+    """A file's old bytes as text, for the checks that compare before and after (None: it
+    was new, or too large to read for the comparison)."""
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def _code_lines(data: bytes) -> list[bytes]:

@@ -8,6 +8,7 @@ instead, so an allow rule for one site never carries a call to another.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -84,14 +85,28 @@ class Fetcher:
     def __init__(self, may_reach: MayReach, limits: FetchLimits | None = None,
                  resolver: Resolver = resolve) -> None:
         self.limits = limits or FetchLimits()
-        self._client = httpx.Client(
-            transport=GuardedTransport(may_reach, resolver), follow_redirects=False,
-            trust_env=False, timeout=httpx.Timeout(self.limits.timeout),
-            headers={"User-Agent": USER_AGENT},
-        )
+        self._may_reach = may_reach
+        self._resolver = resolver
+        self._made: httpx.Client | None = None
+        self._making = threading.Lock()
+
+    @property
+    def _client(self) -> httpx.Client:
+        """Made at the first fetch: loading the certificate store for TLS took a tenth of the
+        chat's start, in every run, for tools most runs never call."""
+        with self._making:
+            if self._made is None:
+                self._made = httpx.Client(
+                    transport=GuardedTransport(self._may_reach, self._resolver),
+                    follow_redirects=False, trust_env=False,
+                    timeout=httpx.Timeout(self.limits.timeout), headers={"User-Agent": USER_AGENT},
+                )
+            return self._made
 
     def close(self) -> None:
-        self._client.close()
+        with self._making:
+            if self._made is not None:
+                self._made.close()
 
     def fetch(
         self, url: str, *, method: str = "GET", headers: Mapping[str, str] | None = None,

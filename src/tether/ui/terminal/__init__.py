@@ -23,7 +23,9 @@ builds first (`startup.asks_at_start`: `.permissions.json` or hooks in a folder 
 `.mcp.json` in a trusted one); `--allow`/`--deny` rules are only parsed before the prompt
 (`permissions.check_command_line_rules`: a bad rule is still a usage error at once). A
 build that fails ends the app with its one-line message (a ValueError is a usage error, exit
-2). Then `Runtime.start` runs as a background task; the status line says `starting…`
+2). Keys typed before the first prompt was drawn (the terminal still in line mode, Enter a line
+feed) are read out at its first drawing (`typed_ahead.entering_early_keys`): the first line is
+entered there, later ones are sent after it. Then `Runtime.start` runs as a background task; the status line says `starting…`
 (`STARTING`) until both are done; a slash command waits for the build (`App.runtime_ready`)
 and a request for both (`App.ready`). `App.read_loop` reads a
 line: a slash command goes to `COMMANDS` (a `slash/table.CommandTable` that `slash/handlers.py` joins

@@ -8,6 +8,7 @@ kept). The session is saved after every exchange.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from .queued import QueuedMessages
 from .shown import shown
 from .startup import STARTING, StartUp, UsageProblem, drawn_soon
 from .theme import PALETTES, Palette, chosen_palette
+from .typed_ahead import entering_early_keys
 
 if TYPE_CHECKING:  # what the prompt does not need waits: it is built while the prompt is up
     from tether.core.messages import Message
@@ -143,6 +145,8 @@ class App(StartUp):
     async def read_loop(self, first_drawn: Callable[[], None] | None = None) -> None:
         """Read and run lines until Ctrl-D; `first_drawn` runs once the first prompt is drawn."""
         interrupts = 0
+        early: contextlib.AbstractContextManager[None] = entering_early_keys(
+            self.prompt.app, self.asker.typed_ahead)
         while not self.exiting:
             queued = self.next_queued()
             if queued is not None:
@@ -152,8 +156,10 @@ class App(StartUp):
             pre_run = drawn_soon(first_drawn) if first_drawn is not None else None
             first_drawn = None
             try:
-                line = await self.prompt.prompt_async("› ", default=self.asker.typed_ahead.take(),
-                                                      pre_run=pre_run)
+                with early:  # the first input line only: what was typed before it was drawn
+                    early = contextlib.nullcontext()
+                    line = await self.prompt.prompt_async("› ", default=self.asker.typed_ahead.take(),
+                                                          pre_run=pre_run)
                 interrupts = 0
             except KeyboardInterrupt:
                 interrupts += 1

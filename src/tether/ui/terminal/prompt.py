@@ -28,7 +28,6 @@ from tether.host import (
     open_regular,
     read_at_most,
 )
-from tether.tools.file_text import MAX_READ_BYTES
 
 from .paste import Pastes
 
@@ -266,11 +265,19 @@ def attachment(path: Path, name: str) -> tuple[str, str]:
         kept = text[:MAX_ATTACH_CHARS]
         if "\n" in kept:
             kept = kept[: kept.rindex("\n") + 1]  # whole lines only
-        total = lines_in(handle, head) if size <= MAX_READ_BYTES else None
+        total = lines_in(handle, head) if size <= read_file_limit() else None
     lines = kept.count("\n")
     cut = cut_summary(name, lines, len(kept), size, total)
     return (f'<file path="{name}">\n{kept}\n[... cut: {cut} ...]\n</file>',
             f"{name} (cut: {cut})")
+
+
+def read_file_limit() -> int:
+    """The largest file read_file loads (its module brings pydantic, imported with the
+    runtime after the first prompt is drawn)."""
+    from tether.tools.file_text import MAX_READ_BYTES
+
+    return MAX_READ_BYTES
 
 
 def lines_in(handle: BinaryIO, head: bytes) -> int:
@@ -287,7 +294,7 @@ def cut_summary(name: str, lines: int, chars: int, size: int, total_lines: int |
     of = f"{total_lines:,} lines, {size:,} bytes" if total_lines is not None else f"{size:,} bytes"
     what = (f"the first {lines:,} lines ({chars:,} characters) of {of} are attached" if lines
             else f"the first {chars:,} characters of its first line ({of}) are attached")
-    if size > MAX_READ_BYTES:
+    if size > read_file_limit():
         return (f"{what}; read_file cannot read a file this large, a command can "
                 f"(e.g. sed -n '{lines + 1},{lines + 200}p' {name})")
     return f"{what}; read the rest with read_file filepath={name} offset={lines + 1}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
@@ -94,6 +95,8 @@ class StartUp:
         left off), and whether the runtime can wait until the prompt is up (it cannot when the
         start may ask a question); ValueError for a usage problem (the --allow and --deny
         rules are checked here, before the prompt), LookupError or SessionCorrupt for -r."""
+        from tether.providers.first_run import may_go_through_ollama
+
         from .keyboard import Asker
 
         self.asker = Asker(self.console, on_question=self.notifier.question_opened)
@@ -118,7 +121,8 @@ class StartUp:
         self.trust = FolderTrust(self.options, self.say, self.asker.confirm)
         # a question at start, or a first request from the command line, needs the runtime
         # before the prompt; it is built in `run`, after the trust question
-        self.deferred = not (asks_at_start(self.options) or self.first_request)
+        self.deferred = not (asks_at_start(self.options) or self.first_request
+                             or may_go_through_ollama(self.settings))
 
     def build(self) -> None:
         """The runtime (provider, tool table, MCP, skills), the UI it talks to and the session
@@ -155,6 +159,7 @@ class StartUp:
                 await self.read_loop(first_drawn=self.build_in_background)
             else:
                 await self.trust.ask()  # first: what it decides changes what the build warns of
+                await self.local_through_ollama()
                 self.build_now()
                 await self.started_up()
                 await self.send_first_request()
@@ -164,6 +169,33 @@ class StartUp:
         finally:
             await self.close_runtime()
         return 0
+
+    async def local_through_ollama(self) -> None:
+        """`--local` without the local extra and with Ollama running: the model runs there,
+        pulled first after a yes; Ctrl-C stops the pull and the chat goes on without it."""
+        from tether.providers.first_run import NotPulled, local_through_ollama
+
+        task = asyncio.ensure_future(local_through_ollama(self.settings, self.say,
+                                                          self.asker.confirm))
+        interrupted = asyncio.Event()
+
+        def stop_the_pull() -> None:
+            interrupted.set()
+            task.cancel()
+
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, stop_the_pull)
+        try:
+            self.settings = await task
+        except asyncio.CancelledError:
+            if not interrupted.is_set():  # the start itself was cancelled, not the pull
+                raise
+            self.say("Pull stopped: Ollama keeps what it fetched and the next pull resumes "
+                     "it.", "warning")
+        except NotPulled as exc:
+            self.say(str(exc), "warning")
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
 
     def build_now(self) -> None:
         """`build` before the prompt; a usage problem it finds (ValueError) ends the app as one."""

@@ -10,7 +10,6 @@ from tether.core.messages import ToolCall
 from tether.engine.run_options import RunOptions
 from tether.hooks.config import PROJECT_HOOKS_FILE, project_declares_hooks
 from tether.host import StateFileError
-from tether.safety.approval import guarded_write
 from tether.safety.permissions import (
     PROJECT_FILE,
     USER_FILE,
@@ -28,10 +27,10 @@ from tether.safety.project_config import (
     SKILL_FOLDERS,
 )
 
-from .asking import Say
-
 if TYPE_CHECKING:  # the runtime is built behind the first prompt: its import waits for that
     from tether.runtime import Runtime
+
+    from .asking import Say
 
 Confirm = Callable[[str], Awaitable[bool]]
 """Asks a yes/no question (one key; Enter, Esc, Ctrl-C and Ctrl-D say no): True for yes."""
@@ -180,6 +179,8 @@ class AlwaysAnswer:
             # about what is sent to it: no rule could name exactly this call
             self.say("No exact rule can name this call; allowed this once.", "warning")
             return ""
+        from tether.safety.approval import guarded_write  # the runtime has it loaded by now
+
         guarded = [guarded_write(self.options.root, self.options.home, p)
                    for p in tool.path_values(call.arguments).values()] if tool.writes_files else []
         kind = next((g for g in guarded if g is not None), None)

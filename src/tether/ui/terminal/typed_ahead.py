@@ -8,12 +8,20 @@ model thought answered an approval with its `a`. So every question runs through
 drawing has been written out (before any key is handed to its bindings), everything the
 terminal holds is read out. Only keys that reach the terminal after the question was written
 can answer it. What was taken is kept as text, and the chat's next input line starts with it.
+
+Keys typed before the chat's first input line was drawn (while the app was still starting)
+reached a terminal in line mode, where Enter arrives as a line feed, which the input line
+takes for Ctrl-J (a new line in the message). `entering_early_keys` reads them out at that
+line's first drawing instead: the text up to the first line end is entered there, as if typed
+at it; the lines after it are kept (the chat sends them next, in order) and an unfinished
+last line goes into the next input line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import select
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from prompt_toolkit.application import Application
@@ -88,10 +96,45 @@ class TypedAhead:
         """`text` before what is kept (lines taken out with `whole_lines`, given back)."""
         self.kept = text + ("\n" + self.kept if self.kept else "")
 
+    def first_line(self) -> str | None:
+        """The kept text up to the first line end, taken out; None when no line end was kept."""
+        if "\n" not in self.kept:
+            return None
+        line, self.kept = self.kept.split("\n", 1)
+        return line
+
     def take(self) -> str:
         """The kept text, for the next input line (without the line end that sent it)."""
         kept, self.kept, self._changed = self.kept, "", False
         return kept.rstrip("\n")
+
+
+@contextlib.contextmanager
+def entering_early_keys(app: Application[Any], kept: TypedAhead) -> Iterator[None]:
+    """While the block runs the chat's first input line: at its first drawing, the keys typed
+    before it are read out of the terminal and the first line they end is entered (see the
+    module's docstring); without a line end they are only put in the input line."""
+    drained = False
+
+    def after_render(_: object) -> None:  # drawn; no key has reached the bindings yet
+        nonlocal drained
+        if drained:
+            return
+        drained = True
+        kept.keep(drain(app))
+        line = kept.first_line()
+        buffer = app.current_buffer
+        if line is None:
+            buffer.insert_text(kept.take())
+            return
+        buffer.insert_text(line)
+        buffer.validate_and_handle()
+
+    app.after_render += after_render
+    try:
+        yield
+    finally:
+        app.after_render -= after_render
 
 
 def drain(app: Application[Any]) -> list[KeyPress]:

@@ -1,0 +1,131 @@
+"""After a change: a name the request names that the change took out of a file, still in others.
+
+"Rename calc_total to compute_total" done in the file that defines it, not in the two that
+call it; "remove the --legacy option" taken out of the parser, still in the README and the
+shell script. The model answers that it is done because nothing it looked at says otherwise.
+So when a reply would end a turn that changed files, the harness searches the project for
+each name the request names (`RequestReading.code_names`) that one of the turn's changes
+removed: an edit whose old text held the name and whose new text does not, or a write of a
+file that, as the turn read it, held the name. The search is a `search_in_file` call through
+the dispatcher (its rules, hooks and evidence apply as to the model's own), and the places
+left go back to the model once, to change them too or to answer why they stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..core.messages import Evidence, ToolCall, new_call_id
+from ..engine.turn_assist import GateVerdict
+from .request import RequestReading
+from .verify import CHECK_ID, Dispatch
+
+PLACES_SHOWN = 12
+LEFT_OVER = (
+    "Your change took `{name}` out of {changed}, but the harness searched the project and "
+    "`{name}` is still in:\n{places}\n"
+    "If the request means these too, change each of them now; if they should stay as they are, "
+    "answer and say why."
+)
+_MATCH_LINE = re.compile(r"^(?P<path>[^\n:]+):(?P<line>\d+): ", re.M)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A name a change of the turn took out of a file."""
+
+    name: str
+    path: str
+    """The file, as the call named it."""
+
+
+def has_word(name: str, text: str) -> bool:
+    """`name` occurs in `text` as a whole name (`total` is not in `subtotal` or `total_2`)."""
+    return re.search(_whole(name), text) is not None
+
+
+def _whole(name: str) -> str:
+    return rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+
+
+def removals(reading: RequestReading, evidence: Sequence[Evidence]) -> list[Removal]:
+    """The request's names that a successful change of the turn took out of a file, in order."""
+    found: list[Removal] = []
+    read_texts: dict[str, str] = {}
+    for record in evidence:
+        args, name = record.call.arguments, record.call.name
+        path = str(args.get("filepath", ""))
+        if record.error or not path:
+            continue
+        if name == "read_file":
+            read_texts[path] = read_texts.get(path, "") + record.result
+            continue
+        before, after = _before_and_after(name, args, read_texts.get(path, ""))
+        for code_name in reading.code_names:
+            if has_word(code_name, before) and not has_word(code_name, after):
+                found.append(Removal(code_name, path))
+    return list(dict.fromkeys(found))
+
+
+def _before_and_after(tool: str, args: dict[str, object], read_text: str) -> tuple[str, str]:
+    """What a change replaced and what it put there ("", "" for a call that changes nothing)."""
+    if tool == "edit_file":
+        return str(args.get("old_content") or ""), str(args.get("new_content") or "")
+    if tool == "write_file":
+        return read_text, str(args.get("content") or "")
+    return "", ""
+
+
+def search_call(name: str) -> ToolCall:
+    """The harness's search of the whole project for `name` as a whole name."""
+    pattern = _whole(name)
+    return ToolCall(f"{CHECK_ID}_{new_call_id()}", "search_in_file", {"pattern": pattern, "path": "."})
+
+
+def places_left(result: str, reading: RequestReading) -> list[str]:
+    """The matching lines of a search's result in the files the request is about (those it
+    names, when it names any: "rename fetch in api.py" is about api.py alone) and does not keep
+    as they are (the files it says to leave alone; the tests, when it says to leave them)."""
+    lines = []
+    for match in _MATCH_LINE.finditer(result):
+        path = match.group("path")
+        if reading.keeps(path) or (reading.files and path not in reading.files):
+            continue
+        end = result.find("\n", match.start())
+        lines.append(result[match.start(): end if end >= 0 else len(result)])
+    return lines
+
+
+def left_over_message(name: str, changed: Sequence[str], places: Sequence[str]) -> str:
+    shown = list(places[:PLACES_SHOWN])
+    if len(places) > PLACES_SHOWN:
+        shown.append(f"(and {len(places) - PLACES_SHOWN} more lines)")
+    return LEFT_OVER.format(name=name, changed=" and ".join(changed), places="\n".join(shown))
+
+
+@dataclass
+class LeftoverGate:
+    """One turn's search for the names its changes took out, once, when it would end."""
+
+    reading: RequestReading
+    dispatch: Dispatch
+    done: bool = False
+
+    async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        found = removals(self.reading, evidence) if not self.done else []
+        if not found:
+            return GateVerdict()
+        self.done = True
+        records: list[Evidence] = []
+        for name in dict.fromkeys(removal.name for removal in found):
+            result, record = await self.dispatch(search_call(name))
+            records.append(record)
+            places = [] if result.is_error else places_left(result.content, self.reading)
+            if places:
+                changed = list(dict.fromkeys(r.path for r in found if r.name == name))
+                message = left_over_message(name, changed, places)
+                notice = f"`{name}` is still in {len(places)} places the change left: they go back to the model"
+                return GateVerdict(again=message, evidence=tuple(records), notice=notice)
+        return GateVerdict(evidence=tuple(records))

@@ -1,0 +1,86 @@
+"""A change that leaves a data file (JSON, TOML, YAML, INI) unparsable says so in its result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tether.core.toolspec import ToolContext
+from tether.tools.data_syntax import data_syntax_note
+from tether.tools.files import EditFileParams, WriteFileParams, edit_file, write_file
+
+VALID_AND_BROKEN = [
+    ("settings.json", '{"port": 8080,\n "debug": false}\n', '{"port": 8080\n "debug": false}\n',
+     "is not valid JSON now: Expecting ',' delimiter (line 2, column 2)"),
+    ("pyproject.toml", '[tool]\nname = "x"\n', '[tool]\nname = "x\n',
+     "is not valid TOML now:"),
+    ("config.yaml", "server:\n  port: 80\n  host: a\n", "server:\n  port: 80\n host: a\n",
+     "is not valid YAML now:"),
+    ("deploy.yml", "a: 1\n", "a: [1\n", "is not valid YAML now:"),
+    ("setup.cfg", "[metadata]\nname = x\n", "[metadata]\nname = x\nname = y\n",
+     "is not valid INI now:"),
+    ("app.ini", "[db]\nhost = h\n", "host = h\n", "is not valid INI now:"),
+]
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> ToolContext:
+    return ToolContext(root=tmp_path)
+
+
+@pytest.mark.parametrize(("name", "valid", "broken", "said"), VALID_AND_BROKEN)
+def test_an_edit_that_breaks_a_data_file_says_how_and_where(
+    ctx: ToolContext, tmp_path: Path, name: str, valid: str, broken: str, said: str
+) -> None:
+    (tmp_path / name).write_text(valid)
+    out = edit_file(EditFileParams(filepath=name, old_content=valid, new_content=broken), ctx)
+    assert (tmp_path / name).read_text() == broken, "written all the same: the user may want it"
+    assert f"Warning: {name} {said}" in out.text
+    assert out.text.rstrip().endswith("A program that reads it will fail; fix it with edit_file.")
+
+
+@pytest.mark.parametrize(("name", "valid", "broken", "said"), VALID_AND_BROKEN)
+def test_a_valid_change_gets_no_warning(
+    ctx: ToolContext, tmp_path: Path, name: str, valid: str, broken: str, said: str
+) -> None:
+    (tmp_path / name).write_text(broken)
+    out = write_file(WriteFileParams(filepath=name, content=valid), ctx)
+    assert "Warning" not in out.text
+
+
+def test_a_new_data_file_that_does_not_parse_is_warned_about(ctx: ToolContext) -> None:
+    out = write_file(WriteFileParams(filepath="data.json", content="{'a': 1}\n"), ctx)
+    assert out.text.startswith("Created data.json (1 lines).\nWarning: data.json is not valid JSON now: "
+                               "Expecting property name enclosed in double quotes (line 1, column 2).")
+
+
+def test_a_file_that_never_parsed_earns_no_warning(ctx: ToolContext, tmp_path: Path) -> None:
+    """A tsconfig.json with comments was never strict JSON: an edit of it is not blamed."""
+    text = '{\n  // the target\n  "target": "es2019"\n}\n'
+    (tmp_path / "tsconfig.json").write_text(text)
+    out = edit_file(EditFileParams(filepath="tsconfig.json", old_content="es2019", new_content="es2022"), ctx)
+    assert "Warning" not in out.text
+
+
+def test_other_suffixes_and_huge_files_are_not_parsed(tmp_path: Path) -> None:
+    assert data_syntax_note(tmp_path / "notes.txt", "{", "notes.txt", None) == ""
+    assert data_syntax_note(tmp_path / "big.json", "[" * 1_000_001, "big.json", None) == ""
+
+
+def test_yaml_tags_of_any_application_are_valid_and_nothing_runs(tmp_path: Path) -> None:
+    """YAML is composed, never constructed: a CloudFormation `!Ref` or a python tag is valid
+    syntax, and no object is built from it."""
+    for text in ("bucket: !Ref Name\n", "x: !!python/object/apply:os.system ['exit 3']\n"):
+        assert data_syntax_note(tmp_path / "a.yaml", text, "a.yaml", None) == ""
+
+
+@pytest.mark.parametrize("name", ["deep.json", "deep.yaml", "deep.toml"])
+def test_nesting_past_the_recursion_limit_is_a_warning_not_a_crash(tmp_path: Path, name: str) -> None:
+    deep = "x = " + "[" * 50_000 + "]" * 50_000 if name.endswith("toml") else "[" * 50_000 + "]" * 50_000
+    note = data_syntax_note(tmp_path / name, deep, name, None)
+    assert note.startswith(f"\nWarning: {name} is not valid ") and "nested too deeply to read" in note
+
+
+def test_many_yaml_documents_in_one_file_parse(tmp_path: Path) -> None:
+    assert data_syntax_note(tmp_path / "k8s.yaml", "a: 1\n---\nb: 2\n", "k8s.yaml", None) == ""

@@ -1,0 +1,135 @@
+"""The search after a change for a name the request names that the change took out of a file
+(assist/leftovers.py), through the real loop, dispatcher and search_in_file on a real project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scripted import ScriptedProvider, call, say
+from test_verify_after_change import checks_run, runtime_for
+
+from tether.assist.leftovers import LEFT_OVER, PLACES_SHOWN, places_left, removals
+from tether.assist.request import read_request
+from tether.core.messages import Evidence, ToolCall
+from tether.core.profile import LEVERS_ENV
+from tether.engine.loop import Conversation
+
+UTIL = "def calc_total(xs):\n    return sum(xs)\n"
+MAIN = "from util import calc_total\n\nprint(calc_total([1, 2]))\n"
+REQUEST = "Rename calc_total to compute_total everywhere in the project."
+RENAME_DEF = ("edit_file", {"filepath": "util.py", "old_content": "def calc_total(xs):",
+                            "new_content": "def compute_total(xs):"})
+
+
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "util.py").write_text(UTIL)
+    (root / "main.py").write_text(MAIN)
+    return root
+
+
+def harness_says(provider: ScriptedProvider) -> list[str]:
+    return [m.text for m in provider.requests[-1].messages[2:] if m.role == "user" and not m.tool_results]
+
+
+async def test_a_rename_done_in_one_file_of_two_gets_the_places_left(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    fix_main = ("write_file", {"filepath": "main.py", "content": MAIN.replace("calc_total", "compute_total")})
+    replies = [call(RENAME_DEF), say("Renamed."), call(fix_main), say("Renamed in both files.")]
+    runtime, provider = runtime_for(root, home, replies)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    [message] = harness_says(provider)
+    assert message == LEFT_OVER.format(
+        name="calc_total", changed="util.py",
+        places="main.py:1: from util import calc_total\nmain.py:3: print(calc_total([1, 2]))")
+    [search] = checks_run(result)
+    assert search.call.name == "search_in_file" and search.call.arguments["path"] == "."
+    assert "calc_total" not in (root / "main.py").read_text() and result.text == "Renamed in both files."
+    assert len(provider.requests) == 4  # asked once: the second answer ends the turn
+
+
+async def test_nothing_left_is_a_search_in_the_evidence_and_no_message(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    (root / "main.py").write_text("print(1)\n")
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), say("Renamed.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert result.text == "Renamed." and len(provider.requests) == 2
+    [search] = checks_run(result)
+    assert search.result.startswith("No matches")
+
+
+async def test_the_model_may_answer_why_they_stay_and_is_not_asked_again(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    replies = [call(RENAME_DEF), say("Renamed."), say("main.py is generated; it stays.")]
+    runtime, provider = runtime_for(root, home, replies)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert result.text == "main.py is generated; it stays." and len(checks_run(result)) == 1
+
+
+async def test_a_write_of_a_file_read_in_the_turn_counts_as_taking_the_name_out(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    rewrite = ("write_file", {"filepath": "util.py", "content": UTIL.replace("calc_total", "compute_total")})
+    replies = [call(("read_file", {"filepath": "util.py"})), call(rewrite), say("Done."), say("Done, really.")]
+    runtime, provider = runtime_for(root, home, replies)
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    [message] = harness_says(provider)
+    assert message.startswith("Your change took `calc_total` out of util.py") and "main.py:3:" in message
+
+
+async def test_tests_the_request_keeps_are_no_place_left(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    (root / "main.py").write_text("print(1)\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_util.py").write_text("from util import calc_total\n")
+    request = "Rename calc_total to compute_total, without changing the tests."
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), say("Renamed."), say("Again.")])
+    result = await runtime.loop.run_turn(Conversation(), request)
+    assert not any("still in" in text for text in harness_says(provider))
+    assert any(r.call.name == "search_in_file" for r in checks_run(result))
+
+
+async def test_a_name_the_request_does_not_name_is_not_searched(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), "tidy up util.py")
+    assert checks_run(result) == [] and result.text == "Done."
+
+
+async def test_the_lever_switches_it_off(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), say("Renamed.")],
+                                    env={LEVERS_ENV: "leftovers"})
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert checks_run(result) == [] and result.text == "Renamed."
+
+
+def record(name: str, args: dict, result: str = "", error: bool = False) -> Evidence:
+    return Evidence(ToolCall("c1", name, args), 0.0, 0.0, "", result, error=error)
+
+
+def test_removals_are_whole_names_taken_out_by_successful_changes() -> None:
+    reading = read_request("rename `fetch` to `fetch_all` and drop --legacy", ["api.py"])
+    assert reading.code_names == ("fetch", "fetch_all", "--legacy")
+    evidence = [
+        record("edit_file", {"filepath": "api.py", "old_content": "def fetch():", "new_content": "def fetch_all():"}),
+        record("edit_file", {"filepath": "b.py", "old_content": "fetch()", "new_content": "x"}, error=True),
+        record("edit_file", {"filepath": "c.py", "old_content": "prefetch()", "new_content": "x"}),
+        record("write_file", {"filepath": "cli.sh", "content": "run\n"}),  # never read: before unknown
+        record("edit_file", {"filepath": "cli.py", "old_content": "'--legacy',", "new_content": ""}),
+    ]
+    assert [(r.name, r.path) for r in removals(reading, evidence)] == [("fetch", "api.py"), ("--legacy", "cli.py")]
+
+
+def test_places_left_are_the_match_lines_and_long_lists_are_cut() -> None:
+    reading = read_request("rename calc_total to total without changing the tests", [])
+    result = "a.py:3: calc_total()\ntests/test_a.py:1: calc_total\n(2 matching lines in 2 files)"
+    assert places_left(result, reading) == ["a.py:3: calc_total()"]
+    assert PLACES_SHOWN == 12
+
+
+def test_a_request_that_names_its_files_is_about_those_files_alone() -> None:
+    result = "api.py:9: return fetch()\nclient.py:3: api.fetch()\n(2 matching lines in 2 files)"
+    assert places_left(result, read_request("rename fetch to fetch_all in api.py", ["api.py", "client.py"])) == [
+        "api.py:9: return fetch()"]
+    assert len(places_left(result, read_request("rename fetch to fetch_all", ["api.py", "client.py"]))) == 2
