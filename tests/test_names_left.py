@@ -10,7 +10,7 @@ from test_verify_after_change import checks_run, runtime_for
 
 from tether.assist.leftovers import LEFT_OVER, PLACES_SHOWN, places_left, removals
 from tether.assist.request import read_request
-from tether.core.loop import Conversation
+from tether.core.loop import Conversation, TurnResult
 from tether.core.messages import Evidence, ToolCall
 from tether.core.profile import LEVERS_ENV
 
@@ -133,3 +133,58 @@ def test_a_request_that_names_its_files_is_about_those_files_alone() -> None:
     assert places_left(result, read_request("rename fetch to fetch_all in api.py", ["api.py", "client.py"])) == [
         "api.py:9: return fetch()"]
     assert len(places_left(result, read_request("rename fetch to fetch_all", ["api.py", "client.py"]))) == 2
+
+
+async def sent_back(root: Path, home: Path, edit: tuple, request: str) -> tuple[list[str], TurnResult]:
+    """What the harness sent back after one edit and an answer (the model answers again)."""
+    runtime, provider = runtime_for(root, home, [call(edit), say("Removed."), say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), request)
+    return harness_says(provider), result
+
+
+async def test_a_lower_case_name_is_searched_in_its_own_case(tmp_path: Path, home: Path) -> None:
+    """search_in_file reads a pattern with no capital in any case: the `verbose` parameter
+    taken out is not the VERBOSE setting, which the model was told to change."""
+    root = project(tmp_path)
+    (root / "util.py").write_text("def report(xs, verbose=False):\n    return sum(xs)\n")
+    (root / "settings.py").write_text("VERBOSE = True\n")
+    edit = ("edit_file", {"filepath": "util.py", "old_content": "def report(xs, verbose=False):",
+                          "new_content": "def report(xs):"})
+    said, result = await sent_back(root, home, edit, "Remove the `verbose` parameter of report.")
+    assert result.text == "Removed." and said == []
+    assert [r.call.name for r in checks_run(result)] == ["search_in_file"]
+
+
+async def test_a_definition_taken_out_of_the_named_file_sends_back_its_uses_elsewhere(
+    tmp_path: Path, home: Path
+) -> None:
+    """"Rename calc_total in util.py" names where it is defined; main.py calls it, and a
+    rename that leaves that call breaks the program."""
+    root = project(tmp_path)
+    [message], _ = await sent_back(root, home, RENAME_DEF, "Rename the function calc_total in util.py to compute_total.")
+    assert "main.py:3: print(calc_total([1, 2]))" in message
+
+
+async def test_an_option_taken_out_of_the_named_file_sends_back_its_mentions_elsewhere(
+    tmp_path: Path, home: Path
+) -> None:
+    root = project(tmp_path)
+    (root / "cli.py").write_text("parser.add_argument('--legacy-mode')\n")
+    (root / "README.md").write_text("Run `cli.py --legacy-mode` for the old output.\n")
+    edit = ("edit_file", {"filepath": "cli.py", "old_content": "parser.add_argument('--legacy-mode')\n",
+                          "new_content": ""})
+    [message], _ = await sent_back(root, home, edit, "Remove the --legacy-mode option from cli.py.")
+    assert "README.md:1: Run `cli.py --legacy-mode`" in message
+
+
+def test_what_counts_as_taken_out_everywhere() -> None:
+    from tether.assist.leftovers import Removal, project_wide, searched
+
+    named = read_request("rename `data` to `payload` in api.py", ["api.py", "client.py"])
+    local = [r for r in removals(named, [record("edit_file", {
+        "filepath": "api.py", "old_content": "    data = load()\n    return data", "new_content": "x"})])]
+    assert local == [Removal("data", "api.py", definition=False)] and not project_wide(named, local)
+    assert project_wide(read_request("rename fetch_one in api.py everywhere", ["api.py"]), [Removal("fetch_one", "api.py")])
+    assert not project_wide(named, [Removal("-v", "cli.py")])  # a short option is in every script
+    assert not searched("-v", read_request("remove the -v flag", ["cli.py"]))
+    assert searched("-v", read_request("remove the -v flag from cli.py", ["cli.py"]))

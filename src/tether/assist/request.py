@@ -74,6 +74,13 @@ _QUESTION_START = re.compile(
     r"describe|show|list|find|count)\b", re.I
 )
 _NEW_FILE_WORDS = re.compile(r"\b(create|write|add|make|new|save|generate|put)\b", re.I)
+_EVERYWHERE = re.compile(
+    r"\b(?:everywhere|throughout|across|codebase|callers|call\s+sites|usages|"
+    r"(?:whole|entire)\s+(?:project|repo|repository|code)|"
+    r"(?:all|every|each)\s+(?:the\s+|its\s+|of\s+its\s+)?(?:uses?|usages?|references?|callers?|"
+    r"call\s+sites?|places?|occurrences?|files?|mentions?))\b",
+    re.I,
+)
 _NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
 _KEEPS_TESTS = re.compile(
     r"\b(?:without\s+(?:changing|touching|editing|modifying)|"
@@ -146,6 +153,9 @@ class RequestReading:
     """Asks to remove something (a section, a line)."""
     takes_away: bool = False
     """Asks to remove, replace, rename or drop something: an edit may drop old code."""
+    everywhere: bool = False
+    """Says the change is for the whole project ("everywhere", "and all its callers"), even
+    when it names the file where the change starts."""
     kept_files: tuple[str, ...] = ()
     """Project files the request says to leave as they are ("don't change app_test.py",
     "leave config.yaml alone", "without touching setup.cfg"), as project-relative paths."""
@@ -212,6 +222,7 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         takes_away=bool(_TAKES_AWAY.search(text)),
         code_names=_code_names(text, files + new_files),
         kept_files=_kept_files(text, index),
+        everywhere=bool(_EVERYWHERE.search(text)),
     )
 
 
