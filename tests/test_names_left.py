@@ -188,3 +188,17 @@ def test_what_counts_as_taken_out_everywhere() -> None:
     assert not project_wide(named, [Removal("-v", "cli.py")])  # a short option is in every script
     assert not searched("-v", read_request("remove the -v flag", ["cli.py"]))
     assert searched("-v", read_request("remove the -v flag from cli.py", ["cli.py"]))
+
+
+def test_a_name_a_later_change_put_back_into_the_file_is_not_taken_out() -> None:
+    """"Rename calc_total to compute_total and keep calc_total as an alias": the alias is
+    where the name belongs, and the model is not asked to take it out."""
+    reading = read_request("Rename calc_total to compute_total and keep calc_total as an alias", [])
+    evidence = [
+        record("edit_file", {"filepath": "util.py", "old_content": "def calc_total(xs):",
+                             "new_content": "def compute_total(xs):"}),
+        record("edit_file", {"filepath": "util.py", "old_content": "    return sum(xs)\n",
+                             "new_content": "    return sum(xs)\n\n\ncalc_total = compute_total\n"}),
+    ]
+    assert removals(reading, evidence) == []
+    assert [r.path for r in removals(reading, evidence[:1])] == ["util.py"]

@@ -70,8 +70,9 @@ def defines(name: str, text: str) -> bool:
 
 
 def removals(reading: RequestReading, evidence: Sequence[Evidence]) -> list[Removal]:
-    """The request's names that a successful change of the turn took out of a file, in order."""
-    found: list[Removal] = []
+    """The request's names that a successful change of the turn took out of a file, in order;
+    not one a later change of the file put back ("keep calc_total as an alias")."""
+    found: dict[tuple[str, str], Removal] = {}
     read_texts: dict[str, str] = {}
     for record in evidence:
         args, name = record.call.arguments, record.call.name
@@ -83,9 +84,11 @@ def removals(reading: RequestReading, evidence: Sequence[Evidence]) -> list[Remo
             continue
         before, after = _before_and_after(name, args, read_texts.get(path, ""))
         for code_name in reading.code_names:
-            if has_word(code_name, before) and not has_word(code_name, after):
-                found.append(Removal(code_name, path, defines(code_name, before)))
-    return list(dict.fromkeys(found))
+            if has_word(code_name, after):
+                found.pop((code_name, path), None)
+            elif has_word(code_name, before):
+                found.setdefault((code_name, path), Removal(code_name, path, defines(code_name, before)))
+    return list(found.values())
 
 
 def _before_and_after(tool: str, args: dict[str, object], read_text: str) -> tuple[str, str]:
