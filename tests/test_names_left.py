@@ -202,3 +202,20 @@ def test_a_name_a_later_change_put_back_into_the_file_is_not_taken_out() -> None
     ]
     assert removals(reading, evidence) == []
     assert [r.path for r in removals(reading, evidence[:1])] == ["util.py"]
+
+
+async def test_every_name_taken_out_is_searched_and_their_places_go_back_together(tmp_path: Path, home: Path) -> None:
+    """Asked once: a second name's places are not lost because the first had some."""
+    root = project(tmp_path)
+    (root / "cli.py").write_text("parser.add_argument('--legacy-mode')\nrun(calc_total)\n")
+    (root / "README.md").write_text("Pass --legacy-mode for the old output.\n")
+    edit = ("edit_file", {"filepath": "util.py", "old_content": "def calc_total(xs):",
+                          "new_content": "def compute_total(xs, legacy=False):"})
+    drop = ("edit_file", {"filepath": "cli.py", "old_content": "parser.add_argument('--legacy-mode')\n",
+                          "new_content": ""})
+    runtime, provider = runtime_for(root, home, [call(edit), call(drop), say("Done."), say("Done again.")])
+    result = await runtime.loop.run_turn(
+        Conversation(), "Rename calc_total to compute_total and remove the --legacy-mode option.")
+    [message] = harness_says(provider)
+    assert "main.py:3: print(calc_total([1, 2]))" in message and "README.md:1: Pass --legacy-mode" in message
+    assert [r.call.name for r in checks_run(result)] == ["search_in_file", "search_in_file"]

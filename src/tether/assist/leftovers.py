@@ -158,15 +158,18 @@ class LeftoverGate:
             return GateVerdict()
         self.done = True
         records: list[Evidence] = []
+        messages: list[str] = []
+        names: list[str] = []
         for name in dict.fromkeys(removal.name for removal in found if searched(removal.name, self.reading)):
             result, record = await self.dispatch(search_call(name))
             records.append(record)
             of_name = [r for r in found if r.name == name]
             anywhere = project_wide(self.reading, of_name)
             places = [] if result.is_error else places_left(result.content, self.reading, anywhere)
-            if places:
-                changed = list(dict.fromkeys(r.path for r in of_name))
-                message = left_over_message(name, changed, places)
-                notice = f"`{name}` is still in {len(places)} places the change left: they go back to the model"
-                return GateVerdict(again=message, evidence=tuple(records), notice=notice)
-        return GateVerdict(evidence=tuple(records))
+            if places:  # every name's places, in one message: the model is asked once
+                messages.append(left_over_message(name, list(dict.fromkeys(r.path for r in of_name)), places))
+                names.append(f"`{name}`")
+        if not messages:
+            return GateVerdict(evidence=tuple(records))
+        notice = f"{', '.join(names)} still in places the change left: they go back to the model"
+        return GateVerdict(again="\n\n".join(messages), evidence=tuple(records), notice=notice)
