@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from scripted import ScriptedProvider, call, say
 from test_verify_after_change import checks_run, runtime_for
 
@@ -219,3 +220,15 @@ async def test_every_name_taken_out_is_searched_and_their_places_go_back_togethe
     [message] = harness_says(provider)
     assert "main.py:3: print(calc_total([1, 2]))" in message and "README.md:1: Pass --legacy-mode" in message
     assert [r.call.name for r in checks_run(result)] == ["search_in_file", "search_in_file"]
+
+
+@pytest.mark.parametrize(("text", "defined"), [
+    ("def fetch_one(x):", True), ("    async def fetch_one(self):", True), ("class fetch_one:", True),
+    ("export function fetch_one() {", True), ("fetch_one = make()", True), ("const fetch_one = 1;", True),
+    ("retry:\n  fetch_one: 3", True), ('{"fetch_one": 3}', False), ('  "fetch_one": 3,', True),
+    ("    fetch_one = make()", False), ("x = fetch_one()", False), ("if fetch_one == 2:", False),
+])
+def test_what_defines_a_name(text: str, defined: bool) -> None:
+    from tether.assist.leftovers import defines
+
+    assert defines("fetch_one", text) is defined
