@@ -1019,3 +1019,10 @@ def test_another_tools_block_opener_in_an_open_content_block_is_text_of_the_file
     result = parse_reply(reply, TABLE)
     assert calls_of(result) == [("write_file", {"filepath": "doc.md", "content": content})]
     assert result.repairs == {}
+
+
+def test_the_blocks_closed_are_the_last_calls_of_a_tag_that_holds_two() -> None:
+    """The blocks after a sequence of calls belong to its last call (edit_file here), not the first."""
+    first = '{"name": "write_file", "arguments": {"filepath": "b.py", "content": "x = 1\\n"}}\n'
+    result = parse_reply(f"<tool_call>\n{first}{EDIT_UNCLOSED}</tool_call>", TABLE)
+    assert calls_of(result)[-1] == ("edit_file", EDIT_ARGS)

@@ -146,7 +146,7 @@ class _ReplyParser:
                 return self._refuse(_sniff_name(body), _cut_off_error(None))
             return self._refuse(None, _invalid_json_error(body or "(empty)"))
         values, end = _json_sequence(body, start)
-        rest, note = self._closed_blocks(body[end:], _sniff_name(body[start:end]))
+        rest, note = self._closed_blocks(body[end:], _sniff_name(values[-1]) if values else None)
         blocks, blocks_cut = _read_blocks(rest, closed)
         at_eof = not closed and not rest.strip()
         found: _Found = []
