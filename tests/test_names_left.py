@@ -136,6 +136,11 @@ def test_a_request_that_names_its_files_is_about_those_files_alone() -> None:
     assert len(places_left(result, read_request("rename fetch to fetch_all", ["api.py", "client.py"]))) == 2
 
 
+def test_a_record_of_past_releases_is_no_place_left() -> None:
+    result = "CHANGELOG.md:4: - add fetch()\ndocs/HISTORY.rst:9: fetch\napi.py:2: fetch()\n(3 matching lines in 3 files)"
+    assert places_left(result, read_request("rename fetch to fetch_all", [])) == ["api.py:2: fetch()"]
+
+
 async def sent_back(root: Path, home: Path, edit: tuple, request: str) -> tuple[list[str], TurnResult]:
     """What the harness sent back after one edit and an answer (the model answers again)."""
     runtime, provider = runtime_for(root, home, [call(edit), say("Removed."), say("Done.")])

@@ -13,6 +13,7 @@ left go back to the model once, to change them too or to answer why they stay.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -117,11 +118,19 @@ def places_left(result: str, reading: RequestReading, anywhere: bool = False) ->
     lines = []
     for match in _MATCH_LINE.finditer(result):
         path = match.group("path")
-        if reading.keeps(path) or (reading.files and not anywhere and path not in reading.files):
+        if reading.keeps(path) or _history(path) or (reading.files and not anywhere and path not in reading.files):
             continue
         end = result.find("\n", match.start())
         lines.append(result[match.start(): end if end >= 0 else len(result)])
     return lines
+
+
+HISTORY_FILES = frozenset({"changelog", "changes", "history", "news", "releases", "release_notes", "release-notes"})
+"""A project's record of past releases: the old name there is what those releases had."""
+
+
+def _history(path: str) -> bool:
+    return posixpath.basename(path).split(".", 1)[0].lower() in HISTORY_FILES
 
 
 def project_wide(reading: RequestReading, removals: Sequence[Removal]) -> bool:
