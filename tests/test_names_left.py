@@ -237,3 +237,20 @@ def test_what_defines_a_name(text: str, defined: bool) -> None:
     from tether.assist.leftovers import defines
 
     assert defines("fetch_one", text) is defined
+
+
+async def test_the_places_left_go_back_first_and_the_check_runs_on_the_whole_change(tmp_path: Path, home: Path) -> None:
+    """Leftovers, then verify: the project's tests run once the rename is whole, and the
+    turn's evidence is in the order things ran."""
+    root = project(tmp_path)
+    (root / "test_util.py").write_text(
+        "import unittest\n\nfrom util import compute_total\n\n\n"
+        "class TotalTest(unittest.TestCase):\n    def test_total(self):\n"
+        "        self.assertEqual(compute_total([1, 2]), 3)\n")
+    fix_main = ("write_file", {"filepath": "main.py", "content": MAIN.replace("calc_total", "compute_total")})
+    replies = [call(RENAME_DEF), say("Renamed."), call(fix_main), say("Renamed in both files.")]
+    runtime, provider = runtime_for(root, home, replies)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert [r.call.name for r in result.evidence] == ["edit_file", "search_in_file", "write_file", "run_cmd"]
+    assert result.text.splitlines()[-1].startswith("Verified: ")
+    assert len(provider.requests) == 4
