@@ -140,6 +140,8 @@ def test_the_names_of_code_a_request_names(text: str, names: tuple[str, ...]) ->
     ("Fix the bug but don't change the signature of parse() in app.py.", ()),
     ("Don't change the tests in tests/test_app.py, fix app.py.", ("tests/test_app.py",)),
     ("Never edit the file setup.cfg or config.yaml.", ("setup.cfg", "config.yaml")),
+    ("Don't touch the settings file config.yaml.", ("config.yaml",)),
+    ("Don't change anything in tests/ or setup.cfg.", ("setup.cfg",)),
 ])
 def test_a_file_is_kept_only_when_the_request_says_to_leave_it_whole(text: str, kept: tuple[str, ...]) -> None:
     assert read_request(text, FILES).kept_files == kept

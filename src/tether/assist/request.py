@@ -316,8 +316,10 @@ def _whole_file(before: str, after: str) -> bool:
     """The clause's words around a file name speak of the whole file."""
     if re.match(r"['’]s\b", after):
         return False
-    return all(word.lower() in _WHOLE_FILE_WORDS or _PATH.fullmatch(word)
-               for word in re.findall(r"[^\s,]+", before))
+    words = [word.lower() for word in re.findall(r"[^\s,]+", before)]
+    if "file" in words or "files" in words:  # "the config file config.yaml": what it is called
+        words = words[max(i for i, word in enumerate(words) if word in ("file", "files")):]
+    return all(word in _WHOLE_FILE_WORDS or word.endswith("/") or _PATH.fullmatch(word) for word in words)
 
 
 def _code_names(text: str, files: list[str]) -> tuple[str, ...]:
