@@ -113,3 +113,12 @@ def test_a_nul_byte_in_yaml_is_named(tmp_path: Path) -> None:
 def test_an_ini_file_that_lost_its_first_section_is_still_warned_about(tmp_path: Path) -> None:
     note = data_syntax_note(tmp_path / "app.ini", "host = h\n", "app.ini", "; db\n[db]\nhost = h\n")
     assert "is not valid INI now: File contains no section headers." in note
+
+
+def test_a_workflow_with_expressions_is_still_checked(tmp_path: Path) -> None:
+    """`${{ secrets.TOKEN }}` is GitHub's, read inside YAML scalars: no template, so a broken
+    indent in a workflow is still said."""
+    before = "jobs:\n  build:\n    env:\n      TOKEN: ${{ secrets.TOKEN }}\n    runs-on: x\n"
+    after = "jobs:\n  build:\n    env:\n      TOKEN: ${{ secrets.TOKEN }}\n   runs-on: x\n"
+    assert data_syntax_note(tmp_path / "ci.yml", before, "ci.yml", before) == ""
+    assert "is not valid YAML now" in data_syntax_note(tmp_path / "ci.yml", after, "ci.yml", before)

@@ -30,7 +30,8 @@ DATA_CHECK_CHARS = 1_000_000
 YAML_CHECK_CHARS = 200_000
 """YAML up to this size is composed when PyYAML has no C parser (pure Python takes seconds
 for a megabyte, and the result waits for it)."""
-_TEMPLATE = re.compile(r"\{\{|\{%")
+_TEMPLATE = re.compile(r"(?<!\$)\{\{|\{%")
+"""A template engine's markers; a GitHub Actions `${{ ... }}` is inside YAML's own scalars."""
 _SECTION_FIRST = re.compile(r"\A(?:[ \t]*(?:[#;].*)?\r?\n)*[ \t]*\[[^\]\n]+\]", re.M)
 """An INI file's first line that is not blank or a comment is a `[section]` header."""
 
