@@ -143,3 +143,19 @@ async def test_the_loop_closes_the_stream_at_the_call_and_runs_it(tmp_path: Path
     calls = [p for m in conv.messages if m.role == "assistant" for p in m.parts if isinstance(p, ToolCall)]
     assert [c.arguments for c in calls] == [{"path": "src/"}]
     assert "textutil" not in "".join(m.text for m in conv.messages)  # nothing invented kept
+
+
+@pytest.mark.parametrize("piece", [1, 3, 50])
+def test_an_edit_whose_old_block_was_left_open_stops_after_its_new_block(table: ToolTable, piece: int) -> None:
+    """The parser reads <old_content> as ending where <new_content> begins (the model forgot
+    `</old_content>`); the stream stops there too, before what the model writes next, so the
+    repaired call runs instead of the whole reply being read as prose."""
+    head = ('{"name": "edit_file", "arguments": {"filepath": "a.py"}}\n'
+            "<old_content>\ndef f(x):\n    pass\n\n<new_content>\ndef f(x):\n    return x\n</new_content>")
+    assert stop_point(table, head + "\nThe file now reads:\n<content>\ndef f(x): ...\n", piece) == head
+
+
+def test_a_write_whose_content_mentions_an_edit_block_waits_for_its_own_end(table: ToolTable) -> None:
+    head = ('{"name": "write_file", "arguments": {"filepath": "doc.md"}}\n'
+            "<content>\nPut the old text in <old_content> and the new in <new_content>.\n</content>")
+    assert stop_point(table, head + "\nWritten.") == head

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from scripted import ScriptedProvider, call, say
 from test_verify_after_change import checks_run, runtime_for
 
@@ -12,7 +13,7 @@ from tether.assist.leftovers import LEFT_OVER, PLACES_SHOWN, places_left, remova
 from tether.assist.request import read_request
 from tether.core.messages import Evidence, ToolCall
 from tether.core.profile import LEVERS_ENV
-from tether.engine.loop import Conversation
+from tether.engine.loop import Conversation, TurnResult
 
 UTIL = "def calc_total(xs):\n    return sum(xs)\n"
 MAIN = "from util import calc_total\n\nprint(calc_total([1, 2]))\n"
@@ -133,3 +134,123 @@ def test_a_request_that_names_its_files_is_about_those_files_alone() -> None:
     assert places_left(result, read_request("rename fetch to fetch_all in api.py", ["api.py", "client.py"])) == [
         "api.py:9: return fetch()"]
     assert len(places_left(result, read_request("rename fetch to fetch_all", ["api.py", "client.py"]))) == 2
+
+
+def test_a_record_of_past_releases_is_no_place_left() -> None:
+    result = "CHANGELOG.md:4: - add fetch()\ndocs/HISTORY.rst:9: fetch\napi.py:2: fetch()\n(3 matching lines in 3 files)"
+    assert places_left(result, read_request("rename fetch to fetch_all", [])) == ["api.py:2: fetch()"]
+
+
+async def sent_back(root: Path, home: Path, edit: tuple, request: str) -> tuple[list[str], TurnResult]:
+    """What the harness sent back after one edit and an answer (the model answers again)."""
+    runtime, provider = runtime_for(root, home, [call(edit), say("Removed."), say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), request)
+    return harness_says(provider), result
+
+
+async def test_a_lower_case_name_is_searched_in_its_own_case(tmp_path: Path, home: Path) -> None:
+    """search_in_file reads a pattern with no capital in any case: the `verbose` parameter
+    taken out is not the VERBOSE setting, which the model was told to change."""
+    root = project(tmp_path)
+    (root / "util.py").write_text("def report(xs, verbose=False):\n    return sum(xs)\n")
+    (root / "settings.py").write_text("VERBOSE = True\n")
+    edit = ("edit_file", {"filepath": "util.py", "old_content": "def report(xs, verbose=False):",
+                          "new_content": "def report(xs):"})
+    said, result = await sent_back(root, home, edit, "Remove the `verbose` parameter of report.")
+    assert result.text == "Removed." and said == []
+    assert [r.call.name for r in checks_run(result)] == ["search_in_file"]
+
+
+async def test_a_definition_taken_out_of_the_named_file_sends_back_its_uses_elsewhere(
+    tmp_path: Path, home: Path
+) -> None:
+    """"Rename calc_total in util.py" names where it is defined; main.py calls it, and a
+    rename that leaves that call breaks the program."""
+    root = project(tmp_path)
+    [message], _ = await sent_back(root, home, RENAME_DEF, "Rename the function calc_total in util.py to compute_total.")
+    assert "main.py:3: print(calc_total([1, 2]))" in message
+
+
+async def test_an_option_taken_out_of_the_named_file_sends_back_its_mentions_elsewhere(
+    tmp_path: Path, home: Path
+) -> None:
+    root = project(tmp_path)
+    (root / "cli.py").write_text("parser.add_argument('--legacy-mode')\n")
+    (root / "README.md").write_text("Run `cli.py --legacy-mode` for the old output.\n")
+    edit = ("edit_file", {"filepath": "cli.py", "old_content": "parser.add_argument('--legacy-mode')\n",
+                          "new_content": ""})
+    [message], _ = await sent_back(root, home, edit, "Remove the --legacy-mode option from cli.py.")
+    assert "README.md:1: Run `cli.py --legacy-mode`" in message
+
+
+def test_what_counts_as_taken_out_everywhere() -> None:
+    from tether.assist.leftovers import Removal, project_wide, searched
+
+    named = read_request("rename `data` to `payload` in api.py", ["api.py", "client.py"])
+    local = [r for r in removals(named, [record("edit_file", {
+        "filepath": "api.py", "old_content": "    data = load()\n    return data", "new_content": "x"})])]
+    assert local == [Removal("data", "api.py", definition=False)] and not project_wide(named, local)
+    assert project_wide(read_request("rename fetch_one in api.py everywhere", ["api.py"]), [Removal("fetch_one", "api.py")])
+    assert not project_wide(named, [Removal("-v", "cli.py")])  # a short option is in every script
+    assert not searched("-v", read_request("remove the -v flag", ["cli.py"]))
+    assert searched("-v", read_request("remove the -v flag from cli.py", ["cli.py"]))
+
+
+def test_a_name_a_later_change_put_back_into_the_file_is_not_taken_out() -> None:
+    """"Rename calc_total to compute_total and keep calc_total as an alias": the alias is
+    where the name belongs, and the model is not asked to take it out."""
+    reading = read_request("Rename calc_total to compute_total and keep calc_total as an alias", [])
+    evidence = [
+        record("edit_file", {"filepath": "util.py", "old_content": "def calc_total(xs):",
+                             "new_content": "def compute_total(xs):"}),
+        record("edit_file", {"filepath": "util.py", "old_content": "    return sum(xs)\n",
+                             "new_content": "    return sum(xs)\n\n\ncalc_total = compute_total\n"}),
+    ]
+    assert removals(reading, evidence) == []
+    assert [r.path for r in removals(reading, evidence[:1])] == ["util.py"]
+
+
+async def test_every_name_taken_out_is_searched_and_their_places_go_back_together(tmp_path: Path, home: Path) -> None:
+    """Asked once: a second name's places are not lost because the first had some."""
+    root = project(tmp_path)
+    (root / "cli.py").write_text("parser.add_argument('--legacy-mode')\nrun(calc_total)\n")
+    (root / "README.md").write_text("Pass --legacy-mode for the old output.\n")
+    edit = ("edit_file", {"filepath": "util.py", "old_content": "def calc_total(xs):",
+                          "new_content": "def compute_total(xs, legacy=False):"})
+    drop = ("edit_file", {"filepath": "cli.py", "old_content": "parser.add_argument('--legacy-mode')\n",
+                          "new_content": ""})
+    runtime, provider = runtime_for(root, home, [call(edit), call(drop), say("Done."), say("Done again.")])
+    result = await runtime.loop.run_turn(
+        Conversation(), "Rename calc_total to compute_total and remove the --legacy-mode option.")
+    [message] = harness_says(provider)
+    assert "main.py:3: print(calc_total([1, 2]))" in message and "README.md:1: Pass --legacy-mode" in message
+    assert [r.call.name for r in checks_run(result)] == ["search_in_file", "search_in_file"]
+
+
+@pytest.mark.parametrize(("text", "defined"), [
+    ("def fetch_one(x):", True), ("    async def fetch_one(self):", True), ("class fetch_one:", True),
+    ("export function fetch_one() {", True), ("fetch_one = make()", True), ("const fetch_one = 1;", True),
+    ("retry:\n  fetch_one: 3", True), ('{"fetch_one": 3}', False), ('  "fetch_one": 3,', True),
+    ("    fetch_one = make()", False), ("x = fetch_one()", False), ("if fetch_one == 2:", False),
+])
+def test_what_defines_a_name(text: str, defined: bool) -> None:
+    from tether.assist.leftovers import defines
+
+    assert defines("fetch_one", text) is defined
+
+
+async def test_the_places_left_go_back_first_and_the_check_runs_on_the_whole_change(tmp_path: Path, home: Path) -> None:
+    """Leftovers, then verify: the project's tests run once the rename is whole, and the
+    turn's evidence is in the order things ran."""
+    root = project(tmp_path)
+    (root / "test_util.py").write_text(
+        "import unittest\n\nfrom util import compute_total\n\n\n"
+        "class TotalTest(unittest.TestCase):\n    def test_total(self):\n"
+        "        self.assertEqual(compute_total([1, 2]), 3)\n")
+    fix_main = ("write_file", {"filepath": "main.py", "content": MAIN.replace("calc_total", "compute_total")})
+    replies = [call(RENAME_DEF), say("Renamed."), call(fix_main), say("Renamed in both files.")]
+    runtime, provider = runtime_for(root, home, replies)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert [r.call.name for r in result.evidence] == ["edit_file", "search_in_file", "write_file", "run_cmd"]
+    assert result.text.splitlines()[-1].startswith("Verified: ")
+    assert len(provider.requests) == 4

@@ -1007,3 +1007,22 @@ def test_a_block_with_its_end_keeps_what_looks_like_a_tag_inside_it() -> None:
 def test_a_native_reply_is_never_repaired() -> None:
     result = parse_reply(EDIT_UNCLOSED, TABLE, native=True)
     assert result.calls == [] and result.repairs == {}
+
+
+def test_another_tools_block_opener_in_an_open_content_block_is_text_of_the_file() -> None:
+    """A write_file of a page about edits, its `</content>` forgotten before `</tool_call>`:
+    `<new_content>` is no block of write_file, so the content is not cut there (the file
+    used to be written up to it, the rest lost)."""
+    content = "# Edits\nPut the new text in <new_content> and the old in the other block.\nMore.\n"
+    reply = ('<tool_call>{"name": "write_file", "arguments": {"filepath": "doc.md"}}\n'
+             f"<content>\n{content}</tool_call>")
+    result = parse_reply(reply, TABLE)
+    assert calls_of(result) == [("write_file", {"filepath": "doc.md", "content": content})]
+    assert result.repairs == {}
+
+
+def test_the_blocks_closed_are_the_last_calls_of_a_tag_that_holds_two() -> None:
+    """The blocks after a sequence of calls belong to its last call (edit_file here), not the first."""
+    first = '{"name": "write_file", "arguments": {"filepath": "b.py", "content": "x = 1\\n"}}\n'
+    result = parse_reply(f"<tool_call>\n{first}{EDIT_UNCLOSED}</tool_call>", TABLE)
+    assert calls_of(result)[-1] == ("edit_file", EDIT_ARGS)

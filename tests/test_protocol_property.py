@@ -295,3 +295,20 @@ def test_a_value_that_only_opens_a_raw_block_tag_is_kept_as_written() -> None:
     for text in renderings(call):
         got = parse_reply(text, TABLE)
         assert [(c.name, c.arguments) for c in got.calls] == [(call.name, call.arguments)], text
+
+
+CONTENT_PIECES = st.sampled_from(["<old_content>", "<new_content>", "</new_content>", "<stdin>", "<plan>",
+                                  "x = 1", "\n", " ", "<div>", "# note", "\t"])
+
+
+@FAST
+@given(st.lists(CONTENT_PIECES, max_size=12).map("".join))
+def test_a_write_whose_content_lost_its_end_keeps_what_other_tools_blocks_look_like(content: str) -> None:
+    """Inside a closed <tool_call>, a write_file's <content> left open runs to the call's end:
+    another tool's block opener in it is text of the file, never where the content stops (the
+    newline before the call's end is the model's or the file's: it cannot tell)."""
+    head = '<tool_call>{"name": "write_file", "arguments": {"filepath": "page.md"}}\n<content>\n'
+    closed = parse_reply(f"{head}{content}</content>\n</tool_call>", TABLE)
+    left_open = parse_reply(f"{head}{content}\n</tool_call>", TABLE)
+    [written], [meant] = left_open.calls, closed.calls
+    assert written.arguments["content"].rstrip("\n") == meant.arguments["content"].rstrip("\n")

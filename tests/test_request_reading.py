@@ -129,3 +129,31 @@ def test_the_files_the_request_says_to_leave_as_they_are(text: str, kept: tuple[
 ])
 def test_the_names_of_code_a_request_names(text: str, names: tuple[str, ...]) -> None:
     assert read_request(text, FILES).code_names == names
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("Don't change anything except app.py.", ()),  # the one file to change
+    ("Do not modify any file other than config.yaml; the bug is there.", ()),
+    ("Don't touch files besides setup.cfg, or tests/test_app.py.", ()),
+    ("The tests fail although I did not change app.py. Fix it.", ()),  # told, not asked
+    ("Fix parse in app.py without changing app.py's public API.", ()),  # a part of it
+    ("Fix the bug but don't change the signature of parse() in app.py.", ()),
+    ("Don't change the tests in tests/test_app.py, fix app.py.", ("tests/test_app.py",)),
+    ("Never edit the file setup.cfg or config.yaml.", ("setup.cfg", "config.yaml")),
+    ("Don't touch the settings file config.yaml.", ("config.yaml",)),
+    ("Don't change anything in tests/ or setup.cfg.", ("setup.cfg",)),
+])
+def test_a_file_is_kept_only_when_the_request_says_to_leave_it_whole(text: str, kept: tuple[str, ...]) -> None:
+    assert read_request(text, FILES).kept_files == kept
+
+
+@pytest.mark.parametrize(("text", "keeps"), [
+    ("Refactor app.py and keep the tests passing.", False),
+    ("Rename calc and keep all tests green; update tests/test_app.py for the new name.", False),
+    ("I did not change the tests, yet they fail.", False),
+    ("Keep the tests unchanged and fix app.py.", True),
+    ("Leave the tests themselves alone.", True),
+    ("Don't touch the tests.", True),
+])
+def test_keeping_the_tests_means_leaving_them_as_they_are(text: str, keeps: bool) -> None:
+    assert read_request(text, FILES).keeps_tests is keeps

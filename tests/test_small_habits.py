@@ -600,14 +600,16 @@ async def test_an_edit_of_a_test_the_user_said_to_leave_is_held_back_once_then_r
     assert edits == ["tests/test_core.py", "core.py"]
 
 
-async def test_a_file_the_request_says_to_leave_is_held_back_once_then_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("written", ["score_test.py", "./score_test.py", "{root}/score_test.py"])
+async def test_a_file_the_request_says_to_leave_is_held_back_once_then_runs(tmp_path: Path, written: str) -> None:
     """"Don't change darts_x_test.py": a file named so is kept, whatever its words say about
-    tests; a small model overwrote such a test file with its own version."""
+    tests and however the call names it; a small model overwrote such a test file with its own version."""
     from tether.assist.call_guard import KEEP_FILE
 
     (tmp_path / "score.py").write_text("def score():\n    pass\n")
     (tmp_path / "score_test.py").write_text("assert score() == 3\n")
-    overwrite = call(("write_file", {"filepath": "score_test.py", "content": "pass\n"}))
+    written = written.format(root=tmp_path)
+    overwrite = call(("write_file", {"filepath": written, "content": "pass\n"}))
     fix_code = call(("edit_file", {"filepath": "score.py", "old_content": "pass", "new_content": "return 3"}))
     edits: list[str] = []
     provider = ScriptedProvider([overwrite, fix_code, say("Done.")])
@@ -615,7 +617,7 @@ async def test_a_file_the_request_says_to_leave_is_held_back_once_then_runs(tmp_
     loop.menu = None
     result = await loop.run_turn(
         Conversation(), "Implement score.py so that score_test.py passes. Don't change score_test.py.")
-    assert [e.result for e in result.evidence if e.error] == [KEEP_FILE.format(path="score_test.py")]
+    assert [e.result for e in result.evidence if e.error] == [KEEP_FILE.format(path=written)]
     assert edits == ["score.py"]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from scripted import ScriptedProvider, call, say
 
 from tether.assist.verify import CHECK_ID, NO_TEST_RAN, RAN_NO_TESTS, unittest_target
@@ -196,4 +197,26 @@ async def test_the_no_tests_lever_switches_the_note_off(tmp_path: Path, home: Pa
     runtime.apply_profile(profile_named("small", "no_tests"))
     runtime.loop.provider = provider
     await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    assert "Note: no test ran" not in request_text(provider)
+
+
+
+@pytest.mark.parametrize(("name", "test"), [
+    ("test_calc.py", "from calc import add\n\nassert add(2, 2) == 0\nprint('all good')\n"),  # checks at top level
+    ("test_calc.py", UNITTEST.replace("unittest.TestCase", "object") + "\n\nif __name__ == '__main__':\n"
+                     "    print('all passed')\n"),  # runs what it means to
+    ("test_calc.sh", "#!/bin/sh\necho fine\n"),  # not a Python file: no pytest to offer
+])
+async def test_a_test_file_that_runs_its_own_checks_gets_no_note(
+    tmp_path: Path, home: Path, name: str, test: str
+) -> None:
+    """The note says the file "only defines its tests": said of a script that runs them, it
+    sends the model to pytest, which finds nothing to collect."""
+    root = project(tmp_path, test, name)
+    command = f"{'bash' if name.endswith('.sh') else 'python3'} {name}"
+    runtime, provider = runtime_for(root, home, [call(("run_cmd", {"command": command})), say("ok")],
+                                    verify_after_change=0)
+    runtime.apply_profile(profile_named("small"))
+    runtime.loop.provider = provider
+    await runtime.loop.run_turn(Conversation(), f"why does {name} fail?")
     assert "Note: no test ran" not in request_text(provider)

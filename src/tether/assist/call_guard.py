@@ -175,10 +175,20 @@ def keep_tests_refusal(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reas
     failing test pass by editing it. The request's words are read by a pattern, so the model
     decides."""
     reading = reading_of(e)
-    if not reading.keeps(filepath) or not _exists(filepath, ctx):
+    relative = _project_relative(filepath, ctx)
+    if not reading.keeps(relative) or not _exists(filepath, ctx):
         return None
-    message = KEEP_FILE if reading.keeps_by_name(filepath) else KEEP_TESTS
+    message = KEEP_FILE if reading.keeps_by_name(relative) else KEEP_TESTS
     return "keep_tests", message.format(path=filepath)
+
+
+def _project_relative(filepath: str, ctx: ToolContext) -> str:
+    """The path as the request names files (project-relative), however the call named it
+    (`/abs/project/app_test.py`, `./app_test.py`)."""
+    try:
+        return os.path.relpath(ctx.resolve(filepath), ctx.root.resolve())
+    except (OSError, RuntimeError, ValueError, ToolError):
+        return filepath
 
 
 def _exists(filepath: str, ctx: ToolContext) -> bool:

@@ -13,6 +13,7 @@ left go back to the model once, to change them too or to answer why they stay.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,6 +33,11 @@ LEFT_OVER = (
 _MATCH_LINE = re.compile(r"^(?P<path>[^\n:]+):(?P<line>\d+): ", re.M)
 
 
+SHORTEST_SEARCHED = 3
+"""Names shorter than this (`-v`, `id`) are searched for only in the files the request
+names: across a project they match everywhere."""
+
+
 @dataclass(frozen=True)
 class Removal:
     """A name a change of the turn took out of a file."""
@@ -39,6 +45,9 @@ class Removal:
     name: str
     path: str
     """The file, as the call named it."""
+    definition: bool = False
+    """What the change took out defined the name (`def name`, `class name`, a module-level
+    `name =`): what uses it elsewhere is left pointing at nothing."""
 
 
 def has_word(name: str, text: str) -> bool:
@@ -50,9 +59,23 @@ def _whole(name: str) -> str:
     return rf"(?<![\w-]){re.escape(name)}(?![\w-])"
 
 
+def defines(name: str, text: str) -> bool:
+    """`text` defines `name`: a function, class or type by its keyword, a constant or
+    variable set at the start of a line (a module's, not a function's local), or a setting's
+    key (`max_retries: 3` in YAML, `"max_retries": 3` in JSON, a field `max_retries: int`)."""
+    word = re.escape(name)
+    keyword = (r"(?:export\s+)?(?:(?:async|pub|public|private|protected|static)\s+)*"
+               r"(?:def|class|function|func|fn|struct|enum|interface|trait|type|module)")
+    top = r"(?:export\s+)?(?:(?:const|let|var)\s+)?"
+    key = rf"^[ \t]*(?:-[ \t]+)?[\"']?{word}[\"']?[ \t]*:(?!:)"
+    return re.search(rf"^[ \t]*{keyword}[ \t]+{word}\b|^{top}{word}[ \t]*(?::[^=\n]*)?=(?!=)|{key}",
+                     text, re.M) is not None
+
+
 def removals(reading: RequestReading, evidence: Sequence[Evidence]) -> list[Removal]:
-    """The request's names that a successful change of the turn took out of a file, in order."""
-    found: list[Removal] = []
+    """The request's names that a successful change of the turn took out of a file, in order;
+    not one a later change of the file put back ("keep calc_total as an alias")."""
+    found: dict[tuple[str, str], Removal] = {}
     read_texts: dict[str, str] = {}
     for record in evidence:
         args, name = record.call.arguments, record.call.name
@@ -64,9 +87,11 @@ def removals(reading: RequestReading, evidence: Sequence[Evidence]) -> list[Remo
             continue
         before, after = _before_and_after(name, args, read_texts.get(path, ""))
         for code_name in reading.code_names:
-            if has_word(code_name, before) and not has_word(code_name, after):
-                found.append(Removal(code_name, path))
-    return list(dict.fromkeys(found))
+            if has_word(code_name, after):
+                found.pop((code_name, path), None)
+            elif has_word(code_name, before):
+                found.setdefault((code_name, path), Removal(code_name, path, defines(code_name, before)))
+    return list(found.values())
 
 
 def _before_and_after(tool: str, args: dict[str, object], read_text: str) -> tuple[str, str]:
@@ -79,23 +104,48 @@ def _before_and_after(tool: str, args: dict[str, object], read_text: str) -> tup
 
 
 def search_call(name: str) -> ToolCall:
-    """The harness's search of the whole project for `name` as a whole name."""
-    pattern = _whole(name)
+    """The harness's search of the whole project for `name` as a whole name, in its own case
+    (search_in_file reads a pattern with no capital in any case: `debug` is no `DEBUG`)."""
+    pattern = f"(?-i:{_whole(name)})"
     return ToolCall(f"{CHECK_ID}_{new_call_id()}", "search_in_file", {"pattern": pattern, "path": "."})
 
 
-def places_left(result: str, reading: RequestReading) -> list[str]:
-    """The matching lines of a search's result in the files the request is about (those it
-    names, when it names any: "rename fetch in api.py" is about api.py alone) and does not keep
-    as they are (the files it says to leave alone; the tests, when it says to leave them)."""
+def places_left(result: str, reading: RequestReading, anywhere: bool = False) -> list[str]:
+    """The matching lines of a search's result in the files the request is about and does
+    not keep as they are (the files it says to leave alone; the tests, when it says to leave
+    them). The files it names, when it names any ("rename fetch in api.py" is about api.py),
+    unless the change is `anywhere`'s (see `project_wide`)."""
     lines = []
     for match in _MATCH_LINE.finditer(result):
         path = match.group("path")
-        if reading.keeps(path) or (reading.files and path not in reading.files):
+        if reading.keeps(path) or _history(path) or (reading.files and not anywhere and path not in reading.files):
             continue
         end = result.find("\n", match.start())
         lines.append(result[match.start(): end if end >= 0 else len(result)])
     return lines
+
+
+HISTORY_FILES = frozenset({"changelog", "changes", "history", "news", "releases", "release_notes", "release-notes"})
+"""A project's record of past releases: the old name there is what those releases had."""
+
+
+def _history(path: str) -> bool:
+    return posixpath.basename(path).split(".", 1)[0].lower() in HISTORY_FILES
+
+
+def project_wide(reading: RequestReading, removals: Sequence[Removal]) -> bool:
+    """Whether the places left anywhere in the project count, not only in the files the
+    request names: it says so ("everywhere", "all callers"), the change took out a definition
+    (its uses elsewhere now name nothing), or the name is an option (users and scripts pass it);
+    never for a short name (`-v`)."""
+    long_enough = all(len(r.name.strip("-")) >= SHORTEST_SEARCHED for r in removals)
+    return long_enough and (reading.everywhere or any(r.definition or r.name.startswith("-") for r in removals))
+
+
+def searched(name: str, reading: RequestReading) -> bool:
+    """A name is searched for unless it is too short to mean one thing across a project that
+    the request names no file of."""
+    return bool(reading.files) or len(name.strip("-")) >= SHORTEST_SEARCHED
 
 
 def left_over_message(name: str, changed: Sequence[str], places: Sequence[str]) -> str:
@@ -119,13 +169,18 @@ class LeftoverGate:
             return GateVerdict()
         self.done = True
         records: list[Evidence] = []
-        for name in dict.fromkeys(removal.name for removal in found):
+        messages: list[str] = []
+        names: list[str] = []
+        for name in dict.fromkeys(removal.name for removal in found if searched(removal.name, self.reading)):
             result, record = await self.dispatch(search_call(name))
             records.append(record)
-            places = [] if result.is_error else places_left(result.content, self.reading)
-            if places:
-                changed = list(dict.fromkeys(r.path for r in found if r.name == name))
-                message = left_over_message(name, changed, places)
-                notice = f"`{name}` is still in {len(places)} places the change left: they go back to the model"
-                return GateVerdict(again=message, evidence=tuple(records), notice=notice)
-        return GateVerdict(evidence=tuple(records))
+            of_name = [r for r in found if r.name == name]
+            anywhere = project_wide(self.reading, of_name)
+            places = [] if result.is_error else places_left(result.content, self.reading, anywhere)
+            if places:  # every name's places, in one message: the model is asked once
+                messages.append(left_over_message(name, list(dict.fromkeys(r.path for r in of_name)), places))
+                names.append(f"`{name}`")
+        if not messages:
+            return GateVerdict(evidence=tuple(records))
+        notice = f"{', '.join(names)} still in places the change left: they go back to the model"
+        return GateVerdict(again="\n\n".join(messages), evidence=tuple(records), notice=notice)

@@ -74,12 +74,22 @@ _QUESTION_START = re.compile(
     r"describe|show|list|find|count)\b", re.I
 )
 _NEW_FILE_WORDS = re.compile(r"\b(create|write|add|make|new|save|generate|put)\b", re.I)
-_NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
-_KEEPS_TESTS = re.compile(
-    r"\b(?:without\s+(?:changing|touching|editing|modifying)|leave|leaving|keep|"
-    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b",
+_EVERYWHERE = re.compile(
+    r"\b(?:everywhere|throughout|across|codebase|callers|call\s+sites|usages|"
+    r"(?:whole|entire)\s+(?:project|repo|repository|code)|"
+    r"(?:all|every|each)\s+(?:the\s+|its\s+|of\s+its\s+)?(?:uses?|usages?|references?|callers?|"
+    r"call\s+sites?|places?|occurrences?|files?|mentions?))\b",
     re.I,
 )
+_NUMBER_WANTED = re.compile(r"\b(how (many|much|often|long)|number of|what is the (count|total|sum))\b", re.I)
+_KEEPS_TESTS = re.compile(
+    r"\b(?:without\s+(?:changing|touching|editing|modifying)|"
+    r"(?:do\s+not|don'?t|never|not)\s+(?:change|touch|edit|modify))\b[^.;\n]{0,40}?\btests?\b"
+    r"|\b(?:leave|leaving|keep|keeping)\b[^.;\n]{0,40}?\btests?\b(?:\s+\w+)?\s+"
+    r"(?:alone|unchanged|untouched|intact|as\s+(?:is|it\s+is|they\s+are))\b",
+    re.I,
+)
+"""Says to leave the tests as they are; "keep the tests passing" does not."""
 _WANTS_TEST = re.compile(r"\b(?:add|write|create|with|and)\s+(?:a\s+|an?\s+|some\s+)?(?:unit\s+)?tests?\b", re.I)
 _CLAUSE_END = r"(?=[.;!?,](?:\s|$)|\n|$)"
 """Where a clause ends: a stop or comma before a space or the end (not the dot of `app.py`)."""
@@ -143,6 +153,9 @@ class RequestReading:
     """Asks to remove something (a section, a line)."""
     takes_away: bool = False
     """Asks to remove, replace, rename or drop something: an edit may drop old code."""
+    everywhere: bool = False
+    """Says the change is for the whole project ("everywhere", "and all its callers"), even
+    when it names the file where the change starts."""
     kept_files: tuple[str, ...] = ()
     """Project files the request says to leave as they are ("don't change app_test.py",
     "leave config.yaml alone", "without touching setup.cfg"), as project-relative paths."""
@@ -202,13 +215,14 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         test_files=_unique(name for name in files + new_files if is_test_path(name)),
         test_commands=tuple(command for command in commands if runs_tests(command)),
         wants_number=bool(_NUMBER_WANTED.search(text)),
-        keeps_tests=bool(_KEEPS_TESTS.search(text)),
+        keeps_tests=leaves_tests(text),
         wants_test=bool(_WANTS_TEST.search(text)),
         adds=bool(_ADDS.search(text)),
         removes=bool(_REMOVES.search(text)),
         takes_away=bool(_TAKES_AWAY.search(text)),
         code_names=_code_names(text, files + new_files),
         kept_files=_kept_files(text, index),
+        everywhere=bool(_EVERYWHERE.search(text)),
     )
 
 
@@ -245,7 +259,7 @@ def named_script(reading: RequestReading, root: Path | None) -> str | None:
 def leaves_tests(request: str) -> bool:
     """The request says to keep the tests unchanged ("without changing the test", "leave
     the tests themselves alone")."""
-    return bool(_KEEPS_TESTS.search(request))
+    return any(not _TOLD_NOT_ASKED.search(request[:match.start()]) for match in _KEEPS_TESTS.finditer(request))
 
 
 def runs_tests(command: str) -> bool:
@@ -264,12 +278,48 @@ def _asks(text: str) -> bool:
 
 
 def _kept_files(text: str, index: _FileIndex) -> tuple[str, ...]:
-    """The project files named in the request's clauses that say to leave them as they are."""
+    """The project files named in the request's clauses that say to leave them as they are:
+    as a whole ("don't change app_test.py", "the tests in test_app.py"), not a part of them
+    ("app.py's API", "the signature of parse() in app.py"), and not named after "except"
+    ("anything but app.py" is the file to change); a clause that tells what was done ("I did
+    not change app.py") keeps nothing."""
     kept = []
     for clause in _KEEP_CLAUSE.finditer(text):
+        if _TOLD_NOT_ASKED.search(text[:clause.start()]):
+            continue
         words = next(group for group in clause.groups() if group is not None)
-        kept += [found for name in _named_paths(words) if (found := index.find(name)) is not None]
+        words = _EXCEPT.split(words, maxsplit=1)[0]
+        for match in _PATH.finditer(words.replace("\\", "/")):
+            found = index.find(posixpath.normpath(match.group(1)))
+            if found is not None and _whole_file(words[:match.start()], words[match.end():]):
+                kept.append(found)
     return _unique(kept)
+
+
+_TOLD_NOT_ASKED = re.compile(
+    r"\b(?:did|does|have|has|had|was|were|is|are|could|would)(?:\s+(?:really|even|just|ever))?\s+$",
+    re.I,
+)
+"""Words before a "not change" that make it a statement ("I did not change it"), not a request."""
+_EXCEPT = re.compile(
+    r"\b(?:except|but|besides|apart\s+from|aside\s+from|other\s+than|save\s+for|outside\s+(?:of\s+)?)\b", re.I
+)
+_WHOLE_FILE_WORDS = frozenset({
+    "the", "a", "an", "any", "either", "file", "files", "test", "tests", "existing", "in", "of",
+    "inside", "or", "and", "nor", "anything", "everything", "code", "at", "all", "this", "that",
+    "contents", "content", "its", "my", "our",
+})
+"""Words that may come between "don't change" and a file it keeps whole."""
+
+
+def _whole_file(before: str, after: str) -> bool:
+    """The clause's words around a file name speak of the whole file."""
+    if re.match(r"['’]s\b", after):
+        return False
+    words = [word.lower() for word in re.findall(r"[^\s,]+", before)]
+    if "file" in words or "files" in words:  # "the config file config.yaml": what it is called
+        words = words[max(i for i, word in enumerate(words) if word in ("file", "files")):]
+    return all(word in _WHOLE_FILE_WORDS or word.endswith("/") or _PATH.fullmatch(word) for word in words)
 
 
 def _code_names(text: str, files: list[str]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ ran no test is a failure, not a pass.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import re
 import subprocess
@@ -300,6 +301,24 @@ class VerifyGate:
                                    output=output_tail(outcome.output))
 
 
+_RUNS_AT_TOP = (ast.Expr, ast.Assert, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.Try)
+
+
+def only_defines_tests(source: str) -> bool:
+    """A Python test file that defines tests (`def test_...`, `class AddTest...`) and runs
+    nothing when run as a script: no `if __name__ == "__main__":`, no top-level assert or
+    call (a docstring aside)."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    defines = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  and "test" in node.name.lower() for node in body)
+    return defines and not any(isinstance(node, _RUNS_AT_TOP) for node in body)
+
+
 def no_tests_note(record: Evidence, root: Path) -> str:
     """NO_TEST_RAN when `record` is a run_cmd of a project test file run directly (`python
     x_test.py`) that ended well and showed no test run; "" otherwise. A small model reads the
@@ -312,4 +331,7 @@ def no_tests_note(record: Evidence, root: Path) -> str:
     if failure_of(check, ran, record.result) != RAN_NO_TESTS:
         return ""
     script = next(word for word in command.split() if is_test_path(word))
+    source = _file_text(root / script) if script.endswith(".py") else None
+    if source is None or not only_defines_tests(source):
+        return ""  # a shell or node test, or one that runs its own checks: what ran is its own
     return NO_TEST_RAN.format(command=command, file=script, module=unittest_target(script))

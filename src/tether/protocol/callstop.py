@@ -39,6 +39,8 @@ class _Scan:
     """A '<' and what followed it, until it is known whether it opens a tag."""
     last_close: int = 0
     """Where the last bracket, block or tagged call closed (an index into the reply)."""
+    tail: str = ""
+    """The last characters inside a raw block, to see a sibling block begin (`_siblings`)."""
 
 
 @dataclass
@@ -55,10 +57,19 @@ class CallStop:
     _call_end: int | None = None
     """Where the first whole call ends (after any raw blocks of its own that follow it)."""
     _call_blocks: tuple[str, ...] = ()
+    _siblings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """A raw block's closer -> the openers of the other blocks of its tools: one of them
+    begun inside the block ends it there, as the parser reads a block left open
+    (shapes.close_open_blocks)."""
 
     def __post_init__(self) -> None:
         blocks = sorted({name for tool in self.table for name in tool.block_params})
         self._openers = (CALL_OPEN, FUNCTION_OPEN, *(f"<{name}>" for name in blocks))
+        for tool in self.table:
+            for name in tool.block_params:
+                others = [f"<{other}>" for other in tool.block_params if other != name]
+                known = self._siblings.get(f"</{name}>", ())
+                self._siblings[f"</{name}>"] = (*known, *(o for o in others if o not in known))
 
     @property
     def cut(self) -> int:
@@ -105,8 +116,10 @@ class CallStop:
         if scan.closer:
             scan.pending = (scan.pending + ch)[-len(scan.closer) :]
             if scan.pending == scan.closer:
-                scan.closer = scan.pending = ""
+                scan.closer = scan.pending = scan.tail = ""
                 scan.last_close = end
+            elif (sibling := self._sibling_begun(ch)) is not None:
+                scan.closer, scan.pending, scan.tail = _closer_of(sibling), "", ""
         elif scan.pending:
             self._tag_char(ch, end)
         elif scan.quote:
@@ -121,6 +134,15 @@ class CallStop:
                 scan.last_close = end
         elif ch in "\"'" and scan.depth:  # prose apostrophes outside brackets are not strings
             scan.quote = ch
+
+    def _sibling_begun(self, ch: str) -> str | None:
+        """The opener of a sibling block that `ch` completes inside the current block."""
+        scan = self._scan
+        siblings = self._siblings.get(scan.closer, ())
+        if not siblings:
+            return None
+        scan.tail = (scan.tail + ch)[-max(map(len, siblings)) :]
+        return next((opener for opener in siblings if scan.tail.endswith(opener)), None)
 
     def _string_char(self, ch: str) -> None:
         scan = self._scan

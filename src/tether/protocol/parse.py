@@ -146,7 +146,7 @@ class _ReplyParser:
                 return self._refuse(_sniff_name(body), _cut_off_error(None))
             return self._refuse(None, _invalid_json_error(body or "(empty)"))
         values, end = _json_sequence(body, start)
-        rest, note = self._closed_blocks(body[end:])
+        rest, note = self._closed_blocks(body[end:], _sniff_name(values[-1]) if values else None)
         blocks, blocks_cut = _read_blocks(rest, closed)
         at_eof = not closed and not rest.strip()
         found: _Found = []
@@ -162,12 +162,14 @@ class _ReplyParser:
             found.extend(outcome or [])
         return self._noted(found, note) or None
 
-    def _closed_blocks(self, rest: str) -> tuple[str, str]:
+    def _closed_blocks(self, rest: str, name: str | None) -> tuple[str, str]:
         """`rest` with the blocks the model left open before the next one closed (text
-        protocol only), and the note that says so ("" when none was)."""
-        if self.native:
+        protocol only), and the note that says so ("" when none was). Only the called tool's
+        own blocks count: `<new_content>` in a write_file's content is text of the file."""
+        tool = self.table.get(name) if name else None
+        if self.native or tool is None:
             return rest, ""
-        fixed, closed = close_open_blocks(rest, _block_names(self.table))
+        fixed, closed = close_open_blocks(rest, tool.block_params)
         return fixed, " ".join(UNCLOSED_BLOCK.format(name=name, next=after) for name, after in closed)
 
     def _noted(self, found: _Found, note: str) -> _Found:
@@ -312,7 +314,7 @@ class _ReplyParser:
         if self.native or not text.startswith("{"):
             return None
         end = _json_extent(text, 0)
-        rest, note = self._closed_blocks(text[end:])
+        rest, note = self._closed_blocks(text[end:], _sniff_name(text[:end]))
         text = text[:end] + rest
         name = _sniff_name(text[:end])
         tool = self.table.get(name) if name else None

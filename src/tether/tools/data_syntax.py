@@ -5,13 +5,17 @@ setting is changed; the program that reads the file fails later, somewhere else.
 runs on the text the call left, and only when the text before it parsed (or the file is new):
 a file that was never strict JSON (comments in a tsconfig.json) gets no warning it did not
 earn. YAML is only composed (its syntax read into nodes, no object built), so an application's
-own tags (`!Ref`, `!vault`) are valid and nothing of the file runs.
+own tags (`!Ref`, `!vault`) are valid and nothing of the file runs. A template (`{{ ... }}`,
+`{% ... %}`: a Helm chart, a cookiecutter) is read by its template engine first, and a .cfg
+or .ini file that does not begin with a `[section]` is some program's own format (haproxy.cfg):
+neither is blamed for not parsing.
 """
 
 from __future__ import annotations
 
 import configparser
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +27,13 @@ else:  # pragma: no cover - exercised only on 3.10
 
 DATA_CHECK_CHARS = 1_000_000
 """Data files up to this size are parsed after a change."""
+YAML_CHECK_CHARS = 200_000
+"""YAML up to this size is composed when PyYAML has no C parser (pure Python takes seconds
+for a megabyte, and the result waits for it)."""
+_TEMPLATE = re.compile(r"(?<!\$)\{\{|\{%")
+"""A template engine's markers; a GitHub Actions `${{ ... }}` is inside YAML's own scalars."""
+_SECTION_FIRST = re.compile(r"\A(?:[ \t]*(?:[#;].*)?\r?\n)*[ \t]*\[[^\]\n]+\]", re.M)
+"""An INI file's first line that is not blank or a comment is a `[section]` header."""
 
 Parse = Callable[[str], str | None]
 """A parser's verdict: None when the text parses, else what is wrong (one line)."""
@@ -30,7 +41,7 @@ Parse = Callable[[str], str | None]
 
 def _json_error(text: str) -> str | None:
     try:
-        json.loads(text)
+        json.loads(text, parse_int=str)  # digits beyond Python's int limit are valid JSON
     except json.JSONDecodeError as err:
         return f"{err.msg} (line {err.lineno}, column {err.colno})"
     return None
@@ -47,18 +58,24 @@ def _toml_error(text: str) -> str | None:
 def _yaml_error(text: str) -> str | None:
     import yaml  # type: ignore[import-untyped]  # imported when a YAML file changed: not at start-up
 
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None and len(text) > YAML_CHECK_CHARS:
+        return None
     try:
-        for _ in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        for _ in yaml.compose_all(text, Loader=loader or yaml.SafeLoader):
             pass
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or type(err).__name__
+        problem = getattr(err, "problem", None)
+        if problem is None:  # a reader error (a NUL byte): its text says which and where
+            return " ".join(str(err).split())
         return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else str(problem)
     return None
 
 
 def _ini_error(text: str) -> str | None:
-    parser = configparser.ConfigParser(interpolation=None, strict=True)
+    # A key with no value is an option set (`skip-name-resolve` in my.ini)
+    parser = configparser.ConfigParser(interpolation=None, strict=True, allow_no_value=True)
     try:
         parser.read_string(text)
     except configparser.Error as err:
@@ -85,11 +102,22 @@ def data_syntax_note(path: Path, text: str, shown: str, before: str | None) -> s
     if known is None or len(text) > DATA_CHECK_CHARS:
         return ""
     name, parse = known
+    text, before = text.removeprefix("\ufeff"), before and before.removeprefix("\ufeff")
     error = _parsed(parse, text)
-    if error is None or (before is not None and _parsed(parse, before) is not None):
+    if error is None or not _of_the_format(name, text, before):
+        return ""
+    if before is not None and _parsed(parse, before) is not None:
         return ""
     return (f"\nWarning: {shown} is not valid {name} now: {error}. A program that reads it will "
             "fail; fix it with edit_file.")
+
+
+def _of_the_format(name: str, text: str, before: str | None) -> bool:
+    """The file is meant to be read as its format: no template markers, and for INI a
+    `[section]` first (in the old text, or the new one for a file that was new or empty)."""
+    if _TEMPLATE.search(text):
+        return False
+    return name != "INI" or _SECTION_FIRST.match(before or text) is not None
 
 
 def _parsed(parse: Parse, text: str) -> str | None:
