@@ -7,11 +7,11 @@ import datetime
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .assist import Assist
 from .core.conversation import Conversation
-from .core.messages import Message, ToolCall
+from .core.messages import Evidence, Message, ToolCall, ToolResult
 from .core.model_table import ModelMatch, ModelTable, builtin_table, load_model_table
 from .core.profile import (
     CORE_TOOLS,
@@ -35,10 +35,9 @@ from .engine.prompts import PromptExtras, project_context, system_prompt
 from .engine.run_options import RunOptions
 from .engine.subagents import AgentBudget, SubagentRunner, routed_output
 from .engine.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
+from .engine.turn_assist import AssistedTurn, CoachSetup, TurnAssist
 from .engine.user_command import UserCommand, run_user_command
 from .hooks.config import load_hooks
-from .hooks.engine import Hooks
-from .hooks.runner import HookRunner
 from .mcp.setup import McpSetup, attach_mcp, defers_mcp
 from .mcp.tools import is_mcp_tool, ruled_servers
 from .providers import base_url_of, create_provider
@@ -51,7 +50,6 @@ from .safety.project_config import instruction_names
 from .safety.sandbox import Sandbox
 from .safety.secret_files import SecretFiles
 from .safety.trusted_folders import TrustStore
-from .skills.book import USE_SKILL, SkillBook, add_to_table
 from .skills.catalog import discover_skills, prompt_index
 from .store.agent_defs import load_definitions
 from .store.config import Settings
@@ -62,6 +60,10 @@ from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode
 from .tools.simple_edit import plain_read_tool, simple_edit_tool
 from .tools.spawn import SPAWN_AGENT, spawn_tools
 from .tools.web import web_setup, web_tools
+
+if TYPE_CHECKING:  # loaded when a hook is configured, a skill found: most starts have neither
+    from .hooks.engine import Hooks
+    from .skills.book import SkillBook
 
 
 @dataclass
@@ -242,6 +244,14 @@ class Runtime:
             self.set_menu()
         return mode
 
+    def warm_up(self) -> None:
+        """Load what the first turn needs and a start leaves out (the assist package, the
+        tools' schemas): the chat runs this in a thread once it is ready, while the user types."""
+        if isinstance(self.loop.assist, LateAssist):
+            self.loop.assist.load()
+        for tool in list(self.table):
+            tool.json_schema()
+
     async def probe_sandbox(self) -> None:
         sandbox = self.policy.sandbox
         if sandbox is not None:
@@ -369,6 +379,8 @@ class Runtime:
         """A saved conversation that loaded skills gets their script tools again."""
         if self.skills is None:
             return
+        from .skills.book import USE_SKILL
+
         names = [call.arguments.get("name") for m in conv.messages for call in m.tool_calls
                  if call.name == USE_SKILL]
         self.skills.reload([n for n in names if isinstance(n, str)])
@@ -444,7 +456,7 @@ def build_runtime(
     dispatcher = build_dispatcher(settings, table, ctx, ui, plan_gate, git)
     dispatcher.results = results
     loop = build_loop(settings, options.root, provider, table, dispatcher, ui)
-    loop.assist = Assist(options.root, dispatcher.dispatch, ctx.files.names)
+    loop.assist = LateAssist(options.root, dispatcher.dispatch, ctx.files.names)
     models = load_model_table(options.home)
     warnings.extend(models.problems)
     runtime = Runtime(
@@ -467,6 +479,27 @@ def build_runtime(
     runtime.subagents = attach_subagents(runtime)
     attach_web(runtime)
     return runtime
+
+
+class LateAssist:
+    """The assist package (engine/turn_assist.TurnAssist), loaded at the first turn: its
+    rules and checks are a large part of what a start would import, and no request needs
+    them before it is sent."""
+
+    def __init__(self, root: Path, dispatch: Callable[[ToolCall], Awaitable[tuple[ToolResult, Evidence]]],
+                 project_files: Callable[[], Sequence[str]]) -> None:
+        self._args = (root, dispatch, project_files)
+        self._assist: TurnAssist | None = None
+
+    def load(self) -> TurnAssist:
+        if self._assist is None:
+            from .assist import Assist
+
+            self._assist = Assist(*self._args)
+        return self._assist
+
+    def start(self, request: str, attempts: int, setup: CoachSetup | None = None) -> AssistedTurn:
+        return self.load().start(request, attempts, setup)
 
 
 def attach_web(runtime: Runtime) -> None:
@@ -498,6 +531,11 @@ def attach_hooks(runtime: Runtime, sandbox: Sandbox) -> None:
     options, ui = runtime.options, runtime.ui
     found = load_hooks(runtime.settings.hooks, options.home, options.root, trusted=options.trusted)
     runtime.warnings.extend(found.warnings)
+    if not (found.hooks or found.warnings):  # /hooks says so; nothing else needs them
+        return
+    from .hooks.engine import Hooks
+    from .hooks.runner import HookRunner
+
     runner = HookRunner(options.root, runtime.env, launcher=sandbox)
     hooks = Hooks(found, runner, lambda message, level: ui.notice(message, level))
     runtime.hooks = hooks
@@ -551,6 +589,8 @@ def attach_context_files(runtime: Runtime, sandbox: Sandbox | None = None) -> No
     runtime.warnings.extend(runtime.instructions.problems + catalog.problems)
     if not catalog.skills:
         return
+    from .skills.book import SkillBook
+
     shell = runtime.table.get("run_cmd")
     runtime.skills = SkillBook(
         catalog, options.root, shell.handler if shell else None,
@@ -570,6 +610,8 @@ def project_instructions(options: RunOptions, settings: Settings) -> ProjectInst
 
 def add_skill_tools(runtime: Runtime, tools: list[Tool]) -> list[Tool]:
     """A loaded skill's script tools: in the table and offered from the next request on."""
+    from .skills.book import add_to_table
+
     added = add_to_table(runtime.table, tools)
     if runtime.loop.menu is not None:
         runtime.loop.menu.loaded.update(tool.name for tool in added)

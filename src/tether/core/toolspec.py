@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..host import ProjectFiles, resolve_user_path
 from .messages import CommandStatus, Message, ToolCall
@@ -117,6 +117,14 @@ class Access(NamedTuple):
     every: frozenset[str]
     """That plus what it does on the way (edit_file reads the file it changes): what deny
     rules of a kind look at."""
+
+
+class Params(BaseModel):
+    """The base of a tool's parameters model. Its validator and schema are built when first
+    used (a call, a request's menu), not when the class is made: a start defines every tool's
+    model and needs none of them before the first request."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 HandlerResult = str | ToolOutput

@@ -20,16 +20,16 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..core.messages import Message
-from ..core.toolspec import Tool, ToolContext, ToolTable
+from ..core.toolspec import Params, Tool, ToolContext, ToolTable
 
 TOOL_SEARCH = "tool_search"
 SEARCH_RESULT_LIMIT = 5
 
 
-class ToolSearchParams(BaseModel):
+class ToolSearchParams(Params):
     query: str = Field(
         description="'select:name1,name2' to load tools by name, or keywords to find tools."
     )

@@ -13,8 +13,6 @@ from typing import Protocol
 from ..core.messages import Evidence, Image, Message, Text
 from ..core.toolspec import ToolTable
 from ..core.ui_protocol import UI
-from .answer_checks import check_answer
-from .answer_facts import gather_facts
 
 CHECKS_NOTE = (
     "Checks of your answer against this turn's tool results found problems:\n{found}\n"
@@ -71,6 +69,9 @@ def answer_problems(
 ) -> list[str]:
     """The answer checks on `text`, the answer to the turn whose request is `messages[start]`
     and whose calls left `evidence`."""
+    from .answer_checks import check_answer  # loaded at the first answer, not at the start
+    from .answer_facts import gather_facts
+
     prompt = messages[start].text if start < len(messages) else ""
     facts = gather_facts(evidence, messages[:start], prompt,
                          lambda name: (tool := table.get(name)) is not None and tool.read_only)

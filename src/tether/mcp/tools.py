@@ -20,10 +20,10 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..core.textclip import clip_words
-from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import MCP_NAMESPACE, Params, Tool, ToolContext, ToolError, ToolOutput
 from ..safety.visible import visible
 from .config import ServerConfig
 
@@ -37,7 +37,7 @@ CallTool = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Calls one tool of one server by its own name: the raw `tools/call` result."""
 
 
-class McpArguments(BaseModel):
+class McpArguments(Params):
     """Accepts any object: the server checks its arguments against its own schema."""
 
     model_config = ConfigDict(extra="allow")
@@ -208,10 +208,10 @@ def _size(data: Any) -> str:
     return f"{size} bytes" if size < 1024 else f"{size / 1024:.1f} KB"
 
 
-class ResourceArgs(BaseModel):
+class ResourceArgs(Params):
     server: str = Field(description="The MCP server's name.")
     uri: str = Field(description="The resource's URI, as list_mcp_resources shows it.")
 
 
-class ListResourcesArgs(BaseModel):
+class ListResourcesArgs(Params):
     server: str = Field("", description="One server's name; empty lists every server's.")

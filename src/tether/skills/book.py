@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolTable
+from ..core.toolspec import Params, Tool, ToolContext, ToolError, ToolTable
 from ..safety.shell_session import Launcher
 from .catalog import Skill, SkillCatalog, prompt_index
 from .scripts import RunCommand, is_script, may_replace, script_tool
@@ -21,7 +21,7 @@ OnLoad = Callable[[list[Tool]], list[Tool]]
 """Puts a skill's tools in the table; returns those it took (a name may be another tool's)."""
 
 
-class UseSkillParams(BaseModel):
+class UseSkillParams(Params):
     name: str = Field(description="The skill's name, as the Skills list in the prompt gives it.")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import MCP_NAMESPACE, Params, Tool, ToolContext, ToolError, ToolOutput
 from ..host import open_regular, read_at_most
 from ..safety.shell_session import Launcher
 from ..tools.shell import RunCmdParams
@@ -153,7 +153,7 @@ def params_model(name: str, arguments: list[Argument]) -> type[BaseModel]:
     return create_model(name, **fields)
 
 
-class ArgList(BaseModel):
+class ArgList(Params):
     args: list[str] = Field(default_factory=list, description="The script's arguments.")
 
 

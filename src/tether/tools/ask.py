@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 
 MAX_QUESTIONS = 5
 ASK_TIMEOUT = 24 * 3600.0
@@ -32,7 +32,7 @@ NOBODY_CAN_ANSWER = (
 )
 
 
-class Question(BaseModel):
+class Question(Params):
     question: str = Field(min_length=1, description="The question, complete and specific.")
     options: list[str] = Field(
         default_factory=list,
@@ -40,7 +40,7 @@ class Question(BaseModel):
     )
 
 
-class AskParams(BaseModel):
+class AskParams(Params):
     questions: list[Question] = Field(
         min_length=1,
         max_length=MAX_QUESTIONS,

@@ -37,9 +37,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import CONVERSATION, Params, Tool, ToolContext, ToolError, ToolOutput
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, GRAMMARS, GrammarMissing, Grammars, language_of
 from .ast_outline import Symbol, python_outline, render_outline, tree_sitter_outline
@@ -54,11 +54,11 @@ MAX_MAP_BUDGET = 8_192
 QUERY_EXAMPLE = "(function_definition name: (identifier) @name) for Python"
 
 
-class SkeletonParams(BaseModel):
+class SkeletonParams(Params):
     filepath: str = Field(description="Source file to outline.")
 
 
-class QueryAstParams(BaseModel):
+class QueryAstParams(Params):
     filepath: str = Field(description="Source file whose syntax tree to query.")
     query: str = Field(
         description="A tree-sitter S-expression query with @captures, e.g. "
@@ -66,7 +66,7 @@ class QueryAstParams(BaseModel):
     )
 
 
-class RepoMapParams(BaseModel):
+class RepoMapParams(Params):
     budget: int | None = Field(
         None, ge=32, le=MAX_MAP_BUDGET,
         description=f"Tokens the map may take (default {DEFAULT_MAP_BUDGET}).",

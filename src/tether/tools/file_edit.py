@@ -8,9 +8,9 @@ import re
 import time
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from tether.core.toolspec import ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, ToolContext, ToolError, ToolOutput
 from tether.tools._paths import display_path
 
 from .code_notes import code_notes
@@ -31,7 +31,7 @@ _ANCHOR_RE = re.compile(r"\s*(\d+)\s*:\s*([0-9a-fA-F]{2})(?![0-9a-fA-F])")
 _READ_PREFIX_RE = re.compile(r"^\d+:[0-9a-f]{2}\|", re.MULTILINE)
 
 
-class EditFileParams(BaseModel):
+class EditFileParams(Params):
     filepath: str = Field(description="Path of the file to edit.")
     old_content: str | None = Field(
         None, description="Exact text to replace; must occur exactly once."

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 import tether.tools.ripgrep as ripgrep  # a module, so the tests can stand in for rg
-from tether.core.toolspec import ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, ToolContext, ToolError, ToolOutput
 from tether.host import (
     NotARegularFile,
     TooLarge,
@@ -77,7 +77,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 WalkRefusal = Literal["outside", "secret", "denied"]
 
 
-class SearchInFileParams(BaseModel):
+class SearchInFileParams(Params):
     pattern: str = Field(
         description="Python regular expression to search for (all lower case: any case matches)."
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from tether.host import (
     copy_regular,
     read_small_file,
@@ -53,31 +53,31 @@ COMPARE_MAX_BYTES = 2 * 1024 * 1024
 # --- parameters -----------------------------------------------------------
 
 
-class ReadFileParams(BaseModel):
+class ReadFileParams(Params):
     filepath: str = Field(description="Path of the file to read.")
     offset: int | None = Field(None, ge=0, description="1-based line number to start at.")
     limit: int | None = Field(None, ge=1, description="Most lines to return (default 400).")
 
 
-class WriteFileParams(BaseModel):
+class WriteFileParams(Params):
     filepath: str = Field(description="Path of the file to create or overwrite.")
     content: str = Field(description="The complete new content of the file.")
 
 
-class DeleteFileParams(BaseModel):
+class DeleteFileParams(Params):
     filepath: str = Field(description="Path of the file to delete.")
 
 
-class CopyFileParams(BaseModel):
+class CopyFileParams(Params):
     source: str = Field(description="Path of the file to copy.")
     destination: str = Field(description="Path of the new copy; must not exist yet.")
 
 
-class CreateDirParams(BaseModel):
+class CreateDirParams(Params):
     path: str = Field(description="Directory to create, with any missing parents.")
 
 
-class ListDirParams(BaseModel):
+class ListDirParams(Params):
     path: str = Field(".", description="Directory to list.")
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from tether.host import GitConfigError, run_hardened
 
 GIT_TOOL_TIMEOUT = 20.0
@@ -25,11 +25,11 @@ UNTRACKED_LIST_CAP = 50
 STATUS_CAP = 20_000
 
 
-class GitStatusParams(BaseModel):
+class GitStatusParams(Params):
     pass
 
 
-class GitDiffParams(BaseModel):
+class GitDiffParams(Params):
     path: str | None = Field(
         None, description="File or directory to limit the diff to; omit for the whole repository."
     )

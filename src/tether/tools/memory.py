@@ -15,32 +15,32 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from tether.store.memory import MemoryCorrupt, MemoryStore
 
 NAME_HELP = "Memory name: 1-64 characters, letters, digits, spaces, '_', '.', '-'."
 
 
-class WriteMemoryParams(BaseModel):
+class WriteMemoryParams(Params):
     name: str = Field(description=NAME_HELP)
     content: str = Field(description="The complete text to remember (replaces any old content).")
 
 
-class ReadMemoryParams(BaseModel):
+class ReadMemoryParams(Params):
     name: str = Field(description=NAME_HELP)
 
 
-class MemoryListParams(BaseModel):
+class MemoryListParams(Params):
     pass
 
 
-class EditMemoryParams(BaseModel):
+class EditMemoryParams(Params):
     name: str = Field(description=NAME_HELP)
     old_content: str = Field(description="Exact text to replace; must occur exactly once.")
     new_content: str = Field(description="Replacement text.")
 
 
-class DeleteMemoryParams(BaseModel):
+class DeleteMemoryParams(Params):
     name: str = Field(description=NAME_HELP)
 
 

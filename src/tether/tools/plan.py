@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from tether.core.messages import ToolCall
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from tether.core.verdict import CallPolicy, GateVerdict
 
 SUBMIT_PLAN = "submit_plan_for_approval"
@@ -68,7 +68,7 @@ def set_plan_mode(gate: PlanGate, argument: str) -> str:
     return "Plan mode is off."
 
 
-class SubmitPlanParams(BaseModel):
+class SubmitPlanParams(Params):
     plan: str = Field(
         description="What you will change, where, and how you will check it, in a few lines."
     )

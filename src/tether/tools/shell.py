@@ -60,10 +60,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from tether.core.messages import CommandStatus
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from tether.safety.shell_session import CommandOutcome, SessionError, ShellSessions
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ WAITING_STATUS = "[waiting for input · session "
 ENDED_STATUS = "[ended · process group killed · "
 
 
-class RunCmdParams(BaseModel):
+class RunCmdParams(Params):
     command: str = Field(description="Shell command, run with bash -c in the project root.")
     stdin: str | None = Field(
         None,
@@ -123,7 +123,7 @@ class RunCmdParams(BaseModel):
         return self
 
 
-class SendInputParams(BaseModel):
+class SendInputParams(Params):
     session: str = Field(description="Session id from run_cmd, e.g. 's1'.")
     text: str = Field(description="The answer; a newline is added if missing.")
     eof: bool = Field(
@@ -138,7 +138,7 @@ class SendInputParams(BaseModel):
     )
 
 
-class EndProcessParams(BaseModel):
+class EndProcessParams(Params):
     session: str = Field(description="Session id from run_cmd, e.g. 's1'.")
 
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
 from .edit_repair import repaired_edit
 from .edit_syntax import syntax_guard
@@ -190,7 +190,7 @@ def plain_read_tool(full: Tool) -> Tool:
     )
 
 
-class SimpleEditParams(BaseModel):
+class SimpleEditParams(Params):
     model_config = ConfigDict(extra="allow")  # so a stray argument gets advice, not a bare error
 
     filepath: str = Field(description="Path of the file to edit.")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..core.agent_runs import AgentRun, AgentSpec
-from ..core.toolspec import CURRENT_CALL, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import CURRENT_CALL, Params, Tool, ToolContext, ToolError, ToolOutput
 from ..store.agent_defs import AgentDefinition
 
 SPAWN_AGENT = "spawn_agent"
@@ -33,7 +33,7 @@ class AgentRunner(Protocol):
     async def run_many(self, specs: Sequence[AgentSpec], parent_call: str = "") -> list[AgentRun]: ...
 
 
-class AgentJob(BaseModel):
+class AgentJob(Params):
     task: str = Field(description="The self-contained job and what its report must say.")
     context: str = Field("", description="What it needs from this conversation: it sees nothing else.")
     agent: str = Field("", description="An agent definition's name; empty: a general agent.")
@@ -43,7 +43,7 @@ class SpawnAgentArgs(AgentJob):
     model: str = Field("", description="Another model for this agent; empty: the current one.")
 
 
-class SpawnAgentsArgs(BaseModel):
+class SpawnAgentsArgs(Params):
     agents: list[AgentJob] = Field(description="The jobs, each run by its own agent.", min_length=1)
 
 

@@ -8,16 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from tether.core.toolspec import Tool, ToolContext, ToolOutput
+from tether.core.toolspec import Params, Tool, ToolContext, ToolOutput
 
 CPU_SAMPLE_SECONDS = 0.3
 """Both the machine's and each process's CPU use are measured over this window."""
 TOP_PROCESSES = 5
 
 
-class SystemInfoParams(BaseModel):
+class SystemInfoParams(Params):
     pass
 
 

@@ -54,10 +54,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..core.textclip import keep_ends
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
 from ..safety.netguard import MayReach
 from ..safety.web_guard import CALL_API, GET_URL, SEARCH_WEB, WebTaint
 from ..store.config import Settings
@@ -71,16 +71,16 @@ HEADER_CHARS = 300
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 
-class SearchWebParams(BaseModel):
+class SearchWebParams(Params):
     query: str = Field(description="What to find, in plain words; names and identifiers as written.")
 
 
-class GetUrlParams(BaseModel):
+class GetUrlParams(Params):
     url: str = Field(description="An http:// or https:// URL to read with GET.")
     raw: bool = Field(False, description="The body as received instead of HTML turned into text.")
 
 
-class CallApiParams(BaseModel):
+class CallApiParams(Params):
     method: Method = Field("GET", description="HTTP method; anything but GET always asks the user.")
     url: str = Field(description="The http:// or https:// endpoint.")
     headers: dict[str, str] | None = Field(None, description="Request headers.")

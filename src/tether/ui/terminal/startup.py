@@ -296,7 +296,7 @@ class StartUp:
             self.protocol = task.result()
             if self.prompt.app.is_running:
                 self.prompt.app.invalidate()  # redraw the status line with the protocol
-        threading.Thread(target=warm_up, daemon=True).start()
+        threading.Thread(target=warm_up, args=(self.runtime,), daemon=True).start()
 
     async def ready(self) -> None:
         """Wait for the start-up questions to the provider, if they are still under way."""
@@ -362,6 +362,9 @@ async def above_prompt(show: Callable[[], None]) -> None:
         await run_in_terminal(show)
 
 
-def warm_up() -> None:
+def warm_up(runtime: Runtime) -> None:
     """Load what the first reply needs while the user is still typing."""
     import tether.ui.terminal.render  # noqa: F401  (markdown, highlighting)
+
+    with contextlib.suppress(Exception):  # the first request meets the same problem, and says it
+        runtime.warm_up()

@@ -1,0 +1,66 @@
+"""What a start leaves for later: building the runtime loads neither the assist package, the
+answer checks, the hooks' runner nor the skills' book (none is configured here), and builds
+no tool's parameters model; the first turn, or the warm-up the chat runs once ready, loads
+them. A fresh interpreter, so that nothing an earlier test imported counts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+LATE = ("tether.assist", "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book")
+
+SCRIPT = """
+import io, json, sys
+from pathlib import Path
+from tether.runtime import RunOptions, build_runtime
+from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
+
+root, home, step = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+settings = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1",
+            "sandbox": "off"}
+loaded, _ = load_settings(settings, {}, home)
+runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=True),
+                        HeadlessUI(out=io.StringIO(), err=io.StringIO()), {})
+if step == "turn":
+    runtime.loop.assist.start("What does main.py do?", 0)
+elif step == "warm":
+    runtime.warm_up()
+params = [tool.params for tool in runtime.table]
+print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith("tether.")),
+                  "built": [p.__name__ for p in params if p.__pydantic_complete__]}))
+"""
+
+
+def loaded_after(step: str, tmp_path: Path) -> tuple[set[str], list[str]]:
+    """The tether modules loaded, and the parameters models built, after building the
+    runtime and then `step` ("build": nothing more, "turn": a turn's start, "warm": the warm-up)."""
+    root, home = tmp_path / "project", tmp_path / "home"
+    root.mkdir(exist_ok=True)
+    home.mkdir(exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(home), step],
+                          capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout)
+    return set(found["modules"]), found["built"]
+
+
+def test_building_the_runtime_loads_no_assist_checks_hooks_or_skills(tmp_path: Path) -> None:
+    modules, built = loaded_after("build", tmp_path)
+    assert "tether.runtime" in modules
+    assert modules.isdisjoint(LATE)
+    assert built == []  # every schema waits for the first request that offers the tool
+
+
+def test_a_turn_loads_the_assist_package_when_it_starts(tmp_path: Path) -> None:
+    modules, _ = loaded_after("turn", tmp_path)
+    assert {"tether.assist", "tether.engine.answer_checks"} <= modules
+
+
+def test_the_warm_up_loads_the_assist_package_and_builds_every_schema(tmp_path: Path) -> None:
+    modules, built = loaded_after("warm", tmp_path)
+    assert "tether.assist" in modules
+    assert "ReadFileParams" in built and "RunCmdParams" in built
+    assert "tether.hooks.runner" not in modules  # no hook is configured
