@@ -1,7 +1,7 @@
 """What a start leaves for later: building the runtime loads neither the assist package, the
-answer checks, the hooks' runner nor the skills' book (none is configured here), and builds
-no tool's parameters model; the first turn, or the warm-up the chat runs once ready, loads
-them. A fresh interpreter, so that nothing an earlier test imported counts."""
+answer checks, the hooks' runner, the skills' book (none is configured here), repo_map's
+modules nor search_web's, and builds no tool's parameters model; the first turn, the first
+call of the tool, or the warm-up the chat runs once ready, loads them. A fresh interpreter, so that nothing an earlier test imported counts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-LATE = ("tether.assist", "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book")
+LATE = ("tether.assist", "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
+        "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text")
 
 SCRIPT = """
 import io, json, sys
@@ -29,6 +30,12 @@ if step == "turn":
     runtime.loop.assist.start("What does main.py do?", 0)
 elif step == "warm":
     runtime.warm_up()
+elif step == "tools":  # repo_map called as the model would; search_web's searcher made
+    import asyncio
+    from tether.core.messages import ToolCall
+    result, _ = asyncio.run(runtime.loop.dispatcher.dispatch(ToolCall("1", "repo_map", {})))
+    assert not result.is_error, result.content
+    runtime.table.get("search_web").handler.__self__.searcher
 params = [tool.params for tool in runtime.table]
 print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith("tether.")),
                   "built": [p.__name__ for p in params if p.__pydantic_complete__]}))
@@ -57,6 +64,12 @@ def test_building_the_runtime_loads_no_assist_checks_hooks_or_skills(tmp_path: P
 def test_a_turn_loads_the_assist_package_when_it_starts(tmp_path: Path) -> None:
     modules, _ = loaded_after("turn", tmp_path)
     assert {"tether.assist", "tether.engine.answer_checks"} <= modules
+
+
+def test_repo_map_and_search_web_load_their_modules_when_used(tmp_path: Path) -> None:
+    modules, built = loaded_after("tools", tmp_path)
+    assert {"tether.tools.repo_map", "tether.tools.web_search"} <= modules
+    assert "RepoMapParams" in built and "ReadFileParams" not in built
 
 
 def test_the_warm_up_loads_the_assist_package_and_builds_every_schema(tmp_path: Path) -> None:

@@ -34,8 +34,10 @@ token).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
@@ -44,7 +46,9 @@ from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, GRAMMARS, GrammarMissing, Grammars, language_of
 from .ast_outline import Symbol, python_outline, render_outline, tree_sitter_outline
 from .file_text import _load_text, _os_errors_as_tool_errors
-from .repo_map import RepoMapper, mentions_in
+
+if TYPE_CHECKING:
+    from .repo_map import RepoMapper
 
 CAPTURE_CAP = 100
 CAPTURE_TEXT_CAP = 300
@@ -93,10 +97,13 @@ class AstTools:
     grammars: Grammars = field(default_factory=Grammars)
     tag_store: Path | None = None
     """The folder of the on-disk tag caches (TETHER_HOME/cache/tags); None: memory only."""
-    mapper: RepoMapper = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.mapper = RepoMapper(self.grammars, self.tag_store)
+    @functools.cached_property
+    def mapper(self) -> RepoMapper:
+        """Made at the first repo_map call: its modules (and sqlite3) are no start's business."""
+        from .repo_map import RepoMapper
+
+        return RepoMapper(self.grammars, self.tag_store)
 
     def skeleton(self, args: SkeletonParams, ctx: ToolContext) -> ToolOutput:
         source = _source_file(args.filepath, ctx)
@@ -134,6 +141,8 @@ class AstTools:
         shown = display_path(target, ctx.root)
         if not target.is_dir():
             raise ToolError(f"{shown} is not a folder; repo_map maps a folder (default: '.').")
+        from .repo_map import mentions_in
+
         mentions = mentions_in(CONVERSATION.get(), args.focus)
         built = self.mapper.build(ctx, target, args.budget or DEFAULT_MAP_BUDGET, mentions)
         cached = " (cached)" if built.cached else ""

@@ -49,10 +49,12 @@ takes it over (`carry_session`).
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -62,9 +64,9 @@ from ..safety.netguard import MayReach
 from ..safety.web_guard import CALL_API, GET_URL, SEARCH_WEB, WebTaint
 from ..store.config import Settings
 from .web_fetch import Fetched, Fetcher, FetchLimits
-from .web_search import PASSAGE_CHARS, SearchReport, WebSearch
-from .web_sources import DuckDuckGo, GitHub, SearXNG, Source, StackExchange, Wikipedia
-from .web_text import html_to_text, looks_like_html
+
+if TYPE_CHECKING:  # search_web's modules load at the first search, HTML reading at the first page
+    from .web_search import SearchReport, WebSearch
 
 END_MARK = "[end of untrusted web content"
 HEADER_CHARS = 300
@@ -107,12 +109,38 @@ def capped(text: str, cap: int) -> tuple[str, str]:
     return keep_ends(text, cap * 3 // 4, cap // 4), f"[text cut to {cap:,} of {len(text):,} characters]"
 
 
+@dataclass(frozen=True)
+class SearchSetup:
+    """What search_web's `WebSearch` is made of, read from the settings at the start; the
+    searcher itself is made at the first search."""
+
+    sources: tuple[tuple[str, str], ...]
+    """(keyless source, its base URL), in the order the setting names them."""
+    searxng_url: str
+    source_timeout: float
+    pages: int
+
+    def searcher(self, fetcher: Fetcher) -> WebSearch:
+        from .web_search import WebSearch
+        from .web_sources import DuckDuckGo, GitHub, SearXNG, Source, StackExchange, Wikipedia
+
+        kinds: dict[str, Callable[[str], Source]] = {"duckduckgo": DuckDuckGo, "wikipedia": Wikipedia,
+                                          "stackexchange": StackExchange, "github": GitHub}
+        first = SearXNG(self.searxng_url) if self.searxng_url else None
+        return WebSearch(fetcher, [kinds[name](url) for name, url in self.sources], first,
+                         self.source_timeout, self.pages)
+
+
 @dataclass
 class WebTools:
     fetcher: Fetcher
-    searcher: WebSearch
+    search: SearchSetup
     taint: WebTaint
     max_text: int = 20_000
+
+    @functools.cached_property
+    def searcher(self) -> WebSearch:
+        return self.search.searcher(self.fetcher)
 
     def search_web(self, args: SearchWebParams, ctx: ToolContext) -> ToolOutput:
         report = self.searcher.search(args.query)
@@ -128,6 +156,8 @@ class WebTools:
         head = status_line("GET", fetched)
         if fetched.unfollowed:
             return ToolOutput(f"{head}\n{unfollowed_note(fetched)}", summary=f"redirect to {fetched.unfollowed}")
+        from .web_text import html_to_text, looks_like_html
+
         body = fetched.text()
         title = ""
         if not args.raw and looks_like_html(fetched.content_type, body):
@@ -197,6 +227,8 @@ def response_body(fetched: Fetched) -> tuple[str, str]:
 
 
 def found_text(report: SearchReport) -> str:
+    from .web_search import PASSAGE_CHARS
+
     blocks = []
     for number, item in enumerate(report.chosen, 1):
         page = report.pages[item.passage.page]
@@ -232,7 +264,7 @@ def search_details(report: SearchReport) -> list[str]:
 
 def web_tools(tools: WebTools) -> list[Tool]:
     """The three web tools over one client; their timeouts cover a slow source or page."""
-    search_seconds = 2 * (tools.searcher.source_timeout + 1) + 2 * tools.fetcher.limits.timeout + 10
+    search_seconds = 2 * (tools.search.source_timeout + 1) + 2 * tools.fetcher.limits.timeout + 10
     fetch_seconds = 2 * tools.fetcher.limits.timeout * 6 + 10  # every redirect hop may take it
     cap = tools.max_text + 2_000
     return [
@@ -270,13 +302,12 @@ def web_setup(settings: Settings, may_reach: MayReach, taint: WebTaint) -> WebTo
     """The web tools' parts from the settings; `may_reach` says which private hosts an
     allow rule names; `taint` is the request's record the approval policy reads."""
     fetcher = Fetcher(may_reach, FetchLimits(settings.web_max_bytes, settings.web_timeout))
-    keyless: dict[str, Source] = {
-        "duckduckgo": DuckDuckGo(settings.web_duckduckgo_url),
-        "wikipedia": Wikipedia(settings.web_wikipedia_url),
-        "stackexchange": StackExchange(settings.web_stackexchange_url),
-        "github": GitHub(settings.web_github_url),
+    keyless = {
+        "duckduckgo": settings.web_duckduckgo_url,
+        "wikipedia": settings.web_wikipedia_url,
+        "stackexchange": settings.web_stackexchange_url,
+        "github": settings.web_github_url,
     }
-    first = SearXNG(settings.searxng_url) if settings.searxng_url else None
-    searcher = WebSearch(fetcher, [keyless[name] for name in settings.web_sources], first,
-                         settings.web_source_timeout, settings.web_pages)
-    return WebTools(fetcher, searcher, taint, settings.web_max_text)
+    search = SearchSetup(tuple((name, keyless[name]) for name in settings.web_sources),
+                         settings.searxng_url, settings.web_source_timeout, settings.web_pages)
+    return WebTools(fetcher, search, taint, settings.web_max_text)
