@@ -225,12 +225,13 @@ class StartUp:
         waits for it in `ready`), the start-up questions and the SessionStart hooks."""
         from tether.runtime import session_started
 
-        from .slash.mcp_commands import ask_about_project_servers
-
         self.starting = asyncio.ensure_future(self.runtime.start())
         self.starting.add_done_callback(self._started)
         await self.trust.ask(self.rebuild)  # asked already unless the build was deferred
-        await ask_about_project_servers(cast("CommandContext", self))  # the app is one
+        if self.runtime.mcp is not None and self.runtime.mcp.waiting:  # the commands load late
+            from .slash.mcp_commands import ask_about_project_servers
+
+            await ask_about_project_servers(cast("CommandContext", self))  # the app is one
         source = "resume" if self.sessions.conv.messages else "startup"
         await session_started(self.runtime, source, self.sessions.record.id)
         await self.first_run_choices()
