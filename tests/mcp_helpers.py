@@ -31,8 +31,16 @@ LOCALHOST_ONLY = HERE / "mcp_localhost.cjs"
 SDK_SERVER = HERE / "mcp_sdk_server.py"
 
 
-def fake_entry(mode: str = "ok", **extra: object) -> dict:
-    return {"command": sys.executable, "args": [str(FAKE), mode], **extra}
+def fake_entry(mode: str = "ok", at: Path = FAKE, **extra: object) -> dict:
+    return {"command": sys.executable, "args": [str(at), mode], **extra}
+
+
+def fake_in(project: Path) -> Path:
+    """A copy of the fake server inside `project`: a project server runs in the sandbox, which
+    shows the project but not the rest of /tmp, where a checkout of these tests may be."""
+    copy = project / FAKE.name
+    shutil.copyfile(FAKE, copy)
+    return copy
 
 
 def outside_config(project: Path) -> Path:

@@ -20,6 +20,7 @@ from mcp_helpers import (
     call,
     everything_entry,
     fake_entry,
+    fake_in,
     filesystem_entry,
     npm_bin,
     outside_config,
@@ -513,7 +514,7 @@ def test_the_chat_asks_once_for_a_project_server_and_mcp_shows_it(tmp_path: Path
 
     project, home = tmp_path / "project", tmp_path / "home"
     project.mkdir()
-    write_config(project / ".mcp.json", {"fake": fake_entry()})
+    write_config(project / ".mcp.json", {"fake": fake_entry(at=fake_in(project))})
     TrustStore(home).trust(project)
     with FakeServer() as server, PtyApp(openai_args(server.url), cwd=project, env=app_env(home)) as app:
         app.wait_for_text("declares the MCP server 'fake'")

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcp_helpers import FAKE, call, fake_entry, start, state_of, write_config
+from mcp_helpers import FAKE, call, fake_entry, fake_in, start, state_of, write_config
 
 from tether.core.ui_protocol import SilentUI
 from tether.mcp.config import MAX_SERVERS_FILE_BYTES, ServerConfig, load_servers
@@ -21,7 +21,10 @@ from tether.safety.permissions import Rule
 from tether.store.config import load_settings
 
 PLANTED = "open({marker!r}, 'w').write('planted code ran')\n"
-FAKE_MAIN = f"import runpy, sys\nsys.argv = [{str(FAKE)!r}, 'ok']\nrunpy.run_path({str(FAKE)!r}, run_name='__main__')\n"
+FAKE_MAIN = ("import os, runpy, sys\nfake = os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+             f"{FAKE.name!r})\nsys.argv = [fake, 'ok']\nrunpy.run_path(fake, run_name='__main__')\n")
+"""A project server that runs the fake server copied beside it (fake_in): the sandbox shows the
+project, not the rest of /tmp, where a checkout of these tests may be."""
 
 
 def folders(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -52,6 +55,7 @@ async def test_a_users_python_module_server_does_not_import_the_projects_copy(
     (root / "mcp_server_x" / "__main__.py").write_text(PLANTED.format(marker=str(marker)))
     installed = tmp_path / "site" / "mcp_server_x"  # the user's real package, outside the project
     installed.mkdir(parents=True)
+    fake_in(installed)
     (installed / "__main__.py").write_text(FAKE_MAIN)
     write_config(home / "mcp.json", {"x": {"command": sys.executable, "args": ["-m", "mcp_server_x"]}})
     env = {"PATH": os.environ["PATH"], "HOME": str(user_home), "PYTHONPATH": str(installed.parent)}
@@ -119,6 +123,7 @@ def test_which_loader_variables_are_dropped(tmp_path: Path) -> None:
 
 
 def project_server(root: Path, home: Path, script: str = "srv.py") -> list[ServerConfig]:
+    fake_in(root)
     (root / script).write_text(FAKE_MAIN)
     write_config(root / ".mcp.json", {"p": {"command": sys.executable, "args": [script]}})
     return load_servers(root, home, (), {}).servers

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_helpers import FAKE, call, start, state_of, write_config
+from mcp_helpers import call, fake_in, start, state_of, write_config
 from test_sandbox_config import needs_bwrap
 
 from tether.core.ui_protocol import SilentUI
@@ -24,9 +24,10 @@ from tether.safety.project_config import RULES_FILE
 from tether.safety.secret_files import CREDENTIALS_FILE
 from tether.store.config import load_settings
 
-PROBE_SERVER = f"""\
+PROBE_SERVER = """\
 import json, os, socket, sys
-sys.path.insert(0, {str(FAKE.parent)!r})
+sys.dont_write_bytecode = True  # the project holds what the test put there, nothing more
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the copy beside it (fake_in)
 import mcp_fake_server as fake
 
 def attempt(action):
@@ -45,7 +46,7 @@ def write(path):
         handle.write("written by the server")
 
 def report(arguments):
-    return {{
+    return {
         "keys_visible": os.path.exists(arguments["keys"]),
         "write_outside": attempt(lambda: write(arguments["outside"])),
         "write_inside": attempt(lambda: write(arguments["inside"])),
@@ -53,14 +54,14 @@ def report(arguments):
         "own_variable": os.environ.get("SERVER_OWN"),
         "tether_variable": os.environ.get("NOT_FOR_SANDBOXES"),
         "path": os.environ.get("PATH"),
-    }}
+    }
 
 fake.PAGES[1].append(fake.tool("probe", "Say what the server can reach."))
 plain_call = fake.call
 
 def call(name, arguments):
     if name == "probe":
-        return {{"content": [{{"type": "text", "text": json.dumps(report(arguments))}}]}}
+        return {"content": [{"type": "text", "text": json.dumps(report(arguments))}]}
     return plain_call(name, arguments)
 
 fake.call = call
@@ -80,6 +81,7 @@ class Places:
         self.listener = socket.create_server(("127.0.0.1", 0))
 
     def server_entry(self, script: Path) -> dict:
+        fake_in(script.parent)
         script.write_text(PROBE_SERVER)
         return {"command": sys.executable, "args": [str(script)], "env": {"SERVER_OWN": "approved"}}
 
