@@ -9,7 +9,13 @@ import pytest
 from scripted import ScriptedProvider, call, say
 from test_verify_after_change import checks_run, runtime_for
 
-from tether.assist.leftovers import LEFT_OVER, PLACES_SHOWN, places_left, removals
+from tether.assist.leftovers import (
+    LEFT_OVER,
+    PLACES_SHOWN,
+    left_over_message,
+    places_left,
+    removals,
+)
 from tether.assist.request import read_request
 from tether.core.messages import Evidence, ToolCall
 from tether.core.profile import LEVERS_ENV
@@ -126,7 +132,10 @@ def test_places_left_are_the_match_lines_and_long_lists_are_cut() -> None:
     reading = read_request("rename calc_total to total without changing the tests", [])
     result = "a.py:3: calc_total()\ntests/test_a.py:1: calc_total\n(2 matching lines in 2 files)"
     assert places_left(result, reading) == ["a.py:3: calc_total()"]
-    assert PLACES_SHOWN == 12
+    many = [f"a.py:{n}: calc_total()" for n in range(1, PLACES_SHOWN + 4)]
+    message = left_over_message("calc_total", ["util.py"], many)
+    assert f"a.py:{PLACES_SHOWN}: " in message and f"a.py:{PLACES_SHOWN + 1}: " not in message
+    assert "(and 3 more lines)" in message
 
 
 def test_a_request_that_names_its_files_is_about_those_files_alone() -> None:

@@ -186,7 +186,9 @@ async def test_a_test_run_that_counts_its_tests_or_fails_gets_no_note(tmp_path: 
     runtime, provider = runtime_for(root, home, runs, verify_after_change=0)
     runtime.apply_profile(profile_named("small"))
     runtime.loop.provider = provider
-    await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    result = await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    # both ran: the test file counted its tests (and failed), the script is no test file
+    assert [r.command.exit_code for r in result.evidence if r.command is not None] == [1, 0]
     assert "Note: no test ran" not in request_text(provider)
 
 
@@ -196,7 +198,8 @@ async def test_the_no_tests_lever_switches_the_note_off(tmp_path: Path, home: Pa
     runtime, provider = runtime_for(root, home, [run_it, say("ok")], verify_after_change=0)
     runtime.apply_profile(profile_named("small", "no_tests"))
     runtime.loop.provider = provider
-    await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    result = await runtime.loop.run_turn(Conversation(), "why does test_calc.py fail?")
+    assert [r.command.exit_code for r in result.evidence if r.command is not None] == [0]  # it ran, quietly
     assert "Note: no test ran" not in request_text(provider)
 
 

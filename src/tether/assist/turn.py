@@ -35,10 +35,9 @@ class Assist:
         coach = Coach(request, setup) if setup is not None else None
         if attempts <= 0:
             return AssistedTurn(reading, coach=coach)
-        gates: list[AnswerGate] = []
+        gates: list[AnswerGate] = []  # the change made whole first, then checked
         if setup is None or LEFTOVERS not in setup.rules_off:
-            gates.append(LeftoverGate(reading, self.dispatch))  # the change made whole first,
-        # then checked
+            gates.append(LeftoverGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach)
 
