@@ -170,7 +170,7 @@ class _ReplyParser:
         if self.native or tool is None:
             return rest, ""
         fixed, closed = close_open_blocks(rest, tool.block_params)
-        return fixed, " ".join(UNCLOSED_BLOCK.format(name=name, next=after) for name, after in closed)
+        return fixed, " ".join(UNCLOSED_BLOCK.format(name=block, next=after) for block, after in closed)
 
     def _noted(self, found: _Found, note: str) -> _Found:
         """`found`, its last call noted with `note` (the blocks closed for it)."""
