@@ -223,3 +223,51 @@ async def test_a_test_file_that_runs_its_own_checks_gets_no_note(
     runtime.loop.provider = provider
     await runtime.loop.run_turn(Conversation(), f"why does {name} fail?")
     assert "Note: no test ran" not in request_text(provider)
+
+
+def with_levers(runtime: Runtime, on: str) -> None:
+    runtime.apply_profile(profile_named("full", runtime.levers_off, on))
+
+
+async def test_with_the_early_lever_the_check_runs_after_each_change_and_goes_with_its_result(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [write(STILL_WRONG), write(RIGHT), say("Fixed.")])
+    with_levers(runtime, "early")
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    first, second = checks_run(result)  # one after each write, none more at the answer
+    assert first.command is not None and first.command.exit_code == 1
+    assert second.command is not None and second.command.exit_code == 0
+    after_first = [m.text for m in provider.requests[1].messages if m.role == "user" and not m.tool_results]
+    assert any("after that change, and it fails" in text and "AssertionError: 6 != 5" in text for text in after_first)
+    assert "If your change is not finished, go on with it." in after_first[-1]
+    after_second = [m.text for m in provider.requests[2].messages if m.role == "user" and not m.tool_results]
+    assert "after that change: `python3 -m" in after_second[-1] and "passed (exit 0)" in after_second[-1]
+    assert result.text.startswith("Fixed.") and result.text.splitlines()[-1].startswith("Verified: `python3 -m")
+
+
+async def test_an_answer_right_after_an_early_failure_goes_back_then_the_failure_stands(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    replies = [write(STILL_WRONG), say("Fixed."), say("It is fixed, really.")]
+    runtime, provider = runtime_for(root, home, replies, verify_after_change=1)
+    with_levers(runtime, "early")
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert len(checks_run(result)) == 1 and len(provider.requests) == 3  # not run again: nothing changed
+    assert "Fix the code (not the tests)" in sent_back(provider)[-1]
+    assert result.text.startswith("It is fixed, really.")
+    assert result.text.splitlines()[-1].startswith("Not fixed: `python3 -m")
+
+
+async def test_without_the_early_lever_nothing_runs_before_the_answer(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [write(RIGHT), say("Fixed.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert len(provider.requests) == 2 and sent_back(provider) == []  # the write's result alone
+    [check] = checks_run(result)
+    assert check.command is not None and check.command.exit_code == 0
+
+
+async def test_the_small_profile_checks_after_each_change() -> None:
+    assert profile_named("small").verify_each_change and not profile_named("full").verify_each_change
+    assert "early" not in profile_named("small", "early").levers()

@@ -306,6 +306,8 @@ class Runtime:
         turn.terse_history = profile.terse_history
         turn.grammar = profile.grammar
         turn.verify_attempts = self.settings.verify_after_change if profile.verify else 0
+        turn.verify_each_change = profile.verify_each_change
+        turn.take_version = profile.take_version
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but
@@ -498,8 +500,9 @@ class LateAssist:
             self._assist = Assist(*self._args)
         return self._assist
 
-    def start(self, request: str, attempts: int, setup: CoachSetup | None = None) -> AssistedTurn:
-        return self.load().start(request, attempts, setup)
+    def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
+              each_change: bool = False) -> AssistedTurn:
+        return self.load().start(request, attempts, setup, each_change)
 
 
 def attach_web(runtime: Runtime) -> None:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..core.messages import Evidence, Message, ToolCall
+from ..core.messages import Evidence, Message, ToolCall, new_call_id
 from ..engine.turn_assist import CoachSetup
 from ..engine.turn_record import TurnEvidence, failed
 from .call_guard import call_reason
@@ -29,6 +29,7 @@ from .rules import (
     Offer,
     Rule,
 )
+from .shown_code import shown_file_version
 from .verify import no_tests_note
 
 SEND_CUE = "Send that call now."
@@ -40,6 +41,12 @@ _STEP_NOTE = re.compile(r"\s*\(Note: \d+ of \d+ tool round trips used\.[^()]*\)\
 GUARD_LEVER = "guard"
 REPEAT_LEVER = "repeat"
 NO_TESTS_LEVER = "no_tests"
+TAKEN_VERSION = (
+    "(Your reply showed this new version of {path} in a code block and made no call, so it was "
+    "written as the write_file call above. Next time reply with the call itself.)"
+)
+TAKEN_ID = "taken"
+"""How the ids of calls taken from a reply's code block begin."""
 KEPT_REPLIES = frozenset({"apply"})
 """Rules whose reply is kept in a terse history: a fix shown in prose, for the model to apply."""
 
@@ -131,6 +138,23 @@ class Coach:
         self.offered = show(offer.tool, offer.arguments)
         self.offered_keys.add(offer_key(offer.tool, offer.arguments))
         return self.offered
+
+    def reply_call(self, evidence: TurnEvidence) -> tuple[ToolCall, str] | None:
+        """The write_file call a reply with no call makes in aider's whole-file form: a whole
+        new version of a file the turn read (or of the new file the request names) in a code
+        block, for a request to change code (a question's answer may quote code; a file the
+        request keeps is never written). With the note that goes after its result."""
+        e = evidence
+        if not self.setup.take_version or not e.reply or "write_file" not in e.tools:
+            return None
+        if e.asks_question or e.asks_to_run:
+            return None
+        shown = shown_file_version(e, e.reply)
+        if shown is None:
+            return None
+        _, path, content = shown
+        call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "write_file", {"filepath": path, "content": content})
+        return call, TAKEN_VERSION.format(path=path)
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
         """Ask once: the first time a call has a reason not yet sent this turn, the reason is

@@ -163,6 +163,11 @@ class LeftoverGate:
     dispatch: Dispatch
     done: bool = False
 
+    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        """Nothing: a change may take a name out in several steps, so the search waits for
+        the answer."""
+        return GateVerdict()
+
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         found = removals(self.reading, evidence) if not self.done else []
         if not found:

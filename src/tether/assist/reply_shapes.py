@@ -82,6 +82,11 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
     return None if best is None else (best[1], best[2])
 
 
+def python_blocks(text: str) -> list[str]:
+    """The bodies of the reply's fences labelled Python or not labelled."""
+    return [m.group(2) for m in CODE_BLOCK.finditer(text) if m.group(1).lower() in {"", "python", "py", "python3"}]
+
+
 _LANGUAGE_LABELS = {
     "py": {"python", "py", "python3"}, "js": {"javascript", "js", "node"},
     "ts": {"typescript", "ts"}, "rb": {"ruby", "rb"}, "go": {"go", "golang"},

@@ -16,6 +16,7 @@ from ..engine.turn_record import TurnEvidence
 from .reply_shapes import (
     VERSION_MAX_CHARS,
     file_text,
+    python_blocks,
     shown_new_file,
     shown_version,
 )
@@ -37,7 +38,7 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     in a code block instead of written, or for the code of the new file the request names;
     None when the reply shows neither."""
     files = _read_or_written(e)
-    version = shown_version(text, files)
+    version = shown_version(text, files) or _python_version(text, files)
     reading = reading_of(e)
     if version is not None and reading.keeps(version[0]):
         return None  # a file it was told to leave alone
@@ -50,6 +51,25 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     if not _would_run(files, path, content):
         return None  # a function shown alone is no whole file
     return VERSION_SHOWN, path, content
+
+
+def _python_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
+    """(shown path, content) for a Python block that parses and defines every top-level
+    function and class of exactly one Python file the turn read, differing from it: a
+    stub filled in with its signature changed keeps too few of its lines for
+    `shown_version`, yet is the whole module."""
+    found: list[tuple[str, str]] = []
+    for body in python_blocks(text):
+        tree = parsed_python(body)
+        if tree is None:
+            continue
+        for path, shown in files.items():
+            old = file_text(path, VERSION_MAX_CHARS) if shown.endswith(".py") else None
+            old_tree = parsed_python(old) if old is not None else None
+            names = _defined_names(old_tree) if old_tree is not None else set()
+            if names and names <= _defined_names(tree) and body.strip() != (old or "").strip():
+                found.append((shown, body))
+    return found[0] if len({shown for shown, _ in found}) == 1 and len(found) == 1 else None
 
 
 def _read_or_written(e: TurnEvidence) -> dict[Path, str]:

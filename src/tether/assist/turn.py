@@ -3,7 +3,7 @@ each request read once, the checks after a change, and the coach of the turn's e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +30,8 @@ class Assist:
     def __post_init__(self) -> None:
         self.python = ProjectPython(self.root)
 
-    def start(self, request: str, attempts: int, setup: CoachSetup | None = None) -> AssistedTurn:
+    def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
+              each_change: bool = False) -> AssistedTurn:
         reading = read_request(request, self.project_files())
         coach = Coach(request, setup) if setup is not None else None
         if attempts <= 0:
@@ -38,7 +39,8 @@ class Assist:
         gates: list[AnswerGate] = []  # the change made whole first, then checked
         if setup is None or LEFTOVERS not in setup.rules_off:
             gates.append(LeftoverGate(reading, self.dispatch))
-        gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts))
+        gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
+                                each_change=each_change))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach)
 
 
@@ -50,10 +52,18 @@ class GateChain:
     gates: tuple[AnswerGate, ...]
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        return await self._ask(evidence, lambda gate, seen: gate.before_answer(seen))
+
+    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        """Every gate's note on the calls just run, in order, with the calls they made."""
+        return await self._ask(evidence, lambda gate, seen: gate.after_calls(seen))
+
+    async def _ask(self, evidence: Sequence[Evidence],
+                   ask: Callable[[AnswerGate, list[Evidence]], Awaitable[GateVerdict]]) -> GateVerdict:
         notes: list[str] = []
         calls: list[Evidence] = []
         for gate in self.gates:
-            verdict = await gate.before_answer([*evidence, *calls])
+            verdict = await ask(gate, [*evidence, *calls])
             notes += [verdict.note] if verdict.note else []
             calls += verdict.evidence
             if verdict.again:

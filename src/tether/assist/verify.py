@@ -40,6 +40,15 @@ CHECK_FAILED = (
     "Fix the code (not the tests) so that the check passes, then answer."
 )
 CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
+EACH_FAILED = (
+    "The harness ran this request's check after that change, and it fails:\n"
+    "$ {command}\n{how}\n{output}\n"
+    "If your change is not finished, go on with it. Otherwise fix the code (not the tests) "
+    "so that the check passes."
+)
+EACH_PASSED = "The harness ran this request's check after that change: `{command}` passed (exit 0)."
+EACH_MAX = 8
+"""The most checks run after changes in one turn (each runs the project's tests)."""
 CHECK_STILL_FAILS = "Not fixed: `{command}` still fails ({how})."
 CHECK_NOT_RUN = "Not verified: the check `{command}` was not run ({reason})."
 NO_TEST_RAN = (
@@ -227,8 +236,15 @@ class VerifyGate:
     python: ProjectPython
     project_files: Callable[[], Sequence[str]]
     attempts: int
+    each_change: bool = False
+    """Also run the checks right after each change, their outcome sent with its result (as
+    aider runs the tests after each edit): a small model otherwise claims a pass, runs the
+    test file as a script, or ends with the fix shown in prose, before any check ran."""
     asked: int = 0
     """Fixes asked for so far."""
+    ran_after_changes: int = 0
+    passed_unsaid: str = ""
+    """The commands of a pass found after a change, for the answer's last line."""
     seen: int = 0
     """Evidence records already looked at: a change after them calls for a check."""
     last: Outcome | None = None
@@ -239,18 +255,58 @@ class VerifyGate:
         self.seen = len(evidence)
         if self.done or not changed:
             return self._unchanged()
+        outcomes = await self._check(changed)
+        return self._verdict(outcomes) if outcomes else GateVerdict()
+
+    async def _check(self, changed: Sequence[str]) -> list[Outcome]:
+        """The checks for a turn that changed `changed`, run in order up to the first that
+        fails; none (and no more checking this turn) when the request names none."""
         checks = await checks_for(self.reading, self.root, self.python, self.project_files, changed)
         if not checks:
             self.done = True
-            return GateVerdict()
+            return []
         outcomes = await self._run(checks)
         self.seen += len(outcomes)
-        return self._verdict(outcomes)
+        return outcomes
+
+    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        """With `each_change`: the checks run right after calls that changed files, their
+        outcome the note sent with the results (nothing asked, nothing counted as a fix)."""
+        if not self.each_change or self.done or self.ran_after_changes >= EACH_MAX:
+            return GateVerdict()
+        changed = [path for record in evidence[self.seen:] for path in record.changed_paths]
+        if not changed:
+            return GateVerdict()
+        self.seen = len(evidence)
+        outcomes = await self._check(changed)
+        if not outcomes:
+            return GateVerdict()
+        self.ran_after_changes += 1
+        evidence_made = tuple(outcome.evidence for outcome in outcomes)
+        last = self.last = outcomes[-1]
+        if last.ran is None:
+            self.done = True
+            reason = first_line(last.output, 160) or "refused"
+            return GateVerdict(note=CHECK_NOT_RUN.format(command=last.check.command, reason=reason),
+                               evidence=evidence_made)
+        if last.passed:
+            self.passed_unsaid = "`, `".join(outcome.check.command for outcome in outcomes)
+            return GateVerdict(note=EACH_PASSED.format(command=self.passed_unsaid), evidence=evidence_made)
+        self.passed_unsaid = ""
+        return GateVerdict(note=_failure_message(EACH_FAILED, last), evidence=evidence_made)
 
     def _unchanged(self) -> GateVerdict:
-        """No change since the last check: a failure stands (said again at the end)."""
+        """No change since the last check: a failure stands. Found after a change (the
+        model has not been asked to fix it yet), it goes back once more; otherwise it is
+        said again at the end."""
+        if self.last is not None and self.last.passed and self.passed_unsaid:
+            shown, self.passed_unsaid = self.passed_unsaid, ""
+            return GateVerdict(note=CHECK_PASSED.format(command=shown))
         if self.last is None or self.last.passed or self.done:
             return GateVerdict()
+        if self.each_change and self.asked < self.attempts and self.last.ran is not None:
+            self.asked += 1
+            return GateVerdict(again=_failure_message(CHECK_FAILED, self.last))
         self.done = True
         return GateVerdict(note=self._still_fails(self.last))
 
@@ -274,6 +330,7 @@ class VerifyGate:
         return Outcome(check, evidence, ran, output, failure_of(check, ran, output))
 
     def _verdict(self, outcomes: list[Outcome]) -> GateVerdict:
+        self.passed_unsaid = ""
         evidence = tuple(outcome.evidence for outcome in outcomes)
         last = self.last = outcomes[-1]
         if last.ran is None:  # refused (no approval, a deny rule) or could not start
@@ -288,17 +345,17 @@ class VerifyGate:
             self.done = True
             return GateVerdict(note=self._still_fails(last), evidence=evidence)
         self.asked += 1
-        return GateVerdict(again=self._failed_message(last), evidence=evidence)
+        return GateVerdict(again=_failure_message(CHECK_FAILED, last), evidence=evidence)
 
     def _still_fails(self, outcome: Outcome) -> str:
         tries = f"after {self.asked} attempt{'s' if self.asked != 1 else ''} to fix it"
         return CHECK_STILL_FAILS.format(command=outcome.check.command, how=f"{outcome.failure}, {tries}")
 
-    @staticmethod
-    def _failed_message(outcome: Outcome) -> str:
-        how = f"It failed: {outcome.failure}."
-        return CHECK_FAILED.format(command=outcome.check.command, how=how,
-                                   output=output_tail(outcome.output))
+
+
+def _failure_message(template: str, outcome: Outcome) -> str:
+    how = f"It failed: {outcome.failure}."
+    return template.format(command=outcome.check.command, how=how, output=output_tail(outcome.output))
 
 
 _RUNS_AT_TOP = (ast.Expr, ast.Assert, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.Try)

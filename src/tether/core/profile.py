@@ -117,6 +117,13 @@ class Profile:
     verify: bool = True
     """Run the check the request names after a change (assist/verify.py), in every profile;
     the `verify_after_change` setting says how many fixes it may ask for."""
+    verify_each_change: bool = False
+    """Also run that check right after each change, its outcome sent with the change's result
+    (as aider runs the tests after each edit), instead of only when the model would answer."""
+    take_version: bool = False
+    """A reply with no call that shows a whole new version of a file the turn read, for a
+    request to change it, is that write_file call (aider's whole-file edit format), run
+    through the dispatcher with a note saying so (assist/coach.Coach.reply_call)."""
     grammar: bool = False
     """Text protocol: constrained decoding where the server supports it, so a reply is one
     well-formed call to a tool on the menu or a plain answer (protocol/grammar.py). Off in
@@ -178,6 +185,8 @@ LEVER_FIELDS = {
     "steps": "max_steps",
     "verify": "verify",
     "preread": "preread",
+    "early": "verify_each_change",
+    "take": "take_version",
     "grammar": "grammar",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
@@ -205,12 +214,17 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "steps": {"max_steps": None, "soft_pressure_after": None},
     "verify": {"verify": False},
     "preread": {"preread": False},
+    "early": {"verify_each_change": False},
+    "take": {"take_version": False},
     "grammar": {"grammar": False},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
+    "early": {"verify_each_change": True},
+    "take": {"take_version": True},
 }
-"""The levers that are off by default, and how to switch each on."""
+"""How to switch a lever on: those off by default, and the small profile's own that other
+profiles may measure."""
 
 FULL = Profile("full")
 SMALL = Profile(
@@ -223,6 +237,8 @@ SMALL = Profile(
     nudges=True,
     opening_note=True,
     preread=True,
+    verify_each_change=True,
+    take_version=True,
     stop_at_call=True,
     max_reply_tokens=1500,
     terse_history=True,

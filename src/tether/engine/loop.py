@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -177,6 +177,11 @@ class TurnSettings:
     """Send what the checks found back for one tool-free corrected answer."""
     verify_attempts: int = 0
     """Fixes the check after a change may ask for (assist/verify.py; 0: no check)."""
+    verify_each_change: bool = False
+    """The check after a change also runs right after each change (the gate's `after_calls`)."""
+    take_version: bool = False
+    """A whole file version shown in a reply with no call is taken as its write (the coach's
+    `reply_call`)."""
     rules_off: frozenset[str] = frozenset()
     """Levers of the coach's rules switched off (assist/rules.py; TETHER_PROFILE_OFF)."""
 
@@ -253,7 +258,8 @@ class TurnLoop:
         if self.on_turn is not None:
             self.on_turn()
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
-        assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup)
+        assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
+                                      self.settings.verify_each_change)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
@@ -269,7 +275,7 @@ class TurnLoop:
             self.open_turn(turn)
             for step in range(1, self.settings.max_steps + 1):
                 reply = await self.ask(turn, tools=True, note=self._note(step, turn))
-                parsed = self.parse(reply)
+                parsed = self.taken_call(turn, self.parse(reply), reply.result_first)
                 if not parsed.calls and not parsed.errors:
                     nudge = self.reply_note(turn, parsed.text, reply.result_first)
                     if nudge is None:
@@ -283,6 +289,7 @@ class TurnLoop:
                     self.ui.notice(UNREADABLE_STOP, "error")
                     return self.finish(turn, reply, parsed.text)
                 await self.dispatch_all(turn, reply, parsed)
+                await self.after_calls(turn)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
             parsed = self.parse(reply)
             tell_unrun_calls(self.ui, parsed)
@@ -477,6 +484,18 @@ class TurnLoop:
             turn.steps.read_cache.clear()
         return verdict
 
+    async def after_calls(self, turn: TurnState) -> None:
+        """The gate's note on the calls just run (the check after a change), sent with their
+        results; the calls it made join the turn's evidence."""
+        if turn.gate is None:
+            return
+        verdict = await turn.gate.after_calls(turn.conv.evidence)
+        if verdict.evidence:
+            turn.conv.evidence.extend(verdict.evidence)
+            turn.steps.read_cache.clear()
+        if verdict.note:
+            turn.conv.messages.append(Message.user(verdict.note))
+
     def checks_of(self, turn: TurnState, text: str) -> list[str]:
         if not self.settings.answer_checks:
             return []
@@ -541,6 +560,18 @@ class TurnLoop:
         note = turn.coach.opening_note() if turn.coach is not None else ""
         if note:
             turn.conv.messages.append(Message.user(note))
+
+    def taken_call(self, turn: TurnState, parsed: ParseResult, result_first: bool) -> ParseResult:
+        """`parsed`, or, for a reply with no call that makes one in another form (the coach's
+        `reply_call`: a whole file in a code block), that call with its note."""
+        if parsed.calls or parsed.errors or turn.coach is None or turn.record is None:
+            return parsed
+        taken = turn.coach.reply_call(turn.record.snapshot(parsed.text.strip(), result_first))
+        if taken is None:
+            return parsed
+        call, note = taken
+        self.ui.notice(f"the reply's code block for {call.arguments.get('filepath')} is taken as its write_file call")
+        return replace(parsed, calls=[call], repairs={call.id: note})
 
     def reply_note(self, turn: TurnState, text: str, result_first: bool) -> str | None:
         """What the coach's rules say instead of ending the turn on this reply (None: end it)."""
@@ -670,7 +701,7 @@ def coach_setup(settings: TurnSettings, table: ToolTable, mode: ProtocolMode, ct
 
     return CoachSetup(profile="small" if settings.nudges else "full", nudges=settings.nudges,
                       opening_note=settings.opening_note, rules_off=settings.rules_off,
-                      show_call=as_written, ctx=ctx)
+                      show_call=as_written, ctx=ctx, take_version=settings.take_version)
 
 
 def batches(calls: Sequence[ToolCall], table: ToolTable) -> list[list[ToolCall]]:

@@ -30,9 +30,15 @@ class GateVerdict:
 
 
 class AnswerGate(Protocol):
-    """One turn's gate: asked each time a reply would end the turn with an answer."""
+    """One turn's gate: asked each time a reply would end the turn with an answer, and after
+    each reply's calls ran."""
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict: ...
+
+    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        """What follows the results of the calls just run: a `note` sent with them (never
+        `again`: the turn goes on anyway)."""
+        ...
 
 
 class TurnCoach(Protocol):
@@ -45,6 +51,11 @@ class TurnCoach(Protocol):
 
     def reply_note(self, evidence: TurnEvidence) -> str | None:
         """The message to send instead of ending the turn on `evidence.reply`, or None."""
+        ...
+
+    def reply_call(self, evidence: TurnEvidence) -> tuple[ToolCall, str] | None:
+        """The call a reply that made none makes in another form (a whole file shown in a
+        code block), with the note for its result; None when it makes none."""
         ...
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
@@ -80,6 +91,8 @@ class CoachSetup:
     opening_note: bool
     rules_off: frozenset[str] = frozenset()
     """Rule levers switched off (TETHER_PROFILE_OFF), for measurement."""
+    take_version: bool = False
+    """A whole file version shown in a reply with no call is that write (`reply_call`)."""
     show_call: Callable[[str, Mapping[str, str]], str] | None = None
     """Renders a call as the protocol in use writes it (None: as JSON)."""
     ctx: ToolContext | None = None
@@ -104,7 +117,9 @@ UNASSISTED = AssistedTurn(None)
 class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
-    def start(self, request: str, attempts: int, setup: CoachSetup | None = None) -> AssistedTurn:
+    def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
+              each_change: bool = False) -> AssistedTurn:
         """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
-        `setup`: the coach's (None: no coach)."""
+        `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
+        right after each change."""
         ...

@@ -1,0 +1,89 @@
+"""A whole file shown in a code block by a reply with no call is taken as its write_file
+call (the `take` lever, assist/coach.Coach.reply_call): through the real loop, dispatcher and
+write_file on a real project."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from scripted import ScriptedProvider, call, say
+
+from tether.assist.coach import TAKEN_ID
+from tether.core.profile import profile_named
+from tether.engine.loop import Conversation, TurnResult
+from tether.runtime import RunOptions, Runtime, build_runtime
+from tether.store.config import load_settings
+from tether.ui.headless import HeadlessUI
+
+TWO = "import math\n\n\ndef area(r):\n    return r * r\n\n\ndef double(x):\n    return 2 * x\n"
+FIXED = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n\n\ndef double(x):\n    return 2 * x\n"
+REQUEST = "fix area in shapes.py: it must use pi"
+
+
+def runtime_for(root: Path, home: Path, replies: list, levers_on: str = "take") -> tuple[Runtime, ScriptedProvider]:
+    settings = {"provider": "openai", "model": "gpt-test", "openai_base_url": "http://127.0.0.1:9/v1",
+                "sandbox": "off", "verify_after_change": 0}
+    loaded, _ = load_settings(settings, {}, home)
+    runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=True),
+                            HeadlessUI(out=io.StringIO(), err=io.StringIO()), {})
+    runtime.apply_profile(profile_named("full", "", levers_on))
+    provider = ScriptedProvider(replies)
+    runtime.loop.provider = provider
+    return runtime, provider
+
+
+def project(tmp_path: Path, text: str = TWO) -> Path:
+    root = tmp_path / "project"
+    root.mkdir(parents=True)
+    (root / "shapes.py").write_text(text)
+    return root
+
+
+def read() -> list:
+    return call(("read_file", {"filepath": "shapes.py"}))
+
+
+def shown(code: str) -> list:
+    return say(f"Here is the fixed file:\n```python\n{code}```\nThat should do it.")
+
+
+def taken(result: TurnResult) -> list:
+    return [record for record in result.evidence if record.call.id.startswith(TAKEN_ID)]
+
+
+async def test_a_whole_version_shown_in_a_fence_is_written_and_the_result_says_so(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [read(), shown(FIXED), say("Fixed.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert (root / "shapes.py").read_text() == FIXED
+    [record] = taken(result)
+    assert record.call.name == "write_file" and record.changed_paths
+    results = [part.content for m in provider.requests[2].messages for part in m.tool_results]
+    assert any("was written as the write_file call above" in text for text in results)
+    assert result.text == "Fixed."
+
+
+async def test_a_filled_in_stub_with_a_new_signature_is_a_whole_version(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path, "def greet(name):\n    pass\n")
+    filled = 'def greet(name="you"):\n    return f"Hello, {name}"\n'
+    runtime, _ = runtime_for(root, home, [read(), shown(filled), say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), "implement greet in shapes.py")
+    assert (root / "shapes.py").read_text() == filled and len(taken(result)) == 1
+
+
+async def test_part_of_a_file_a_question_a_kept_file_or_the_lever_off_is_never_written(
+        tmp_path: Path, home: Path) -> None:
+    part = "def area(r):\n    return math.pi * r * r\n"
+    cases = [
+        (REQUEST, shown(part), "take"),  # one function of two: no whole file
+        ("why is area in shapes.py wrong?", shown(FIXED), "take"),  # a question quotes code
+        ("fix it, but don't change shapes.py", shown(FIXED), "take"),
+        (REQUEST, shown(FIXED), ""),  # the lever off
+    ]
+    for number, (request, reply, levers) in enumerate(cases):
+        root = project(tmp_path / str(number))
+        runtime, _ = runtime_for(root, home, [read(), reply, say("Done."), say("Done.")], levers_on=levers)
+        result = await runtime.loop.run_turn(Conversation(), request)
+        assert (root / "shapes.py").read_text() == TWO, request
+        assert taken(result) == []
