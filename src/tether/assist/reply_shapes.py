@@ -115,15 +115,17 @@ _NUMBER_GIVEN = re.compile(
     r"\d|\b(zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|none|no)\b", re.I)
 
 
+_STEP_NUMBERS = re.compile(r"^\s*(?:\d+[.)]|#+\s*step\s+\d+\W)\s", re.M | re.I)
+"""The numbers of numbered steps ("1. Locate the function", "### Step 2:"): no answer."""
 _CODE_SPANS = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.S)
 
 
 def gives_number(text: str, request: str = "") -> bool:
     """The answer states some number (in digits or as a word; "no" and "none" count),
-    outside code (`--min 5` in a command it shows is no answer) and other than the numbers
+    outside numbered steps' numbers and code (`--min 5` in a command it shows is no answer) and other than the numbers
     the request itself gives ("words of 5 or more letters")."""
     given = set(re.findall(r"\d+", request))
-    prose = _CODE_SPANS.sub(" ", text)
+    prose = _STEP_NUMBERS.sub(" ", _CODE_SPANS.sub(" ", text))
     return any(m.group() not in given for m in _NUMBER_GIVEN.finditer(prose))
 
 
