@@ -225,6 +225,11 @@ async def test_a_test_file_that_runs_its_own_checks_gets_no_note(
     assert "Note: no test ran" not in request_text(provider)
 
 
+def last_result(provider: ScriptedProvider, request: int) -> str:
+    """The last tool result the model read in request number `request`."""
+    return [part.content for m in provider.requests[request].messages for part in m.tool_results][-1]
+
+
 def with_levers(runtime: Runtime, on: str) -> None:
     runtime.apply_profile(profile_named("full", runtime.levers_off, on))
 
@@ -238,11 +243,13 @@ async def test_with_the_early_lever_the_check_runs_after_each_change_and_goes_wi
     first, second = checks_run(result)  # one after each write, none more at the answer
     assert first.command is not None and first.command.exit_code == 1
     assert second.command is not None and second.command.exit_code == 0
-    after_first = [m.text for m in provider.requests[1].messages if m.role == "user" and not m.tool_results]
-    assert any("after that change, and it fails" in text and "AssertionError: 6 != 5" in text for text in after_first)
-    assert "If your change is not finished, go on with it." in after_first[-1]
-    after_second = [m.text for m in provider.requests[2].messages if m.role == "user" and not m.tool_results]
-    assert "after that change: `python3 -m" in after_second[-1] and "passed (exit 0)" in after_second[-1]
+    after_first = last_result(provider, 1)  # the check's outcome is part of the write's result
+    assert after_first.startswith("overwrote calc.py") or "calc.py" in after_first.splitlines()[0]
+    assert "\nWarning: the harness ran this request's check after that change, and it fails" in after_first
+    assert "AssertionError: 6 != 5" in after_first and "If your change is not finished, go on with it." in after_first
+    after_second = last_result(provider, 2)
+    assert "after that change: `python3 -m" in after_second and "passed (exit 0)" in after_second
+    assert sent_back(provider) == []  # nothing else was said
     assert result.text.startswith("Fixed.") and result.text.splitlines()[-1].startswith("Verified: `python3 -m")
 
 
@@ -271,3 +278,16 @@ async def test_without_the_early_lever_nothing_runs_before_the_answer(tmp_path: 
 async def test_the_small_profile_checks_after_each_change() -> None:
     assert profile_named("small").verify_each_change and not profile_named("full").verify_each_change
     assert "early" not in profile_named("small", "early").levers()
+
+
+async def test_in_the_small_profile_an_empty_reply_after_an_early_failure_is_told_to_fix_it(
+        tmp_path: Path, home: Path) -> None:
+    from tether.assist.rules import CHANGE_WARNED
+
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [write(STILL_WRONG), say(""), write(RIGHT), say("Fixed.")])
+    runtime.apply_profile(profile_named("small"))
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    told = [m.text for m in provider.requests[2].messages if m.role == "user" and not m.tool_results][-1]
+    assert CHANGE_WARNED.format(path="calc.py") in told  # not "your last call worked"
+    assert (root / "calc.py").read_text() == RIGHT and result.text.startswith("Fixed.")

@@ -41,7 +41,7 @@ CHECK_FAILED = (
 )
 CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
 EACH_FAILED = (
-    "The harness ran this request's check after that change, and it fails:\n"
+    "Warning: the harness ran this request's check after that change, and it fails:\n"
     "$ {command}\n{how}\n{output}\n"
     "If your change is not finished, go on with it. Otherwise fix the code (not the tests) "
     "so that the check passes."

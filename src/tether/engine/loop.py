@@ -494,7 +494,11 @@ class TurnLoop:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()
         if verdict.note:
-            turn.conv.messages.append(Message.user(verdict.note))
+            with_note_on_last_result(turn.conv.messages, verdict.note)
+            if turn.record is not None:
+                ran = [str(record.call.arguments.get("command", "")) for record in verdict.evidence
+                       if record.call.name == "run_cmd"]
+                turn.record.noted(verdict.note, ran)
 
     def checks_of(self, turn: TurnState, text: str) -> list[str]:
         if not self.settings.answer_checks:
@@ -737,6 +741,23 @@ def cancelled_evidence(call: ToolCall, result: ToolResult) -> Evidence:
 
 def cancelled_result(call: ToolCall) -> ToolResult:
     return ToolResult(call.id, call.name, "Cancelled by the user before it finished.", True)
+
+
+def with_note_on_last_result(messages: list[Message], note: str) -> None:
+    """`note` after the last result of the latest tool message (what the harness found on the
+    calls just run is part of their result, as a result is all a model reads after a call);
+    a message of its own when there is none since the last assistant message."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            break
+        if message.role == "tool" and message.tool_results:
+            *rest, last = message.parts
+            if isinstance(last, ToolResult):
+                noted = ToolResult(last.call_id, last.name, f"{last.content}\n\n{note}", last.is_error)
+                messages[index] = Message("tool", [*rest, noted])
+                return
+    messages.append(Message.user(note))
 
 
 def with_repair_note(result: ToolResult, note: str | None) -> ToolResult:

@@ -9,7 +9,7 @@ snapshots: a rule is a pure function of one.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -179,6 +179,18 @@ class TurnRecord:
         self.last_failure, self.last_warned = None, "\nWarning: " in evidence.result
         self.acted = self.acted or changes_things
         self._saw_success(call)
+
+    def noted(self, text: str, commands: Sequence[str] = ()) -> None:
+        """What the harness added to the latest results (the check after a change) and the
+        commands it ran for it: a warning in it is the last call's, as if its result had said
+        it, and the change is no longer unchecked."""
+        if commands:
+            self.commands.update(command.strip() for command in commands)
+            self.unchecked = None
+        if self.seen_chars < SEEN_TEXT_CAP:
+            self.seen.append(text)
+            self.seen_chars += len(text)
+        self.last_warned = self.last_warned or text.startswith("Warning: ") or "\nWarning: " in text
 
     def _saw_path(self, call: ToolCall) -> None:
         """A file the call read or edited, whatever came of it (the model has seen it named)."""
