@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from scripted import ScriptedProvider, call, say
-from test_verify_after_change import checks_run, runtime_for
+from test_verify_after_change import checks_run
+from test_verify_after_change import runtime_for as runtime_with_every_gate
 
 from tether.assist.leftovers import (
     LEFT_OVER,
@@ -20,12 +21,21 @@ from tether.assist.request import read_request
 from tether.core.messages import Evidence, ToolCall
 from tether.core.profile import LEVERS_ENV
 from tether.engine.loop import Conversation, TurnResult
+from tether.runtime import Runtime
 
 UTIL = "def calc_total(xs):\n    return sum(xs)\n"
 MAIN = "from util import calc_total\n\nprint(calc_total([1, 2]))\n"
 REQUEST = "Rename calc_total to compute_total everywhere in the project."
 RENAME_DEF = ("edit_file", {"filepath": "util.py", "old_content": "def calc_total(xs):",
                             "new_content": "def compute_total(xs):"})
+
+
+def runtime_for(root: Path, home: Path, replies: list, env: dict[str, str] | None = None,
+                **given: object) -> tuple[Runtime, ScriptedProvider]:
+    """The runtime with the search for a missing name off (tests/test_missing_names.py's):
+    what these tests count is the search for what a change left."""
+    off = ",".join(filter(None, ["missing", (env or {}).get(LEVERS_ENV, "")]))
+    return runtime_with_every_gate(root, home, replies, env={**(env or {}), LEVERS_ENV: off}, **given)
 
 
 def project(tmp_path: Path) -> Path:

@@ -146,9 +146,9 @@ def test_levers_can_be_switched_off_by_name() -> None:
     assert not profile.short_menu and not profile.nudges and profile.simple_edit
     assert "menu" not in profile.levers() and "edit" in profile.levers()
     # the checks after a change are the levers every profile has
-    assert profile_named("full", "menu").levers() == ["verify", "leftovers"]
+    assert profile_named("full", "menu").levers() == ["verify", "leftovers", "missing"]
     assert profile_named("full", "verify").levers() == []
-    assert profile_named("full", "leftovers").levers() == ["verify"]
+    assert profile_named("full", "leftovers").levers() == ["verify", "missing"]
     small = profile_named("small", "echo,guard").levers()
     assert "empty" in small and "leftovers" in small and "echo" not in small and "guard" not in small
     with pytest.raises(ValueError, match="unknown profile lever 'menus'"):

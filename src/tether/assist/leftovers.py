@@ -125,6 +125,11 @@ def places_left(result: str, reading: RequestReading, anywhere: bool = False) ->
     return lines
 
 
+def places_anywhere(result: str) -> bool:
+    """A search's result names at least one matching line."""
+    return _MATCH_LINE.search(result) is not None
+
+
 HISTORY_FILES = frozenset({"changelog", "changes", "history", "news", "releases", "release_notes", "release-notes"})
 """A project's record of past releases: the old name there is what those releases had."""
 

@@ -108,6 +108,9 @@ _CODE_NAME = re.compile(
 _CODE_SHAPED = re.compile(r"^--?[A-Za-z]|_|[a-z][A-Z]|\(\)$")
 """What marks a bare word as a name in code: an underscore, an inner capital (`getUser`),
 call parentheses or an option's dashes; a plain English word has none."""
+_CALLED_WITH = re.compile(r"\((?!e?s\))[ \t]*[A-Za-z_*]\w*(?:[ \t]*(?:=[^()\n]{1,20})?[ \t]*,[ \t]*\*{0,2}[A-Za-z_]\w*)*[ \t]*(?:=[^()\n]{1,20})?\)")
+"""A word's call with named parameters right after it (`slugify(text)`, `clamp(x, lo, hi)`):
+a function's name, though a plain word ("file(s)" aside)."""
 _REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
 _ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
 _TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
@@ -328,7 +331,7 @@ def _code_names(text: str, files: list[str]) -> tuple[str, ...]:
     backticked = {match.group(1).strip() for match in _BACKTICKED.finditer(text)}
     for match in _CODE_NAME.finditer(text):
         word = match.group(0)
-        if word in backticked or _CODE_SHAPED.search(word):
+        if word in backticked or _CODE_SHAPED.search(word) or _CALLED_WITH.match(text, match.end()):
             found.append(word.removesuffix("()"))
     taken = {part for name in files for part in re.split(r"[/.]", name)}
     return _unique(name for name in found if name.strip("_-") and name not in taken)

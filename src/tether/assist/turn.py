@@ -11,11 +11,14 @@ from ..core.messages import Evidence
 from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdict
 from .coach import Coach
 from .leftovers import LeftoverGate
+from .missing import MissingGate
 from .request import read_request
 from .verify import Dispatch, ProjectPython, VerifyGate
 
 LEFTOVERS = "leftovers"
 """The lever of the search for what a change left (assist/leftovers.py)."""
+MISSING = "missing"
+"""The lever of the search for a name the request asks for (assist/missing.py)."""
 
 
 @dataclass
@@ -37,8 +40,11 @@ class Assist:
         if attempts <= 0:
             return AssistedTurn(reading, coach=coach)
         gates: list[AnswerGate] = []  # the change made whole first, then checked
-        if setup is None or LEFTOVERS not in setup.rules_off:
+        off = setup.rules_off if setup is not None else frozenset()
+        if LEFTOVERS not in off:
             gates.append(LeftoverGate(reading, self.dispatch))
+        if MISSING not in off:
+            gates.append(MissingGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
                                 each_change=each_change))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach)

@@ -135,7 +135,7 @@ class Profile:
         """The names of the levers that are on (for the json output and the benchmark): the
         profile's own, then the rule levers of the rules it runs, less those switched off."""
         on = [name for name in LEVER_NAMES if self._is_on(name)]
-        rules = RULE_LEVERS if self.nudges else ("leftovers",) if self.verify else ()
+        rules = RULE_LEVERS if self.nudges else ("leftovers", "missing") if self.verify else ()
         return on + [name for name in rules if name not in self.rules_off]
 
     def _is_on(self, lever: str) -> bool:
@@ -193,6 +193,7 @@ LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
     "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
+    "missing",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
 notes, and its note on a test file run directly that ran no test), each switching its rules
