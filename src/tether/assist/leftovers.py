@@ -160,18 +160,21 @@ def left_over_message(name: str, changed: Sequence[str], places: Sequence[str]) 
     return LEFT_OVER.format(name=name, changed=" and ".join(changed), places="\n".join(shown))
 
 
+class AtTheAnswer:
+    """A gate with nothing to say after a reply's calls: a change may take several steps, so
+    it looks only when the model would answer."""
+
+    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        return GateVerdict()
+
+
 @dataclass
-class LeftoverGate:
+class LeftoverGate(AtTheAnswer):
     """One turn's search for the names its changes took out, once, when it would end."""
 
     reading: RequestReading
     dispatch: Dispatch
     done: bool = False
-
-    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
-        """Nothing: a change may take a name out in several steps, so the search waits for
-        the answer."""
-        return GateVerdict()
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         found = removals(self.reading, evidence) if not self.done else []

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..core.messages import Evidence
 from ..engine.turn_assist import GateVerdict
-from .leftovers import places_anywhere, removals, search_call
+from .leftovers import AtTheAnswer, places_anywhere, removals, search_call
 from .request import RequestReading
 from .verify import Dispatch
 
@@ -36,16 +36,12 @@ def missing_message(names: Sequence[str]) -> str:
 
 
 @dataclass
-class MissingGate:
+class MissingGate(AtTheAnswer):
     """One turn's search, once, for the names the request asks for that no file has."""
 
     reading: RequestReading
     dispatch: Dispatch
     done: bool = False
-
-    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
-        """Nothing: a change may add the name in a later step, so the search waits for the answer."""
-        return GateVerdict()
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         if self.done or not self.reading.change or not any(record.changed_paths for record in evidence):
