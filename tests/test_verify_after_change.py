@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, say
 
-from tether.assist.verify import CHECK_ID, NO_TEST_RAN, RAN_NO_TESTS, unittest_target
+from tether.assist.verify import CHECK_ID, EACH_FAILED, EACH_PASSED, NO_TEST_RAN, RAN_NO_TESTS, unittest_target
 from tether.core.profile import LEVERS_ENV, profile_named
 from tether.engine.loop import Conversation, TurnResult
 from tether.runtime import RunOptions, Runtime, build_runtime
@@ -243,12 +243,12 @@ async def test_with_the_early_lever_the_check_runs_after_each_change_and_goes_wi
     first, second = checks_run(result)  # one after each write, none more at the answer
     assert first.command is not None and first.command.exit_code == 1
     assert second.command is not None and second.command.exit_code == 0
-    after_first = last_result(provider, 1)  # the check's outcome is part of the write's result
-    assert after_first.startswith("overwrote calc.py") or "calc.py" in after_first.splitlines()[0]
-    assert "\nWarning: the harness ran this request's check after that change, and it fails" in after_first
-    assert "AssertionError: 6 != 5" in after_first and "If your change is not finished, go on with it." in after_first
-    after_second = last_result(provider, 2)
-    assert "after that change: `python3 -m" in after_second and "passed (exit 0)" in after_second
+    history = provider.requests[1].messages  # the check shown as a call of its own, with its result
+    assert [call.arguments["command"] for call in history[-2].tool_calls] == [first.call.arguments["command"]]
+    after_first = last_result(provider, 1)
+    assert "AssertionError: 6 != 5" in after_first
+    assert after_first.endswith(EACH_FAILED.format(how="exit 1"))
+    assert last_result(provider, 2).endswith(EACH_PASSED)
     assert sent_back(provider) == []  # nothing else was said
     assert result.text.startswith("Fixed.") and result.text.splitlines()[-1].startswith("Verified: `python3 -m")
 

@@ -41,12 +41,11 @@ CHECK_FAILED = (
 )
 CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
 EACH_FAILED = (
-    "Warning: the harness ran this request's check after that change, and it fails:\n"
-    "$ {command}\n{how}\n{output}\n"
-    "If your change is not finished, go on with it. Otherwise fix the code (not the tests) "
-    "so that the check passes."
+    "Warning: the harness ran this check after your change, and it fails ({how}). If your "
+    "change is not finished, go on with it. Otherwise fix the code (not the tests) so that it "
+    "passes."
 )
-EACH_PASSED = "The harness ran this request's check after that change: `{command}` passed (exit 0)."
+EACH_PASSED = "(The harness ran this check after your change: it passed.)"
 EACH_MAX = 8
 """The most checks run after changes in one turn (each runs the project's tests)."""
 CHECK_STILL_FAILS = "Not fixed: `{command}` still fails ({how})."
@@ -270,8 +269,9 @@ class VerifyGate:
         return outcomes
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
-        """With `each_change`: the checks run right after calls that changed files, their
-        outcome the note sent with the results (nothing asked, nothing counted as a fix)."""
+        """With `each_change`: the checks run right after calls that changed files; the loop
+        shows them to the model as calls with their results, the note (what the outcome
+        means) after the last (nothing asked, nothing counted as a fix)."""
         if not self.each_change or self.done or self.ran_after_changes >= EACH_MAX:
             return GateVerdict()
         changed = [path for record in evidence[self.seen:] for path in record.changed_paths]
@@ -291,9 +291,9 @@ class VerifyGate:
                                evidence=evidence_made)
         if last.passed:
             self.passed_unsaid = "`, `".join(outcome.check.command for outcome in outcomes)
-            return GateVerdict(note=EACH_PASSED.format(command=self.passed_unsaid), evidence=evidence_made)
+            return GateVerdict(note=EACH_PASSED, evidence=evidence_made)
         self.passed_unsaid = ""
-        return GateVerdict(note=_failure_message(EACH_FAILED, last), evidence=evidence_made)
+        return GateVerdict(note=EACH_FAILED.format(how=last.failure), evidence=evidence_made)
 
     def _unchanged(self) -> GateVerdict:
         """No change since the last check: a failure stands. Found after a change (the

@@ -485,14 +485,21 @@ class TurnLoop:
         return verdict
 
     async def after_calls(self, turn: TurnState) -> None:
-        """The gate's note on the calls just run (the check after a change), sent with their
-        results; the calls it made join the turn's evidence."""
+        """What the gate does after the calls just run (the check after a change): the calls
+        it made join the turn's evidence and the history, as calls with their results (as the
+        files read first do: a model reads a result as the answer to a call), and its note
+        ends the last result."""
         if turn.gate is None:
             return
         verdict = await turn.gate.after_calls(turn.conv.evidence)
         if verdict.evidence:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()
+            turn.conv.messages += [
+                Message("assistant", [record.call for record in verdict.evidence]),
+                Message("tool", [ToolResult(record.call.id, record.call.name, record.result, record.error)
+                                 for record in verdict.evidence]),
+            ]
         if verdict.note:
             with_note_on_last_result(turn.conv.messages, verdict.note)
             if turn.record is not None:
