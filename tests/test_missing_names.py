@@ -8,7 +8,7 @@ from pathlib import Path
 from scripted import ScriptedProvider, call, say
 from test_verify_after_change import checks_run, runtime_for
 
-from tether.assist.missing import missing_message
+from tether.assist.missing import STILL_MISSING, missing_message
 from tether.assist.request import read_request
 from tether.core.profile import LEVERS_ENV, profile_named
 from tether.engine.loop import Conversation
@@ -43,8 +43,19 @@ async def test_a_name_asked_for_that_no_file_has_goes_back_once(tmp_path: Path, 
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
     assert missing_message(["slugify"]) in harness_says(provider)
     searches = [r for r in checks_run(result) if r.call.name == "search_in_file"]
-    assert len(searches) == 1 and searches[0].result.startswith("No matches")  # asked once only
+    assert searches[0].result.startswith("No matches") and not searches[1].result.startswith("No matches")
     assert "def slugify" in (root / "strings.py").read_text() and result.text.startswith("Added both.")
+
+
+async def test_a_name_still_missing_at_the_next_answer_is_its_last_line(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    test_only = TEST + "\n\ndef test_slug():\n    assert True\n"
+    replies = [write("test_strings.py", test_only), say("Added."), say("I added slugify to strings.py.")]
+    runtime, provider = runtime_for(root, home, replies, verify_after_change=1)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert len(provider.requests) == 3  # asked once
+    assert result.text.startswith("I added slugify to strings.py.")
+    assert STILL_MISSING.format(names="`slugify`") in result.text.splitlines()
 
 
 async def test_a_name_the_change_added_or_took_out_or_a_question_is_not_sent_back(tmp_path: Path, home: Path) -> None:

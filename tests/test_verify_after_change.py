@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedProvider, call, say
 
-from tether.assist.verify import CHECK_ID, EACH_FAILED, EACH_PASSED, NO_TEST_RAN, RAN_NO_TESTS, unittest_target
+from tether.assist.verify import (
+    CHECK_ID,
+    EACH_FAILED,
+    EACH_PASSED,
+    NO_TEST_RAN,
+    RAN_NO_TESTS,
+    unittest_target,
+)
 from tether.core.profile import LEVERS_ENV, profile_named
 from tether.engine.loop import Conversation, TurnResult
 from tether.runtime import RunOptions, Runtime, build_runtime

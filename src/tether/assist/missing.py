@@ -35,29 +35,46 @@ def missing_message(names: Sequence[str]) -> str:
     return MISSING.format(names=shown, them="it" if len(names) == 1 else "them")
 
 
+STILL_MISSING = "Not done: no file of the project has {names}, which the request names."
+
+
 @dataclass
 class MissingGate(AtTheAnswer):
-    """One turn's search, once, for the names the request asks for that no file has."""
+    """One turn's search for the names the request asks for that no file has: sent back
+    once; at the next answer, those still missing are the answer's last line."""
 
     reading: RequestReading
     dispatch: Dispatch
+    asked: tuple[str, ...] = ()
     done: bool = False
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         if self.done or not self.reading.change or not any(record.changed_paths for record in evidence):
             return GateVerdict()
-        self.done = True
+        if self.asked:
+            self.done = True
+            missing, records = await self._missing(self.asked)
+            names = " and ".join(f"`{name}`" for name in missing)
+            return GateVerdict(note=STILL_MISSING.format(names=names) if missing else "", evidence=records)
         taken_out = {removal.name for removal in removals(self.reading, evidence)}
+        wanted = [name for name in self.reading.code_names
+                  if name not in taken_out and len(name.strip("-")) >= SHORTEST]
+        missing, records = await self._missing(wanted)
+        if not missing:
+            self.done = True
+            return GateVerdict(evidence=records)
+        self.asked = tuple(missing)
+        notice = f"{', '.join(f'`{name}`' for name in missing)} in no file of the project: back to the model"
+        return GateVerdict(again=missing_message(missing), evidence=records, notice=notice)
+
+    async def _missing(self, names: Sequence[str]) -> tuple[list[str], tuple[Evidence, ...]]:
+        """The names no file of the project has (a failed search says nothing), with the
+        searches made."""
         records: list[Evidence] = []
         missing: list[str] = []
-        for name in self.reading.code_names:
-            if name in taken_out or len(name.strip("-")) < SHORTEST:
-                continue
+        for name in names:
             result, record = await self.dispatch(search_call(name))
             records.append(record)
             if not result.is_error and not places_anywhere(result.content):
                 missing.append(name)
-        if not missing:
-            return GateVerdict(evidence=tuple(records))
-        notice = f"{', '.join(f'`{name}`' for name in missing)} in no file of the project: back to the model"
-        return GateVerdict(again=missing_message(missing), evidence=tuple(records), notice=notice)
+        return missing, tuple(records)
