@@ -747,7 +747,8 @@ def test_display_path(tmp_path: Path) -> None:
 
 
 def test_edit_matches_whole_lines_at_the_end_of_a_file_without_a_final_newline(tmp_path: Path) -> None:
-    from tether.tools.files import EditFileParams, edit_file
+    from tether.tools.files import edit_file
+    from tether.tools.params import EditFileParams
 
     (tmp_path / "a.py").write_text("x = 10\ny = 1")
     ctx = ToolContext(root=tmp_path)
