@@ -101,3 +101,22 @@ def test_the_warm_up_loads_the_assist_package_and_builds_every_schema(tmp_path: 
     assert "tether.assist" in modules
     assert "ReadFileParams" in built and "RunCmdParams" in built
     assert "tether.hooks.runner" not in modules  # no hook is configured
+
+
+COLLECTION = """
+import gc
+from tether.cli import collect_after_start
+from tether.runtime import resume_collection
+
+collect_after_start()
+assert not gc.isenabled()
+resume_collection()  # the first start is over: what it made is set aside, collection goes on
+assert gc.isenabled() and gc.get_freeze_count() > 0
+frozen = gc.get_freeze_count()
+resume_collection()  # a later start (/rebuild) sets nothing more aside
+assert gc.get_freeze_count() == frozen
+"""
+
+
+def test_the_collector_waits_for_the_start_and_then_goes_on() -> None:
+    subprocess.run([sys.executable, "-c", COLLECTION], check=True)
