@@ -14,7 +14,7 @@ import copy
 import functools
 import importlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload
 
@@ -204,6 +204,12 @@ class Tool:
     schema: dict[str, Any] | None = field(default=None, hash=False)
     """A JSON schema given as it is (an MCP server's tool), used instead of the params
     model's; `params` then only has to accept the arguments."""
+
+    def changed(self, **changes: Any) -> Tool:
+        """A copy with `changes` (as dataclasses.replace) that leaves a model named by where it
+        lives unread: a variant made at start (the small profile's read_file) loads nothing."""
+        changes.setdefault("params", self.__dict__["_params"])  # ModelSlot keeps it there
+        return replace(self, **changes)
 
     @property
     def read_only(self) -> bool:

@@ -183,8 +183,7 @@ def plain_read_tool(full: Tool) -> Tool:
             return replace(output, text=_READ_HASH.sub(r"\1| ", output.text))
         return output
 
-    return replace(
-        full,
+    return full.changed(
         description="Read a text file; each line is shown as 'N| text' (N = line number, "
         "not part of the file). Long files are paged: use offset.",
         handler=handler,
@@ -245,8 +244,7 @@ def simple_edit_tool(full: Tool) -> Tool:
             raise ToolError(message + _shown_whole(_current_text(path))) from None
         return output
 
-    return replace(
-        full,
+    return full.changed(
         description="Replace old_content (exact text that occurs once in the file) with "
         "new_content. Returns a diff.",
         params=params_named("SimpleEditParams"),
