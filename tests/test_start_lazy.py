@@ -1,7 +1,9 @@
 """What a start leaves for later: building and starting the runtime loads neither the assist
 package, the answer checks, the hooks' runner, the skills' book (none is configured here),
 repo_map's modules nor search_web's, nor any tool's parameters model (nor pydantic with them);
-the first turn, the first call of the tool, or the warm-up the chat runs once ready, loads them. A fresh interpreter, so that nothing an earlier test imported counts."""
+the first turn, the first call of the tool, or the warm-up the chat runs once ready, loads them.
+And the collector waits for the start. A fresh interpreter each, so that nothing an earlier test
+imported counts."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from pathlib import Path
 
 from fakeserver import FakeServer
 
-LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "tether.assist", "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
+LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "tether.assist",
+        "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
         "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text")
 
 SCRIPT = """
