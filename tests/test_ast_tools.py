@@ -16,7 +16,8 @@ from tether.engine.dispatch import Dispatcher
 from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import Rule, RuleSet
 from tether.tools import builtin_tools
-from tether.tools.ast_tools import AstTools, QueryAstParams, SkeletonParams
+from tether.tools.ast_tools import AstTools
+from tether.tools.params import QueryAstParams, SkeletonParams
 
 FIXTURES = {
     "shapes.py": '''import math

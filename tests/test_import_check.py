@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tether.core.toolspec import ToolContext
-from tether.tools.file_edit import EditFileParams, edit_file
-from tether.tools.files import WriteFileParams, write_file
+from tether.tools.file_edit import edit_file
+from tether.tools.files import write_file
 from tether.tools.import_check import missing_imports
+from tether.tools.params import EditFileParams, WriteFileParams
 
 
 def write(root: Path, files: dict[str, str]) -> None:

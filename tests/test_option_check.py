@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from tether.core.toolspec import ToolContext
-from tether.tools.file_edit import EditFileParams, edit_file
+from tether.tools.file_edit import edit_file
 from tether.tools.option_check import unread_options
+from tether.tools.params import EditFileParams
 
 CLI = (
     "import argparse\n\nfrom .core import make_greeting\n\n\n"

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from tether.core.toolspec import ToolContext
-from tether.tools.files import ReadFileParams, read_file
+from tether.tools.files import read_file
+from tether.tools.params import ReadFileParams
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -89,7 +90,8 @@ def test_at_most_a_few_values_are_shown(tmp_path: Path) -> None:
 
 
 def search(root: Path, pattern: str, path: str = ".") -> str:
-    from tether.tools.file_search import SearchInFileParams, search_in_file
+    from tether.tools.file_search import search_in_file
+    from tether.tools.params import SearchInFileParams
 
     return search_in_file(SearchInFileParams(pattern=pattern, path=path), ToolContext(root=root)).text
 
@@ -113,7 +115,8 @@ def test_only_the_matching_lines_count_and_a_line_already_shown_is_not_repeated(
 def test_a_search_never_looks_up_values_past_a_deny_rule(tmp_path: Path) -> None:
     write(tmp_path, {"up/__init__.py": "", "up/client.py": CLIENT, "up/policy.py": POLICY})
     ctx = ToolContext(root=tmp_path, may_read=lambda p: p.name != "policy.py")  # type: ignore[call-arg]
-    from tether.tools.file_search import SearchInFileParams, search_in_file
+    from tether.tools.file_search import search_in_file
+    from tether.tools.params import SearchInFileParams
 
     text = search_in_file(SearchInFileParams(pattern="attempt", path="up/client.py"), ctx).text
     assert "MAX_UPLOAD_RETRIES = 11" not in text

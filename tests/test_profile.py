@@ -554,7 +554,8 @@ def test_json_and_stream_json_say_which_profile(tmp_path: Path, home: Path) -> N
     ],
 )
 def test_not_found_names_the_closest_existing_paths(tmp_path: Path, asked: str, message: str) -> None:
-    from tether.tools.files import ReadFileParams, read_file
+    from tether.tools.files import read_file
+    from tether.tools.params import ReadFileParams
 
     (tmp_path / "textutils.py").write_text("x = 1\n")
     (tmp_path / "lib").mkdir()
@@ -565,7 +566,8 @@ def test_not_found_names_the_closest_existing_paths(tmp_path: Path, asked: str, 
 
 
 def test_not_found_suggests_nothing_when_nothing_is_alike(tmp_path: Path) -> None:
-    from tether.tools.files import ReadFileParams, read_file
+    from tether.tools.files import read_file
+    from tether.tools.params import ReadFileParams
 
     (tmp_path / "main.py").write_text("")
     with pytest.raises(ToolError, match=r"^File not found: zebra\.txt\.$"):

@@ -15,7 +15,8 @@ from tether.core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.engine.dispatch import Dispatcher
 from tether.engine.loop import Conversation, TurnLoop, TurnSettings
-from tether.tools.ast_tools import AstTools, RepoMapParams
+from tether.tools.ast_tools import AstTools
+from tether.tools.params import RepoMapParams
 from tether.tools.repo_map import tokens_of
 from tether.tools.repo_rank import pagerank
 

@@ -12,7 +12,8 @@ import pytest
 from tether.core.messages import Message
 from tether.core.toolspec import CONVERSATION, ToolContext
 from tether.tools import repo_order
-from tether.tools.ast_tools import AstTools, RepoMapParams
+from tether.tools.ast_tools import AstTools
+from tether.tools.params import RepoMapParams
 from tether.tools.repo_order import parse_order
 from tether.tools.repo_tag_store import TagStore
 

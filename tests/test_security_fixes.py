@@ -24,8 +24,9 @@ from tether.providers.gemini import GeminiProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai import OpenAIProvider
 from tether.store.git_ops import GitOps
-from tether.tools.files import SearchInFileParams, search_in_file
-from tether.tools.git import GitDiffParams, GitStatusParams, git_diff, git_status
+from tether.tools.files import search_in_file
+from tether.tools.git import git_diff, git_status
+from tether.tools.params import GitDiffParams, GitStatusParams, SearchInFileParams
 from tether.ui.terminal.prompt import ProjectFiles
 
 # A key without any well-known prefix: only the provider's own key can catch it.

@@ -26,8 +26,9 @@ from tether.assist.rules import FIND_IT_YOURSELF, REPEATED_CALL
 from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
 from tether.engine.loop import Conversation
-from tether.tools.file_search import SearchInFileParams, search_in_file
+from tether.tools.file_search import search_in_file
 from tether.tools.files import FILE_TOOLS
+from tether.tools.params import SearchInFileParams
 
 # ---------------------------------------------------------------- the same call again
 
@@ -472,7 +473,8 @@ async def test_a_readable_call_between_broken_ones_starts_the_count_again(tmp_pa
 
 def test_tool_search_for_a_project_script_says_it_is_a_file_to_run(tmp_path: Path) -> None:
     from tether.core.toolspec import ToolTable
-    from tether.engine.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
+    from tether.engine.toolmenu import ToolMenu, tool_search_tool
+    from tether.tools.params import ToolSearchParams
 
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "textstats.py").write_text("print(1)\n")
@@ -488,7 +490,8 @@ def test_tool_search_for_a_project_script_says_it_is_a_file_to_run(tmp_path: Pat
 
 def script_search(root: Path):  # noqa: ANN201
     from tether.core.toolspec import ToolTable
-    from tether.engine.toolmenu import ToolMenu, ToolSearchParams, tool_search_tool
+    from tether.engine.toolmenu import ToolMenu, tool_search_tool
+    from tether.tools.params import ToolSearchParams
 
     table = ToolTable([make_tool(n, lambda a, c: "") for n in ("read_file", "git_diff")])
     search = tool_search_tool(ToolMenu(table, ["read_file"]))

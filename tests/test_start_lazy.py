@@ -1,7 +1,9 @@
-"""What a start leaves for later: building the runtime loads neither the assist package, the
-answer checks, the hooks' runner, the skills' book (none is configured here), repo_map's
-modules nor search_web's, and builds no tool's parameters model; the first turn, the first
-call of the tool, or the warm-up the chat runs once ready, loads them. A fresh interpreter, so that nothing an earlier test imported counts."""
+"""What a start leaves for later: building and starting the runtime loads neither the assist
+package, the answer checks, the hooks' runner, the skills' book (none is configured here),
+repo_map's modules nor search_web's, nor any tool's parameters model (nor pydantic with them);
+the first turn, the first call of the tool, or the warm-up the chat runs once ready, loads them.
+And the collector waits for the start. A fresh interpreter each, so that nothing an earlier test
+imported counts."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-LATE = ("tether.assist", "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
+from fakeserver import FakeServer
+
+LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "tether.assist",
+        "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
         "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text")
 
 SCRIPT = """
@@ -20,13 +25,16 @@ from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
 
-root, home, step = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-settings = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1",
-            "sandbox": "off"}
+root, home, step, url = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+settings = {"provider": "openai", "model": "m", "openai_base_url": url + "/v1", "sandbox": "off",
+            "profile": sys.argv[5]}
 loaded, _ = load_settings(settings, {}, home)
 runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=True),
                         HeadlessUI(out=io.StringIO(), err=io.StringIO()), {})
-if step == "turn":
+if step == "start":  # what the model can do, asked of the server as the chat does before ready
+    import asyncio
+    asyncio.run(runtime.start())
+elif step == "turn":
     runtime.loop.assist.start("What does main.py do?", 0)
 elif step == "warm":
     runtime.warm_up()
@@ -36,22 +44,32 @@ elif step == "tools":  # repo_map called as the model would; search_web's search
     result, _ = asyncio.run(runtime.loop.dispatcher.dispatch(ToolCall("1", "repo_map", {})))
     assert not result.is_error, result.content
     runtime.table.get("search_web").handler.__self__.searcher
+# what is loaded now, before the models are read below (which loads them)
+modules, pydantic = sorted(m for m in sys.modules if m.startswith("tether.")), "pydantic" in sys.modules
 params = [tool.params for tool in runtime.table]
-print(json.dumps({"modules": sorted(m for m in sys.modules if m.startswith("tether.")),
-                  "built": [p.__name__ for p in params if p.__pydantic_complete__]}))
+print(json.dumps({"modules": modules, "built": [p.__name__ for p in params if p.__pydantic_complete__],
+                  "pydantic": pydantic}))
 """
 
 
 def loaded_after(step: str, tmp_path: Path) -> tuple[set[str], list[str]]:
-    """The tether modules loaded, and the parameters models built, after building the
-    runtime and then `step` ("build": nothing more, "turn": a turn's start, "warm": the warm-up)."""
+    modules, built, _ = loaded_with_pydantic(step, tmp_path)
+    return modules, built
+
+
+def loaded_with_pydantic(step: str, tmp_path: Path, url: str = "http://127.0.0.1:9",
+                         profile: str = "full") -> tuple[set[str], list[str], bool]:
+    """The tether modules loaded, the parameters models built, and whether pydantic was
+    imported before the models were read, after building the runtime and then `step`
+    ("build": nothing more, "start": the start against the server at `url`, "turn": a turn's
+    start, "warm": the warm-up, "tools": calls of repo_map and search_web)."""
     root, home = tmp_path / "project", tmp_path / "home"
     root.mkdir(exist_ok=True)
     home.mkdir(exist_ok=True)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(home), step],
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(home), step, url, profile],
                           capture_output=True, text=True, check=True)
     found = json.loads(done.stdout)
-    return set(found["modules"]), found["built"]
+    return set(found["modules"]), found["built"], found["pydantic"]
 
 
 def test_building_the_runtime_loads_no_assist_checks_hooks_or_skills(tmp_path: Path) -> None:
@@ -59,6 +77,16 @@ def test_building_the_runtime_loads_no_assist_checks_hooks_or_skills(tmp_path: P
     assert "tether.runtime" in modules
     assert modules.isdisjoint(LATE)
     assert built == []  # every schema waits for the first request that offers the tool
+
+
+def test_building_and_starting_the_runtime_import_no_parameters_model_nor_pydantic(tmp_path: Path) -> None:
+    """Ready (the chat's status line names the protocol) needs neither: the models and
+    pydantic load with the first request's menu, or the warm-up after ready."""
+    with FakeServer() as server:
+        for step, profile in (("build", "full"), ("start", "full"), ("start", "small")):
+            modules, _, pydantic = loaded_with_pydantic(step, tmp_path, server.url, profile)
+            assert not pydantic, (step, profile)  # the small profile's variants load nothing either
+            assert modules.isdisjoint(LATE), (step, profile)
 
 
 def test_a_turn_loads_the_assist_package_when_it_starts(tmp_path: Path) -> None:
@@ -77,3 +105,22 @@ def test_the_warm_up_loads_the_assist_package_and_builds_every_schema(tmp_path: 
     assert "tether.assist" in modules
     assert "ReadFileParams" in built and "RunCmdParams" in built
     assert "tether.hooks.runner" not in modules  # no hook is configured
+
+
+COLLECTION = """
+import gc
+from tether.cli import collect_after_start
+from tether.runtime import resume_collection
+
+collect_after_start()
+assert not gc.isenabled()
+resume_collection()  # the first start is over: what it made is set aside, collection goes on
+assert gc.isenabled() and gc.get_freeze_count() > 0
+frozen = gc.get_freeze_count()
+resume_collection()  # a later start (/rebuild) sets nothing more aside
+assert gc.get_freeze_count() == frozen
+"""
+
+
+def test_the_collector_waits_for_the_start_and_then_goes_on() -> None:
+    subprocess.run([sys.executable, "-c", COLLECTION], check=True)

@@ -10,7 +10,8 @@ from tether.core.messages import ToolCall, ToolResult
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.engine.dispatch import Dispatcher
-from tether.tools.ask import Asker, Question, ask_tools
+from tether.tools.ask import Asker, ask_tools
+from tether.tools.params import Question
 
 
 class RecordingAsker:

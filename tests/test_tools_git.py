@@ -7,7 +7,8 @@ import pytest
 
 from tether.core.toolspec import ToolContext, ToolError
 from tether.tools import git as git_tools
-from tether.tools.git import GIT_TOOLS, GitDiffParams, GitStatusParams, git_diff, git_status
+from tether.tools.git import GIT_TOOLS, git_diff, git_status
+from tether.tools.params import GitDiffParams, GitStatusParams
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0,

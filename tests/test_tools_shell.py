@@ -23,8 +23,10 @@ from tether.safety.permissions import Rule, RuleSet
 from tether.safety.sandbox import Sandbox, probe_problem
 from tether.safety.shell_session import ShellSessions
 from tether.tools import builtin_tools
-from tether.tools.shell import EXIT_STATUS, MAX_COMMAND_TIMEOUT, shell_tools
-from tether.tools.system import SYSTEM_TOOLS, SystemInfoParams
+from tether.tools.limits import MAX_COMMAND_TIMEOUT
+from tether.tools.params import SystemInfoParams
+from tether.tools.shell import EXIT_STATUS, shell_tools
+from tether.tools.system import SYSTEM_TOOLS
 
 linux_only = pytest.mark.skipif(not stdin_probe.proc_usable(), reason="needs /proc")
 

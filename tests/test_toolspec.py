@@ -15,6 +15,7 @@ from tether.protocol import render_tool_prompt
 from tether.providers.base import RequestOptions
 from tether.providers.openai import build_chat_body
 from tether.tools import builtin_tools
+from tether.tools import params as tool_params
 from tether.tools.plan import PlanGate, plan_tools
 
 PROMPT_BUDGET = 8000
@@ -82,7 +83,8 @@ def test_handlers_take_the_tools_own_parameter_model(table: ToolTable) -> None:
     for tool in table:
         params = list(inspect.signature(tool.handler).parameters)
         assert len(params) == 2, tool.name
-        hints = typing.get_type_hints(tool.handler)
+        # the handler modules name the models only for the type checker (they load late)
+        hints = typing.get_type_hints(tool.handler, localns=vars(tool_params))
         assert hints[params[0]] is tool.params, f"{tool.name}: handler takes {hints[params[0]]}"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -427,6 +428,15 @@ def estimated_tokens(runtime: Runtime, messages: Sequence[Message]) -> int:
     the runtime's calibrated estimate."""
     guard = runtime.loop.guard
     return (guard.estimator if isinstance(guard, Compressor) else TokenEstimator()).estimate(messages)
+
+
+def resume_collection() -> None:
+    """After the first start, when the command line paused the collector for it
+    (`cli.collect_after_start`): what the start made is set aside for good (`gc.freeze`: the
+    later full passes skip it) and automatic collection goes on. Nothing to do otherwise."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def build_runtime(

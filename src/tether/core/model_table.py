@@ -74,7 +74,7 @@ class ModelTable:
         best: tuple[int, int, ModelMatch] | None = None
         for order, entry in enumerate(self.entries):
             for pattern in entry.patterns:
-                if _pattern_regex(pattern).search(name) is None:
+                if _literal_head(pattern) not in name or _pattern_regex(pattern).search(name) is None:
                     continue
                 rank = (_specificity(pattern), order)
                 if best is None or rank >= best[:2]:
@@ -98,6 +98,15 @@ def _normal(name: str) -> str:
 
 def _specificity(pattern: str) -> int:
     return sum(1 for ch in pattern if ch not in "*?")
+
+
+@cache
+def _literal_head(pattern: str) -> str:
+    """What a match must contain: the pattern up to its first wildcard. Checked before the
+    regex, so a start compiles only the patterns that may match its model, not all of them."""
+    normal = _normal(pattern)
+    cut = min((i for i, ch in enumerate(normal) if ch in "*?"), default=len(normal))
+    return normal[:cut]
 
 
 @cache

@@ -3,6 +3,8 @@
 A `Tool` carries its parameters as a pydantic model. Native schemas (for each
 provider) and the text-protocol section of the system prompt are both rendered
 from that model, so the table, the prompt and the handlers cannot drift apart.
+A tool may name its model by where it lives ("module:Name"): the model, and pydantic
+with it, is imported at its first use, not when the table is built.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import contextvars
 import copy
 import functools
+import importlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload
 
 from ..host import ProjectFiles, resolve_user_path
 from .messages import CommandStatus, Message, ToolCall
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 CONVERSATION: contextvars.ContextVar[Sequence[Message]] = contextvars.ContextVar(
     "tether_conversation", default=()
@@ -119,12 +123,35 @@ class Access(NamedTuple):
     rules of a kind look at."""
 
 
-class Params(BaseModel):
-    """The base of a tool's parameters model. Its validator and schema are built when first
-    used (a call, a request's menu), not when the class is made: a start defines every tool's
-    model and needs none of them before the first request."""
+class ModelSlot:
+    """`Tool.params`: a parameters model, given as the class or as where it lives
+    ("package.module:Name"); a location is imported at the first read and kept. A start
+    builds the table without importing any model (or pydantic)."""
 
-    model_config = ConfigDict(defer_build=True)
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = "_" + name
+
+    @overload
+    def __get__(self, tool: None, owner: type) -> ModelSlot: ...
+    @overload
+    def __get__(self, tool: Tool, owner: type) -> type[BaseModel]: ...
+    def __get__(self, tool: Tool | None, owner: type) -> type[BaseModel] | ModelSlot:
+        if tool is None:  # a dataclass asking for a default: there is none
+            raise AttributeError(self.key[1:])
+        value = tool.__dict__[self.key]
+        if isinstance(value, str):
+            value = tool.__dict__[self.key] = model_at(value)
+        return value
+
+    def __set__(self, tool: Tool, value: type[BaseModel] | str) -> None:
+        tool.__dict__[self.key] = value
+
+
+def model_at(location: str) -> type[BaseModel]:
+    """The class at "package.module:Name"."""
+    module, _, name = location.partition(":")
+    found: type[BaseModel] = getattr(importlib.import_module(module), name)
+    return found
 
 
 HandlerResult = str | ToolOutput
@@ -135,8 +162,10 @@ Handler = Callable[[Any, ToolContext], HandlerResult | Awaitable[HandlerResult]]
 class Tool:
     name: str
     description: str
-    params: type[BaseModel]
-    handler: Handler
+    params: ModelSlot = ModelSlot()
+    """The parameters model, or where it lives ("package.module:Name"): see ModelSlot.
+    Required all the same (a descriptor is not a default; mypy takes it for one)."""
+    handler: Handler  # type: ignore[misc]
     reads: bool = False
     writes_files: bool = False
     runs_commands: bool = False
@@ -175,6 +204,12 @@ class Tool:
     schema: dict[str, Any] | None = field(default=None, hash=False)
     """A JSON schema given as it is (an MCP server's tool), used instead of the params
     model's; `params` then only has to accept the arguments."""
+
+    def changed(self, **changes: Any) -> Tool:
+        """A copy with `changes` (as dataclasses.replace) that leaves a model named by where it
+        lives unread: a variant made at start (the small profile's read_file) loads nothing."""
+        changes.setdefault("params", self.__dict__["_params"])  # ModelSlot keeps it there
+        return replace(self, **changes)
 
     @property
     def read_only(self) -> bool:

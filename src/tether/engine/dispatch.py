@@ -29,9 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, Protocol
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.messages import INVALID_JSON_KEY, CommandStatus, Evidence, ToolCall, ToolResult
 from ..core.textclip import clip_words, keep_ends
@@ -47,6 +45,9 @@ from ..core.toolspec import (
 from ..core.ui_protocol import UI
 from ..core.verdict import CallPolicy, GateVerdict
 from ..host import bad_char_fields, cleaned_with_note
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 NEEDS_APPROVAL = "needs the user's approval"
 """How a refusal reads when nobody can approve: an allow rule or --auto would let the call run."""
@@ -272,6 +273,8 @@ class Dispatcher:
                 f"UTF-16 surrogate) in {', '.join(broken[:5])}. Nothing was run; send the "
                 "call again with plain text."
             )
+        from pydantic import ValidationError  # the models' own: loaded with the first of them
+
         try:
             return tool.params.model_validate(call.arguments), ""
         except ValidationError as exc:

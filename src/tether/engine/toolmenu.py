@@ -19,20 +19,17 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from ..core.messages import Message
-from ..core.toolspec import Params, Tool, ToolContext, ToolTable
+from ..core.toolspec import Tool, ToolContext, ToolTable
+from ..tools.limits import params_named
+
+if TYPE_CHECKING:
+    from ..tools.params import ToolSearchParams
 
 TOOL_SEARCH = "tool_search"
 SEARCH_RESULT_LIMIT = 5
-
-
-class ToolSearchParams(Params):
-    query: str = Field(
-        description="'select:name1,name2' to load tools by name, or keywords to find tools."
-    )
 
 
 class ToolMenu:
@@ -221,7 +218,7 @@ def tool_search_tool(menu: ToolMenu) -> Tool:
             f"Load more tools ({names}). query 'select:NAME' loads tools by name; "
             "keywords find them."
         ),
-        params=ToolSearchParams,
+        params=params_named("ToolSearchParams"),
         handler=handler,
         reads=True,
         needs_approval=False,

@@ -5,12 +5,15 @@ request, the URI they send is one more way out, and they ask (safety.web_guard).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.toolspec import Tool, ToolContext, ToolError
 from ..safety.visible import visible
 from .manager import McpManager
-from .tools import ListResourcesArgs, ResourceArgs, content_text, resource_text
+from .tools import content_text, resource_text
+
+if TYPE_CHECKING:
+    from .params import ListResourcesArgs, ResourceArgs
 
 LIST_RESOURCES = "list_mcp_resources"
 READ_RESOURCE = "read_mcp_resource"
@@ -46,9 +49,9 @@ def resource_tools(manager: McpManager) -> list[Tool]:
 
     return [
         Tool(LIST_RESOURCES, "List the resources (files, data) MCP servers offer: URI, name, "
-             "type.", ListResourcesArgs, list_handler, reads=True, network=True, main_arg="server",
+             "type.", "tether.mcp.params:ListResourcesArgs", list_handler, reads=True, network=True, main_arg="server",
              effect=ASKS_A_SERVER),
-        Tool(READ_RESOURCE, "Read one MCP resource by server name and URI.", ResourceArgs,
+        Tool(READ_RESOURCE, "Read one MCP resource by server name and URI.", "tether.mcp.params:ResourceArgs",
              read_resource, reads=True, network=True, main_arg="uri", effect=ASKS_A_SERVER),
     ]
 

@@ -18,14 +18,15 @@ import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
-
-from pydantic import ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from ..core.textclip import clip_words
-from ..core.toolspec import MCP_NAMESPACE, Params, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
 from ..safety.visible import visible
 from .config import ServerConfig
+
+if TYPE_CHECKING:
+    from .params import McpArguments
 
 PREFIX = MCP_NAMESPACE
 NAME_LIMIT = 64
@@ -37,10 +38,8 @@ CallTool = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 """Calls one tool of one server by its own name: the raw `tools/call` result."""
 
 
-class McpArguments(Params):
-    """Accepts any object: the server checks its arguments against its own schema."""
-
-    model_config = ConfigDict(extra="allow")
+MCP_ARGUMENTS = "tether.mcp.params:McpArguments"
+"""Where the model that accepts any arguments lives (`Tool.params`; see mcp.params)."""
 
 
 def is_mcp_tool(name: str) -> bool:
@@ -122,7 +121,7 @@ def bridged_tool(server: ServerConfig, spec: dict[str, Any], call: CallTool, nam
     return Tool(
         name=name,
         description=describe(server.name, spec, shown_hints),
-        params=McpArguments,
+        params=MCP_ARGUMENTS,
         handler=handler,
         schema=schema,
         main_arg=_main_arg(schema, required),
@@ -207,11 +206,3 @@ def _size(data: Any) -> str:
         size = len(data) * 3 // 4
     return f"{size} bytes" if size < 1024 else f"{size / 1024:.1f} KB"
 
-
-class ResourceArgs(Params):
-    server: str = Field(description="The MCP server's name.")
-    uri: str = Field(description="The resource's URI, as list_mcp_resources shows it.")
-
-
-class ListResourcesArgs(Params):
-    server: str = Field("", description="One server's name; empty lists every server's.")

@@ -7,8 +7,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..core.messages import ToolCall, new_call_id
 from ..core.toolspec import Tool, ToolTable
 from .jsonrepair import (
@@ -398,6 +396,8 @@ def _valid_call(call: ToolCall, table: ToolTable) -> bool:
     tool = table.get(call.name)
     if tool is None:
         return False
+    from pydantic import ValidationError  # the models' own: loaded with the first of them
+
     try:
         tool.params.model_validate(call.arguments)
     except ValidationError:

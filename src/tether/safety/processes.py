@@ -362,6 +362,9 @@ class CommandProcesses:
 
 def _verified(infos: Iterable[ProcInfo]) -> list[psutil.Process]:
     """psutil handles for these processes, skipping any pid that now names another process."""
+    infos = list(infos)
+    if not infos:  # most runs leave nothing behind: psutil is not imported to say so
+        return []
     import psutil
 
     found = []
@@ -378,6 +381,8 @@ def _verified(infos: Iterable[ProcInfo]) -> list[psutil.Process]:
 
 
 def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    if not procs:
+        return
     import psutil
 
     for proc in procs:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..core.toolspec import Params, Tool, ToolContext, ToolError, ToolTable
+from ..core.tool_params import Params
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolTable
 from ..safety.shell_session import Launcher
 from .catalog import Skill, SkillCatalog, prompt_index
 from .scripts import RunCommand, is_script, may_replace, script_tool

@@ -25,10 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from ..core.toolspec import MCP_NAMESPACE, Params, Tool, ToolContext, ToolError, ToolOutput
+from ..core.tool_params import Params
+from ..core.toolspec import MCP_NAMESPACE, Tool, ToolContext, ToolError, ToolOutput
 from ..host import open_regular, read_at_most
 from ..safety.shell_session import Launcher
-from ..tools.shell import RunCmdParams
+from ..tools.params import RunCmdParams
 
 HELP_TIMEOUT = 10.0
 HELP_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TMPDIR")
@@ -52,7 +53,7 @@ class Argument:
 
 
 @dataclass(frozen=True)
-class ScriptTool(Tool):
+class ScriptTool(Tool):  # type: ignore[misc]  # (Tool.params: a descriptor mypy takes for a default)
     """A tool whose main value is the command line it runs (so rules match the command)."""
 
     command_of: Callable[[dict[str, Any]], str] | None = None

@@ -15,12 +15,15 @@ needs no approval of its own (the user is about to be asked anyway).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from pydantic import Field
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 
-from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from .limits import params_named
 
-MAX_QUESTIONS = 5
+if TYPE_CHECKING:
+    from .params import AskParams, Question
+
 ASK_TIMEOUT = 24 * 3600.0
 """Seconds to wait for the user: a person may step away; Ctrl-C still cancels at once."""
 NO_ANSWER = "(no answer)"
@@ -31,24 +34,7 @@ NOBODY_CAN_ANSWER = (
     "assumption clearly in your answer."
 )
 
-
-class Question(Params):
-    question: str = Field(min_length=1, description="The question, complete and specific.")
-    options: list[str] = Field(
-        default_factory=list,
-        description="Optional choices to offer; the user may also answer in their own words.",
-    )
-
-
-class AskParams(Params):
-    questions: list[Question] = Field(
-        min_length=1,
-        max_length=MAX_QUESTIONS,
-        description=f"1 to {MAX_QUESTIONS} questions, asked together.",
-    )
-
-
-Asker = Callable[[list[Question]], Awaitable[list[str] | None]]
+Asker = Callable[[list["Question"]], Awaitable[list[str] | None]]
 """Asks the questions; returns one answer per question, or None when nobody can answer."""
 
 
@@ -74,7 +60,7 @@ def ask_tools(asker: Asker | None) -> list[Tool]:
                 "decision or knowledge (a choice between approaches, a missing fact). Each "
                 "question may offer options. Do not ask what you can find out with tools."
             ),
-            params=AskParams,
+            params=params_named("AskParams"),
             handler=get_user_input,
             reads=False,
             main_arg=None,

@@ -39,47 +39,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from ..core.toolspec import CONVERSATION, Params, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolError, ToolOutput
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, GRAMMARS, GrammarMissing, Grammars, language_of
 from .ast_outline import Symbol, python_outline, render_outline, tree_sitter_outline
 from .file_text import _load_text, _os_errors_as_tool_errors
+from .limits import DEFAULT_MAP_BUDGET, MAX_MAP_BUDGET, params_named
 
 if TYPE_CHECKING:
+    from .params import QueryAstParams, RepoMapParams, SkeletonParams
     from .repo_map import RepoMapper
 
 CAPTURE_CAP = 100
 CAPTURE_TEXT_CAP = 300
 CAPTURE_LINES = 5
-DEFAULT_MAP_BUDGET = 1_024
-MAX_MAP_BUDGET = 8_192
 QUERY_EXAMPLE = "(function_definition name: (identifier) @name) for Python"
-
-
-class SkeletonParams(Params):
-    filepath: str = Field(description="Source file to outline.")
-
-
-class QueryAstParams(Params):
-    filepath: str = Field(description="Source file whose syntax tree to query.")
-    query: str = Field(
-        description="A tree-sitter S-expression query with @captures, e.g. "
-        "(function_definition name: (identifier) @name)."
-    )
-
-
-class RepoMapParams(Params):
-    budget: int | None = Field(
-        None, ge=32, le=MAX_MAP_BUDGET,
-        description=f"Tokens the map may take (default {DEFAULT_MAP_BUDGET}).",
-    )
-    path: str = Field(".", description="Folder to map (default: the whole project).")
-    focus: list[str] = Field(
-        default_factory=list,
-        description="Names or files to rank higher (those the conversation mentions count anyway).",
-    )
 
 
 @dataclass
@@ -155,14 +129,14 @@ class AstTools:
         return [
             Tool("get_code_skeleton", "Outline a source file: classes, functions and methods "
                  "with signatures and line ranges, no bodies. Cheaper than read_file for "
-                 "finding where things are.", SkeletonParams, _os_errors_as_tool_errors(self.skeleton), reads=True,
+                 "finding where things are.", params_named("SkeletonParams"), _os_errors_as_tool_errors(self.skeleton), reads=True,
                  main_arg="filepath", path_params=("filepath",)),
             Tool("query_ast_node", "Run a tree-sitter S-expression query on a source file's "
-                 "syntax tree; shows each capture's text and lines.", QueryAstParams,
+                 "syntax tree; shows each capture's text and lines.", params_named("QueryAstParams"),
                  _os_errors_as_tool_errors(self.query), reads=True, main_arg="filepath", path_params=("filepath",)),
             Tool("repo_map", "A map of the repository: its most referenced definitions "
                  "(signatures only), ranked toward what the conversation is about, within "
-                 "a token budget.", RepoMapParams, _os_errors_as_tool_errors(self.repo_map), reads=True, main_arg="path",
+                 "a token budget.", params_named("RepoMapParams"), _os_errors_as_tool_errors(self.repo_map), reads=True, main_arg="path",
                  path_params=("path",), result_cap=MAX_MAP_BUDGET * 4 + 1_000),
         ]
 

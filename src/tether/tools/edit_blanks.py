@@ -10,11 +10,13 @@ what it meant, and it is replaced.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.toolspec import Tool, ToolContext
 from .edit_repair import repaired_edit
-from .files import EditFileParams
+
+if TYPE_CHECKING:
+    from .params import EditFileParams
 
 BLANKS_NOTE = (
     "old_content was not found as written, but its lines match lines {first}-{last} of the file "

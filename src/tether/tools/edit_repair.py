@@ -7,12 +7,13 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from .files import EditFileParams
 
 
 def repaired_edit(full: Tool, ctx: ToolContext, filepath: str, old: str, new: str, note: str) -> Any:
     """The full edit_file's result for the repaired replacement, after `note`; None if even
     that does not apply (the file changed, or the text is not unique after all)."""
+    from .params import EditFileParams  # loaded already: edit_file's call is running
+
     fixed = EditFileParams(filepath=filepath, old_content=old, new_content=new, start_anchor=None, end_anchor=None)
     try:
         output: ToolOutput = full.handler(fixed, ctx)  # type: ignore[assignment]

@@ -19,12 +19,14 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.python_tree import parsed_python
 from ..core.toolspec import Tool, ToolContext, ToolError
 from .edit_repair import repaired_edit
-from .files import EditFileParams
+
+if TYPE_CHECKING:
+    from .params import EditFileParams
 
 BROKEN_EDIT = (
     "Not changed: this edit would leave {path} invalid Python ({error}), so the file was left as "

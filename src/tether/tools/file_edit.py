@@ -7,10 +7,9 @@ import difflib
 import re
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from tether.core.toolspec import Params, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.tools._paths import display_path
 
 from .code_notes import code_notes
@@ -25,25 +24,13 @@ from .file_text import (
     line_hash,
 )
 
+if TYPE_CHECKING:
+    from .params import EditFileParams
+
 DIFF_CHAR_CAP = 4_000
 CLOSEST_MATCH_SECONDS = 2.0
 _ANCHOR_RE = re.compile(r"\s*(\d+)\s*:\s*([0-9a-fA-F]{2})(?![0-9a-fA-F])")
 _READ_PREFIX_RE = re.compile(r"^\d+:[0-9a-f]{2}\|", re.MULTILINE)
-
-
-class EditFileParams(Params):
-    filepath: str = Field(description="Path of the file to edit.")
-    old_content: str | None = Field(
-        None, description="Exact text to replace; must occur exactly once."
-    )
-    new_content: str = Field(description="Replacement text.")
-    start_anchor: str | None = Field(
-        None, description="Instead of old_content: first line to replace, as 'N:hh' from read_file."
-    )
-    end_anchor: str | None = Field(
-        None, description="Last line to replace, as 'N:hh' (default: start_anchor)."
-    )
-
 
 # --- edit_file --------------------------------------------------------------
 

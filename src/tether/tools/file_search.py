@@ -19,12 +19,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Literal
 
 import tether.tools.ripgrep as ripgrep  # a module, so the tests can stand in for rg
-from tether.core.toolspec import Params, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.host import (
     NotARegularFile,
     TooLarge,
@@ -46,6 +44,9 @@ from .file_text import (
     _split_keepends,
 )
 from .outside_values import VALUES_SHOWN, ParsedModules, outside_values
+
+if TYPE_CHECKING:
+    from .params import SearchInFileParams
 
 SEARCH_MATCH_CAP = 200
 FILE_TIME_LIMIT = 5.0
@@ -75,14 +76,6 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 WalkRefusal = Literal["outside", "secret", "denied"]
-
-
-class SearchInFileParams(Params):
-    pattern: str = Field(
-        description="Python regular expression to search for (all lower case: any case matches)."
-    )
-    path: str = Field(".", description="File or directory to search.")
-
 
 # --- search_in_file -------------------------------------------------------------
 

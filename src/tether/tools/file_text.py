@@ -9,9 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, TypeVar
 
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.host import (
@@ -24,6 +22,9 @@ from tether.host import (
 from tether.tools._paths import display_path, near_names
 from tether.tools.nearby import closest_paths
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 READ_LINE_CAP = 4_000
 """Characters of one line shown by read_file; longer lines (minified code) are cut."""
 MAX_READ_BYTES = 64 * 1024 * 1024
@@ -33,7 +34,7 @@ UTF8_BOM = b"\xef\xbb\xbf"
 
 # --- shared helpers ---------------------------------------------------------
 
-_Params = TypeVar("_Params", bound=BaseModel)
+_Params = TypeVar("_Params", bound="BaseModel")
 
 
 def _os_errors_as_tool_errors(

@@ -16,11 +16,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
-
-from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.host import (
     copy_regular,
     read_small_file,
@@ -29,8 +27,8 @@ from tether.host import (
 from tether.tools._paths import display_path
 
 from .code_notes import code_notes
-from .file_edit import EditFileParams, edit_file
-from .file_search import SearchInFileParams, search_in_file
+from .file_edit import edit_file
+from .file_search import search_in_file
 from .file_text import (
     _bare,
     _count_lines,
@@ -41,44 +39,24 @@ from .file_text import (
     _split_keepends,
     _write_bytes,
 )
+from .limits import params_named
 from .outside_values import outside_values_note
+
+if TYPE_CHECKING:
+    from .params import (
+        CopyFileParams,
+        CreateDirParams,
+        DeleteFileParams,
+        ListDirParams,
+        ReadFileParams,
+        WriteFileParams,
+    )
 
 READ_LINE_LIMIT = 400
 READ_CHAR_CAP = 30_000
 LIST_ENTRY_CAP = 500
 COMPARE_MAX_BYTES = 2 * 1024 * 1024
 """A write_file over a file up to this size is compared with what it holds."""
-
-
-# --- parameters -----------------------------------------------------------
-
-
-class ReadFileParams(Params):
-    filepath: str = Field(description="Path of the file to read.")
-    offset: int | None = Field(None, ge=0, description="1-based line number to start at.")
-    limit: int | None = Field(None, ge=1, description="Most lines to return (default 400).")
-
-
-class WriteFileParams(Params):
-    filepath: str = Field(description="Path of the file to create or overwrite.")
-    content: str = Field(description="The complete new content of the file.")
-
-
-class DeleteFileParams(Params):
-    filepath: str = Field(description="Path of the file to delete.")
-
-
-class CopyFileParams(Params):
-    source: str = Field(description="Path of the file to copy.")
-    destination: str = Field(description="Path of the new copy; must not exist yet.")
-
-
-class CreateDirParams(Params):
-    path: str = Field(description="Directory to create, with any missing parents.")
-
-
-class ListDirParams(Params):
-    path: str = Field(".", description="Directory to list.")
 
 
 # --- read_file --------------------------------------------------------------
@@ -310,7 +288,7 @@ def _human_size(size: int) -> str:
 # --- the table ------------------------------------------------------------------
 
 
-def _tool(name: str, description: str, params: type[BaseModel], handler: Any, **flags: Any) -> Tool:
+def _tool(name: str, description: str, params: str, handler: Any, **flags: Any) -> Tool:
     return Tool(name=name, description=description, params=params, handler=handler, **flags)
 
 
@@ -319,7 +297,7 @@ FILE_TOOLS: list[Tool] = [
         "read_file",
         "Read a text file. Each line is shown as 'N:hh|text' (N = line number, hh = line "
         "hash); edit_file accepts 'N:hh' as an anchor. Long files are paged: use offset.",
-        ReadFileParams,
+        params_named("ReadFileParams"),
         read_file,
         reads=True,
         main_arg="filepath",
@@ -329,7 +307,7 @@ FILE_TOOLS: list[Tool] = [
     _tool(
         "write_file",
         "Create a file or overwrite it with the complete new content (parents are created).",
-        WriteFileParams,
+        params_named("WriteFileParams"),
         write_file,
         writes_files=True,
         block_params=("content",),
@@ -342,7 +320,7 @@ FILE_TOOLS: list[Tool] = [
         "Edit a file in one of two ways: replace old_content (exact text occurring once) "
         "with new_content, or replace the lines start_anchor..end_anchor ('N:hh' from "
         "read_file) with new_content. Returns a diff.",
-        EditFileParams,
+        params_named("EditFileParams"),
         edit_file,
         writes_files=True,
         block_params=("old_content", "new_content"),
@@ -354,7 +332,7 @@ FILE_TOOLS: list[Tool] = [
     _tool(
         "delete_file",
         "Delete one file (not a directory).",
-        DeleteFileParams,
+        params_named("DeleteFileParams"),
         delete_file,
         writes_files=True,
         main_arg="filepath",
@@ -364,7 +342,7 @@ FILE_TOOLS: list[Tool] = [
     _tool(
         "copy_file",
         "Copy a file to a new path; refuses to overwrite an existing destination.",
-        CopyFileParams,
+        params_named("CopyFileParams"),
         copy_file,
         writes_files=True,
         main_arg="source",
@@ -374,7 +352,7 @@ FILE_TOOLS: list[Tool] = [
     _tool(
         "create_dir",
         "Create a directory and any missing parents.",
-        CreateDirParams,
+        params_named("CreateDirParams"),
         create_dir,
         writes_files=True,
         main_arg="path",
@@ -384,7 +362,7 @@ FILE_TOOLS: list[Tool] = [
     _tool(
         "list_dir",
         "List a directory: subdirectories first (with a trailing '/'), then files with sizes.",
-        ListDirParams,
+        params_named("ListDirParams"),
         list_dir,
         reads=True,
         main_arg="path",
@@ -395,7 +373,7 @@ FILE_TOOLS: list[Tool] = [
         "search_in_file",
         "Search a file, or every file under a directory, for a Python regular expression; "
         "prints 'path:line: text'. Skips .git, ignored, binary and very large files.",
-        SearchInFileParams,
+        params_named("SearchInFileParams"),
         search_in_file,
         reads=True,
         main_arg="pattern",

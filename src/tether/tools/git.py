@@ -12,27 +12,21 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from typing import TYPE_CHECKING
 
-from pydantic import Field
-
-from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.host import GitConfigError, run_hardened
+
+from .limits import params_named
+
+if TYPE_CHECKING:
+    from .params import GitDiffParams, GitStatusParams
 
 GIT_TOOL_TIMEOUT = 20.0
 DIFF_SECTION_CAP = 20_000
 """Characters kept of each of the staged and unstaged diffs."""
 UNTRACKED_LIST_CAP = 50
 STATUS_CAP = 20_000
-
-
-class GitStatusParams(Params):
-    pass
-
-
-class GitDiffParams(Params):
-    path: str | None = Field(
-        None, description="File or directory to limit the diff to; omit for the whole repository."
-    )
 
 
 class _ConfigUnreadable(ToolError):
@@ -136,7 +130,7 @@ GIT_TOOLS: list[Tool] = [
     Tool(
         name="git_status",
         description="Show the git branch and which files are staged, modified or untracked.",
-        params=GitStatusParams,
+        params=params_named("GitStatusParams"),
         handler=git_status,
         reads=True,
         timeout=GIT_TOOL_TIMEOUT + 5,
@@ -147,7 +141,7 @@ GIT_TOOLS: list[Tool] = [
             "Show uncommitted changes: the staged diff, the unstaged diff and untracked "
             "files, optionally for one path."
         ),
-        params=GitDiffParams,
+        params=params_named("GitDiffParams"),
         handler=git_diff,
         reads=True,
         main_arg="path",

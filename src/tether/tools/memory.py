@@ -11,40 +11,25 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, Field
-
-from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.store.memory import MemoryCorrupt, MemoryStore
 
-NAME_HELP = "Memory name: 1-64 characters, letters, digits, spaces, '_', '.', '-'."
+from .limits import params_named
 
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
-class WriteMemoryParams(Params):
-    name: str = Field(description=NAME_HELP)
-    content: str = Field(description="The complete text to remember (replaces any old content).")
+    from .params import (
+        DeleteMemoryParams,
+        EditMemoryParams,
+        MemoryListParams,
+        ReadMemoryParams,
+        WriteMemoryParams,
+    )
 
-
-class ReadMemoryParams(Params):
-    name: str = Field(description=NAME_HELP)
-
-
-class MemoryListParams(Params):
-    pass
-
-
-class EditMemoryParams(Params):
-    name: str = Field(description=NAME_HELP)
-    old_content: str = Field(description="Exact text to replace; must occur exactly once.")
-    new_content: str = Field(description="Replacement text.")
-
-
-class DeleteMemoryParams(Params):
-    name: str = Field(description=NAME_HELP)
-
-
-_Params = TypeVar("_Params", bound=BaseModel)
+_Params = TypeVar("_Params", bound="BaseModel")
 _Handler = Callable[[_Params, ToolContext], ToolOutput]
 
 
@@ -107,21 +92,21 @@ def memory_tools(store: MemoryStore) -> list[Tool]:
             "write_memory",
             "Save a note under a name for future sessions (facts about the user, the "
             "project, decisions). Replaces a memory with the same name.",
-            WriteMemoryParams,
+            params_named("WriteMemoryParams"),
             write_memory,
             block_params=("content",),
         ),
         _tool(
             "read_memory",
             "Read one saved memory by name.",
-            ReadMemoryParams,
+            params_named("ReadMemoryParams"),
             read_memory,
             reads=True,
         ),
         _tool(
             "get_memory_list",
             "List saved memories: each name with the first line of its content.",
-            MemoryListParams,
+            params_named("MemoryListParams"),
             get_memory_list,
             reads=True,
             main_arg=None,
@@ -130,15 +115,15 @@ def memory_tools(store: MemoryStore) -> list[Tool]:
             "edit_memory",
             "Change part of a memory: replace old_content (exact text occurring once) with "
             "new_content.",
-            EditMemoryParams,
+            params_named("EditMemoryParams"),
             edit_memory,
             block_params=("old_content", "new_content"),
         ),
-        _tool("delete_memory", "Delete a saved memory.", DeleteMemoryParams, delete_memory),
+        _tool("delete_memory", "Delete a saved memory.", params_named("DeleteMemoryParams"), delete_memory),
     ]
 
 
-def _tool(name: str, description: str, params: type[BaseModel], handler: Any, **flags: Any) -> Tool:
+def _tool(name: str, description: str, params: str, handler: Any, **flags: Any) -> Tool:
     flags.setdefault("main_arg", "name")
     # reads=False on write/edit/delete: a change that outlives the session asks first
     # and is never treated as a repeatable read.

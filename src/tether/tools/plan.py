@@ -10,12 +10,16 @@ one user request: `new_request()` closes the gate again.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-
-from pydantic import Field
+from typing import TYPE_CHECKING
 
 from tether.core.messages import ToolCall
-from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.core.verdict import CallPolicy, GateVerdict
+
+from .limits import params_named
+
+if TYPE_CHECKING:
+    from .params import SubmitPlanParams
 
 SUBMIT_PLAN = "submit_plan_for_approval"
 
@@ -68,12 +72,6 @@ def set_plan_mode(gate: PlanGate, argument: str) -> str:
     return "Plan mode is off."
 
 
-class SubmitPlanParams(Params):
-    plan: str = Field(
-        description="What you will change, where, and how you will check it, in a few lines."
-    )
-
-
 def plan_tools(gate: PlanGate, approve_plan: ApprovePlan | None) -> list[Tool]:
     """The submit_plan_for_approval tool; `approve_plan` None means nobody can approve."""
 
@@ -97,7 +95,7 @@ def plan_tools(gate: PlanGate, approve_plan: ApprovePlan | None) -> list[Tool]:
                 "Plan mode: show the user your plan and wait for their approval. Nothing may "
                 "change before a plan is approved; a rejection comes back with their feedback."
             ),
-            params=SubmitPlanParams,
+            params=params_named("SubmitPlanParams"),
             handler=submit_plan,
             # Not read-only: an identical plan submitted again must ask again, never reuse
             # an earlier answer. PlanGate allows it without the approval policy asking.

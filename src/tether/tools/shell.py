@@ -60,17 +60,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import Field, model_validator
-
 from tether.core.messages import CommandStatus
-from tether.core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from tether.safety.shell_session import CommandOutcome, SessionError, ShellSessions
+
+from .limits import DEFAULT_COMMAND_TIMEOUT, params_named
 
 if TYPE_CHECKING:
     from tether.safety.sandbox import Sandbox
 
-DEFAULT_COMMAND_TIMEOUT = 120
-MAX_COMMAND_TIMEOUT = 3500
+    from .params import EndProcessParams, RunCmdParams, SendInputParams
+
 DISPATCH_TIMEOUT = 3600.0
 """Above any command timeout plus the kill grace, so the command's own timeout always wins."""
 RESULT_MARGIN = 2_000
@@ -82,64 +82,6 @@ NO_OUTPUT = "(no output)"
 TIMED_OUT_STATUS = "[timed out after "
 WAITING_STATUS = "[waiting for input · session "
 ENDED_STATUS = "[ended · process group killed · "
-
-
-class RunCmdParams(Params):
-    command: str = Field(description="Shell command, run with bash -c in the project root.")
-    stdin: str | None = Field(
-        None,
-        description="Text written to the command's input at start (the first answers to its prompts).",
-    )
-    timeout: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_COMMAND_TIMEOUT,
-        description=f"Seconds before the command is killed (default {DEFAULT_COMMAND_TIMEOUT}).",
-    )
-    keep_running: bool = Field(
-        False,
-        description=(
-            "Let what the command starts in the background (e.g. a server with `&`) keep "
-            "running after tether exits. Needs the user's approval every time; redirect its "
-            "output to a file."
-        ),
-    )
-    unsandboxed: bool = Field(
-        False,
-        description=(
-            "Run outside the sandbox (network, Unix sockets, writes outside the project and "
-            "in .git). Only after the sandbox stopped the command; needs `reason` and the "
-            "user's approval."
-        ),
-    )
-    reason: str | None = Field(
-        None, description="Why the command must run outside the sandbox (shown to the user)."
-    )
-
-    @model_validator(mode="after")
-    def _reason_with_unsandboxed(self) -> RunCmdParams:
-        if self.unsandboxed and not (self.reason or "").strip():
-            raise ValueError("unsandboxed: true needs a reason, shown to the user who approves it")
-        return self
-
-
-class SendInputParams(Params):
-    session: str = Field(description="Session id from run_cmd, e.g. 's1'.")
-    text: str = Field(description="The answer; a newline is added if missing.")
-    eof: bool = Field(
-        False,
-        description="Close the input after the text, for programs that read until end of input (sort, cat).",
-    )
-    timeout: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_COMMAND_TIMEOUT,
-        description=f"Seconds to wait before the command is killed (default {DEFAULT_COMMAND_TIMEOUT}).",
-    )
-
-
-class EndProcessParams(Params):
-    session: str = Field(description="Session id from run_cmd, e.g. 's1'.")
 
 
 def _seconds(value: float) -> str:
@@ -264,7 +206,7 @@ def shell_tools(sessions: ShellSessions, sandbox: Sandbox | None = None) -> list
                 "sandbox (no network, read-only outside the project and .git); the result says "
                 "when the sandbox stopped it."
             ),
-            params=RunCmdParams,
+            params=params_named("RunCmdParams"),
             handler=run_cmd,
             runs_commands=True,
             main_arg="command",
@@ -278,7 +220,7 @@ def shell_tools(sessions: ShellSessions, sandbox: Sandbox | None = None) -> list
                 "Send a line of input to a command that is waiting for input (a session from "
                 "run_cmd), then return its new output, as run_cmd does."
             ),
-            params=SendInputParams,
+            params=params_named("SendInputParams"),
             handler=send_input,
             runs_commands=True,
             main_arg="session",
@@ -291,7 +233,7 @@ def shell_tools(sessions: ShellSessions, sandbox: Sandbox | None = None) -> list
                 "Stop a command session from run_cmd, killing it and every process it started "
                 "(also the background processes of a command that has exited)."
             ),
-            params=EndProcessParams,
+            params=params_named("EndProcessParams"),
             handler=end_process,
             runs_commands=True,
             main_arg="session",

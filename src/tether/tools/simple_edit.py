@@ -10,15 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field
-
-from ..core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
 from .edit_repair import repaired_edit
 from .edit_syntax import syntax_guard
-from .files import EditFileParams
+from .limits import params_named
+
+if TYPE_CHECKING:
+    from .params import EditFileParams, SimpleEditParams
 
 RIGHT_FORM = (
     '{"name": "edit_file", "arguments": {"filepath": "app.py", '
@@ -182,20 +183,11 @@ def plain_read_tool(full: Tool) -> Tool:
             return replace(output, text=_READ_HASH.sub(r"\1| ", output.text))
         return output
 
-    return replace(
-        full,
+    return full.changed(
         description="Read a text file; each line is shown as 'N| text' (N = line number, "
         "not part of the file). Long files are paged: use offset.",
         handler=handler,
     )
-
-
-class SimpleEditParams(Params):
-    model_config = ConfigDict(extra="allow")  # so a stray argument gets advice, not a bare error
-
-    filepath: str = Field(description="Path of the file to edit.")
-    old_content: str = Field(description="Exact text to replace; must occur exactly once.")
-    new_content: str = Field(description="Replacement text.")
 
 
 def _guarded(full: Tool, params: EditFileParams, ctx: ToolContext) -> Any:
@@ -225,6 +217,8 @@ def simple_edit_tool(full: Tool) -> Tool:
                 f"from read_file (without the 'N| ' prefixes), or use write_file for a whole "
                 f"file. Send: {RIGHT_FORM}"
             )
+        from .params import EditFileParams  # loaded with this tool's own model, at its first call
+
         params = EditFileParams(
             filepath=args.filepath,
             old_content=_without_read_prefixes(args.old_content),
@@ -250,10 +244,9 @@ def simple_edit_tool(full: Tool) -> Tool:
             raise ToolError(message + _shown_whole(_current_text(path))) from None
         return output
 
-    return replace(
-        full,
+    return full.changed(
         description="Replace old_content (exact text that occurs once in the file) with "
         "new_content. Returns a diff.",
-        params=SimpleEditParams,
+        params=params_named("SimpleEditParams"),
         handler=handler,
     )

@@ -8,13 +8,15 @@ is judged as a spawn_agent call too (`Tool.batch_of`): a rule for spawn_agent ho
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.agent_runs import AgentRun, AgentSpec
-from ..core.toolspec import CURRENT_CALL, Params, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import CURRENT_CALL, Tool, ToolContext, ToolError, ToolOutput
 from ..store.agent_defs import AgentDefinition
+from .limits import params_named
+
+if TYPE_CHECKING:
+    from .params import SpawnAgentArgs, SpawnAgentsArgs
 
 SPAWN_AGENT = "spawn_agent"
 SPAWN_AGENTS = "spawn_agents"
@@ -31,20 +33,6 @@ class AgentRunner(Protocol):
     async def run_one(self, spec: AgentSpec, parent_call: str = "") -> AgentRun: ...
 
     async def run_many(self, specs: Sequence[AgentSpec], parent_call: str = "") -> list[AgentRun]: ...
-
-
-class AgentJob(Params):
-    task: str = Field(description="The self-contained job and what its report must say.")
-    context: str = Field("", description="What it needs from this conversation: it sees nothing else.")
-    agent: str = Field("", description="An agent definition's name; empty: a general agent.")
-
-
-class SpawnAgentArgs(AgentJob):
-    model: str = Field("", description="Another model for this agent; empty: the current one.")
-
-
-class SpawnAgentsArgs(Params):
-    agents: list[AgentJob] = Field(description="The jobs, each run by its own agent.", min_length=1)
 
 
 def parent_call_id() -> str:
@@ -82,11 +70,11 @@ def spawn_tools(runner: AgentRunner) -> list[Tool]:
             "Hand a self-contained job (a wide search, a survey of many files) to a sub-agent "
             "with a fresh context and the same tools and permissions; only its report comes "
             "back. Give it everything it needs in task and context." + offered
-        ), SpawnAgentArgs, spawn_one, main_arg="task", timeout=AGENT_TIMEOUT),
+        ), params_named("SpawnAgentArgs"), spawn_one, main_arg="task", timeout=AGENT_TIMEOUT),
         Tool(SPAWN_AGENTS, (
             "Run several independent sub-agent jobs at once; returns each agent's state "
             "(completed, failed, cancelled, rejected) and report, in the order given." + offered
-        ), SpawnAgentsArgs, spawn_many, timeout=AGENT_TIMEOUT,
+        ), params_named("SpawnAgentsArgs"), spawn_many, timeout=AGENT_TIMEOUT,
             batch_of=(SPAWN_AGENT, "agents")),  # rules for spawn_agent judge each job
     ]
 

@@ -7,16 +7,18 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tether.core.toolspec import Params, Tool, ToolContext, ToolOutput
+from tether.core.toolspec import Tool, ToolContext, ToolOutput
+
+from .limits import params_named
+
+if TYPE_CHECKING:
+    from .params import SystemInfoParams
 
 CPU_SAMPLE_SECONDS = 0.3
 """Both the machine's and each process's CPU use are measured over this window."""
 TOP_PROCESSES = 5
-
-
-class SystemInfoParams(Params):
-    pass
 
 
 def _size(n: float) -> str:
@@ -123,7 +125,7 @@ SYSTEM_TOOLS: list[Tool] = [
             "Show the machine's OS and Python version, CPU count and load, memory, disk use of "
             "the project's filesystem, and the top processes by CPU and by memory."
         ),
-        params=SystemInfoParams,
+        params=params_named("SystemInfoParams"),
         handler=get_system_info,
         reads=True,
     )

@@ -54,41 +54,22 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from ..core.textclip import keep_ends
-from ..core.toolspec import Params, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from ..safety.netguard import MayReach
 from ..safety.web_guard import CALL_API, GET_URL, SEARCH_WEB, WebTaint
 from ..store.config import Settings
+from .limits import params_named
 from .web_fetch import Fetched, Fetcher, FetchLimits
 
 if TYPE_CHECKING:  # search_web's modules load at the first search, HTML reading at the first page
+    from .params import CallApiParams, GetUrlParams, SearchWebParams
     from .web_search import SearchReport, WebSearch
 
 END_MARK = "[end of untrusted web content"
 HEADER_CHARS = 300
-Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-
-
-class SearchWebParams(Params):
-    query: str = Field(description="What to find, in plain words; names and identifiers as written.")
-
-
-class GetUrlParams(Params):
-    url: str = Field(description="An http:// or https:// URL to read with GET.")
-    raw: bool = Field(False, description="The body as received instead of HTML turned into text.")
-
-
-class CallApiParams(Params):
-    method: Method = Field("GET", description="HTTP method; anything but GET always asks the user.")
-    url: str = Field(description="The http:// or https:// endpoint.")
-    headers: dict[str, str] | None = Field(None, description="Request headers.")
-    body: dict[str, Any] | list[Any] | str | None = Field(
-        None, description="A JSON value (sent as application/json) or text."
-    )
 
 
 def untrusted(origin: str, text: str) -> str:
@@ -274,7 +255,7 @@ def web_tools(tools: WebTools) -> list[Tool]:
                 "Search the web (several search sources at once), read the best pages and return "
                 "their passages that match the query, or say that nothing relevant was found."
             ),
-            params=SearchWebParams, handler=tools.search_web, network=True, main_arg="query",
+            params=params_named("SearchWebParams"), handler=tools.search_web, network=True, main_arg="query",
             timeout=search_seconds, result_cap=cap,
         ),
         Tool(
@@ -283,7 +264,7 @@ def web_tools(tools: WebTools) -> list[Tool]:
                 "Read a web page with GET: HTML comes back as readable text (raw: the body as "
                 "received), capped; a redirect to another host is reported, not followed."
             ),
-            params=GetUrlParams, handler=tools.get_url, network=True, main_arg="url",
+            params=params_named("GetUrlParams"), handler=tools.get_url, network=True, main_arg="url",
             timeout=fetch_seconds, result_cap=cap,
         ),
         Tool(
@@ -292,7 +273,7 @@ def web_tools(tools: WebTools) -> list[Tool]:
                 "Call an HTTP API: method, URL, optional headers and a JSON or text body; returns "
                 "the status, the headers and the body (JSON pretty-printed), capped."
             ),
-            params=CallApiParams, handler=tools.call_api, network=True, main_arg="url",
+            params=params_named("CallApiParams"), handler=tools.call_api, network=True, main_arg="url",
             timeout=fetch_seconds, result_cap=cap,
         ),
     ]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from tether.core.ui_protocol import NoticeLevel
-from tether.tools.ask import Question
 
 from .keyboard import Asker, Choices
 from .shown import shown
+
+if TYPE_CHECKING:
+    from tether.tools.params import Question
 
 Say = Callable[[str, NoticeLevel], None]
 """Prints one line for the user at a level (info, warning, error)."""

@@ -273,7 +273,7 @@ def attachment(path: Path, name: str) -> tuple[str, str]:
 
 
 def read_file_limit() -> int:
-    """The largest file read_file loads (its module brings pydantic, imported with the
+    """The largest file read_file loads (its module is the file tools', imported with the
     runtime after the first prompt is drawn)."""
     from tether.tools.file_text import MAX_READ_BYTES
 

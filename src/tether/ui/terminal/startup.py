@@ -293,6 +293,9 @@ class StartUp:
     def _started(self, task: asyncio.Future) -> None:
         """Ready: the status line says so; what the first reply needs (the rendering) loads
         now, in a thread, off the path to ready."""
+        from tether.runtime import resume_collection
+
+        resume_collection()  # the start is over, however it ended
         if not task.cancelled() and task.exception() is None:
             self.protocol = task.result()
             if self.prompt.app.is_running:

@@ -1,0 +1,15 @@
+"""Limits that a tool's parameters model and its handler both read (tools.params holds the
+models; this module imports nothing, so a handler module can use them at start)."""
+
+DEFAULT_COMMAND_TIMEOUT = 120
+MAX_COMMAND_TIMEOUT = 3500
+DEFAULT_MAP_BUDGET = 1_024
+MAX_MAP_BUDGET = 8_192
+
+PARAMS = "tether.tools.params"
+"""Where the built-in tools' parameters models live (`Tool.params` names them by it)."""
+
+
+def params_named(name: str) -> str:
+    """The location of the built-in parameters model `name`, as `Tool.params` takes it."""
+    return f"{PARAMS}:{name}"
