@@ -64,6 +64,27 @@ async def test_a_whole_version_shown_in_a_fence_is_written_and_the_result_says_s
     assert result.text == "Fixed."
 
 
+async def test_a_version_shown_before_a_call_to_run_the_tests_is_written_first(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    (root / "check.py").write_text("import shapes, math\nassert shapes.area(1) == math.pi\n")
+    run = call(("run_cmd", {"command": "python3 check.py"}),
+               text=f"Here is the fix:\n```python\n{FIXED}```\nNow run the check:\n")
+    runtime, provider = runtime_for(root, home, [read(), run, say("Fixed.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    names = [record.call.name for record in result.evidence]
+    assert names == ["read_file", "write_file", "run_cmd"]  # the fix, then the model's own run
+    assert result.evidence[-1].command is not None and result.evidence[-1].command.exit_code == 0
+
+
+async def test_a_reply_that_makes_its_own_change_has_nothing_taken(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    edit = call(("edit_file", {"filepath": "shapes.py", "old_content": "2 * x", "new_content": "x + x"}),
+                text=f"```python\n{FIXED}```\n")
+    runtime, _ = runtime_for(root, home, [read(), edit, say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert taken(result) == [] and "x + x" in (root / "shapes.py").read_text()
+
+
 async def test_a_filled_in_stub_with_a_new_signature_is_a_whole_version(tmp_path: Path, home: Path) -> None:
     root = project(tmp_path, "def greet(name):\n    pass\n")
     filled = 'def greet(name="you"):\n    return f"Hello, {name}"\n'

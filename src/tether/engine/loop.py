@@ -573,16 +573,23 @@ class TurnLoop:
             turn.conv.messages.append(Message.user(note))
 
     def taken_call(self, turn: TurnState, parsed: ParseResult, result_first: bool) -> ParseResult:
-        """`parsed`, or, for a reply with no call that makes one in another form (the coach's
-        `reply_call`: a whole file in a code block), that call with its note."""
-        if parsed.calls or parsed.errors or turn.coach is None or turn.record is None:
+        """`parsed`, or, for a reply that changes nothing by its calls but makes a change in
+        another form (the coach's `reply_call`: a whole file in a code block), that call with
+        its note, before the reply's own calls (the fix shown, then "run the tests again")."""
+        if parsed.errors or turn.coach is None or turn.record is None:
             return parsed
+        if any(not self._runs_or_reads(call.name) for call in parsed.calls):
+            return parsed  # a call that changes something: the reply's own change is that one
         taken = turn.coach.reply_call(turn.record.snapshot(parsed.text.strip(), result_first))
         if taken is None:
             return parsed
         call, note = taken
         self.ui.notice(f"the reply's code block for {call.arguments.get('filepath')} is taken as its write_file call")
-        return replace(parsed, calls=[call], repairs={call.id: note})
+        return replace(parsed, calls=[call, *parsed.calls], repairs={**parsed.repairs, call.id: note})
+
+    def _runs_or_reads(self, name: str) -> bool:
+        tool = self.table.get(name)
+        return tool is not None and (tool.read_only or name == RUN_CMD)
 
     def reply_note(self, turn: TurnState, text: str, result_first: bool) -> str | None:
         """What the coach's rules say instead of ending the turn on this reply (None: end it)."""
@@ -598,6 +605,10 @@ class TurnLoop:
     def _show(self, pieces: list[tuple[str, str]]) -> None:
         for kind, chunk in pieces:
             (self.ui.thinking if kind == "thinking" else self.ui.text)(chunk)
+
+
+RUN_CMD = "run_cmd"
+"""The one call with side effects a code block is taken before: the model's "run the tests"."""
 
 
 def system_message(text: str, previous: Message | None) -> Message:
