@@ -19,6 +19,7 @@ from tether.assist.verify import (
 )
 from tether.core.profile import LEVERS_ENV, profile_named
 from tether.engine.loop import Conversation, TurnResult
+from tether.engine.repeatstop import LOOP_TEMPERATURE
 from tether.runtime import RunOptions, Runtime, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
@@ -269,6 +270,9 @@ async def test_an_answer_right_after_an_early_failure_goes_back_then_the_failure
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
     assert len(checks_run(result)) == 1 and len(provider.requests) == 3  # not run again: nothing changed
     assert "Fix the code (not the tests)" in sent_back(provider)[-1]
+    # told again what it had read and answered without a change: sampled, not greedy, this time
+    assert provider.requests[2].options.temperature == LOOP_TEMPERATURE
+    assert provider.requests[1].options.temperature != LOOP_TEMPERATURE
     assert result.text.startswith("It is fixed, really.")
     assert result.text.splitlines()[-1].startswith("Not fixed: `python3 -m")
 

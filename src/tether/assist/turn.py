@@ -74,5 +74,5 @@ class GateChain:
             calls += verdict.evidence
             if verdict.again:
                 return GateVerdict(again=verdict.again, note="\n".join(notes), evidence=tuple(calls),
-                                   notice=verdict.notice)
+                                   notice=verdict.notice, said_before=verdict.said_before)
         return GateVerdict(note="\n".join(notes), evidence=tuple(calls))

@@ -309,7 +309,7 @@ class VerifyGate:
             return GateVerdict()
         if self.each_change and self.asked < self.attempts and self.last.ran is not None:
             self.asked += 1
-            return GateVerdict(again=_failure_message(CHECK_FAILED, self.last))
+            return GateVerdict(again=_failure_message(CHECK_FAILED, self.last), said_before=True)
         self.done = True
         return GateVerdict(note=self._still_fails(self.last))
 

@@ -452,6 +452,7 @@ class TurnLoop:
         verdict = await self.gate_verdict(turn)
         if verdict.again:  # the check after the change failed: the model gets it and goes on
             turn.conv.messages += [assistant_message(parsed, reply, self.settings), Message.user(verdict.again)]
+            turn.looped = turn.looped or verdict.said_before
             self.ui.notice(verdict.notice or "the check after the change failed: its output goes back to the model")
             return None
         reason = await stop_reason(self.hooks, parsed.text, turn.stop_holds)
