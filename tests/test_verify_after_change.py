@@ -13,6 +13,7 @@ from tether.assist.verify import (
     CHECK_ID,
     EACH_FAILED,
     EACH_PASSED,
+    FIRST_FAILED,
     NO_TEST_RAN,
     RAN_NO_TESTS,
     unittest_target,
@@ -302,3 +303,31 @@ async def test_in_the_small_profile_an_empty_reply_after_an_early_failure_is_tol
     told = [m.text for m in provider.requests[2].messages if m.role == "user" and not m.tool_results][-1]
     assert CHANGE_WARNED.format(path="calc.py") in told  # not "your last call worked"
     assert (root / "calc.py").read_text() == RIGHT and result.text.startswith("Fixed.")
+
+
+async def test_with_the_first_lever_the_model_starts_from_the_named_tests_failures(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [write(RIGHT), say("Fixed.")])
+    with_levers(runtime, "first")
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    first = provider.requests[0].messages
+    [ran] = [call for m in first for call in m.tool_calls]
+    assert ran.name == "run_cmd" and "test_calc.py" in ran.arguments["command"]
+    shown = last_result(provider, 0)
+    assert "AssertionError: -1 != 5" in shown and shown.endswith(FIRST_FAILED.format(how="exit 1"))
+    before, after = checks_run(result)
+    assert before.command is not None and before.command.exit_code == 1  # before the change
+    assert after.command is not None and after.command.exit_code == 0
+    assert result.text.splitlines()[-1].startswith("Verified:")
+
+
+async def test_the_first_check_runs_only_for_a_change_request_naming_tests_and_only_with_its_lever(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    for request, levers in (("why does test_calc.py fail?", "first"), ("the add function is wrong, fix it", "first"),
+                            (REQUEST, "")):
+        runtime, provider = runtime_for(root, home, [say("Looked.")])
+        with_levers(runtime, levers)
+        await runtime.loop.run_turn(Conversation(), request)
+        assert not [call for m in provider.requests[0].messages for call in m.tool_calls], request
+    assert not profile_named("small").check_first and profile_named("small", "", "first").check_first

@@ -309,6 +309,7 @@ class Runtime:
         turn.verify_attempts = self.settings.verify_after_change if profile.verify else 0
         turn.verify_each_change = profile.verify_each_change
         turn.take_version = profile.take_version
+        turn.check_first = profile.check_first
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but
@@ -511,8 +512,8 @@ class LateAssist:
         return self._assist
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False) -> AssistedTurn:
-        return self.load().start(request, attempts, setup, each_change)
+              each_change: bool = False, first: bool = False) -> AssistedTurn:
+        return self.load().start(request, attempts, setup, each_change, first)
 
 
 def attach_web(runtime: Runtime) -> None:

@@ -167,6 +167,9 @@ class AtTheAnswer:
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         return GateVerdict()
 
+    async def before_start(self) -> GateVerdict:
+        return GateVerdict()
+
 
 @dataclass
 class LeftoverGate(AtTheAnswer):

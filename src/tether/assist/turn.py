@@ -34,7 +34,7 @@ class Assist:
         self.python = ProjectPython(self.root)
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False) -> AssistedTurn:
         reading = read_request(request, self.project_files())
         coach = Coach(request, setup) if setup is not None else None
         if attempts <= 0:
@@ -46,7 +46,7 @@ class Assist:
         if MISSING not in off:
             gates.append(MissingGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
-                                each_change=each_change))
+                                each_change=each_change, first=first))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach)
 
 
@@ -63,6 +63,10 @@ class GateChain:
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """Every gate's note on the calls just run, in order, with the calls they made."""
         return await self._ask(evidence, lambda gate, seen: gate.after_calls(seen))
+
+    async def before_start(self) -> GateVerdict:
+        """Every gate's calls and notes before the model's first reply."""
+        return await self._ask((), lambda gate, seen: gate.before_start())
 
     async def _ask(self, evidence: Sequence[Evidence],
                    ask: Callable[[AnswerGate, list[Evidence]], Awaitable[GateVerdict]]) -> GateVerdict:

@@ -46,6 +46,11 @@ EACH_FAILED = (
     "passes."
 )
 EACH_PASSED = "(The harness ran this check after your change: it passed.)"
+FIRST_FAILED = (
+    "(The harness ran the request's tests before any change: they fail ({how}). Read the "
+    "failures above, then change the code they test.)"
+)
+FIRST_PASSED = "(The harness ran the request's tests before any change: they pass.)"
 EACH_MAX = 8
 """The most checks run after changes in one turn (each runs the project's tests)."""
 CHECK_STILL_FAILS = "Not fixed: `{command}` still fails ({how})."
@@ -242,6 +247,9 @@ class VerifyGate:
     """Also run the checks right after each change, their outcome sent with its result (as
     aider runs the tests after each edit): a small model otherwise claims a pass, runs the
     test file as a script, or ends with the fix shown in prose, before any check ran."""
+    first: bool = False
+    """Also run the tests the request names before the model's first reply, so it starts
+    from their failures (as aider's /test puts them in the chat)."""
     asked: int = 0
     """Fixes asked for so far."""
     ran_after_changes: int = 0
@@ -270,6 +278,21 @@ class VerifyGate:
         outcomes = await self._run(checks)
         self.seen += len(outcomes)
         return outcomes
+
+    async def before_start(self) -> GateVerdict:
+        """With `first`, for a change request: the tests it names (its test commands and test
+        files; never a script it asks to run, whose output may be the answer), run before any
+        change; the loop shows them as calls with their results, the note after them."""
+        if not self.first or not self.reading.change or self.reading.asks_question:
+            return GateVerdict()
+        checks = [check for check in await checks_for(self.reading, self.root, self.python, self.project_files, ())
+                  if check.counts_tests]
+        if not checks:
+            return GateVerdict()
+        outcomes = await self._run(checks)
+        last = outcomes[-1]
+        note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure or "it did not run")
+        return GateVerdict(note=note, evidence=tuple(outcome.evidence for outcome in outcomes))
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """With `each_change`: the checks run right after calls that changed files; the loop

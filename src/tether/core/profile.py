@@ -120,6 +120,10 @@ class Profile:
     verify_each_change: bool = False
     """Also run that check right after each change, its outcome sent with the change's result
     (as aider runs the tests after each edit), instead of only when the model would answer."""
+    check_first: bool = False
+    """Run the tests a change request names before the model's first reply, shown as calls
+    with their results (assist/verify.VerifyGate.before_start). Off in every profile until it
+    wins on the held-out benchmark; TETHER_PROFILE_ON=first."""
     take_version: bool = False
     """A reply with no call that shows a whole new version of a file the turn read, for a
     request to change it, is that write_file call (aider's whole-file edit format), run
@@ -187,6 +191,7 @@ LEVER_FIELDS = {
     "preread": "preread",
     "early": "verify_each_change",
     "take": "take_version",
+    "first": "check_first",
     "grammar": "grammar",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
@@ -217,12 +222,14 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "preread": {"preread": False},
     "early": {"verify_each_change": False},
     "take": {"take_version": False},
+    "first": {"check_first": False},
     "grammar": {"grammar": False},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
     "early": {"verify_each_change": True},
     "take": {"take_version": True},
+    "first": {"check_first": True},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""

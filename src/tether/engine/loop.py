@@ -179,6 +179,9 @@ class TurnSettings:
     """Fixes the check after a change may ask for (assist/verify.py; 0: no check)."""
     verify_each_change: bool = False
     """The check after a change also runs right after each change (the gate's `after_calls`)."""
+    check_first: bool = False
+    """The tests a change request names run before the model's first reply (the gate's
+    `before_start`)."""
     take_version: bool = False
     """A whole file version shown in a reply with no call is taken as its write (the coach's
     `reply_call`)."""
@@ -259,7 +262,7 @@ class TurnLoop:
             self.on_turn()
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
         assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
-                                      self.settings.verify_each_change)
+                                      self.settings.verify_each_change, self.settings.check_first)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
@@ -272,6 +275,8 @@ class TurnLoop:
         try:
             if self.settings.preread and assisted.reading is not None:
                 await self.preread(turn, assisted.reading.files)
+            if turn.gate is not None:
+                self.show_gate_calls(turn, await turn.gate.before_start())
             self.open_turn(turn)
             for step in range(1, self.settings.max_steps + 1):
                 reply = await self.ask(turn, tools=True, note=self._note(step, turn))
@@ -490,9 +495,12 @@ class TurnLoop:
         it made join the turn's evidence and the history, as calls with their results (as the
         files read first do: a model reads a result as the answer to a call), and its note
         ends the last result."""
-        if turn.gate is None:
-            return
-        verdict = await turn.gate.after_calls(turn.conv.evidence)
+        if turn.gate is not None:
+            self.show_gate_calls(turn, await turn.gate.after_calls(turn.conv.evidence))
+
+    def show_gate_calls(self, turn: TurnState, verdict: GateVerdict) -> None:
+        """The gate's calls in the turn's evidence and history (as calls with their results),
+        its note at the end of the last result."""
         if verdict.evidence:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()

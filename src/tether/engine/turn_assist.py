@@ -43,6 +43,11 @@ class AnswerGate(Protocol):
         `again`: the turn goes on anyway)."""
         ...
 
+    async def before_start(self) -> GateVerdict:
+        """What the model starts from, before its first reply: calls the gate made and a note
+        on them (never `again`)."""
+        ...
+
 
 class TurnCoach(Protocol):
     """One turn's rules on its evidence (assist/coach.py): what to tell the model instead of
@@ -121,8 +126,9 @@ class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False) -> AssistedTurn:
         """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
         `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
-        right after each change."""
+        right after each change; `first`: the tests the request names also run before the
+        model's first reply."""
         ...
