@@ -23,7 +23,7 @@ from test_local_ollama import (
 
 from tether.providers import first_run
 from tether.providers.first_run import NotPulled, local_through_ollama
-from tether.providers.ollama import UPLOAD_CHUNK, PullError, import_gguf, ollama_name
+from tether.providers.ollama import UPLOAD_CHUNK, PullError, import_gguf, ollama_name, source_name
 
 
 @pytest.fixture(autouse=True)
@@ -171,7 +171,9 @@ def test_the_name_keeps_only_what_ollama_takes() -> None:
     assert ollama_name(Path("/m/Qwen2.5 Coder (7B)!.gguf"), digest) == \
         "tether-qwen2.5-coder-7b-abcdef012345"
     assert ollama_name(Path("/m/___.gguf"), digest).startswith("tether-model-")
+    assert ollama_name(Path("/m/a...b.gguf"), digest).startswith("tether-a.b-")
     assert len(ollama_name(Path("/m/" + "x" * 300 + ".gguf"), digest)) <= 80
+    assert source_name(Path("/m/a:b\\c.gguf")) == "a_b_c.gguf"
 
 
 @needs_no_extra

@@ -514,9 +514,15 @@ DIGEST_SHOWN = 12
 
 def ollama_name(path: Path, digest: str) -> str:
     """`tether-<stem>-<first 12 hex of the digest>`, lower case, only the characters Ollama
-    takes in a model name (letters, digits, `_`, `-`, `.`)."""
-    stem = re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()).strip("-._")[:STEM_LIMIT].strip("-._")
+    takes in a model name (letters, digits, `_`, `-`, `.` but never two dots in a row)."""
+    stem = re.sub(r"\.{2,}", ".", re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()))
+    stem = stem.strip("-._")[:STEM_LIMIT].strip("-._")
     return f"{NAME_PREFIX}{stem or 'model'}-{digest[:DIGEST_SHOWN].lower()}"
+
+
+def source_name(path: Path) -> str:
+    """The file's name as `/api/create` takes it: Ollama refuses a name with `\\` or `:`."""
+    return re.sub(r"[\\:]", "_", path.name)
 
 
 async def import_gguf(base_url: str, name: str, path: Path, digest: str,
@@ -533,7 +539,7 @@ async def import_gguf(base_url: str, name: str, path: Path, digest: str,
             response = await client.post(blob, content=file_chunks(path, size, progress),
                                          headers={"Content-Length": str(size)})
             await refuse_unless(response, base_url, job, 200, 201)
-        body = {"model": name, "files": {path.name: f"sha256:{digest}"}, "stream": True}
+        body = {"model": name, "files": {source_name(path): f"sha256:{digest}"}, "stream": True}
         async with client.stream("POST", "/api/create", json=body) as created:
             await refuse_unless(created, base_url, job, 200)
             await read_status_stream(created, job, lambda line: None)
