@@ -21,6 +21,10 @@ Routes (the wire format follows the path):
     GET  /api/version           {"version": ...}
     POST /api/pull              Ollama's pull NDJSON stream    (serves the next Pull; a
                                 pull that succeeds adds the model to `models`)
+    HEAD /api/blobs/sha256:HEX  200 when `blobs` holds it, else 404
+    POST /api/blobs/sha256:HEX  the body kept in `blobs` (201), 400 when its SHA-256 is not HEX
+    POST /api/create            Ollama's create NDJSON stream  (serves the next Create; one
+                                that succeeds adds the model; 400 for a file not in `blobs`)
     POST /v1/chat/completions   OpenAI SSE stream              (serves the next Reply)
     GET  /v1/models             {"object": "list", "data": [{"id": ...}]} (Anthropic reads
                                 the same shape)
@@ -48,6 +52,7 @@ Streams use chunked transfer encoding as the real servers do, so a
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import socket
 import sys
@@ -143,14 +148,17 @@ class Pull:
     gate_after: int = 0
     """As Reply's: the lines after `gate_after` wait for the gate."""
 
-    def frames(self) -> list[bytes]:
+    def status_lines(self) -> list[dict[str, Any]]:
         lines: list[dict[str, Any]] = [{"status": "pulling manifest"}]
         for digest, total in self.layers:
             lines.append({"status": f"pulling {digest[7:19]}", "digest": digest, "total": total})
             for step in range(1, self.steps + 1):
                 lines.append({"status": f"pulling {digest[7:19]}", "digest": digest,
                               "total": total, "completed": total * step // self.steps})
-        lines += [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
+        return lines + [{"status": "verifying sha256 digest"}, {"status": "writing manifest"}]
+
+    def frames(self) -> list[bytes]:
+        lines = self.status_lines()
         if not self.no_success:
             lines.append({"status": "success"})
         if self.error_after is not None:
@@ -160,6 +168,19 @@ class Pull:
     def as_reply(self) -> Reply:
         return Reply(raw_frames=self.frames(), drop_after=self.drop_after, gate=self.gate,
                      gate_after=self.gate_after)
+
+
+@dataclass
+class Create(Pull):
+    """One scripted answer to Ollama's `/api/create` of a GGUF: "parsing GGUF", "using existing
+    layer", "writing manifest", "success" (Ollama's API reference, "Create a Model"); the
+    failure fields are Pull's."""
+
+    error_message: str = "invalid file magic"
+
+    def status_lines(self) -> list[dict[str, Any]]:
+        return [{"status": "parsing GGUF"}, {"status": "using existing layer sha256:..."},
+                {"status": "writing manifest"}]
 
 
 class FakeServer:
@@ -198,6 +219,10 @@ class FakeServer:
         self._queue: deque[Reply] = deque(replies or [])
         self.pulls: deque[Pull] = deque()
         """Answers to `/api/pull`, in order; when empty, a pull that succeeds."""
+        self.creates: deque[Create] = deque()
+        """Answers to `/api/create`, in order; when empty, a create that succeeds."""
+        self.blobs: dict[str, int] = {}
+        """The blobs uploaded, "sha256:HEX" to size in bytes."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -614,9 +639,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._dispatch({})
 
+    def do_HEAD(self) -> None:
+        self._dispatch({})
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.startswith("/api/blobs/"):  # a file's bytes, not JSON
+            self._dispatch({"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)})
+            return
         try:
             body = json.loads(raw) if raw else {}
         except json.JSONDecodeError:
@@ -632,11 +663,15 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", "/api/tags"): self._ollama_tags,
             ("GET", "/api/version"): self._ollama_version,
             ("POST", "/api/pull"): self._ollama_pull,
+            ("POST", "/api/create"): self._ollama_create,
             ("POST", "/v1/chat/completions"): self._openai_chat,
             ("GET", "/v1/models"): self._openai_models,
             ("POST", "/v1/messages"): self._anthropic_messages,
             ("GET", "/v1beta/models"): self._gemini_models,
         }
+        if path.startswith("/api/blobs/") and self.command in ("HEAD", "POST"):
+            routes[(self.command, path)] = functools.partial(self._ollama_blob,
+                                                             digest=path[len("/api/blobs/"):])
         route = routes.get((self.command, path))
         gemini_model = _gemini_model(path)
         if route is None and self.command == "POST" and gemini_model is not None:
@@ -710,6 +745,33 @@ class _Handler(BaseHTTPRequestHandler):
         if whole and name:
             with self.fake._lock:
                 self.fake.models.append(name)
+
+    def _ollama_blob(self, body: dict, digest: str) -> None:
+        if self.command == "HEAD":
+            self._send_status(200 if digest in self.fake.blobs else 404)
+        elif digest != f"sha256:{body['sha256']}":
+            self._send_json(400, {"error": f"digest mismatch, expected \"{digest}\", got "
+                                           f"\"sha256:{body['sha256']}\""})
+        else:
+            with self.fake._lock:
+                self.fake.blobs[digest] = body["size"]
+            self._send_status(201)
+
+    def _ollama_create(self, body: dict) -> None:
+        files = body.get("files") or {}
+        missing = [d for d in files.values() if d not in self.fake.blobs]
+        with self.fake._lock:
+            create = self.fake.creates.popleft() if self.fake.creates else Create()
+        if missing or create.status != 200:
+            self._send_json(400 if missing else create.status,
+                            {"error": f"blob {missing[0]} not found" if missing
+                             else create.error_message})
+            return
+        self._stream("application/x-ndjson", create.frames(), create.as_reply())
+        whole = create.error_after is None and create.drop_after is None and not create.no_success
+        if whole and body.get("model"):
+            with self.fake._lock:
+                self.fake.models.append(f"{body['model']}:latest")
 
     # -- OpenAI
 
@@ -832,6 +894,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Retry-After", f"{retry_after:g}")
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_status(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _stream(self, content_type: str, frames: list[bytes], reply: Reply) -> None:
         if reply.gate_after == 0 and not self._passed_gate(reply):

@@ -1,7 +1,8 @@
 """`--local` through Ollama when the local extra is not installed: the model is looked up with
 `/api/tags` and pulled with `/api/pull` (against the fake server speaking Ollama's pull stream:
 progress, refusal, a full disk, a dropped connection, Ctrl-C), then run with the ollama
-provider; in -p nothing is asked, in the chat a yes pulls it."""
+provider; in -p nothing is asked, in the chat a yes pulls it. A GGUF file's import is in
+test_local_ollama_import.py."""
 
 from __future__ import annotations
 
@@ -156,16 +157,17 @@ async def test_a_failed_pull_is_not_pulled(ollama: FakeServer) -> None:
         await local_through_ollama(local_settings(ollama.url, ollama_pull="yes"), lambda _: None)
 
 
-async def test_the_route_is_only_for_the_default_model_without_the_extra(
+async def test_the_route_is_for_the_default_model_or_a_file_without_the_extra(
         ollama: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    for settings in (local_settings(ollama.url, model="./mine.gguf"),
-                     local_settings(ollama.url, model="other-model"),
+    for settings in (local_settings(ollama.url, model="other-model"),
                      Settings(provider="ollama", ollama_host=ollama.url)):
         assert not may_go_through_ollama(settings)
         assert await local_through_ollama(settings, lambda _: None) is settings
     assert may_go_through_ollama(local_settings(ollama.url, model="qwen2.5-coder-1.5b-instruct-q4_k_m"))
+    assert may_go_through_ollama(local_settings(ollama.url, model="./mine.gguf"))
     monkeypatch.setattr(first_run, "local_installed", lambda: True)
     assert not may_go_through_ollama(local_settings(ollama.url))
+    assert not may_go_through_ollama(local_settings(ollama.url, model="./mine.gguf"))
     assert ollama.requests == []
 
 
@@ -224,44 +226,57 @@ def test_ctrl_c_stops_a_pull_in_print_mode(ollama: FakeServer, tmp_path: Path) -
     assert ollama.bodies("/api/chat") == [] and MODEL not in ollama.models
 
 
-@needs_no_extra
-def test_the_chat_asks_pulls_and_talks_to_ollama(ollama: FakeServer, tmp_path: Path) -> None:
+def yes_then_talk(args: list[str], tmp_path: Path, url: str, question: str, answer: str) -> str:
+    """The chat started with `args`: yes to `question`, then "hi" answered with `answer`;
+    the screen."""
     project = tmp_path / "project"
     project.mkdir()
-    ollama.add(Reply(text="Pulled and ready."))
-    env = app_env(tmp_path / "home", OLLAMA_HOST=ollama.url)
-    with PtyApp(["--local"], cwd=project, env=env) as app:
-        app.wait_for_text(f"Pull {MODEL} into Ollama")
+    with PtyApp(args, cwd=project, env=app_env(tmp_path / "home", OLLAMA_HOST=url)) as app:
+        app.wait_for_text(question)
         app.send("y")
         app.wait_for_prompt()
         app.line("hi")
-        app.wait_for_text("Pulled and ready.")
+        app.wait_for_text(answer)
         app.wait_for_prompt()
         app.ctrl_d()
         assert app.wait_exit() == 0
-        shown = app.text()
+        return app.text()
+
+
+def yes_then_stop(args: list[str], tmp_path: Path, url: str, question: str, under_way: str,
+                  stopped: str) -> str:
+    """The chat started with `args`: yes to `question`, Ctrl-C once `under_way` shows, then
+    `stopped` and the prompt; the screen."""
+    project = tmp_path / "project"
+    project.mkdir()
+    with PtyApp(args, cwd=project, env=app_env(tmp_path / "home", OLLAMA_HOST=url)) as app:
+        app.wait_for_text(question)
+        app.send("y")
+        app.wait_for_text(under_way)
+        app.ctrl_c()
+        app.wait_for_text(stopped)
+        app.wait_for_prompt()
+        app.ctrl_d()
+        assert app.wait_exit() == 0
+        return app.text()
+
+
+@needs_no_extra
+def test_the_chat_asks_pulls_and_talks_to_ollama(ollama: FakeServer, tmp_path: Path) -> None:
+    ollama.add(Reply(text="Pulled and ready."))
+    shown = yes_then_talk(["--local"], tmp_path, ollama.url, f"Pull {MODEL} into Ollama",
+                          "Pulled and ready.")
     assert f"pulled {MODEL}" in shown and "Traceback" not in shown
     assert [body["model"] for body in ollama.bodies("/api/chat")][:1] == [MODEL]
 
 
 @needs_no_extra
 def test_ctrl_c_stops_a_pull_in_the_chat_and_the_chat_goes_on(ollama: FakeServer, tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
     gate = threading.Event()
     ollama.pulls.append(Pull(gate=gate, gate_after=3))
-    env = app_env(tmp_path / "home", OLLAMA_HOST=ollama.url)
     try:
-        with PtyApp(["--local"], cwd=project, env=env) as app:
-            app.wait_for_text(f"Pull {MODEL} into Ollama")
-            app.send("y")
-            app.wait_for_text(f"pulling {MODEL} [")
-            app.ctrl_c()
-            app.wait_for_text("Pull stopped")
-            app.wait_for_prompt()
-            app.ctrl_d()
-            assert app.wait_exit() == 0
-            shown = app.text()
+        shown = yes_then_stop(["--local"], tmp_path, ollama.url, f"Pull {MODEL} into Ollama",
+                              f"pulling {MODEL} [", "Pull stopped")
     finally:
         gate.set()
     assert f"pulled {MODEL}" not in shown and "Traceback" not in shown

@@ -568,7 +568,7 @@ async def one_shot(
 
 async def local_route(settings: Settings, ui: HeadlessUI, session: OneShotSession) -> Settings | int:
     """--local without the local extra and with Ollama running: the settings that run the
-    model there (pulled first only when ollama_pull allows it: nothing is asked in -p). An
+    model there (pulled or imported first only when ollama_pull allows it: nothing is asked in -p). An
     int is the exit code of a run that ended here, its result written."""
     import asyncio
 

@@ -8,13 +8,17 @@ not, the user hears what was found (no Ollama, the API keys in the environment, 
 when it can run here.
 
 `--local` through Ollama: when llama-cpp-python is not installed but an Ollama server answers
-at its configured address, `--local` runs the same model there, under Ollama's name for it
-(`ModelSpec.ollama`). If Ollama lacks it, it is pulled first (`ollama.pull_model`, its
-progress told as notices) as the `ollama_pull` setting says: "ask" asks in the chat and, in
-`-p` where nobody is asked, stops with one line naming the choices; "yes" pulls without
-asking; "no" never pulls. Only the default model has an Ollama name: `--local --model
-./x.gguf`, or a cached model of another name, needs the extra. httpx and the Ollama client
-are imported when used: the chat asks `may_go_through_ollama` before its prompt.
+at its configured address, `--local` runs the model there. The default model goes under
+Ollama's name for it (`ModelSpec.ollama`); if Ollama lacks it, it is pulled first
+(`ollama.pull_model`, its progress told as notices). A GGUF file the user names (`--model
+./x.gguf`) is checked first (there, readable, starting with the GGUF magic; before any
+request), then hashed in a worker thread and imported under a name derived from its stem and
+digest (`ollama.import_gguf`: the blob uploaded unless Ollama has it, then `/api/create`), unless
+`/api/tags` already lists that name, so a file is imported once. Both follow the
+`ollama_pull` setting: "ask" asks in the chat and, in `-p` where nobody is asked, stops with
+one line naming the choices; "yes" pulls or imports without asking; "no" never does. A model
+of another name from the cache still needs the extra. httpx and the Ollama client are
+imported when used: the chat asks `may_go_through_ollama` before its prompt.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..store.config import Settings
-from ..store.models import DEFAULT_MODEL, file_name, format_size
+from ..store.models import DEFAULT_MODEL, file_name, format_size, names_a_file
 from . import API_KEY_ENV
 
 PROBE_TIMEOUT = 1.5
@@ -109,8 +114,9 @@ Confirm = Callable[[str], Awaitable[bool]]
 
 
 class NotPulled(Exception):
-    """Ollama lacks the model and it was not pulled (refused, not allowed, or failed); the
-    message is one line that says what to do."""
+    """Ollama lacks the model and it was neither pulled nor imported (refused, not allowed,
+    failed, or a file that cannot be imported); the message is one line that says what to
+    do."""
 
 
 @dataclass(frozen=True)
@@ -123,13 +129,27 @@ class OllamaRoute:
     """Whether Ollama has the model already (`/api/tags`)."""
 
 
+@dataclass(frozen=True)
+class Refusals:
+    """What stops a pull or an import, one line each: the setting says "no", -p has nobody to
+    ask, the user said no."""
+
+    never: str
+    unasked: str
+    declined: str
+
+
 def may_go_through_ollama(settings: Settings) -> bool:
     """Whether `--local` could run through Ollama (asks no server): the local provider with
-    the default model, and llama-cpp-python not importable."""
-    if settings.provider != "local" or not DEFAULT_MODEL.ollama:
+    the default model or a GGUF file (`--model ./x.gguf`), and llama-cpp-python not
+    importable."""
+    if settings.provider != "local" or local_installed():
         return False
     named = settings.model.strip()
-    return (not named or file_name(named) == file_name(DEFAULT_MODEL.name)) and not local_installed()
+    if names_a_file(named):
+        return True
+    return bool(DEFAULT_MODEL.ollama) and (
+        not named or file_name(named) == file_name(DEFAULT_MODEL.name))
 
 
 async def ollama_route(settings: Settings) -> OllamaRoute | None:
@@ -144,10 +164,12 @@ async def ollama_route(settings: Settings) -> OllamaRoute | None:
 
 async def local_through_ollama(settings: Settings, say: Say, confirm: Confirm | None = None) -> Settings:
     """The settings `--local` runs on: Ollama's copy of the model when the route applies
-    (pulled first if need be; `confirm` None: nobody to ask), else `settings` unchanged.
-    NotPulled when Ollama lacks the model and it was not pulled."""
+    (pulled or imported first if need be; `confirm` None: nobody to ask), else `settings`
+    unchanged. NotPulled when Ollama lacks the model and it did not get there."""
     if not may_go_through_ollama(settings):
         return settings
+    if names_a_file(settings.model.strip()):
+        return await gguf_through_ollama(settings, say, confirm)
     route = await ollama_route(settings)
     if route is None:
         return settings
@@ -158,24 +180,32 @@ async def local_through_ollama(settings: Settings, say: Say, confirm: Confirm | 
     return settings.with_changes(provider="ollama", model=route.model)
 
 
+async def allowed(choice: str, confirm: Confirm | None, question: str, refusals: Refusals) -> None:
+    """Returns when `choice` (the ollama_pull setting), and the user when it says "ask",
+    allow the pull or import; NotPulled with the right refusal when not."""
+    if choice == "no":
+        raise NotPulled(refusals.never)
+    if choice == "ask" and confirm is None:
+        raise NotPulled(refusals.unasked)
+    if choice == "ask" and confirm is not None and not await confirm(question):
+        raise NotPulled(refusals.declined)
+
+
 async def pull_if_allowed(route: OllamaRoute, choice: str, say: Say, confirm: Confirm | None) -> None:
     """Pull the route's model as `choice` (the ollama_pull setting) allows; NotPulled when not."""
     from ..store.model_download import ProgressNotices
     from .ollama import PullError, pull_model
 
     size = f"about {format_size(DEFAULT_MODEL.size)}"
-    if choice == "no":
-        raise NotPulled(f"Ollama at {route.url} does not have {route.model} and ollama_pull is "
-                        f"\"no\": pull it with `ollama pull {route.model}`, or {INSTALL_LOCAL}")
-    if choice == "ask" and confirm is None:
-        raise NotPulled(f"Ollama at {route.url} does not have {route.model} and -p asks nothing: "
-                        f"run `ollama pull {route.model}` ({size}), or set ollama_pull = \"yes\" "
-                        f"in TETHER_HOME/config.toml to let --local pull it, or {INSTALL_LOCAL} "
-                        "to run it in this process")
-    if choice == "ask" and confirm is not None \
-            and not await confirm(f"Pull {route.model} into Ollama ({size})?"):
-        raise NotPulled(f"Not pulled: run `ollama pull {route.model}`, or {INSTALL_LOCAL}, then "
-                        "`tether --local` again; /connect chooses another provider meanwhile.")
+    await allowed(choice, confirm, f"Pull {route.model} into Ollama ({size})?", Refusals(
+        never=f"Ollama at {route.url} does not have {route.model} and ollama_pull is \"no\": "
+              f"pull it with `ollama pull {route.model}`, or {INSTALL_LOCAL}",
+        unasked=f"Ollama at {route.url} does not have {route.model} and -p asks nothing: run "
+                f"`ollama pull {route.model}` ({size}), or set ollama_pull = \"yes\" in "
+                f"TETHER_HOME/config.toml to let --local pull it, or {INSTALL_LOCAL} to run it "
+                "in this process",
+        declined=f"Not pulled: run `ollama pull {route.model}`, or {INSTALL_LOCAL}, then "
+                 "`tether --local` again; /connect chooses another provider meanwhile."))
     say(f"pulling {route.model} into Ollama at {route.url} (Ctrl-C stops it; a later pull "
         "resumes)")
     try:
@@ -183,3 +213,85 @@ async def pull_if_allowed(route: OllamaRoute, choice: str, say: Say, confirm: Co
     except PullError as exc:
         raise NotPulled(str(exc)) from None
     say(f"pulled {route.model}")
+
+
+# ---------------------------------------------------------------- a GGUF file through Ollama
+
+
+@dataclass(frozen=True)
+class GgufFile:
+    path: Path
+    size: int
+    digest: str
+    """Its SHA-256, hex."""
+
+
+async def gguf_through_ollama(settings: Settings, say: Say, confirm: Confirm | None) -> Settings:
+    """`--local --model ./x.gguf` run by Ollama: the file is checked before any request,
+    then, when Ollama answers, imported under its derived name unless Ollama lists it."""
+    import asyncio
+
+    from ..store.model_download import sha256_of
+    from .ollama import has_model, ollama_name
+
+    path = Path(settings.model.strip()).expanduser()
+    check_importable(path)
+    url = settings.ollama_host
+    if not await ollama_running(url):
+        return settings
+    try:
+        gguf = GgufFile(path, path.stat().st_size, await asyncio.to_thread(sha256_of, path))
+    except OSError as exc:
+        raise NotPulled(f"cannot read {path}: {exc.strerror or exc}") from None
+    name = ollama_name(path, gguf.digest)
+    say(f"tether[local] is not installed and Ollama answers at {url}: --local runs "
+        f"{path.name} there, as {name}")
+    if not await has_model(url, name):
+        await import_if_allowed(gguf, OllamaRoute(url, name, False), settings.ollama_pull, say,
+                                confirm)
+    return settings.with_changes(provider="ollama", model=name)
+
+
+def check_importable(path: Path) -> None:
+    """NotPulled, one line, unless `path` is a readable regular file that starts like a GGUF."""
+    from .base import ProviderError
+    from .local import check_gguf
+
+    if not path.exists():
+        raise NotPulled(f"no model file at {path}")
+    try:
+        check_gguf(path)
+    except ProviderError as exc:
+        raise NotPulled(str(exc)) from None
+
+
+async def import_if_allowed(gguf: GgufFile, route: OllamaRoute, choice: str, say: Say,
+                            confirm: Confirm | None) -> None:
+    """Import the file as `choice` (the ollama_pull setting) allows; NotPulled when not."""
+    from ..store.model_download import ProgressNotices
+    from .ollama import PullError, import_gguf
+
+    path, size = gguf.path, format_size(gguf.size)
+    await allowed(choice, confirm, f"Import {path.name} into Ollama as {route.model} ({size})?",
+                  Refusals(
+        never=f"Ollama at {route.url} does not have {path.name} and ollama_pull is \"no\", so "
+              f"--local does not import it: {INSTALL_LOCAL} to run it in this process",
+        unasked=f"Ollama at {route.url} does not have {path.name} and -p asks nothing: set "
+                f"ollama_pull = \"yes\" in TETHER_HOME/config.toml to let --local import it "
+                f"({size}), or {INSTALL_LOCAL} to run it in this process",
+        declined=f"Not imported: {INSTALL_LOCAL} to run {path.name} in this process; "
+                 "/connect chooses another provider meanwhile."))
+    say(f"importing {path.name} into Ollama at {route.url} as {route.model} (Ctrl-C stops it)")
+    try:
+        await import_gguf(route.url, route.model, path, gguf.digest,
+                          ProgressNotices(path.name, say, "importing"))
+    except PullError as exc:
+        raise NotPulled(str(exc)) from None
+    say(f"imported {path.name} as {route.model}")
+
+
+def stopped_line(settings: Settings) -> str:
+    """What the chat says when Ctrl-C stopped the pull or the import."""
+    if names_a_file(settings.model.strip()):
+        return "Import stopped: nothing was added to Ollama; the next `tether --local` tries again."
+    return "Pull stopped: Ollama keeps what it fetched and the next pull resumes it."

@@ -1,5 +1,6 @@
-"""Ollama's native API: `/api/chat` streamed as NDJSON, `/api/show`, `/api/tags`, and
-`/api/pull` (pulling a model, for `--local` through Ollama: see the section at the end).
+"""Ollama's native API: `/api/chat` streamed as NDJSON, `/api/show`, `/api/tags`, `/api/pull`,
+and the blob and create endpoints (pulling a model, importing a GGUF file, for
+`--local` through Ollama: see the sections at the end).
 
 The pull's answer is newline-delimited JSON (Ollama's API reference, "Pull a Model"):
 `{"status": "pulling manifest"}`, then for each layer `{"status": "pulling <digest>",
@@ -8,14 +9,21 @@ sha256 digest", "writing manifest", "success". A failure is `{"error": "..."}`: 
 with an error status, when it comes before the stream began; a line of the stream after it
 (a full disk, a registry that cannot be reached). Only a "success" line means the model is
 there: a stream that ends without one is a failed pull. Ollama keeps what a cancelled or cut
-pull fetched and resumes from there, so stopping one (Ctrl-C) loses nothing.
+pull fetched and resumes from there, so stopping one (Ctrl-C) loses nothing. `/api/create`
+(importing a GGUF file: see the last section) streams the same kind of status lines, read by the
+same `read_status_stream`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,6 +41,7 @@ from ..core.messages import (
 )
 from ..core.profile import billions_stated
 from ..core.toolspec import Tool
+from ..host import open_regular
 from ..safety.visible import visible
 from ..store.config import normalize_ollama_host
 from . import DEFAULT_MODELS
@@ -354,7 +363,7 @@ hundred milliseconds while it works; verifying a layer takes seconds, not minute
 
 
 class PullError(Exception):
-    """A pull that did not leave the model in Ollama; the message is one line."""
+    """A pull or an import that did not leave the model in Ollama; the message is one line."""
 
 
 def same_model(listed: str, wanted: str) -> bool:
@@ -396,53 +405,173 @@ class LayerProgress:
                       sum(t for _, t in self.layers.values()))
 
 
+@dataclass(frozen=True)
+class Job:
+    """A model job Ollama streams status lines for (a pull, an import), in the words its
+    errors use."""
+
+    verb: str
+    """"pull", "import"."""
+    name: str
+    again: str = "run again to resume it"
+    """What running again does, said after a failure."""
+
+    @property
+    def gerund(self) -> str:
+        return self.verb.rstrip("e") + "ing"
+
+
+JOB_TIMEOUT = httpx.Timeout(QUIET_LIMIT, connect=CONNECT_TIMEOUT)
+
+
+@asynccontextmanager
+async def job_errors(base_url: str, job: Job) -> AsyncIterator[None]:
+    """The HTTP failures of `job` as PullError, one line each."""
+    where = display_url(base_url)
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise PullError(f"Ollama at {where} sent nothing for {QUIET_LIMIT:.0f} s while "
+                        f"{job.gerund} {job.name}; the {job.verb} was given up "
+                        f"({job.again})") from None
+    except httpx.HTTPError as exc:
+        reason = one_line(str(exc)) or type(exc).__name__
+        raise PullError(f"the connection to Ollama at {where} was lost while {job.gerund} "
+                        f"{job.name} ({reason}); {job.again}") from None
+
+
+async def refuse_unless(response: httpx.Response, base_url: str, job: Job, *accepted: int) -> None:
+    """PullError with the server's words unless the response's status is one of `accepted`."""
+    if response.status_code in accepted:
+        return
+    body = (await response.aread()).decode("utf-8", "replace")
+    raise PullError(f"Ollama at {display_url(base_url)} refused to {job.verb} "
+                    f"{job.name} ({status_phrase(response.status_code)}): "
+                    f"{server_words(server_error_message(body))}")
+
+
 async def pull_model(base_url: str, name: str, progress: PullProgress) -> None:
     """Pull `name` into the Ollama at `base_url`, reporting progress; PullError (one line)
     when the model did not arrive. Cancelling it (Ctrl-C) closes the connection, which
     stops the pull (Ollama keeps what it fetched)."""
-    url = base_url.rstrip("/") + "/api/pull"
-    where = display_url(base_url)
-    timeout = httpx.Timeout(QUIET_LIMIT, connect=CONNECT_TIMEOUT)
-    try:
-        async with httpx.AsyncClient(timeout=timeout) as client, \
-                client.stream("POST", url, json={"model": name, "stream": True}) as response:
-            if response.status_code != 200:
-                body = (await response.aread()).decode("utf-8", "replace")
-                raise PullError(f"Ollama at {where} refused to pull {name} "
-                                f"({status_phrase(response.status_code)}): "
-                                f"{server_words(server_error_message(body))}")
-            await read_pull(response, name, LayerProgress(progress))
-    except httpx.TimeoutException:
-        raise PullError(f"Ollama at {where} sent nothing for {QUIET_LIMIT:.0f} s while pulling "
-                        f"{name}; the pull was given up (run again to resume it)") from None
-    except httpx.HTTPError as exc:
-        reason = one_line(str(exc)) or type(exc).__name__
-        raise PullError(f"the connection to Ollama at {where} was lost while pulling {name} "
-                        f"({reason}); run again to resume the pull") from None
+    job = Job("pull", name)
+    async with job_errors(base_url, job), httpx.AsyncClient(timeout=JOB_TIMEOUT) as client, \
+            client.stream("POST", base_url.rstrip("/") + "/api/pull",
+                          json={"model": name, "stream": True}) as response:
+        await refuse_unless(response, base_url, job, 200)
+        await read_status_stream(response, job, LayerProgress(progress).update)
 
 
-async def read_pull(response: httpx.Response, name: str, layers: LayerProgress) -> None:
-    """Read the pull's lines until "success"; PullError for an error line or an early end."""
+async def read_status_stream(response: httpx.Response, job: Job,
+                             on_line: Callable[[dict[str, Any]], None]) -> None:
+    """Read the job's status lines until "success"; PullError for an error line or an early
+    end."""
     async for raw in response.aiter_lines():
         if not raw.strip():
             continue
         try:
             line = json.loads(raw)
         except ValueError:
-            raise PullError(f"Ollama's answer to the pull of {name} is not its pull stream: "
-                            f"{server_words(raw)}") from None
+            raise PullError(f"Ollama's answer to the {job.verb} of {job.name} is not its status "
+                            f"stream: {server_words(raw)}") from None
         if not isinstance(line, dict):
             continue
         error = line.get("error")
         if error:
-            raise PullError(f"Ollama could not pull {name}: {server_words(str(error))}")
+            raise PullError(f"Ollama could not {job.verb} {job.name}: {server_words(str(error))}")
         if line.get("status") == "success":
             return
-        layers.update(line)
-    raise PullError(f"Ollama's answer ended before the pull of {name} finished; run again to "
-                    "resume it")
+        on_line(line)
+    raise PullError(f"Ollama's answer ended before the {job.verb} of {job.name} finished; "
+                    f"{job.again}")
 
 
 def server_words(text: str) -> str:
     """A server's words on one line, control characters made visible."""
     return visible(one_line(text))
+
+
+# ---------------------------------------------------------------- importing a GGUF file
+#
+# `--local --model ./x.gguf` without the local extra (Ollama's API reference, "Create a Model",
+# "Check if a Blob Exists", "Push a Blob"): the file goes up as a blob addressed by its SHA-256,
+# `POST /api/blobs/sha256:<hex>` with the file's bytes as the body (201 Created; 200 when Ollama
+# has it already; 400 when the bytes do not match the digest); `HEAD` on the same path answers
+# 200 when the blob is there, 404 when not. Then `POST /api/create` with `{"model", "files":
+# {"<file name>": "sha256:<hex>"}, "stream": true}` makes a model of it, streaming status lines
+# ("parsing GGUF", "using existing layer ...", "writing manifest") that end with "success" or
+# an `{"error"}` line. The model's name is derived from the file's name and digest
+# (`ollama_name`), so the same file is imported once and a changed file is a new model. The
+# file is sent a chunk at a time, read in a worker thread: a model of several gigabytes never
+# sits in memory.
+
+UPLOAD_CHUNK = 1 << 20
+NAME_PREFIX = "tether-"
+STEM_LIMIT = 48
+"""Characters of the file's stem kept in the model's name (Ollama allows 80 in a name)."""
+DIGEST_SHOWN = 12
+
+
+def ollama_name(path: Path, digest: str) -> str:
+    """`tether-<stem>-<first 12 hex of the digest>`, lower case, only the characters Ollama
+    takes in a model name (letters, digits, `_`, `-`, `.` but never two dots in a row)."""
+    stem = re.sub(r"\.{2,}", ".", re.sub(r"[^a-z0-9_.-]+", "-", path.stem.lower()))
+    stem = stem.strip("-._")[:STEM_LIMIT].strip("-._")
+    return f"{NAME_PREFIX}{stem or 'model'}-{digest[:DIGEST_SHOWN].lower()}"
+
+
+def source_name(path: Path) -> str:
+    """The file's name as `/api/create` takes it: Ollama refuses a name with `\\` or `:`."""
+    return re.sub(r"[\\:]", "_", path.name)
+
+
+async def import_gguf(base_url: str, name: str, path: Path, digest: str,
+                      progress: PullProgress) -> None:
+    """Make `path` (whose SHA-256 is `digest`) the model `name` in the Ollama at `base_url`,
+    uploading it unless Ollama has the blob already; PullError (one line) when it did not
+    become a model. Cancelling it closes the connection: Ollama drops a blob cut short."""
+    job = Job("import", name, "run again to start it over")
+    blob = f"/api/blobs/sha256:{digest}"
+    async with job_errors(base_url, job), \
+            httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=JOB_TIMEOUT) as client:
+        if not await has_blob(client, blob, base_url, job):
+            size = file_size(path)
+            response = await client.post(blob, content=file_chunks(path, size, progress),
+                                         headers={"Content-Length": str(size)})
+            await refuse_unless(response, base_url, job, 200, 201)
+        body = {"model": name, "files": {source_name(path): f"sha256:{digest}"}, "stream": True}
+        async with client.stream("POST", "/api/create", json=body) as created:
+            await refuse_unless(created, base_url, job, 200)
+            await read_status_stream(created, job, lambda line: None)
+
+
+def file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as exc:
+        raise PullError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+async def has_blob(client: httpx.AsyncClient, blob: str, base_url: str, job: Job) -> bool:
+    response = await client.head(blob)
+    if response.status_code == 404:
+        return False
+    await refuse_unless(response, base_url, job, 200)
+    return True
+
+
+async def file_chunks(path: Path, size: int, progress: PullProgress) -> AsyncIterator[bytes]:
+    """The file's bytes, read in a worker thread a chunk at a time, progress told as each
+    chunk is handed to the connection; PullError when the file cannot be read."""
+    sent = 0
+    try:
+        handle = await asyncio.to_thread(open_regular, path)
+        try:
+            while chunk := await asyncio.to_thread(handle.read, UPLOAD_CHUNK):
+                yield chunk
+                sent += len(chunk)
+                progress(min(sent, size), size)
+        finally:
+            handle.close()
+    except OSError as exc:
+        raise PullError(f"cannot read {path} while importing it: {exc.strerror or exc}") from None

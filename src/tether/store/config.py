@@ -132,8 +132,9 @@ class Settings:
     ollama_pull: Literal["ask", "yes", "no"] = setting(
         "ask",
         "When --local runs through Ollama (tether[local] not installed, Ollama running) and "
-        "Ollama lacks the model: ask pulls it after a yes in the chat (-p, where nobody is "
-        "asked, stops with one line), yes pulls it without asking, no never pulls.",
+        "Ollama lacks the model: ask pulls it (or imports the --model GGUF file) after a yes "
+        "in the chat (-p, where nobody is asked, stops with one line), yes pulls or imports "
+        "without asking, no never does.",
     )
     compress: bool = setting(
         True, "Trim old tool results and condense old history before a request overflows.",

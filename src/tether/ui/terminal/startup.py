@@ -172,8 +172,9 @@ class StartUp:
 
     async def local_through_ollama(self) -> None:
         """`--local` without the local extra and with Ollama running: the model runs there,
-        pulled first after a yes; Ctrl-C stops the pull and the chat goes on without it."""
-        from tether.providers.first_run import NotPulled, local_through_ollama
+        pulled (or, for a GGUF file, imported) first after a yes; Ctrl-C stops that and the
+        chat goes on without it."""
+        from tether.providers.first_run import NotPulled, local_through_ollama, stopped_line
 
         task = asyncio.ensure_future(local_through_ollama(self.settings, self.say,
                                                           self.asker.confirm))
@@ -190,8 +191,7 @@ class StartUp:
         except asyncio.CancelledError:
             if not interrupted.is_set():  # the start itself was cancelled, not the pull
                 raise
-            self.say("Pull stopped: Ollama keeps what it fetched and the next pull resumes "
-                     "it.", "warning")
+            self.say(stopped_line(self.settings), "warning")
         except NotPulled as exc:
             self.say(str(exc), "warning")
         finally:
