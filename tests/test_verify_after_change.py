@@ -15,6 +15,7 @@ from tether.assist.verify import (
     EACH_PASSED,
     FIRST_FAILED,
     NO_TEST_RAN,
+    OUTPUT_LINES,
     RAN_NO_TESTS,
     unittest_target,
 )
@@ -331,3 +332,17 @@ async def test_the_first_check_runs_only_for_a_change_request_naming_tests_and_o
         await runtime.loop.run_turn(Conversation(), request)
         assert not [call for m in provider.requests[0].messages for call in m.tool_calls], request
     assert not profile_named("small").check_first and profile_named("small", "", "first").check_first
+
+
+async def test_a_long_test_output_is_shown_to_the_model_by_its_end(tmp_path: Path, home: Path) -> None:
+    many = UNITTEST + "".join(f"\n    def test_add_{n}(self):\n        self.assertEqual(add({n}, 1), {n + 1})\n"
+                              for n in range(40))
+    root = project(tmp_path, many)
+    runtime, provider = runtime_for(root, home, [write(STILL_WRONG), say("Done."), say("Done.")])
+    with_levers(runtime, "early")
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    [check] = checks_run(result)
+    shown = last_result(provider, 1)
+    assert len(check.result.splitlines()) > OUTPUT_LINES  # the evidence keeps the whole output
+    assert shown.startswith("(") and "earlier lines left out)" in shown.splitlines()[0]
+    assert len(shown.splitlines()) <= OUTPUT_LINES + 3 and "41 failed" in shown

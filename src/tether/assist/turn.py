@@ -72,11 +72,13 @@ class GateChain:
                    ask: Callable[[AnswerGate, list[Evidence]], Awaitable[GateVerdict]]) -> GateVerdict:
         notes: list[str] = []
         calls: list[Evidence] = []
+        shown: list[str] = []
         for gate in self.gates:
             verdict = await ask(gate, [*evidence, *calls])
             notes += [verdict.note] if verdict.note else []
             calls += verdict.evidence
+            shown += verdict.shown or [record.result for record in verdict.evidence]
             if verdict.again:
                 return GateVerdict(again=verdict.again, note="\n".join(notes), evidence=tuple(calls),
-                                   notice=verdict.notice, said_before=verdict.said_before)
-        return GateVerdict(note="\n".join(notes), evidence=tuple(calls))
+                                   notice=verdict.notice, shown=tuple(shown), said_before=verdict.said_before)
+        return GateVerdict(note="\n".join(notes), evidence=tuple(calls), shown=tuple(shown))

@@ -292,7 +292,7 @@ class VerifyGate:
         outcomes = await self._run(checks)
         last = outcomes[-1]
         note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure or "it did not run")
-        return GateVerdict(note=note, evidence=tuple(outcome.evidence for outcome in outcomes))
+        return _shown_verdict(outcomes, note)
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """With `each_change`: the checks run right after calls that changed files; the loop
@@ -308,18 +308,16 @@ class VerifyGate:
         if not outcomes:
             return GateVerdict()
         self.ran_after_changes += 1
-        evidence_made = tuple(outcome.evidence for outcome in outcomes)
         last = self.last = outcomes[-1]
         if last.ran is None:
             self.done = True
             reason = first_line(last.output, 160) or "refused"
-            return GateVerdict(note=CHECK_NOT_RUN.format(command=last.check.command, reason=reason),
-                               evidence=evidence_made)
+            return _shown_verdict(outcomes, CHECK_NOT_RUN.format(command=last.check.command, reason=reason))
         if last.passed:
             self.passed_unsaid = "`, `".join(outcome.check.command for outcome in outcomes)
-            return GateVerdict(note=EACH_PASSED, evidence=evidence_made)
+            return _shown_verdict(outcomes, EACH_PASSED)
         self.passed_unsaid = ""
-        return GateVerdict(note=EACH_FAILED.format(how=last.failure), evidence=evidence_made)
+        return _shown_verdict(outcomes, EACH_FAILED.format(how=last.failure))
 
     def _unchanged(self) -> GateVerdict:
         """No change since the last check: a failure stands. Found after a change (the
@@ -377,6 +375,22 @@ class VerifyGate:
         tries = f"after {self.asked} attempt{'s' if self.asked != 1 else ''} to fix it"
         return CHECK_STILL_FAILS.format(command=outcome.check.command, how=f"{outcome.failure}, {tries}")
 
+
+
+def _shown_verdict(outcomes: Sequence[Outcome], note: str) -> GateVerdict:
+    """The checks run, shown to the model as calls whose results are their outputs' ends (a
+    whole failing test file's output, thousands of tokens, is prefill a small model waits
+    for and reads past), and `note` after them."""
+    return GateVerdict(note=note, evidence=tuple(outcome.evidence for outcome in outcomes),
+                       shown=tuple(shown_output(outcome.output) for outcome in outcomes))
+
+
+def shown_output(text: str) -> str:
+    """`output_tail`, saying how many lines it left out before it."""
+    lines = text.rstrip().splitlines()
+    left_out = len(lines) - OUTPUT_LINES
+    tail = output_tail(text)
+    return f"({left_out} earlier lines left out)\n{tail}" if left_out > 0 else tail
 
 
 def _failure_message(template: str, outcome: Outcome) -> str:

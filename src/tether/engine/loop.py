@@ -504,10 +504,11 @@ class TurnLoop:
         if verdict.evidence:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()
+            shown = verdict.shown or tuple(record.result for record in verdict.evidence)
             turn.conv.messages += [
                 Message("assistant", [record.call for record in verdict.evidence]),
-                Message("tool", [ToolResult(record.call.id, record.call.name, record.result, record.error)
-                                 for record in verdict.evidence]),
+                Message("tool", [ToolResult(record.call.id, record.call.name, text, record.error)
+                                 for record, text in zip(verdict.evidence, shown, strict=True)]),
             ]
         if verdict.note:
             with_note_on_last_result(turn.conv.messages, verdict.note)

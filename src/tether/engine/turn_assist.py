@@ -27,6 +27,9 @@ class GateVerdict:
     """The calls the gate made (they went through the dispatcher), for the turn's evidence."""
     notice: str = ""
     """What the user is told when `again` sends the model back ("": the check failed)."""
+    shown: tuple[str, ...] = ()
+    """What the model reads of each call in `evidence` when the gate shows them as calls
+    (their whole results when empty): a test run's end, where its failures are summed up."""
     said_before: bool = False
     """`again` repeats what the model was told and answered without a change: its next reply
     is sampled (greedy decoding wrote the same answer again)."""
