@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripted import ScriptedProvider, call, say
+from scripted import call, say
+from test_names_left import harness_says
 from test_verify_after_change import checks_run, runtime_for
 
 from tether.assist.missing import STILL_MISSING, missing_message
@@ -25,10 +26,6 @@ def project(tmp_path: Path) -> Path:
     (root / "strings.py").write_text(STRINGS)
     (root / "test_strings.py").write_text(TEST)
     return root
-
-
-def harness_says(provider: ScriptedProvider) -> list[str]:
-    return [m.text for m in provider.requests[-1].messages[2:] if m.role == "user" and not m.tool_results]
 
 
 def write(path: str, content: str) -> list:

@@ -70,6 +70,10 @@ _UNITTEST_STYLE = re.compile(r"^\s*(?:import|from)\s+unittest\b", re.M)
 _SCRIPT_RUNNERS = {"py": "python3", "js": "node", "sh": "bash"}
 _PYTEST_FOUND = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"
 TEST_FILE_LIMIT = 256 * 1024
+PYTEST = "-m pytest -q --tb=short --disable-warnings"
+"""How a check runs pytest. `--disable-warnings`: the warnings summary (a plugin's deprecation
+notice) fills the end of the output the model reads with what its change did not cause; the
+1.5B model set out to fix one. The failures and the counts are kept."""
 
 Dispatch = Callable[[ToolCall], Awaitable[tuple[ToolResult, Evidence]]]
 
@@ -127,9 +131,6 @@ class ProjectPython:
             return False
         return done.returncode == 0
 
-    # `--disable-warnings`: the warnings summary (a plugin's deprecation notice) fills the end of
-    # the output the model reads with what its change did not cause; the 1.5B model set out to
-    # fix one. The failures and the counts are kept.
     async def test_file_check(self, name: str) -> Check | None:
         """How to run the tests of one Python test file: pytest when it is importable or the
         file imports it, else unittest for a unittest-style file; None otherwise."""
@@ -137,7 +138,7 @@ class ProjectPython:
         if source is None:
             return None
         if _IMPORTS_PYTEST.search(source) or await self.has_pytest():
-            return Check(f"{self.python} -m pytest -q --tb=short --disable-warnings {name}", counts_tests=True)
+            return Check(f"{self.python} {PYTEST} {name}", counts_tests=True)
         if _UNITTEST_STYLE.search(source):
             return Check(f"{self.python} -m unittest {unittest_target(name)}", counts_tests=True)
         return None
@@ -147,7 +148,7 @@ class ProjectPython:
         if not any(name.endswith(".py") and is_test_path(name) for name in files):
             return None
         if await self.has_pytest():
-            return Check(f"{self.python} -m pytest -q --tb=short --disable-warnings", counts_tests=True)
+            return Check(f"{self.python} {PYTEST}", counts_tests=True)
         return Check(f"{self.python} -m unittest", counts_tests=True)
 
 
@@ -291,7 +292,7 @@ class VerifyGate:
             return GateVerdict()
         outcomes = await self._run(checks)
         last = outcomes[-1]
-        note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure or "it did not run")
+        note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure)
         return _shown_verdict(outcomes, note)
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
@@ -311,10 +312,9 @@ class VerifyGate:
         last = self.last = outcomes[-1]
         if last.ran is None:
             self.done = True
-            reason = first_line(last.output, 160) or "refused"
-            return _shown_verdict(outcomes, CHECK_NOT_RUN.format(command=last.check.command, reason=reason))
+            return _shown_verdict(outcomes, _not_run(last))
         if last.passed:
-            self.passed_unsaid = "`, `".join(outcome.check.command for outcome in outcomes)
+            self.passed_unsaid = _commands(outcomes)
             return _shown_verdict(outcomes, EACH_PASSED)
         self.passed_unsaid = ""
         return _shown_verdict(outcomes, EACH_FAILED.format(how=last.failure))
@@ -323,7 +323,7 @@ class VerifyGate:
         """No change since the last check: a failure stands. Found after a change (the
         model has not been asked to fix it yet), it goes back once more; otherwise it is
         said again at the end."""
-        if self.last is not None and self.last.passed and self.passed_unsaid:
+        if self.passed_unsaid:
             shown, self.passed_unsaid = self.passed_unsaid, ""
             return GateVerdict(note=CHECK_PASSED.format(command=shown))
         if self.last is None or self.last.passed or self.done:
@@ -359,12 +359,9 @@ class VerifyGate:
         last = self.last = outcomes[-1]
         if last.ran is None:  # refused (no approval, a deny rule) or could not start
             self.done = True
-            reason = first_line(last.output, 160) or "refused"
-            return GateVerdict(note=CHECK_NOT_RUN.format(command=last.check.command, reason=reason),
-                               evidence=evidence)
+            return GateVerdict(note=_not_run(last), evidence=evidence)
         if last.passed:
-            shown = "`, `".join(outcome.check.command for outcome in outcomes)
-            return GateVerdict(note=CHECK_PASSED.format(command=shown), evidence=evidence)
+            return GateVerdict(note=CHECK_PASSED.format(command=_commands(outcomes)), evidence=evidence)
         if self.asked >= self.attempts:
             self.done = True
             return GateVerdict(note=self._still_fails(last), evidence=evidence)
@@ -375,6 +372,14 @@ class VerifyGate:
         tries = f"after {self.asked} attempt{'s' if self.asked != 1 else ''} to fix it"
         return CHECK_STILL_FAILS.format(command=outcome.check.command, how=f"{outcome.failure}, {tries}")
 
+
+def _not_run(outcome: Outcome) -> str:
+    reason = first_line(outcome.output, 160) or "refused"
+    return CHECK_NOT_RUN.format(command=outcome.check.command, reason=reason)
+
+
+def _commands(outcomes: Sequence[Outcome]) -> str:
+    return "`, `".join(outcome.check.command for outcome in outcomes)
 
 
 def _shown_verdict(outcomes: Sequence[Outcome], note: str) -> GateVerdict:

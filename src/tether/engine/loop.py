@@ -500,18 +500,19 @@ class TurnLoop:
 
     def show_gate_calls(self, turn: TurnState, verdict: GateVerdict) -> None:
         """The gate's calls in the turn's evidence and history (as calls with their results),
-        its note at the end of the last result."""
+        its note at the end of the last result (a message of its own when it made none)."""
         if verdict.evidence:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()
             shown = verdict.shown or tuple(record.result for record in verdict.evidence)
-            turn.conv.messages += [
-                Message("assistant", [record.call for record in verdict.evidence]),
-                Message("tool", [ToolResult(record.call.id, record.call.name, text, record.error)
-                                 for record, text in zip(verdict.evidence, shown, strict=True)]),
-            ]
+            results = [ToolResult(record.call.id, record.call.name, text, record.error)
+                       for record, text in zip(verdict.evidence, shown, strict=True)]
+            results[-1] = with_repair_note(results[-1], verdict.note)
+            turn.conv.messages += [Message("assistant", [record.call for record in verdict.evidence]),
+                                   Message("tool", list(results))]
+        elif verdict.note:
+            turn.conv.messages.append(Message.user(verdict.note))
         if verdict.note:
-            with_note_on_last_result(turn.conv.messages, verdict.note)
             if turn.record is not None:
                 ran = [str(record.call.arguments.get("command", "")) for record in verdict.evidence
                        if record.call.name == "run_cmd"]
@@ -771,25 +772,9 @@ def cancelled_result(call: ToolCall) -> ToolResult:
     return ToolResult(call.id, call.name, "Cancelled by the user before it finished.", True)
 
 
-def with_note_on_last_result(messages: list[Message], note: str) -> None:
-    """`note` after the last result of the latest tool message (what the harness found on the
-    calls just run is part of their result, as a result is all a model reads after a call);
-    a message of its own when there is none since the last assistant message."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role == "assistant":
-            break
-        if message.role == "tool" and message.tool_results:
-            *rest, last = message.parts
-            if isinstance(last, ToolResult):
-                noted = ToolResult(last.call_id, last.name, f"{last.content}\n\n{note}", last.is_error)
-                messages[index] = Message("tool", [*rest, noted])
-                return
-    messages.append(Message.user(note))
-
-
 def with_repair_note(result: ToolResult, note: str | None) -> ToolResult:
-    """`result` with what the parser repaired in its call said after it (a repair is never silent)."""
+    """`result` with `note` after it: what the parser repaired in its call (a repair is never
+    silent), or what the harness found when it ran the call itself."""
     if not note:
         return result
     return ToolResult(result.call_id, result.name, f"{result.content}\n\n{note}", result.is_error)
