@@ -205,6 +205,9 @@ class FakeServer:
         """The model's exact parameter count: `/api/show`'s `model_info["general.parameter_count"]`
         and, as llama.cpp's server states it, `meta.n_params` in each `/v1/models` entry
         (None: not reported)."""
+        self.slot_context: int | None = None
+        """llama.cpp's `meta.n_ctx` in each `/v1/models` entry: the context of one slot, what
+        `-c` gives each of `-np` slots (None: not reported)."""
         self.models = list(DEFAULT_MODELS if models is None else models)
         self.owned_by = "fake"
         """`owned_by` of each `/v1/models` entry: the server's name ("llamacpp", "vllm")."""
@@ -799,12 +802,19 @@ class _Handler(BaseHTTPRequestHandler):
         data = [
             {"id": m, "object": "model", "created": CREATED, "owned_by": self.fake.owned_by,
              **({"max_model_len": self.fake.context_length} if self.fake.context_length else {}),
-             **({"meta": {"vocab_type": 2, "n_ctx_train": self.fake.context_length or 4096,
-                          "n_params": self.fake.parameter_count, "size": self.fake.parameter_count * 2}}
-                if self.fake.parameter_count else {})}
+             **({"meta": self._llama_meta()} if self.fake.parameter_count or self.fake.slot_context else {})}
             for m in self.fake.models
         ]
         self._send_json(200, {"object": "list", "data": data})
+
+    def _llama_meta(self) -> dict:
+        """A model entry's `meta` as llama.cpp's server writes it."""
+        meta: dict = {"vocab_type": 2, "n_ctx_train": self.fake.context_length or 4096}
+        if self.fake.slot_context:
+            meta["n_ctx"] = self.fake.slot_context
+        if self.fake.parameter_count:
+            meta |= {"n_params": self.fake.parameter_count, "size": self.fake.parameter_count * 2}
+        return meta
 
     def _send_openai_error(self, status: int, message: str, retry_after: float | None) -> None:
         kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "api_error")

@@ -585,6 +585,18 @@ async def test_a_window_stated_in_the_model_list_is_used() -> None:
         await provider.aclose()
 
 
+async def test_a_llama_cpp_server_states_its_slot_context_as_the_window() -> None:
+    from tether.providers.openai import OpenAIProvider
+
+    with FakeServer(context_length=None, models=["served-model"]) as server:  # no max_model_len
+        server.slot_context = 16_384  # -c 16384: what a request may fill, not n_ctx_train
+        server.parameter_count = 1_777_088_000
+        provider = OpenAIProvider(server.url + "/v1")
+        assert await provider.context_window("served-model") == 16_384
+        assert await provider.stated_billions("served-model") == pytest.approx(1.777, rel=1e-3)
+        await provider.aclose()
+
+
 @pytest.mark.parametrize("proxy", ["", "http://proxy.test:3128"])
 def test_only_a_plain_http_server_without_a_proxy_goes_without_the_certificate_store(
     monkeypatch: pytest.MonkeyPatch, proxy: str

@@ -281,8 +281,12 @@ WINDOW_KEYS = ("max_model_len", "context_length", "context_window")
 
 
 def stated_window(entry: dict[str, Any]) -> int | None:
-    for key in WINDOW_KEYS:
-        value = entry.get(key)
+    """The window a model list entry states: one of WINDOW_KEYS, else llama.cpp's
+    `meta.n_ctx`, the context of one of its slots (what `-c` gives each of `-np`), which is
+    what a request may fill (its `n_ctx_train` is only what the model was trained on)."""
+    meta = entry.get("meta")
+    for value in (*(entry.get(key) for key in WINDOW_KEYS),
+                  meta.get("n_ctx") if isinstance(meta, dict) else None):
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
