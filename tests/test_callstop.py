@@ -159,3 +159,14 @@ def test_a_write_whose_content_mentions_an_edit_block_waits_for_its_own_end(tabl
     head = ('{"name": "write_file", "arguments": {"filepath": "doc.md"}}\n'
             "<content>\nPut the old text in <old_content> and the new in <new_content>.\n</content>")
     assert stop_point(table, head + "\nWritten.") == head
+
+
+def test_a_block_stop_says_when_a_fenced_block_closes_on_a_line_of_its_own() -> None:
+    from tether.protocol import BlockStop
+
+    text = "Here:\n```python\nx = '```'\nprint(x)\n```\nNow run it.\n~~~\nmore\n~~~\n"
+    stop = BlockStop()
+    closed_after = [text[: i + 1] for i in range(len(text)) if stop.feed(text[i])]
+    assert closed_after == ["Here:\n```python\nx = '```'\nprint(x)\n```\n",
+                            "Here:\n```python\nx = '```'\nprint(x)\n```\nNow run it.\n~~~\nmore\n~~~\n"]
+    assert BlockStop().feed("```python\ncode\n") is False  # open, not closed

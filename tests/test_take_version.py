@@ -21,9 +21,10 @@ FIXED = "import math\n\n\ndef area(r):\n    return math.pi * r * r\n\n\ndef doub
 REQUEST = "fix area in shapes.py: it must use pi"
 
 
-def runtime_for(root: Path, home: Path, replies: list, levers_on: str = "take") -> tuple[Runtime, ScriptedProvider]:
+def runtime_for(root: Path, home: Path, replies: list, levers_on: str = "take",
+                verify: int = 0) -> tuple[Runtime, ScriptedProvider]:
     settings = {"provider": "openai", "model": "gpt-test", "openai_base_url": "http://127.0.0.1:9/v1",
-                "sandbox": "off", "verify_after_change": 0}
+                "sandbox": "off", "verify_after_change": verify}
     loaded, _ = load_settings(settings, {}, home)
     runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=True),
                             HeadlessUI(out=io.StringIO(), err=io.StringIO()), {})
@@ -108,3 +109,29 @@ async def test_part_of_a_file_a_question_a_kept_file_or_the_lever_off_is_never_w
         result = await runtime.loop.run_turn(Conversation(), request)
         assert (root / "shapes.py").read_text() == TWO, request
         assert taken(result) == []
+
+
+TEST_SHAPES = "import math\nimport unittest\n\nfrom shapes import area\n\n\nclass AreaTest(unittest.TestCase):\n" \
+              "    def test_unit(self):\n        self.assertEqual(area(1), math.pi)\n"
+
+
+async def test_a_reply_stops_after_the_version_it_shows_when_the_change_is_checked_right_after(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    (root / "test_shapes.py").write_text(TEST_SHAPES)
+    talk = f"Here is the fix:\n```python\n{FIXED}```\nAfter this change, run the tests:\n"
+    run = [*say(talk)[:-1], *call(("run_cmd", {"command": "python3 -m unittest test_shapes"}))]  # streamed
+    request = "fix area in shapes.py so that test_shapes.py passes"
+    for levers, names in (("take,early", ["read_file", "write_file", "run_cmd"]),
+                          ("take", ["read_file", "write_file", "run_cmd", "run_cmd"])):  # + the check at the answer
+        runtime, provider = runtime_for(root, home, [read(), run, say("Fixed.")], levers_on=levers, verify=1)
+        (root / "shapes.py").write_text(TWO)
+        result = await runtime.loop.run_turn(Conversation(), request)
+        assert [record.call.name for record in result.evidence] == names, levers
+        assert (root / "shapes.py").read_text() == FIXED
+        ran = result.evidence[2]
+        [said] = [m.text for m in provider.requests[2].messages if "Here is the fix" in m.text]  # as kept
+        if levers == "take,early":  # cut after the block: the check ran in place of the model's run
+            assert ran.call.id.startswith("check") and "After this change" not in said
+        else:  # nothing checks the change: the model's own run is kept
+            assert not ran.call.id.startswith("check") and "After this change" in said

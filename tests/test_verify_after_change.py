@@ -16,6 +16,7 @@ from tether.assist.verify import (
     FIRST_FAILED,
     NO_TEST_RAN,
     OUTPUT_LINES,
+    PYTEST,
     RAN_NO_TESTS,
     unittest_target,
 )
@@ -152,7 +153,7 @@ async def test_a_change_request_in_a_project_with_tests_runs_its_test_command(tm
     runtime, _ = runtime_for(root, home, [write(RIGHT), say("Fixed.")])
     result = await runtime.loop.run_turn(Conversation(), "the add function is wrong, fix it")
     [check] = checks_run(result)
-    assert check.call.arguments["command"] in ("python3 -m pytest -q --tb=short --disable-warnings", "python3 -m unittest")
+    assert check.call.arguments["command"] in (f"python3 {PYTEST}", "python3 -m unittest")
     assert "Verified:" in result.text.splitlines()[-1]
 
 
@@ -263,6 +264,38 @@ async def test_with_the_early_lever_the_check_runs_after_each_change_and_goes_wi
     assert result.text.startswith("Fixed.") and result.text.splitlines()[-1].startswith("Verified: `python3 -m")
 
 
+async def check_command(tmp_path: Path, home: Path) -> str:
+    """The command the harness runs as this project's check (pytest or unittest, as the host has)."""
+    (tmp_path / "probe").mkdir()
+    root = project(tmp_path / "probe")
+    runtime, _ = runtime_for(root, home, [write(RIGHT), say("Fixed.")])
+    [check] = checks_run(await runtime.loop.run_turn(Conversation(), REQUEST))
+    return str(check.call.arguments["command"])
+
+
+@pytest.mark.parametrize("early", [True, False])
+async def test_a_check_the_model_ran_itself_after_its_change_is_not_run_again(
+        tmp_path: Path, home: Path, early: bool) -> None:
+    command = await check_command(tmp_path, home)
+    root = project(tmp_path)
+    spaced = command.replace(" ", "  ", 1)  # the same command, spaced otherwise
+    replies = [call(("write_file", {"filepath": "calc.py", "content": STILL_WRONG}), ("run_cmd", {"command": spaced})),
+               write(RIGHT), call(("run_cmd", {"command": command})), say("Fixed.")]
+    runtime, provider = runtime_for(root, home, replies)
+    if early:
+        with_levers(runtime, "early")
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    ran = [record for record in result.evidence if record.call.name == "run_cmd"]
+    if early:  # the model's own failing run carries the note; the write alone gets the check
+        assert [record.call.id.startswith(CHECK_ID) for record in ran] == [False, True, False]
+        assert last_result(provider, 1).endswith(EACH_FAILED.format(how="exit 1"))
+        assert "AssertionError" in last_result(provider, 1)
+        assert len(provider.requests[1].messages) == len(provider.requests[0].messages) + 2
+    else:  # the answer is verified by the model's last run, after the last change
+        assert [record.call.id.startswith(CHECK_ID) for record in ran] == [False, False]
+    assert result.text.splitlines()[-1] == f"Verified: `{command}` passed (exit 0)."
+
+
 async def test_an_answer_right_after_an_early_failure_goes_back_then_the_failure_stands(
         tmp_path: Path, home: Path) -> None:
     root = project(tmp_path)
@@ -272,6 +305,7 @@ async def test_an_answer_right_after_an_early_failure_goes_back_then_the_failure
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
     assert len(checks_run(result)) == 1 and len(provider.requests) == 3  # not run again: nothing changed
     assert "Fix the code (not the tests)" in sent_back(provider)[-1]
+    assert "AssertionError" not in sent_back(provider)[-1]  # its output is in the history already
     # told again what it had read and answered without a change: sampled, not greedy, this time
     assert provider.requests[2].options.temperature == LOOP_TEMPERATURE
     assert provider.requests[1].options.temperature != LOOP_TEMPERATURE

@@ -170,6 +170,9 @@ class AtTheAnswer:
     async def before_start(self) -> GateVerdict:
         return GateVerdict()
 
+    async def checks_change(self, path: str) -> bool:
+        return False
+
 
 @dataclass
 class LeftoverGate(AtTheAnswer):

@@ -68,6 +68,9 @@ class GateChain:
         """Every gate's calls and notes before the model's first reply."""
         return await self._ask((), lambda gate, seen: gate.before_start())
 
+    async def checks_change(self, path: str) -> bool:
+        return any([await gate.checks_change(path) for gate in self.gates])
+
     async def _ask(self, evidence: Sequence[Evidence],
                    ask: Callable[[AnswerGate, list[Evidence]], Awaitable[GateVerdict]]) -> GateVerdict:
         notes: list[str] = []

@@ -39,6 +39,12 @@ CHECK_FAILED = (
     "$ {command}\n{how}\n{output}\n"
     "Fix the code (not the tests) so that the check passes, then answer."
 )
+CHECK_FAILS_AS_SHOWN = (
+    "The check above still fails ({how}): `{command}`. Nothing changed since. Fix the code "
+    "(not the tests) so that it passes, then answer."
+)
+"""Said instead of CHECK_FAILED when its output is in the history already (the check after
+each change showed it): the same lines again are only more prefill."""
 CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
 EACH_FAILED = (
     "Warning: the harness ran this check after your change, and it fails ({how}). If your "
@@ -70,10 +76,13 @@ _UNITTEST_STYLE = re.compile(r"^\s*(?:import|from)\s+unittest\b", re.M)
 _SCRIPT_RUNNERS = {"py": "python3", "js": "node", "sh": "bash"}
 _PYTEST_FOUND = "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytest') is None)"
 TEST_FILE_LIMIT = 256 * 1024
-PYTEST = "-m pytest -q --tb=short --disable-warnings"
+PYTEST = "-m pytest -q --tb=short --disable-warnings -W ignore::DeprecationWarning"
 """How a check runs pytest. `--disable-warnings`: the warnings summary (a plugin's deprecation
 notice) fills the end of the output the model reads with what its change did not cause; the
-1.5B model set out to fix one. The failures and the counts are kept."""
+1.5B model set out to fix one. `-W ignore::DeprecationWarning`: an installed plugin's notice
+at start (pytest-asyncio's unset loop scope, seven lines), which the summary option leaves,
+went to the model with every check and was read as the problem. The failures and the counts
+are kept."""
 
 Dispatch = Callable[[ToolCall], Awaitable[tuple[ToolResult, Evidence]]]
 
@@ -99,6 +108,9 @@ class Outcome:
     output: str
     failure: str = ""
     """Why it failed ("" when it passed)."""
+    own: bool = False
+    """The model's own run of the check after the last change, not run again: its result is
+    in the history already, and running it again would only add its output a second time."""
 
     @property
     def passed(self) -> bool:
@@ -266,18 +278,19 @@ class VerifyGate:
         self.seen = len(evidence)
         if self.done or not changed:
             return self._unchanged()
-        outcomes = await self._check(changed)
+        outcomes = await self._check(changed, evidence)
         return self._verdict(outcomes) if outcomes else GateVerdict()
 
-    async def _check(self, changed: Sequence[str]) -> list[Outcome]:
+    async def _check(self, changed: Sequence[str], evidence: Sequence[Evidence]) -> list[Outcome]:
         """The checks for a turn that changed `changed`, run in order up to the first that
-        fails; none (and no more checking this turn) when the request names none."""
+        fails (a check the model itself ran after its last change is not run again); none
+        (and no more checking this turn) when the request names none."""
         checks = await checks_for(self.reading, self.root, self.python, self.project_files, changed)
         if not checks:
             self.done = True
             return []
-        outcomes = await self._run(checks)
-        self.seen += len(outcomes)
+        outcomes = await self._run(checks, own_runs_since_change(evidence))
+        self.seen += len(_made(outcomes))
         return outcomes
 
     async def before_start(self) -> GateVerdict:
@@ -290,10 +303,18 @@ class VerifyGate:
                   if check.counts_tests]
         if not checks:
             return GateVerdict()
-        outcomes = await self._run(checks)
+        outcomes = await self._run(checks, {})
         last = outcomes[-1]
         note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure)
         return _shown_verdict(outcomes, note)
+
+    async def checks_change(self, path: str) -> bool:
+        """With `each_change`, while checks after changes may still run: whether the request
+        names a check for a change of `path` (resolved as the dispatcher resolves it)."""
+        if not self.each_change or self.done or self.ran_after_changes >= EACH_MAX:
+            return False
+        changed = [str((self.root / path).resolve())]
+        return bool(await checks_for(self.reading, self.root, self.python, self.project_files, changed))
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """With `each_change`: the checks run right after calls that changed files; the loop
@@ -305,7 +326,7 @@ class VerifyGate:
         if not changed:
             return GateVerdict()
         self.seen = len(evidence)
-        outcomes = await self._check(changed)
+        outcomes = await self._check(changed, evidence)
         if not outcomes:
             return GateVerdict()
         self.ran_after_changes += 1
@@ -330,14 +351,16 @@ class VerifyGate:
             return GateVerdict()
         if self.each_change and self.asked < self.attempts and self.last.ran is not None:
             self.asked += 1
-            return GateVerdict(again=_failure_message(CHECK_FAILED, self.last), said_before=True)
+            again = CHECK_FAILS_AS_SHOWN.format(how=self.last.failure, command=self.last.check.command)
+            return GateVerdict(again=again, said_before=True)
         self.done = True
         return GateVerdict(note=self._still_fails(self.last))
 
-    async def _run(self, checks: list[Check]) -> list[Outcome]:
+    async def _run(self, checks: list[Check], own: dict[str, Evidence]) -> list[Outcome]:
         outcomes = []
         for check in checks:  # in order; the first that fails is the one sent back
-            outcome = await self._run_one(check)
+            record = own.get(_same_command(check.command))
+            outcome = _own_outcome(check, record) if record is not None else await self._run_one(check)
             outcomes.append(outcome)
             if not outcome.passed:
                 break
@@ -355,7 +378,7 @@ class VerifyGate:
 
     def _verdict(self, outcomes: list[Outcome]) -> GateVerdict:
         self.passed_unsaid = ""
-        evidence = tuple(outcome.evidence for outcome in outcomes)
+        evidence = _made(outcomes)
         last = self.last = outcomes[-1]
         if last.ran is None:  # refused (no approval, a deny rule) or could not start
             self.done = True
@@ -385,9 +408,36 @@ def _commands(outcomes: Sequence[Outcome]) -> str:
 def _shown_verdict(outcomes: Sequence[Outcome], note: str) -> GateVerdict:
     """The checks run, shown to the model as calls whose results are their outputs' ends (a
     whole failing test file's output, thousands of tokens, is prefill a small model waits
-    for and reads past), and `note` after them."""
-    return GateVerdict(note=note, evidence=tuple(outcome.evidence for outcome in outcomes),
-                       shown=tuple(shown_output(outcome.output) for outcome in outcomes))
+    for and reads past), and `note` after them (the model's own runs are shown already)."""
+    made = [outcome for outcome in outcomes if not outcome.own]
+    return GateVerdict(note=note, evidence=tuple(outcome.evidence for outcome in made),
+                       shown=tuple(shown_output(outcome.output) for outcome in made))
+
+
+def _made(outcomes: Sequence[Outcome]) -> tuple[Evidence, ...]:
+    """The calls the gate made for these outcomes (not the model's own runs it reused)."""
+    return tuple(outcome.evidence for outcome in outcomes if not outcome.own)
+
+
+def _same_command(command: str) -> str:
+    return " ".join(command.split())
+
+
+def own_runs_since_change(evidence: Sequence[Evidence]) -> dict[str, Evidence]:
+    """The commands the model ran to the end after the last call that changed a file (by
+    their text, spaces evened out), each its latest run; none when no change came before."""
+    last_change = max((i for i, record in enumerate(evidence) if record.changed_paths), default=None)
+    if last_change is None:
+        return {}
+    return {_same_command(str(record.call.arguments.get("command", ""))): record
+            for record in evidence[last_change + 1:]
+            if record.call.name == "run_cmd" and not record.call.id.startswith(CHECK_ID)
+            and record.command is not None and record.command.state == "exited"}
+
+
+def _own_outcome(check: Check, record: Evidence) -> Outcome:
+    ran = next(iter(commands_run([record])), None)
+    return Outcome(check, record, ran, record.result, failure_of(check, ran, record.result), own=True)
 
 
 def shown_output(text: str) -> str:

@@ -40,6 +40,7 @@ from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from ..core.ui_protocol import UI, RequestEvents, show_checks
 from ..protocol import (
     RESULT_MARKERS,
+    BlockStop,
     CallStop,
     ParseResult,
     StreamFilter,
@@ -341,6 +342,7 @@ class TurnLoop:
         shown = StreamFilter()
         watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
         repeats = RepeatStop() if self.settings.stop_at_call else None
+        blocks = BlockStop() if tools and self.settings.take_version and turn.gate is not None else None
         if isinstance(self.ui, RequestEvents):
             self.ui.request_started()
         stream = self.provider.stream(request, offered, options)
@@ -354,6 +356,9 @@ class TurnLoop:
                     self._take(event, reply, shown)
                     if repeats is not None and isinstance(event, TextDelta) and repeats.feed(event.text):
                         reply.chunks, reply.repeated = [reply.text[: repeats.cut]], repeats.line
+                        break
+                    if blocks is not None and isinstance(event, TextDelta) and blocks.feed(event.text) \
+                            and await self._checked_block(turn, reply):
                         break
         except (ProviderError, asyncio.CancelledError):
             raise
@@ -500,7 +505,7 @@ class TurnLoop:
 
     def show_gate_calls(self, turn: TurnState, verdict: GateVerdict) -> None:
         """The gate's calls in the turn's evidence and history (as calls with their results),
-        its note at the end of the last result (a message of its own when it made none)."""
+        its note at the end of the last result (the model's own when the gate made none)."""
         if verdict.evidence:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()
@@ -511,7 +516,7 @@ class TurnLoop:
             turn.conv.messages += [Message("assistant", [record.call for record in verdict.evidence]),
                                    Message("tool", list(results))]
         elif verdict.note:
-            turn.conv.messages.append(Message.user(verdict.note))
+            add_note(turn.conv.messages, verdict.note)
         if verdict.note:
             if turn.record is not None:
                 ran = [str(record.call.arguments.get("command", "")) for record in verdict.evidence
@@ -587,16 +592,28 @@ class TurnLoop:
         """`parsed`, or, for a reply that changes nothing by its calls but makes a change in
         another form (the coach's `reply_call`: a whole file in a code block), that call with
         its note, before the reply's own calls (the fix shown, then "run the tests again")."""
-        if parsed.errors or turn.coach is None or turn.record is None:
-            return parsed
-        if any(not self._runs_or_reads(call.name) for call in parsed.calls):
-            return parsed  # a call that changes something: the reply's own change is that one
-        taken = turn.coach.reply_call(turn.record.snapshot(parsed.text.strip(), result_first))
+        taken = self._taken(turn, parsed, result_first)
         if taken is None:
             return parsed
         call, note = taken
         self.ui.notice(f"the reply's code block for {call.arguments.get('filepath')} is taken as its write_file call")
         return replace(parsed, calls=[call, *parsed.calls], repairs={**parsed.repairs, call.id: note})
+
+    async def _checked_block(self, turn: TurnState, reply: Reply) -> bool:
+        """The reply so far ends with a code block that is its change (`taken_call`) and the
+        gate checks that change right after it: the rest would be talk about the change and
+        "run the tests", which the check does, at a few seconds a line on a small CPU model."""
+        taken = self._taken(turn, self.parse(reply), False)
+        if taken is None or turn.gate is None:
+            return False
+        return await turn.gate.checks_change(str(taken[0].arguments.get("filepath", "")))
+
+    def _taken(self, turn: TurnState, parsed: ParseResult, result_first: bool) -> tuple[ToolCall, str] | None:
+        if parsed.errors or turn.coach is None or turn.record is None:
+            return None
+        if any(not self._runs_or_reads(call.name) for call in parsed.calls):
+            return None  # a call that changes something: the reply's own change is that one
+        return turn.coach.reply_call(turn.record.snapshot(parsed.text.strip(), result_first))
 
     def _runs_or_reads(self, name: str) -> bool:
         tool = self.table.get(name)
@@ -778,3 +795,14 @@ def with_repair_note(result: ToolResult, note: str | None) -> ToolResult:
     if not note:
         return result
     return ToolResult(result.call_id, result.name, f"{result.content}\n\n{note}", result.is_error)
+
+
+def add_note(messages: list[Message], note: str) -> None:
+    """`note` at the end of the last result when the history ends with results (the model
+    reads it with them, and the request's prefix stays what the server has cached), else a
+    user message of its own."""
+    last = messages[-1] if messages else None
+    if last is None or last.role != "tool" or not isinstance(last.parts[-1], ToolResult):
+        messages.append(Message.user(note))
+        return
+    messages[-1] = Message("tool", [*last.parts[:-1], with_repair_note(last.parts[-1], note)])

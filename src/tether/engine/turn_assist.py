@@ -51,6 +51,11 @@ class AnswerGate(Protocol):
         on them (never `again`)."""
         ...
 
+    async def checks_change(self, path: str) -> bool:
+        """Whether a change of `path` made now would be checked right after it, its outcome
+        shown to the model (`after_calls`)."""
+        ...
+
 
 class TurnCoach(Protocol):
     """One turn's rules on its evidence (assist/coach.py): what to tell the model instead of

@@ -24,12 +24,12 @@ The package's modules, in the order a reply meets them: `tags` (the vocabulary),
 `jsonrepair` (almost-JSON decoded), `shapes` (the forms a call comes in),
 `refusals` (what a refused call is told), `parse` (parse_reply), and for the way
 back `render` (the tool menu, a call as text) and `history` (a history as text); for
-the small profile `grammar` (the GBNF of a reply) and `callstop` (where a streamed call ends).
+the small profile `grammar` (the GBNF of a reply) and `callstop` (where a streamed call ends, where a code block closes).
 The names below are the package's interface; the underscored ones in the modules
 are its own.
 """
 
-from .callstop import CallStop
+from .callstop import BlockStop, CallStop
 from .grammar import call_grammar
 from .history import RESULT_MARKERS, TextHistory, cut_invented_results, render_history_as_text
 from .parse import ParseResult, parse_reply
@@ -59,6 +59,7 @@ __all__ = [
     "RESULT_MARKERS",
     "THINK_CLOSE",
     "THINK_OPEN",
+    "BlockStop",
     "CallStop",
     "ParseResult",
     "StreamFilter",

@@ -197,3 +197,30 @@ def _closer_of(opener: str) -> str:
     if opener == FUNCTION_OPEN:
         return FUNCTION_CLOSE
     return "</" + opener[1:]
+
+
+_FENCES = ("```", "~~~")
+
+
+@dataclass
+class BlockStop:
+    """Says when a streamed reply has just closed a fenced code block (its fence lines, the
+    opening and the closing one, each on a line of its own): where a reply that shows a whole
+    new version of a file has shown its change (the rest is talk about it and "run the tests
+    again"), for whoever decides whether the block is that change."""
+
+    _line: list[str] = field(default_factory=list)
+    _fences: int = 0
+
+    def feed(self, delta: str) -> bool:
+        """Take the next piece of the reply; True when a line of it closed a code block."""
+        closed = False
+        for ch in delta:
+            if ch != "\n":
+                self._line.append(ch)
+                continue
+            if "".join(self._line).strip().startswith(_FENCES):
+                self._fences += 1
+                closed = closed or self._fences % 2 == 0
+            self._line.clear()
+        return closed
