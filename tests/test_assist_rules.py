@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from scripted import ScriptedProvider, TextArgs, call, make_tool, say
 
 from tether.assist.coach import Coach
@@ -193,6 +194,41 @@ async def test_a_reason_to_wait_is_sent_once_and_the_identical_call_then_runs(tm
     assert first.error and "you had not read it" in first.result
     assert not second.error and not third.error
     assert written == ['{"timeout": 45}\n', '{"timeout": 45}\n']  # asked once, never refused for good
+
+
+class EditArgs(BaseModel):
+    filepath: str
+    old_content: str
+    new_content: str
+
+
+async def test_each_call_a_reason_holds_is_asked_once_not_only_the_first(tmp_path: Path) -> None:
+    """A test file the request keeps: the model's edit of it waits, and so does its next,
+    different call on it (a write of the whole file); that write sent again runs."""
+    (tmp_path / "tests").mkdir()
+    kept = "def test_add():\n    assert add(2, 3) == 5\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n"
+    (tmp_path / "tests" / "test_calc.py").write_text(kept)
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    changed: list[str] = []
+
+    def change(args, ctx):  # noqa: ANN001
+        changed.append(args.filepath)
+        return "changed"
+
+    table = ToolTable([make_tool("write_file", change, TextArgs, reads=False, writes_files=True),
+                       make_tool("edit_file", change, EditArgs, reads=False, writes_files=True)])
+    ui = SilentUI()
+    dispatcher = Dispatcher(table, ToolContext(root=tmp_path), ui)
+    edit = call(("edit_file", {"filepath": "tests/test_calc.py", "old_content": "5", "new_content": "-1"}))
+    write = call(("write_file", {"filepath": "tests/test_calc.py", "content": "def test_add():\n    pass\n"}))
+    provider = ScriptedProvider([edit, write, write, say("Done.")])
+    loop = TurnLoop(provider, table, dispatcher, ui, TurnSettings(model="m", nudges=True),
+                    system_prompt=lambda mode: "SYSTEM",
+                    assist=Assist(tmp_path, dispatcher.dispatch, dispatcher.ctx.files.names))
+    result = await loop.run_turn(Conversation(), "fix add in calc.py, but don't change the tests")
+    held = [record.error for record in result.evidence]
+    assert held == [True, True, False]
+    assert changed == ["tests/test_calc.py"]  # only the write sent twice
 
 
 async def test_with_the_guard_lever_off_no_call_waits(tmp_path: Path) -> None:

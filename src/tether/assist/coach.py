@@ -80,7 +80,9 @@ class Coach:
     """The calls written out this turn: sent as offered, none waits for a reason."""
     last_rule: str = ""
     asked: set[str] = field(default_factory=set)
-    reasons_sent: set[str] = field(default_factory=set)
+    """The calls held back once for a reason: sent again, each runs. A reason is asked of every
+    call it holds (not once a turn): a model told that a test file stays as it is, whose edit of
+    it waited, then wrote the whole file over it with two of its 31 lines."""
 
     def _on(self, lever: str) -> bool:
         return self.setup.nudges and lever not in self.setup.rules_off
@@ -157,17 +159,15 @@ class Coach:
         return call, TAKEN_VERSION.format(path=path)
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
-        """Ask once: the first time a call has a reason not yet sent this turn, the reason is
-        its result; the identical call sent again runs, and a reason sent holds nothing back.
-        A call the coach wrote out is sent as offered."""
+        """Ask once: the first time a call has a reason, the reason is its result; the
+        identical call sent again runs. A call the coach wrote out is sent as offered."""
         ctx = self.setup.ctx
         if not self._on(GUARD_LEVER) or ctx is None or key in self.asked or key in self.offered_keys:
             return None
         reason = call_reason(evidence, call, ctx)
-        if reason is None or reason[0] in self.reasons_sent:
+        if reason is None:
             return None
         self.asked.add(key)
-        self.reasons_sent.add(reason[0])
         return reason[1]
 
     def repeated_read(self) -> str:
