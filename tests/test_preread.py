@@ -64,3 +64,28 @@ async def test_the_lever_switches_it_off_and_a_request_naming_nothing_reads_noth
     runtime, provider = run(root, home, "")
     result = await runtime.loop.run_turn(Conversation(), "What does this project do?")
     assert not [e for e in result.evidence if e.call.name == "read_file"]
+
+
+async def test_the_code_a_named_test_imports_is_read_after_it(tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "project"
+    for folder in ("stats", "tests", "web/src", "web/test"):
+        (root / folder).mkdir(parents=True)
+    (root / "stats" / "__init__.py").write_text("")
+    (root / "stats" / "core.py").write_text("def median(xs):\n    return xs[0]  # MARK-CODE\n")
+    (root / "stats" / "extra.py").write_text("X = 1\n")
+    (root / "tests" / "helpers_test.py").write_text("")
+    (root / "tests" / "test_core.py").write_text(
+        "import os\nimport pytest\nfrom stats.core import median\nfrom tests import helpers_test\n\n\n"
+        "def test_median():\n    assert median([3, 1, 2]) == 2\n")
+    (root / "web" / "src" / "duration.js").write_text("exports.format = (s) => s;  // MARK-JS\n")
+    (root / "web" / "test" / "duration.test.js").write_text(
+        "const assert = require('node:assert');\nconst { format } = require('../src/duration');\n")
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), "tests/test_core.py fails: fix the code")
+    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert read == ["tests/test_core.py", "stats/core.py"]  # no package init, no other test, no stdlib
+    assert "MARK-CODE" in first_request_text(provider)
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), "npm test fails on web/test/duration.test.js; fix it")
+    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert read == ["web/test/duration.test.js", "web/src/duration.js"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..core.messages import Evidence
 from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdict
 from .coach import Coach
+from .imports import tested_files
 from .leftovers import LeftoverGate
 from .missing import MissingGate
 from .request import read_request
@@ -35,10 +36,12 @@ class Assist:
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
               each_change: bool = False, first: bool = False) -> AssistedTurn:
-        reading = read_request(request, self.project_files())
+        files = self.project_files()
+        reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
+        first_reads = (*reading.files, *tested_files(self.root, reading.files, files))
         if attempts <= 0:
-            return AssistedTurn(reading, coach=coach)
+            return AssistedTurn(reading, coach=coach, first_reads=first_reads)
         gates: list[AnswerGate] = []  # the change made whole first, then checked
         off = setup.rules_off if setup is not None else frozenset()
         if LEFTOVERS not in off:
@@ -47,7 +50,7 @@ class Assist:
             gates.append(MissingGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
                                 each_change=each_change, first=first))
-        return AssistedTurn(reading, GateChain(tuple(gates)), coach)
+        return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
 
 
 @dataclass(frozen=True)

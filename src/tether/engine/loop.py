@@ -274,8 +274,8 @@ class TurnLoop:
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
-            if self.settings.preread and assisted.reading is not None:
-                await self.preread(turn, assisted.reading.files)
+            if self.settings.preread:
+                await self.preread(turn, assisted.first_reads)
             if turn.gate is not None:
                 self.show_gate_calls(turn, await turn.gate.before_start())
             self.open_turn(turn)
@@ -422,8 +422,8 @@ class TurnLoop:
             self.record(turn, parsed, results)
 
     async def preread(self, turn: TurnState, files: Sequence[str]) -> None:
-        """Read the small project files the request names, before the model's first reply:
-        read_file calls the harness makes through the one dispatch pipeline (rules, hooks,
+        """Read the small project files the request names (and the code its named tests
+        import: `AssistedTurn.first_reads`), before the model's first reply: read_file calls the harness makes through the one dispatch pipeline (rules, hooks,
         evidence: the user sees each read), kept in the history as if the model had made them,
         so it starts from their text instead of answering without opening them."""
         if READ_FILE not in self.table:

@@ -125,6 +125,9 @@ class AssistedTurn:
     """None: nothing to check before the answer."""
     coach: TurnCoach | None = None
     """None: no rules on the turn's evidence."""
+    first_reads: tuple[str, ...] = ()
+    """The project files to read before the first reply (the `preread` lever): those the
+    request names, then the code its named tests import."""
 
 
 UNASSISTED = AssistedTurn(None)
