@@ -89,3 +89,26 @@ async def test_the_code_a_named_test_imports_is_read_after_it(tmp_path: Path, ho
     result = await runtime.loop.run_turn(Conversation(), "npm test fails on web/test/duration.test.js; fix it")
     read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
     assert read == ["web/test/duration.test.js", "web/src/duration.js"]
+
+
+async def test_a_request_naming_no_file_has_the_files_it_mentions_by_a_path_word_read(
+        tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "project"
+    for folder in ("uploader", "deploy", "tests", ".hidden"):
+        (root / folder).mkdir(parents=True)
+    (root / "uploader" / "__init__.py").write_text("")
+    (root / "uploader" / "policy.py").write_text("MAX_TRIES = 4  # MARK-POLICY\n")
+    (root / "uploader" / "client.py").write_text("from .policy import MAX_TRIES\n")
+    (root / "deploy" / "services.ini").write_text("[worker]\npool = 5\n")
+    (root / "tests" / "test_uploader.py").write_text("")
+    (root / ".hidden" / "uploader.txt").write_text("")
+    (root / "README.md").write_text("An uploader.\n")
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), "How many times does the uploader retry?")
+    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert read == ["uploader/client.py", "uploader/policy.py", "uploader/__init__.py"]  # no test, nothing hidden
+    assert "MARK-POLICY" in first_request_text(provider)
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), "give the worker a pool of 8; the other services keep theirs")
+    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert read == ["deploy/services.ini"]  # "services" finds services.ini

@@ -12,8 +12,9 @@ from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdi
 from .coach import Coach
 from .imports import tested_files
 from .leftovers import LeftoverGate
+from .mentioned import mentioned_files
 from .missing import MissingGate
-from .request import read_request
+from .request import RequestReading, read_request
 from .verify import Dispatch, ProjectPython, VerifyGate
 
 LEFTOVERS = "leftovers"
@@ -39,7 +40,7 @@ class Assist:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
-        first_reads = (*reading.files, *tested_files(self.root, reading.files, files))
+        first_reads = first_files(request, reading, self.root, files)
         if attempts <= 0:
             return AssistedTurn(reading, coach=coach, first_reads=first_reads)
         gates: list[AnswerGate] = []  # the change made whole first, then checked
@@ -51,6 +52,14 @@ class Assist:
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
                                 each_change=each_change, first=first))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
+
+
+def first_files(request: str, reading: RequestReading, root: Path, files: Sequence[str]) -> tuple[str, ...]:
+    """What to read before the first reply: the files the request names and the code its
+    named tests import, or, when it names none, the files it mentions by a word of their path."""
+    if reading.files:
+        return (*reading.files, *tested_files(root, reading.files, files))
+    return tuple(mentioned_files(request, files, reading.wants_test))
 
 
 @dataclass(frozen=True)

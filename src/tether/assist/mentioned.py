@@ -1,0 +1,46 @@
+"""The project files a request mentions by a word of their path, when it names no file.
+
+"How many times does the uploader retry?" names no file, but the project has an
+`uploader/` folder; "give the worker a pool size of 8; the other services keep theirs" has
+`deploy/services.ini`. A small model asked such a thing answers from the project map with
+code it made up, or writes a whole settings file it guessed, without opening one. So when a
+request names no project file, the files whose folder or name (without its suffix) the
+request says as a word are read first, the most words matched first (aider ranks the files
+whose names a request mentions first in the same way). Test files count only when the
+request speaks of tests.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+
+from .reply_shapes import is_test_path
+
+_WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
+"""A word of four characters or more: shorter ones (`app`, `db`, `io`) name too much."""
+_PLURAL_FROM = 5
+"""A trailing "s" is dropped from words this long (`services` finds `service.py`)."""
+
+
+def _folded(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if len(word) >= _PLURAL_FROM and word.endswith("s") else word
+
+
+def mentioned_files(request: str, project_files: Iterable[str], wants_test: bool) -> list[str]:
+    """The project files a path word of which the request says, the most words matched first,
+    then the shallowest, then by name (a package's `__init__.py` last); none of them hidden."""
+    words = {_folded(word) for word in _WORD.findall(request.lower())}
+    ranked: list[tuple[int, int, bool, str]] = []
+    for path in project_files:
+        parts = path.split("/")
+        if any(part.startswith(".") for part in parts) or (is_test_path(path) and not wants_test):
+            continue
+        stem = posixpath.splitext(parts[-1])[0]
+        names = {_folded(part) for part in (*parts[:-1], stem)}
+        matched = len(names & words)
+        if matched:
+            ranked.append((-matched, len(parts), stem.startswith("__"), path))
+    return [path for *_, path in sorted(ranked)]
