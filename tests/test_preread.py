@@ -66,49 +66,48 @@ async def test_the_lever_switches_it_off_and_a_request_naming_nothing_reads_noth
     assert not [e for e in result.evidence if e.call.name == "read_file"]
 
 
+def lay_out(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+async def read_first(root: Path, home: Path, request: str) -> tuple[list[str], str]:
+    """The files read before the first reply, and what that request sent."""
+    runtime, provider = run(root, home, "")
+    result = await runtime.loop.run_turn(Conversation(), request)
+    return [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"], \
+        first_request_text(provider)
+
+
 async def test_the_code_a_named_test_imports_is_read_after_it(tmp_path: Path, home: Path) -> None:
     root = tmp_path / "project"
-    for folder in ("stats", "tests", "web/src", "web/test"):
-        (root / folder).mkdir(parents=True)
-    (root / "stats" / "__init__.py").write_text("")
-    (root / "stats" / "core.py").write_text("def median(xs):\n    return xs[0]  # MARK-CODE\n")
-    (root / "stats" / "extra.py").write_text("X = 1\n")
-    (root / "tests" / "helpers_test.py").write_text("")
-    (root / "tests" / "test_core.py").write_text(
-        "import os\nimport pytest\nfrom stats.core import median\nfrom tests import helpers_test\n\n\n"
-        "def test_median():\n    assert median([3, 1, 2]) == 2\n")
-    (root / "web" / "src" / "duration.js").write_text("exports.format = (s) => s;  // MARK-JS\n")
-    (root / "web" / "test" / "duration.test.js").write_text(
-        "const assert = require('node:assert');\nconst { format } = require('../src/duration');\n")
-    runtime, provider = run(root, home, "")
-    result = await runtime.loop.run_turn(Conversation(), "tests/test_core.py fails: fix the code")
-    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    lay_out(root, {
+        "stats/__init__.py": "", "stats/core.py": "def median(xs):\n    return xs[0]  # MARK-CODE\n",
+        "stats/extra.py": "X = 1\n", "tests/helpers_test.py": "",
+        "tests/test_core.py": ("import os\nimport pytest\nfrom stats.core import median\n"
+                               "from tests import helpers_test\n\n\ndef test_median():\n"
+                               "    assert median([3, 1, 2]) == 2\n"),
+        "web/src/duration.js": "exports.format = (s) => s;  // MARK-JS\n",
+        "web/test/duration.test.js": ("const assert = require('node:assert');\n"
+                                      "const { format } = require('../src/duration');\n"),
+    })
+    read, sent = await read_first(root, home, "tests/test_core.py fails: fix the code")
     assert read == ["tests/test_core.py", "stats/core.py"]  # no package init, no other test, no stdlib
-    assert "MARK-CODE" in first_request_text(provider)
-    runtime, provider = run(root, home, "")
-    result = await runtime.loop.run_turn(Conversation(), "npm test fails on web/test/duration.test.js; fix it")
-    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert "MARK-CODE" in sent
+    read, _ = await read_first(root, home, "npm test fails on web/test/duration.test.js; fix it")
     assert read == ["web/test/duration.test.js", "web/src/duration.js"]
 
 
 async def test_a_request_naming_no_file_has_the_files_it_mentions_by_a_path_word_read(
         tmp_path: Path, home: Path) -> None:
     root = tmp_path / "project"
-    for folder in ("uploader", "deploy", "tests", ".hidden"):
-        (root / folder).mkdir(parents=True)
-    (root / "uploader" / "__init__.py").write_text("")
-    (root / "uploader" / "policy.py").write_text("MAX_TRIES = 4  # MARK-POLICY\n")
-    (root / "uploader" / "client.py").write_text("from .policy import MAX_TRIES\n")
-    (root / "deploy" / "services.ini").write_text("[worker]\npool = 5\n")
-    (root / "tests" / "test_uploader.py").write_text("")
-    (root / ".hidden" / "uploader.txt").write_text("")
-    (root / "README.md").write_text("An uploader.\n")
-    runtime, provider = run(root, home, "")
-    result = await runtime.loop.run_turn(Conversation(), "How many times does the uploader retry?")
-    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    lay_out(root, {"uploader/__init__.py": "", "uploader/policy.py": "MAX_TRIES = 4  # MARK-POLICY\n",
+                   "uploader/client.py": "from .policy import MAX_TRIES\n",
+                   "deploy/services.ini": "[worker]\npool = 5\n", "tests/test_uploader.py": "",
+                   ".hidden/uploader.txt": "", "README.md": "An uploader.\n"})
+    read, sent = await read_first(root, home, "How many times does the uploader retry?")
     assert read == ["uploader/client.py", "uploader/policy.py", "uploader/__init__.py"]  # no test, nothing hidden
-    assert "MARK-POLICY" in first_request_text(provider)
-    runtime, provider = run(root, home, "")
-    result = await runtime.loop.run_turn(Conversation(), "give the worker a pool of 8; the other services keep theirs")
-    read = [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"]
+    assert "MARK-POLICY" in sent
+    read, _ = await read_first(root, home, "give the worker a pool of 8; the other services keep theirs")
     assert read == ["deploy/services.ini"]  # "services" finds services.ini
