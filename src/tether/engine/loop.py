@@ -423,9 +423,10 @@ class TurnLoop:
 
     async def preread(self, turn: TurnState, files: Sequence[str]) -> None:
         """Read the small project files the request names (and the code its named tests
-        import: `AssistedTurn.first_reads`), before the model's first reply: read_file calls the harness makes through the one dispatch pipeline (rules, hooks,
-        evidence: the user sees each read), kept in the history as if the model had made them,
-        so it starts from their text instead of answering without opening them."""
+        import, or the files it mentions: `AssistedTurn.first_reads`) before the model's first
+        reply: read_file calls the harness makes through the one dispatch pipeline (rules,
+        hooks, evidence: the user sees each read), kept in the history as if the model had made
+        them, so it starts from their text instead of answering without opening them."""
         if READ_FILE not in self.table:
             return
         chosen = small_files(self.dispatcher.ctx.root, files)
