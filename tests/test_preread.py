@@ -111,3 +111,14 @@ async def test_a_request_naming_no_file_has_the_files_it_mentions_by_a_path_word
     assert "MARK-POLICY" in sent
     read, _ = await read_first(root, home, "give the worker a pool of 8; the other services keep theirs")
     assert read == ["deploy/services.ini"]  # "services" finds services.ini
+
+
+def test_relative_and_src_layout_imports_find_the_tested_code(tmp_path: Path) -> None:
+    from tether.assist.imports import tested_files
+
+    files = {"pkg/tests/test_calc.py": "from ..calc import add\nfrom . import fixtures\n",
+             "pkg/calc.py": "", "pkg/tests/fixtures.py": "", "src/lib/text.py": "",
+             "tests/test_text.py": "import lib.text\nfrom lib import missing\n", "tests/broken_test.py": "def (:\n"}
+    lay_out(tmp_path, files)
+    named = ["pkg/tests/test_calc.py", "tests/test_text.py", "tests/broken_test.py"]
+    assert tested_files(tmp_path, named, files) == ["pkg/calc.py", "src/lib/text.py"]  # a test's helper is no code
