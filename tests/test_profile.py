@@ -750,3 +750,14 @@ def test_questions_are_told_from_requests_for_a_change(request_text: str, questi
     from tether.assist.request import read_request
 
     assert read_request(request_text, ()).asks_question is question
+
+
+def test_the_tries_lever_asks_for_more_fixes_unless_the_user_set_how_many() -> None:
+    from tether.runtime import fix_attempts
+
+    tries = profile_named("small", "", "tries")
+    assert "tries" in tries.levers() and "tries" not in profile_named("small").levers()
+    assert fix_attempts(tries, 2, frozenset()) == 4
+    assert fix_attempts(tries, 1, frozenset({"verify_after_change"})) == 1  # the user's number
+    assert fix_attempts(profile_named("small"), 2, frozenset()) == 2
+    assert fix_attempts(profile_named("small", "verify", "tries"), 2, frozenset()) == 0

@@ -306,7 +306,7 @@ class Runtime:
         turn.max_reply_tokens = profile.max_reply_tokens
         turn.terse_history = profile.terse_history
         turn.grammar = profile.grammar
-        turn.verify_attempts = self.settings.verify_after_change if profile.verify else 0
+        turn.verify_attempts = fix_attempts(profile, self.settings.verify_after_change, given)
         turn.verify_each_change = profile.verify_each_change
         turn.take_version = profile.take_version
         turn.check_first = profile.check_first
@@ -710,3 +710,13 @@ def undo_hooks(git: GitOps, ctx: ToolContext) -> tuple[BeforeHook, AfterHook]:
         return None
 
     return before, after
+
+
+def fix_attempts(profile: Profile, setting: int, given: frozenset[str]) -> int:
+    """The fixes the check after a change may ask for: the profile's own while the user has
+    set none, else the setting; none when the profile does not verify."""
+    if not profile.verify:
+        return 0
+    if profile.fix_attempts is not None and "verify_after_change" not in given:
+        return profile.fix_attempts
+    return setting

@@ -120,6 +120,12 @@ class Profile:
     verify_each_change: bool = False
     """Also run that check right after each change, its outcome sent with the change's result
     (as aider runs the tests after each edit), instead of only when the model would answer."""
+    fix_attempts: int | None = None
+    """The fixes the check after a change asks for, used when the user has not set
+    `verify_after_change` (None: that setting's default). A small model that answers "fixed"
+    over a failing check twice often still has time to try again, its reply sampled after
+    the first (lever `tries`: 4; off in every profile until it wins on the held-out
+    benchmark)."""
     check_first: bool = False
     """Run the tests a change request names before the model's first reply, shown as calls
     with their results (assist/verify.VerifyGate.before_start). Off in every profile until it
@@ -193,6 +199,7 @@ LEVER_FIELDS = {
     "take": "take_version",
     "first": "check_first",
     "grammar": "grammar",
+    "tries": "fix_attempts",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
@@ -224,12 +231,14 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "take": {"take_version": False},
     "first": {"check_first": False},
     "grammar": {"grammar": False},
+    "tries": {"fix_attempts": None},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
     "early": {"verify_each_change": True},
     "take": {"take_version": True},
     "first": {"check_first": True},
+    "tries": {"fix_attempts": 4},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""
