@@ -111,6 +111,8 @@ async def test_a_request_naming_no_file_has_the_files_it_mentions_by_a_path_word
     assert "MARK-POLICY" in sent
     read, _ = await read_first(root, home, "give the worker a pool of 8; the other services keep theirs")
     assert read == ["deploy/services.ini"]  # "services" finds services.ini
+    read, _ = await read_first(root, home, "add tests for the uploader's policy")
+    assert read == ["uploader/policy.py", "uploader/client.py", "uploader/__init__.py"]  # "tests" reads nothing
 
 
 def test_relative_and_src_layout_imports_find_the_tested_code(tmp_path: Path) -> None:

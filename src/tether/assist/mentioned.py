@@ -22,6 +22,9 @@ _WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
 """A word of four characters or more: shorter ones (`app`, `db`, `io`) name too much."""
 _PLURAL_FROM = 5
 """A trailing "s" is dropped from words this long (`services` finds `service.py`)."""
+_LAYOUT_WORDS = frozenset({"test", "spec", "source", "code", "file", "folder", "project"})
+"""Words of a project's layout, not of what it does: "add tests for the parser" means the
+parser, not every file under tests/ (folded, as the request's words are)."""
 
 
 def _folded(word: str) -> str:
@@ -32,7 +35,7 @@ def _folded(word: str) -> str:
 def mentioned_files(request: str, project_files: Iterable[str], wants_test: bool) -> list[str]:
     """The project files a path word of which the request says, the most words matched first,
     then the shallowest, then by name (a package's `__init__.py` last); none of them hidden."""
-    words = {_folded(word) for word in _WORD.findall(request.lower())}
+    words = {_folded(word) for word in _WORD.findall(request.lower())} - _LAYOUT_WORDS
     ranked: list[tuple[int, int, bool, str]] = []
     for path in project_files:
         parts = path.split("/")
