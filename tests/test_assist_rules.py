@@ -202,32 +202,34 @@ class EditArgs(BaseModel):
     new_content: str
 
 
-async def test_each_call_a_reason_holds_is_asked_once_not_only_the_first(tmp_path: Path) -> None:
-    """A test file the request keeps: the model's edit of it waits, and so does its next,
-    different call on it (a write of the whole file); that write sent again runs."""
+async def test_a_call_whose_reason_was_sent_waits_for_its_next_reason(tmp_path: Path) -> None:
+    """A test file the request keeps, read: the model's edit of it waits (the kept file, sent
+    once a turn); its next call, a write of that file with 2 of its 6 lines left, waits too,
+    for its next reason (most of the file deleted); that write sent again runs."""
     (tmp_path / "tests").mkdir()
     kept = "def test_add():\n    assert add(2, 3) == 5\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n"
     (tmp_path / "tests" / "test_calc.py").write_text(kept)
-    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     changed: list[str] = []
 
     def change(args, ctx):  # noqa: ANN001
         changed.append(args.filepath)
         return "changed"
 
-    table = ToolTable([make_tool("write_file", change, TextArgs, reads=False, writes_files=True),
+    table = ToolTable([make_tool("read_file", lambda args, ctx: kept),
+                       make_tool("write_file", change, TextArgs, reads=False, writes_files=True),
                        make_tool("edit_file", change, EditArgs, reads=False, writes_files=True)])
     ui = SilentUI()
     dispatcher = Dispatcher(table, ToolContext(root=tmp_path), ui)
+    read = call(("read_file", {"filepath": "tests/test_calc.py"}))
     edit = call(("edit_file", {"filepath": "tests/test_calc.py", "old_content": "5", "new_content": "-1"}))
     write = call(("write_file", {"filepath": "tests/test_calc.py", "content": "def test_add():\n    pass\n"}))
-    provider = ScriptedProvider([edit, write, write, say("Done.")])
+    provider = ScriptedProvider([read, edit, write, write, say("Done.")])
     loop = TurnLoop(provider, table, dispatcher, ui, TurnSettings(model="m", nudges=True),
                     system_prompt=lambda mode: "SYSTEM",
                     assist=Assist(tmp_path, dispatcher.dispatch, dispatcher.ctx.files.names))
     result = await loop.run_turn(Conversation(), "fix add in calc.py, but don't change the tests")
-    held = [record.error for record in result.evidence]
-    assert held == [True, True, False]
+    assert [record.error for record in result.evidence] == [False, True, True, False]
+    assert "would delete" in result.evidence[2].result
     assert changed == ["tests/test_calc.py"]  # only the write sent twice
 
 

@@ -3,15 +3,16 @@ made-up count, a change to a test the user may want left alone, a script that is
 
 Each reason is a pure reading of the call and a snapshot of the turn's evidence: `(kind,
 message)` or None. One policy applies them all (coach.Coach.call_reason, ask once): the first
-time a call has a reason, its result is the reason instead of running it, and each reason is
-sent once per turn; the identical call sent again runs. Nothing is refused for good.
+time a call has a reason not sent yet this turn, its result is that reason instead of running
+it (a call whose first reason was sent may wait for its next one: a write over a kept test
+file that deletes most of it); the identical call sent again runs. Nothing is refused for good.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..core.messages import ToolCall
@@ -275,36 +276,36 @@ def run_not_change(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reason |
     return "run_not_change", RUN_NOT_CHANGE.format(path=filepath)
 
 
-def call_reason(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Reason | None:
-    """Why a call should wait, before it runs (None: no reason). read_file marks a path as
-    seen; the rest are read from the call and what the turn has done."""
+def call_reasons(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Iterator[Reason]:
+    """Why a call should wait, before it runs, the most telling reason first (none: no
+    reason). read_file marks a path as seen; the rest are read from the call and what the
+    turn has done."""
     if call.name == "run_cmd":
         to_create = new_code_file(reading_of(e), e.root)
         missing = missing_script(call, ctx, e.touched.values(), to_create)
-        return ("missing:" + str(call.arguments.get("command")), missing) if missing else None
+        yield from [("missing:" + str(call.arguments.get("command")), missing)] if missing else []
+        return
     filepath = call.arguments.get("filepath")
-    if call.name not in ("read_file", "write_file", "edit_file") or not isinstance(filepath, str):
-        return None
-    if call.name != "read_file":
-        found = keep_tests_refusal(e, filepath, ctx) or (
-            run_not_change(e, filepath, ctx) if _exists(filepath, ctx) else None)
-        if found is not None:
-            return found
-    if call.name == "edit_file" and (same := same_edit(e, call, filepath)) is not None:
-        return same
+    if call.name not in ("write_file", "edit_file") or not isinstance(filepath, str):
+        return
+    yield from _present(keep_tests_refusal(e, filepath, ctx),
+                        run_not_change(e, filepath, ctx) if _exists(filepath, ctx) else None)
+    if call.name == "edit_file":
+        yield from _present(same_edit(e, call, filepath), dropped_definitions(e, call, filepath))
+        return
     try:
         path = ctx.resolve(filepath).resolve()
     except (OSError, RuntimeError, ValueError, ToolError):  # the call itself will say why
-        return None
-    if call.name == "read_file":
-        return None
-    if call.name == "edit_file":
-        return dropped_definitions(e, call, filepath)
+        return
     content = call.arguments.get("content")
     if isinstance(content, str) and not path.exists():
-        return unseen_written(e, content)
+        yield from _present(unseen_written(e, content))
+        return
     readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
-    unread = overwrite_refusal(e, path, filepath, readable)
-    if unread is not None or not readable or not isinstance(content, str):
-        return unread
-    return shrink_refusal(e, path, filepath, content)
+    yield from _present(overwrite_refusal(e, path, filepath, readable))
+    if readable and isinstance(content, str):
+        yield from _present(shrink_refusal(e, path, filepath, content))
+
+
+def _present(*reasons: Reason | None) -> list[Reason]:
+    return [reason for reason in reasons if reason is not None]

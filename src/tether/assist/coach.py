@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..core.messages import Evidence, Message, ToolCall, new_call_id
 from ..engine.turn_assist import CoachSetup
 from ..engine.turn_record import TurnEvidence, failed
-from .call_guard import call_reason
+from .call_guard import call_reasons
 from .rules import (
     MAX_WAITING_NUDGES,
     OPENING_NOTE,
@@ -80,9 +80,7 @@ class Coach:
     """The calls written out this turn: sent as offered, none waits for a reason."""
     last_rule: str = ""
     asked: set[str] = field(default_factory=set)
-    """The calls held back once for a reason: sent again, each runs. A reason is asked of every
-    call it holds (not once a turn): a model told that a test file stays as it is, whose edit of
-    it waited, then wrote the whole file over it with two of its 31 lines."""
+    reasons_sent: set[str] = field(default_factory=set)
 
     def _on(self, lever: str) -> bool:
         return self.setup.nudges and lever not in self.setup.rules_off
@@ -159,15 +157,19 @@ class Coach:
         return call, TAKEN_VERSION.format(path=path)
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
-        """Ask once: the first time a call has a reason, the reason is its result; the
-        identical call sent again runs. A call the coach wrote out is sent as offered."""
+        """Ask once: the first time a call has a reason not yet sent this turn, the reason is
+        its result; the identical call sent again runs, and a reason sent holds nothing back
+        (a call's next reason may: a model whose edit of a kept test file waited then wrote
+        that file over with 2 of its 31 lines). A call the coach wrote out is sent as offered."""
         ctx = self.setup.ctx
         if not self._on(GUARD_LEVER) or ctx is None or key in self.asked or key in self.offered_keys:
             return None
-        reason = call_reason(evidence, call, ctx)
+        reason = next((found for found in call_reasons(evidence, call, ctx)
+                       if found[0] not in self.reasons_sent), None)
         if reason is None:
             return None
         self.asked.add(key)
+        self.reasons_sent.add(reason[0])
         return reason[1]
 
     def repeated_read(self) -> str:

@@ -48,7 +48,7 @@ frozen `TurnEvidence` snapshot), and `assist/rules.RULES` is one table of rules 
 snapshot (name, lever, profiles, condition, message, once per turn); `assist/coach.py` sends
 the first rule that holds as a user message. A message only ever re-sends a call the model
 itself wrote; the harness never computes a call's arguments. Before a call runs,
-`Coach.call_reason` (over `assist/call_guard.call_reason`) may send the model a reason once
+`Coach.call_reason` (over `assist/call_guard.call_reasons`) may send the model a reason once
 (an existing file overwritten unread, a write that drops most of a file, a made-up count, an
 edit of a test the request says to keep, a script that does not exist); the identical call
 sent again runs. Each rule and the guard has a lever (`RULE_LEVERS`); `nudges` switches them
