@@ -237,7 +237,7 @@ class FakeServer:
     def start(self) -> FakeServer:
         self._stopping.clear()
         handler = type("BoundHandler", (_Handler,), {"fake": self})
-        self._httpd = _QuietServer(("127.0.0.1", self.port), handler)
+        self._httpd = QuietServer(("127.0.0.1", self.port), handler)
         host, port = self._httpd.server_address[:2]
         self.url = f"http://{host}:{port}"
         self._thread = threading.Thread(
@@ -615,7 +615,9 @@ def gemini_history_problem(body: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- handler
 
 
-class _QuietServer(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """A test server whose clients may hang up: that is no error to print."""
+
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from fakeserver import QuietServer
 
 from tether.store.model_download import (
     DownloadError,
@@ -27,7 +28,7 @@ from tether.store.models import ModelSpec, cached_models, models_dir
 BLOB = bytes(range(256)) * 400  # 102,400 bytes
 
 
-class ModelServer(ThreadingHTTPServer):
+class ModelServer(QuietServer):
     """Serves BLOB at /model.gguf with Range support; `cut_after` ends the next answer after
     that many bytes, as a dropped connection does."""
 

@@ -11,11 +11,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer, Reply
+from fakeserver import FakeServer, QuietServer, Reply
 from ptyapp import PtyApp, app_env, openai_args
 
 from tether.core.textclip import clip_words
@@ -103,7 +103,7 @@ class _PageHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def web_server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _PageHandler)
+    httpd = QuietServer(("127.0.0.1", 0), _PageHandler)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

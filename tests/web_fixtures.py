@@ -14,8 +14,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, quote, urlsplit
+
+from fakeserver import QuietServer
 
 ASYNCIO_PAGE = """<!doctype html><html><head><title>Cancelling asyncio tasks</title>
 <script>window.steal = "SCRIPT TEXT";</script><style>.x{color:red}</style></head>
@@ -184,7 +186,7 @@ def _handler(server: FixtureServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def fixture_server() -> Iterator[FixtureServer]:
     state = FixtureServer()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    httpd = QuietServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
     state.port = httpd.server_address[1]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
