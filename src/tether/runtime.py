@@ -512,8 +512,8 @@ class LateAssist:
         return self._assist
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False) -> AssistedTurn:
-        return self.load().start(request, attempts, setup, each_change, first)
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
+        return self.load().start(request, attempts, setup, each_change, first, preread)
 
 
 def attach_web(runtime: Runtime) -> None:

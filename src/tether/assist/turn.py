@@ -36,11 +36,11 @@ class Assist:
         self.python = ProjectPython(self.root)
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
-        first_reads = first_files(request, reading, self.root, files)
+        first_reads = first_files(request, reading, self.root, files) if preread else ()
         if attempts <= 0:
             return AssistedTurn(reading, coach=coach, first_reads=first_reads)
         gates: list[AnswerGate] = []  # the change made whole first, then checked

@@ -310,11 +310,11 @@ class VerifyGate:
 
     async def checks_change(self, path: str) -> bool:
         """With `each_change`, while checks after changes may still run: whether the request
-        names a check for a change of `path` (resolved as the dispatcher resolves it)."""
+        names a check for a change of `path` (or, naming none, whether a Python change calls
+        for the project's tests: only the path's suffix counts)."""
         if not self.each_change or self.done or self.ran_after_changes >= EACH_MAX:
             return False
-        changed = [str((self.root / path).resolve())]
-        return bool(await checks_for(self.reading, self.root, self.python, self.project_files, changed))
+        return bool(await checks_for(self.reading, self.root, self.python, self.project_files, [path]))
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """With `each_change`: the checks run right after calls that changed files; the loop
@@ -410,8 +410,7 @@ def _shown_verdict(outcomes: Sequence[Outcome], note: str) -> GateVerdict:
     whole failing test file's output, thousands of tokens, is prefill a small model waits
     for and reads past), and `note` after them (the model's own runs are shown already)."""
     made = [outcome for outcome in outcomes if not outcome.own]
-    return GateVerdict(note=note, evidence=tuple(outcome.evidence for outcome in made),
-                       shown=tuple(shown_output(outcome.output) for outcome in made))
+    return GateVerdict(note=note, evidence=_made(made), shown=tuple(shown_output(outcome.output) for outcome in made))
 
 
 def _made(outcomes: Sequence[Outcome]) -> tuple[Evidence, ...]:

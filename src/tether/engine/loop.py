@@ -263,7 +263,8 @@ class TurnLoop:
             self.on_turn()
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
         assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
-                                      self.settings.verify_each_change, self.settings.check_first)
+                                      self.settings.verify_each_change, self.settings.check_first,
+                                      self.settings.preread)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
@@ -274,7 +275,7 @@ class TurnLoop:
         if self.menu is not None:
             self.menu.start_conversation(conv.messages, conv.loaded_tools)
         try:
-            if self.settings.preread:
+            if assisted.first_reads:
                 await self.preread(turn, assisted.first_reads)
             if turn.gate is not None:
                 self.show_gate_calls(turn, await turn.gate.before_start())

@@ -126,8 +126,9 @@ class AssistedTurn:
     coach: TurnCoach | None = None
     """None: no rules on the turn's evidence."""
     first_reads: tuple[str, ...] = ()
-    """The project files to read before the first reply (the `preread` lever): those the
-    request names, then the code its named tests import."""
+    """The project files to read before the first reply (the `preread` lever; () without
+    it): those the request names and the code its named tests import, or the files it
+    mentions."""
 
 
 UNASSISTED = AssistedTurn(None)
@@ -137,9 +138,9 @@ class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
         """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
         `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
         right after each change; `first`: the tests the request names also run before the
-        model's first reply."""
+        model's first reply; `preread`: the turn gets its `first_reads`."""
         ...
