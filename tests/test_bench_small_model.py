@@ -316,6 +316,22 @@ def test_aider_on_ollama_uses_its_model_prefix_and_base_in_the_environment(tmp_p
     assert agent.env(tmp_path)["OLLAMA_API_BASE"] == "http://127.0.0.1:8089/v1"
 
 
+def test_tether_on_the_local_provider_names_the_gguf_and_no_server(tmp_path: Path) -> None:
+    agent = agents.TetherAgent("local", "http://127.0.0.1:8089/v1", "/models/x.gguf", REPO / "src")
+    task = bench_tasks.load_task(TASKS / "ask_retry_limit")
+    cmd = agent.command(task, tmp_path / "repo", tmp_path / "t")
+    assert option_values(cmd, "--provider") == ["local"]
+    assert option_values(cmd, "--model") == ["/models/x.gguf"]
+    assert "--base-url" not in cmd
+
+
+def test_aider_cannot_run_on_the_local_provider(tmp_path: Path) -> None:
+    done = run_bench("--agent", "aider", "--provider", "local", "--tasks", "count_todos",
+                     "--label", "x", "--results-dir", str(tmp_path))
+    assert done.returncode == 2 and "aider needs a model server" in done.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_aider_figures_come_from_its_event_log_else_its_token_lines(tmp_path: Path) -> None:
     stem = tmp_path / "t.r1"
     stdout = ("Applied edit to two_fer.py\nTokens: 1.2k sent, 56 received.\n"

@@ -6,6 +6,7 @@ speaking those endpoints; a second run finds the name in `/api/tags` and uploads
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import threading
@@ -71,6 +72,21 @@ async def test_a_second_run_uploads_nothing(fake_server: FakeServer, gguf: Path)
     assert len(uploads) == 3  # HEAD, POST of the blob, create
     again = await local_through_ollama(settings, lambda _: None)
     assert again.model == first.model and import_requests(fake_server) == uploads
+
+
+async def test_a_second_run_with_the_digest_cache_hashes_nothing(
+        fake_server: FakeServer, gguf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tether.store import file_digests
+
+    hashed: list[Path] = []
+    real = file_digests.sha256_of
+    monkeypatch.setattr(file_digests, "sha256_of", lambda path: hashed.append(path) or real(path))
+    settings = local_settings(fake_server.url, model=str(gguf), ollama_pull="yes")
+    cache = tmp_path / "models" / file_digests.DIGESTS_FILE
+    first = await local_through_ollama(settings, lambda _: None, digests=cache)
+    again = await local_through_ollama(settings, lambda _: None, digests=cache)
+    assert again.model == first.model == f"tether-my-coder.q4-{digest_of(gguf)[:12]}"
+    assert hashed == [gguf]
 
 
 async def test_a_blob_ollama_has_is_not_sent_again(fake_server: FakeServer, gguf: Path) -> None:
@@ -191,6 +207,8 @@ def test_print_mode_imports_and_answers_when_the_setting_says_yes(
     name = ollama_name(gguf, digest_of(gguf))
     assert f"imported {gguf.name} as {name}" in done.stderr
     assert fake_server.bodies("/api/chat")[0]["model"] == name
+    remembered = json.loads((home / "models" / "digests.json").read_text())
+    assert remembered[str(gguf.resolve())]["sha256"] == digest_of(gguf)
 
 
 @needs_no_extra
@@ -202,6 +220,7 @@ def test_the_chat_asks_imports_and_talks_to_ollama(fake_server: FakeServer, gguf
     name = ollama_name(gguf, digest_of(gguf))
     assert f"imported {gguf.name} as {name}" in shown and "Traceback" not in shown
     assert [body["model"] for body in fake_server.bodies("/api/chat")][:1] == [name]
+    assert (tmp_path / "home" / "models" / "digests.json").is_file()
 
 
 @needs_no_extra

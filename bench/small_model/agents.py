@@ -91,8 +91,10 @@ class TetherAgent:
 
     def command(self, task: Task, work: Path, stem: Path) -> list[str]:
         cmd = [sys.executable, "-m", "tether", "-p", task.request, "--auto",
-               "--output-format", self.output_format,
-               "--provider", self.provider, "--base-url", self.base_url, "--model", self.model]
+               "--output-format", self.output_format, "--provider", self.provider,
+               "--model", self.model]
+        if self.provider != "local":
+            cmd += ["--base-url", self.base_url]
         if self.protocol:
             cmd += ["--protocol", self.protocol]
         if self.profile:

@@ -9,6 +9,7 @@ see agents.py.
     python bench/small_model/run.py --list --suite exercism
     python bench/small_model/run.py --provider openai --base-url http://127.0.0.1:8089/v1 \\
         --model qwen2.5-coder-1.5b --suite exercism --part held-out --label ex-held-tether
+    python bench/small_model/run.py --provider local --model ~/models/x.gguf --suite exercism ...
     python bench/small_model/run.py --agent aider --suite exercism --part held-out ...
     python bench/small_model/run.py --report ex-held-tether,ex-held-aider
 
@@ -419,7 +420,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--part", choices=(*split.PARTS, "all"), default="all",
                    help="the fixed part of the tasks to run: tune, held-out or all (default)")
     p.add_argument("--agent", choices=("tether", "aider"), default="tether")
-    p.add_argument("--provider", choices=("openai", "ollama"), default="openai")
+    p.add_argument("--provider", choices=("openai", "ollama", "local"), default="openai",
+                   help="local: tether runs the GGUF named by --model in its own process "
+                        "(run this script with a Python that has tether's local extra; no "
+                        "server, so no warm-up)")
     p.add_argument("--base-url", default="http://127.0.0.1:8089/v1")
     p.add_argument("--model", default="qwen2.5-coder-1.5b")
     p.add_argument("--protocol", choices=("auto", "native", "text"),
@@ -495,8 +499,13 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print("no tasks to run", file=sys.stderr)
         return 2
+    if args.agent == "aider" and args.provider == "local":
+        print("aider needs a model server: --provider local is for tether", file=sys.stderr)
+        return 2
+    # Each tether process loads the model afresh: nothing a warm-up fills outlives it.
+    warmup = args.warmup and args.provider != "local"
     plan = Plan(args.suite, args.part, max(1, args.repeat), args.label or default_label(args),
-                args.keep, args.warmup)
+                args.keep, warmup)
     return benchmark(chosen, make_agent(args), plan, results_dir)
 
 

@@ -560,23 +560,25 @@ async def one_shot(
         ui.notice(PIPED_NOTE)
     for warning in warnings:
         ui.notice(warning, "warning")
-    routed = await local_route(settings, ui, session)
+    routed = await local_route(settings, ui, session, env)
     if isinstance(routed, int):
         return routed
     return await run_one_shot(routed, options, ui, env, prompt, args.deepthink, session, budget)
 
 
-async def local_route(settings: Settings, ui: HeadlessUI, session: OneShotSession) -> Settings | int:
+async def local_route(settings: Settings, ui: HeadlessUI, session: OneShotSession,
+                      env: dict[str, str]) -> Settings | int:
     """--local without the local extra and with Ollama running: the settings that run the
     model there (pulled or imported first only when ollama_pull allows it: nothing is asked in -p). An
     int is the exit code of a run that ended here, its result written."""
     import asyncio
 
     from .providers.first_run import NotPulled, local_through_ollama
+    from .store.file_digests import digests_file
 
     started = time.monotonic()
     try:
-        return await local_through_ollama(settings, ui.notice)
+        return await local_through_ollama(settings, ui.notice, digests=digests_file(env))
     except NotPulled as exc:
         ui.notice(str(exc), "error")
         ui.result(failed_result(session.conversation(), started, str(exc)))

@@ -162,14 +162,16 @@ async def ollama_route(settings: Settings) -> OllamaRoute | None:
     return OllamaRoute(url, DEFAULT_MODEL.ollama, await has_model(url, DEFAULT_MODEL.ollama))
 
 
-async def local_through_ollama(settings: Settings, say: Say, confirm: Confirm | None = None) -> Settings:
+async def local_through_ollama(settings: Settings, say: Say, confirm: Confirm | None = None,
+                               digests: Path | None = None) -> Settings:
     """The settings `--local` runs on: Ollama's copy of the model when the route applies
     (pulled or imported first if need be; `confirm` None: nobody to ask), else `settings`
-    unchanged. NotPulled when Ollama lacks the model and it did not get there."""
+    unchanged. NotPulled when Ollama lacks the model and it did not get there. `digests`
+    remembers a GGUF file's hash between runs (None: hashed every time)."""
     if not may_go_through_ollama(settings):
         return settings
     if names_a_file(settings.model.strip()):
-        return await gguf_through_ollama(settings, say, confirm)
+        return await gguf_through_ollama(settings, say, confirm, digests)
     route = await ollama_route(settings)
     if route is None:
         return settings
@@ -226,12 +228,13 @@ class GgufFile:
     """Its SHA-256, hex."""
 
 
-async def gguf_through_ollama(settings: Settings, say: Say, confirm: Confirm | None) -> Settings:
+async def gguf_through_ollama(settings: Settings, say: Say, confirm: Confirm | None,
+                              digests: Path | None = None) -> Settings:
     """`--local --model ./x.gguf` run by Ollama: the file is checked before any request,
     then, when Ollama answers, imported under its derived name unless Ollama lists it."""
     import asyncio
 
-    from ..store.model_download import sha256_of
+    from ..store.file_digests import cached_sha256
     from .ollama import has_model, ollama_name
 
     path = Path(settings.model.strip()).expanduser()
@@ -240,7 +243,8 @@ async def gguf_through_ollama(settings: Settings, say: Say, confirm: Confirm | N
     if not await ollama_running(url):
         return settings
     try:
-        gguf = GgufFile(path, path.stat().st_size, await asyncio.to_thread(sha256_of, path))
+        digest = await asyncio.to_thread(cached_sha256, path, digests)
+        gguf = GgufFile(path, path.stat().st_size, digest)
     except OSError as exc:
         raise NotPulled(f"cannot read {path}: {exc.strerror or exc}") from None
     name = ollama_name(path, gguf.digest)

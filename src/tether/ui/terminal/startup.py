@@ -175,9 +175,11 @@ class StartUp:
         pulled (or, for a GGUF file, imported) first after a yes; Ctrl-C stops that and the
         chat goes on without it."""
         from tether.providers.first_run import NotPulled, local_through_ollama, stopped_line
+        from tether.store.file_digests import digests_file
 
         task = asyncio.ensure_future(local_through_ollama(self.settings, self.say,
-                                                          self.asker.confirm))
+                                                          self.asker.confirm,
+                                                          digests_file(self.env)))
         interrupted = asyncio.Event()
 
         def stop_the_pull() -> None:
