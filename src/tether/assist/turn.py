@@ -15,7 +15,6 @@ from .leftovers import LeftoverGate
 from .mentioned import mentioned_files
 from .missing import MissingGate
 from .request import RequestReading, read_request
-from .start_over import TurnStartFiles
 from .verify import Dispatch, ProjectPython, VerifyGate
 
 LEFTOVERS = "leftovers"
@@ -37,13 +36,11 @@ class Assist:
         self.python = ProjectPython(self.root)
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              fresh_starts: int = 0) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
-        named = first_files(request, reading, self.root, files) if preread or fresh_starts else ()
-        first_reads = named if preread else ()
+        first_reads = first_files(request, reading, self.root, files) if preread else ()
         if attempts <= 0:
             return AssistedTurn(reading, coach=coach, first_reads=first_reads)
         gates: list[AnswerGate] = []  # the change made whole first, then checked
@@ -52,10 +49,8 @@ class Assist:
             gates.append(LeftoverGate(reading, self.dispatch))
         if MISSING not in off:
             gates.append(MissingGate(reading, self.dispatch))
-        start_files = TurnStartFiles.capture(self.root, named) if fresh_starts > 0 else None
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
-                                each_change=each_change, first=first, fresh_starts=fresh_starts,
-                                start_files=start_files))
+                                each_change=each_change, first=first))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
 
 
@@ -98,8 +93,7 @@ class GateChain:
             notes += [verdict.note] if verdict.note else []
             calls += verdict.evidence
             shown += verdict.shown or [record.result for record in verdict.evidence]
-            if verdict.again or verdict.restart:
+            if verdict.again:
                 return GateVerdict(again=verdict.again, note="\n".join(notes), evidence=tuple(calls),
-                                   notice=verdict.notice, shown=tuple(shown), said_before=verdict.said_before,
-                                   restart=verdict.restart)
+                                   notice=verdict.notice, shown=tuple(shown), said_before=verdict.said_before)
         return GateVerdict(note="\n".join(notes), evidence=tuple(calls), shown=tuple(shown))

@@ -27,7 +27,6 @@ from ..engine.turn_assist import GateVerdict
 from ..host import NotARegularFile, TooLarge, host_program, is_within, read_small_file, resolve_path
 from .reply_shapes import is_test_path
 from .request import RequestReading, test_runner_named
-from .start_over import TurnStartFiles, changed_in
 
 OUTPUT_LINES = 40
 """Lines of a failed check's output sent back: the end, where the tests' assertions are."""
@@ -61,10 +60,6 @@ FIRST_PASSED = "(The harness ran the request's tests before any change: they pas
 EACH_MAX = 8
 """The most checks run after changes in one turn (each runs the project's tests)."""
 CHECK_STILL_FAILS = "Not fixed: `{command}` still fails ({how})."
-STARTING_OVER = ("the check still fails after {fixes}: the files this turn changed are put back "
-                 "and the model starts over from the request, its replies sampled "
-                 "(fresh start {n} of {most})")
-NOT_PUT_BACK = " The files could not all be put back to start over ({reason})."
 CHECK_NOT_RUN = "Not verified: the check `{command}` was not run ({reason})."
 NO_TEST_RAN = (
     "Note: no test ran. `{command}` runs {file} as a script, which only defines its tests "
@@ -277,27 +272,14 @@ class VerifyGate:
     """Evidence records already looked at: a change after them calls for a check."""
     last: Outcome | None = None
     done: bool = False
-    fresh_starts: int = 0
-    """Times the turn may start over when the check still fails after the fixes asked for
-    (assist/start_over.py); 0: never."""
-    start_files: TurnStartFiles | None = None
-    """The files as they were when the turn began, to put back when it starts over."""
-    started_over: int = 0
-    fixes_before: int = 0
-    """Fixes asked for before the latest fresh start."""
-    stuck: str = ""
-    """Why starting over failed, for the last line."""
-    put_back_tried: tuple[Evidence, ...] = ()
-    asked_at: int = 0
-    """The turn's evidence records when the latest fix was asked for."""
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         changed = [path for record in evidence[self.seen:] for path in record.changed_paths]
         self.seen = len(evidence)
         if self.done or not changed:
-            return await self._unchanged(evidence)
+            return self._unchanged()
         outcomes = await self._check(changed, evidence)
-        return await self._verdict(outcomes, evidence) if outcomes else GateVerdict()
+        return self._verdict(outcomes) if outcomes else GateVerdict()
 
     async def _check(self, changed: Sequence[str], evidence: Sequence[Evidence]) -> list[Outcome]:
         """The checks for a turn that changed `changed`, run in order up to the first that
@@ -358,24 +340,21 @@ class VerifyGate:
         self.passed_unsaid = ""
         return _shown_verdict(outcomes, EACH_FAILED.format(how=last.failure))
 
-    async def _unchanged(self, evidence: Sequence[Evidence]) -> GateVerdict:
+    def _unchanged(self) -> GateVerdict:
         """No change since the last check: a failure stands. Found after a change (the
-        model has not been asked to fix it yet), it goes back once more; otherwise the turn
-        starts over when it may, else the failure is said again at the end."""
+        model has not been asked to fix it yet), it goes back once more; otherwise it is
+        said again at the end."""
         if self.passed_unsaid:
             shown, self.passed_unsaid = self.passed_unsaid, ""
             return GateVerdict(note=CHECK_PASSED.format(command=shown))
         if self.last is None or self.last.passed or self.done:
             return GateVerdict()
-        # A fix asked for and answered with no change: asked again, a small model writes the
-        # same answer again (sampled too); a fresh start is a new draw.
-        unheeded = self.asked > 0 and not changed_in(evidence[self.asked_at:])
-        if self.each_change and self.asked < self.attempts and self.last.ran is not None \
-                and not (unheeded and self._may_start_over(evidence)):
-            self._ask(evidence)
+        if self.each_change and self.asked < self.attempts and self.last.ran is not None:
+            self.asked += 1
             again = CHECK_FAILS_AS_SHOWN.format(how=self.last.failure, command=self.last.check.command)
             return GateVerdict(again=again, said_before=True)
-        return await self._give_up(self.last, evidence, ())
+        self.done = True
+        return GateVerdict(note=self._still_fails(self.last))
 
     async def _run(self, checks: list[Check], own: dict[str, Evidence]) -> list[Outcome]:
         outcomes = []
@@ -397,67 +376,23 @@ class VerifyGate:
         output = result.content
         return Outcome(check, evidence, ran, output, failure_of(check, ran, output))
 
-    async def _verdict(self, outcomes: list[Outcome], evidence: Sequence[Evidence]) -> GateVerdict:
+    def _verdict(self, outcomes: list[Outcome]) -> GateVerdict:
         self.passed_unsaid = ""
-        made = _made(outcomes)
+        evidence = _made(outcomes)
         last = self.last = outcomes[-1]
         if last.ran is None:  # refused (no approval, a deny rule) or could not start
             self.done = True
-            return GateVerdict(note=_not_run(last), evidence=made)
+            return GateVerdict(note=_not_run(last), evidence=evidence)
         if last.passed:
-            return GateVerdict(note=CHECK_PASSED.format(command=_commands(outcomes)), evidence=made)
+            return GateVerdict(note=CHECK_PASSED.format(command=_commands(outcomes)), evidence=evidence)
         if self.asked >= self.attempts:
-            return await self._give_up(last, evidence, made)
-        self._ask([*evidence, *made])
-        return GateVerdict(again=_failure_message(CHECK_FAILED, last), evidence=made)
-
-    def _ask(self, evidence: Sequence[Evidence]) -> None:
-        """One more fix asked for, after the turn's `evidence` so far."""
+            self.done = True
+            return GateVerdict(note=self._still_fails(last), evidence=evidence)
         self.asked += 1
-        self.asked_at = len(evidence)
-
-    def _may_start_over(self, evidence: Sequence[Evidence]) -> bool:
-        return self.started_over < self.fresh_starts and self.start_files is not None \
-            and self.start_files.restorable(changed_in(evidence))
-
-    async def _give_up(self, outcome: Outcome, evidence: Sequence[Evidence],
-                       made: tuple[Evidence, ...]) -> GateVerdict:
-        """The fixes asked for are spent and the check still fails: the turn starts over from
-        the files as they were when it began, while it may and they can be put back; else the
-        failure is the answer's last line."""
-        if self._may_start_over([*evidence, *made]):
-            restored = await self._put_back(changed_in([*evidence, *made]))
-            if restored is not None:
-                self.started_over += 1
-                self.fixes_before += self.asked
-                fixes = f"{self.asked} fix{'es' if self.asked != 1 else ''}"
-                self.asked, self.last, self.ran_after_changes = 0, None, 0
-                self.seen += len(restored)
-                notice = STARTING_OVER.format(fixes=fixes, n=self.started_over, most=self.fresh_starts)
-                return GateVerdict(restart=True, evidence=(*made, *restored), notice=notice)
-            made = (*made, *self.put_back_tried)
-        self.done = True
-        return GateVerdict(note=self._still_fails(outcome) + self.stuck, evidence=made)
-
-    async def _put_back(self, changed: Sequence[str]) -> tuple[Evidence, ...] | None:
-        """The calls that put the changed files back, each through the dispatcher; None (and
-        why, in `stuck`) when one of them failed, the calls made kept in `put_back_tried`."""
-        assert self.start_files is not None
-        made: list[Evidence] = []
-        for call in self.start_files.calls_to_restore(changed):
-            result, record = await self.dispatch(call)
-            made.append(record)
-            if result.is_error:
-                self.put_back_tried = tuple(made)
-                self.stuck = NOT_PUT_BACK.format(reason=first_line(result.content, 160))
-                return None
-        return tuple(made)
+        return GateVerdict(again=_failure_message(CHECK_FAILED, last), evidence=evidence)
 
     def _still_fails(self, outcome: Outcome) -> str:
-        fixes = self.fixes_before + self.asked
-        tries = f"after {fixes} attempt{'s' if fixes != 1 else ''} to fix it"
-        if self.started_over:
-            tries += f" and {self.started_over} fresh start{'s' if self.started_over != 1 else ''}"
+        tries = f"after {self.asked} attempt{'s' if self.asked != 1 else ''} to fix it"
         return CHECK_STILL_FAILS.format(command=outcome.check.command, how=f"{outcome.failure}, {tries}")
 
 

@@ -126,11 +126,6 @@ class Profile:
     over a failing check twice often still has time to try again, its reply sampled after
     the first (lever `tries`: 4; off in every profile until it wins on the held-out
     benchmark)."""
-    fresh_starts: int = 0
-    """Times a turn starts over when the check after a change still fails after the fixes it
-    asked for: the files it changed put back, the history after the request and the files
-    read first dropped, the replies sampled (assist/start_over.py). Off in every profile
-    until it wins on the held-out benchmark; TETHER_PROFILE_ON=restart (2)."""
     check_first: bool = False
     """Run the tests a change request names before the model's first reply, shown as calls
     with their results (assist/verify.VerifyGate.before_start). Off in every profile until it
@@ -205,7 +200,6 @@ LEVER_FIELDS = {
     "first": "check_first",
     "grammar": "grammar",
     "tries": "fix_attempts",
-    "restart": "fresh_starts",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
@@ -238,7 +232,6 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "first": {"check_first": False},
     "grammar": {"grammar": False},
     "tries": {"fix_attempts": None},
-    "restart": {"fresh_starts": 0},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
@@ -246,7 +239,6 @@ LEVER_ON: dict[str, dict[str, object]] = {
     "take": {"take_version": True},
     "first": {"check_first": True},
     "tries": {"fix_attempts": 4},
-    "restart": {"fresh_starts": 2},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""

@@ -183,9 +183,6 @@ class TurnSettings:
     check_first: bool = False
     """The tests a change request names run before the model's first reply (the gate's
     `before_start`)."""
-    fresh_starts: int = 0
-    """Times a turn may start over when its check still fails after the fixes (the gate's
-    `restart`)."""
     take_version: bool = False
     """A whole file version shown in a reply with no call is taken as its write (the coach's
     `reply_call`)."""
@@ -267,7 +264,7 @@ class TurnLoop:
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
         assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
                                       self.settings.verify_each_change, self.settings.check_first,
-                                      self.settings.preread, self.settings.fresh_starts)
+                                      self.settings.preread)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
@@ -283,10 +280,8 @@ class TurnLoop:
             if turn.gate is not None:
                 self.show_gate_calls(turn, await turn.gate.before_start())
             self.open_turn(turn)
-            turn.opened = len(turn.conv.messages)
-            while turn.step < self.settings.max_steps:
-                turn.step += 1
-                reply = await self.ask(turn, tools=True, note=self._note(turn.step, turn))
+            for step in range(1, self.settings.max_steps + 1):
+                reply = await self.ask(turn, tools=True, note=self._note(step, turn))
                 parsed = self.taken_call(turn, self.parse(reply), reply.result_first)
                 if not parsed.calls and not parsed.errors:
                     nudge = self.reply_note(turn, parsed.text, reply.result_first)
@@ -337,7 +332,7 @@ class TurnLoop:
             request = turn.coach.with_cue(request)
         stop = RESULT_MARKERS if self.mode == "text" else ()
         temperature = self.settings.temperature
-        if turn.looped or turn.fresh_starts:  # greedy decoding would write the same again
+        if turn.looped:  # greedy decoding would write the same loop (or result) again
             temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
         grammar = self._reply_grammar() if tools and self.mode == "text" and self.settings.grammar \
             else None
@@ -467,9 +462,6 @@ class TurnLoop:
         turn's gate (the check after a change) comes first: a failed check goes back to the
         model, and its last word is the answer's last line."""
         verdict = await self.gate_verdict(turn)
-        if verdict.restart:
-            self.start_over(turn, verdict.notice)
-            return None
         if verdict.again:  # the check after the change failed: the model gets it and goes on
             turn.conv.messages += [assistant_message(parsed, reply, self.settings), Message.user(verdict.again)]
             turn.looped = turn.looped or verdict.said_before
@@ -493,18 +485,6 @@ class TurnLoop:
             text = f"{text.rstrip()}\n\n{verdict.note}" if text.strip() else verdict.note
             self.ui.text(f"\n\n{verdict.note}\n")
         return self.finish(turn, reply, text, checks=checks)
-
-    def start_over(self, turn: TurnState, notice: str) -> None:
-        """The gate put the turn's files back: the history goes back to where the model's
-        first reply began (the request, the files read first, the opening note), and the turn
-        has its steps again. Its replies from here on are sampled: at temperature 0 the same
-        history gives the same attempt. The dropped attempt stays in the turn's evidence."""
-        del turn.conv.messages[turn.opened:]
-        turn.step = 0
-        turn.fresh_starts += 1
-        turn.looped = False
-        turn.steps.read_cache.clear()
-        self.ui.notice(notice)
 
     async def gate_verdict(self, turn: TurnState) -> GateVerdict:
         """What the turn's gate says of the answer about to end it; the calls it made join the
@@ -687,12 +667,6 @@ class TurnState:
     gate: AnswerGate | None = None
     """Asked before the turn ends with an answer (the check after a change)."""
     unreadable_in_a_row: int = 0
-    opened: int = 0
-    """Messages in the history when the model's first reply was asked for: a fresh start
-    goes back to here."""
-    step: int = 0
-    """Requests with tools asked for since the turn began or started over."""
-    fresh_starts: int = 0
     looped: bool = False
     """The last reply was stopped for repeating one line (see repeatstop.py), or began with
     a tool result: asked the same at temperature 0, the model writes the same again."""

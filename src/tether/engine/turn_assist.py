@@ -33,10 +33,6 @@ class GateVerdict:
     said_before: bool = False
     """`again` repeats what the model was told and answered without a change: its next reply
     is sampled (greedy decoding wrote the same answer again)."""
-    restart: bool = False
-    """The turn starts over: the gate put the files it changed back (its `evidence`), and the
-    history after the request and the files read first is dropped; the replies from here on
-    are sampled (`notice` says why)."""
 
 
 class AnswerGate(Protocol):
@@ -142,11 +138,9 @@ class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              fresh_starts: int = 0) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
         """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
         `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
         right after each change; `first`: the tests the request names also run before the
-        model's first reply; `preread`: the turn gets its `first_reads`; `fresh_starts`: the
-        times the turn may start over when its check still fails after the fixes."""
+        model's first reply; `preread`: the turn gets its `first_reads`."""
         ...
