@@ -186,8 +186,7 @@ def _handler(server: FixtureServer) -> type[BaseHTTPRequestHandler]:
 @contextmanager
 def fixture_server() -> Iterator[FixtureServer]:
     state = FixtureServer()
-    httpd = QuietServer(("127.0.0.1", 0), _handler(state))
-    httpd.daemon_threads = True
+    httpd = QuietServer(("127.0.0.1", 0), _handler(state))  # daemon threads, as QuietServer has
     state.port = httpd.server_address[1]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()

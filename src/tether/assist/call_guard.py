@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..core.messages import ToolCall
@@ -278,20 +278,22 @@ def run_not_change(e: TurnEvidence, filepath: str, ctx: ToolContext) -> Reason |
 
 def call_reasons(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Iterator[Reason]:
     """Why a call should wait, before it runs, the most telling reason first (none: no
-    reason). read_file marks a path as seen; the rest are read from the call and what the
-    turn has done."""
+    reason), each worked out only when the one before it was passed over. The reasons are
+    read from the call and what the turn has done."""
     if call.name == "run_cmd":
         to_create = new_code_file(reading_of(e), e.root)
         missing = missing_script(call, ctx, e.touched.values(), to_create)
-        yield from [("missing:" + str(call.arguments.get("command")), missing)] if missing else []
+        if missing:
+            yield "missing:" + str(call.arguments.get("command")), missing
         return
     filepath = call.arguments.get("filepath")
     if call.name not in ("write_file", "edit_file") or not isinstance(filepath, str):
         return
-    yield from _present(keep_tests_refusal(e, filepath, ctx),
-                        run_not_change(e, filepath, ctx) if _exists(filepath, ctx) else None)
+    yield from _found(lambda: keep_tests_refusal(e, filepath, ctx),
+                      lambda: run_not_change(e, filepath, ctx) if _exists(filepath, ctx) else None)
     if call.name == "edit_file":
-        yield from _present(same_edit(e, call, filepath), dropped_definitions(e, call, filepath))
+        yield from _found(lambda: same_edit(e, call, filepath),
+                          lambda: dropped_definitions(e, call, filepath))
         return
     try:
         path = ctx.resolve(filepath).resolve()
@@ -299,13 +301,18 @@ def call_reasons(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Iterator[
         return
     content = call.arguments.get("content")
     if isinstance(content, str) and not path.exists():
-        yield from _present(unseen_written(e, content))
+        yield from _found(lambda: unseen_written(e, content))
         return
     readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
-    yield from _present(overwrite_refusal(e, path, filepath, readable))
+    yield from _found(lambda: overwrite_refusal(e, path, filepath, readable))
     if readable and isinstance(content, str):
-        yield from _present(shrink_refusal(e, path, filepath, content))
+        yield from _found(lambda: shrink_refusal(e, path, filepath, content))
 
 
-def _present(*reasons: Reason | None) -> list[Reason]:
-    return [reason for reason in reasons if reason is not None]
+def _found(*checks: Callable[[], Reason | None]) -> Iterator[Reason]:
+    """The reasons `checks` find, in order; a check runs only when the caller asks for more
+    (the coach stops at the first reason it has not sent this turn)."""
+    for check in checks:
+        reason = check()
+        if reason is not None:
+            yield reason

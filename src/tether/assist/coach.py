@@ -80,7 +80,9 @@ class Coach:
     """The calls written out this turn: sent as offered, none waits for a reason."""
     last_rule: str = ""
     asked: set[str] = field(default_factory=set)
+    """The calls held back once for a reason (by their key): sent again, each runs."""
     reasons_sent: set[str] = field(default_factory=set)
+    """The kinds of reason sent this turn: each holds a call back once a turn."""
 
     def _on(self, lever: str) -> bool:
         return self.setup.nudges and lever not in self.setup.rules_off
