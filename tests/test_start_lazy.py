@@ -1,6 +1,7 @@
 """What a start leaves for later: building and starting the runtime loads neither the assist
 package, the answer checks, the hooks' runner, the skills' book (none is configured here),
-repo_map's modules nor search_web's, nor any tool's parameters model (nor pydantic with them);
+repo_map's modules, search_web's, edit_file's nor search_in_file's, nor any tool's parameters
+model (nor pydantic with them);
 the first turn, the first call of the tool, or the warm-up the chat runs once ready, loads them.
 And the collector waits for the start. A fresh interpreter each, so that nothing an earlier test
 imported counts."""
@@ -16,7 +17,8 @@ from fakeserver import FakeServer
 
 LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "tether.assist",
         "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
-        "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text")
+        "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text",
+        "tether.tools.file_edit", "tether.tools.file_search", "tether.tools.code_notes")
 
 SCRIPT = """
 import io, json, sys
@@ -38,11 +40,12 @@ elif step == "turn":
     runtime.loop.assist.start("What does main.py do?", 0)
 elif step == "warm":
     runtime.warm_up()
-elif step == "tools":  # repo_map called as the model would; search_web's searcher made
+elif step == "tools":  # repo_map and search_in_file called as the model would; search_web's searcher made
     import asyncio
     from tether.core.messages import ToolCall
-    result, _ = asyncio.run(runtime.loop.dispatcher.dispatch(ToolCall("1", "repo_map", {})))
-    assert not result.is_error, result.content
+    for call in (ToolCall("1", "repo_map", {}), ToolCall("2", "search_in_file", {"pattern": "x", "path": "."})):
+        result, _ = asyncio.run(runtime.loop.dispatcher.dispatch(call))
+        assert not result.is_error, result.content
     runtime.table.get("search_web").handler.__self__.searcher
 # what is loaded now, before the models are read below (which loads them)
 modules, pydantic = sorted(m for m in sys.modules if m.startswith("tether.")), "pydantic" in sys.modules
@@ -94,9 +97,9 @@ def test_a_turn_loads_the_assist_package_when_it_starts(tmp_path: Path) -> None:
     assert {"tether.assist", "tether.engine.answer_checks"} <= modules
 
 
-def test_repo_map_and_search_web_load_their_modules_when_used(tmp_path: Path) -> None:
+def test_repo_map_search_in_file_and_search_web_load_their_modules_when_used(tmp_path: Path) -> None:
     modules, built = loaded_after("tools", tmp_path)
-    assert {"tether.tools.repo_map", "tether.tools.web_search"} <= modules
+    assert {"tether.tools.repo_map", "tether.tools.web_search", "tether.tools.file_search"} <= modules
     assert "RepoMapParams" in built and "ReadFileParams" not in built
 
 

@@ -6,7 +6,9 @@ replace a range of lines without retyping it, and a stale anchor (the line
 changed since it was read) is refused instead of editing the wrong text.
 
 edit_file lives in `file_edit`, search_in_file in `file_search`, and what the tools
-share in `file_text`; this module holds the rest and the table.
+share in `file_text`; this module holds the rest and the table. What only a call needs (an
+edit's checks, the search engines, the notes after a read or a write) is imported at the
+call: the table is built at every start, before the first request can be sent.
 """
 
 from __future__ import annotations
@@ -26,9 +28,6 @@ from tether.host import (
 )
 from tether.tools._paths import display_path
 
-from .code_notes import code_notes
-from .file_edit import edit_file
-from .file_search import search_in_file
 from .file_text import (
     _bare,
     _count_lines,
@@ -40,15 +39,16 @@ from .file_text import (
     _write_bytes,
 )
 from .limits import params_named
-from .outside_values import outside_values_note
 
 if TYPE_CHECKING:
     from .params import (
         CopyFileParams,
         CreateDirParams,
         DeleteFileParams,
+        EditFileParams,
         ListDirParams,
         ReadFileParams,
+        SearchInFileParams,
         WriteFileParams,
     )
 
@@ -84,6 +84,8 @@ def read_file(args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
     if loaded.encoding != "utf-8":
         page.insert(0, f"[note: not valid UTF-8; decoded as {loaded.encoding}]")
     summary = f"{shown}: lines {start}-{next_line - 1} of {len(lines):,}"
+    from .outside_values import outside_values_note
+
     return ToolOutput("\n".join(page) + outside_values_note(path, loaded.text, ctx), summary=summary)
 
 
@@ -124,6 +126,8 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     verb = "Overwrote" if existed else "Created"
     count = _count_lines(args.content)
     same_code = old is not None and _code_lines(old) == _code_lines(new)
+    from .code_notes import code_notes
+
     return ToolOutput(
         f"{verb} {shown} ({count:,} lines)"
         + (": only blank lines and spacing changed, every other line is as it was, so what the code "
@@ -283,6 +287,23 @@ def _human_size(size: int) -> str:
         if value < 1024:
             return f"{value:.1f} {unit}"
     return f"{value / 1024:.1f} TB"
+
+
+# --- edit_file and search_in_file, imported at their first call ----------------
+
+
+def edit_file(args: EditFileParams, ctx: ToolContext) -> ToolOutput:
+    """edit_file (`file_edit`): the module and the checks an edit runs load at the first edit."""
+    from .file_edit import edit_file as edit
+
+    return edit(args, ctx)
+
+
+def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
+    """search_in_file (`file_search`): the search engines load at the first search."""
+    from .file_search import search_in_file as search
+
+    return search(args, ctx)
 
 
 # --- the table ------------------------------------------------------------------
