@@ -60,6 +60,15 @@ def test_plain_asserts_parameters_and_printed_output(tmp_path: Path) -> None:
     assert "looking at" not in told  # what a test printed is not its failure
 
 
+def test_a_long_test_name_whose_banner_pytest_shortens_is_read(tmp_path: Path) -> None:
+    long_name = "test_" + "a_score_far_from_the_centre_" * 3  # pytest's banner keeps one "_" a side
+    test = f"from code import score\n\n\ndef {long_name}():\n    assert score(0) == 10\n"
+    output = pytest_output(tmp_path, test)
+    assert f"_ {long_name} _" in output
+    told = digest(output)
+    assert told is not None and f"FAILED {long_name} (test_code.py:5)" in told
+
+
 def test_beyond_the_first_failures_the_rest_are_named(tmp_path: Path) -> None:
     told = digest(pytest_output(tmp_path, unittest_file(*["self.assertEqual(score(0), 10)"] * (FULL_FAILURES + 3))))
     assert told is not None

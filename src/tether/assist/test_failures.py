@@ -30,7 +30,7 @@ LINE_CHARS = 300
 
 SUMMARY_TITLE = "short test summary info"
 _BANNER = re.compile(r"^={3,} ?(.*?) ?={3,}$")
-_SECTION = re.compile(r"^_{3,} (.+?) _{3,}$")
+_SECTION = re.compile(r"^_+ (.+?) _+$")
 _FRAME = re.compile(r"^(\S.*?:\d+): in (\S+)$")
 _CAPTURED = re.compile(r"^-{3,} ?Captured .* ?-{3,}$")
 _MARKERS = re.compile(r"^\s+[\^~]+\s*$")
