@@ -310,7 +310,6 @@ class Runtime:
         turn.verify_each_change = profile.verify_each_change
         turn.take_version = profile.take_version
         turn.check_first = profile.check_first
-        turn.failure_digest = profile.failure_digest
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but
@@ -513,9 +512,8 @@ class LateAssist:
         return self._assist
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              digest: bool = False) -> AssistedTurn:
-        return self.load().start(request, attempts, setup, each_change, first, preread, digest)
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
+        return self.load().start(request, attempts, setup, each_change, first, preread)
 
 
 def attach_web(runtime: Runtime) -> None:

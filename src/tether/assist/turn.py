@@ -36,8 +36,7 @@ class Assist:
         self.python = ProjectPython(self.root)
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              digest: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
@@ -51,7 +50,7 @@ class Assist:
         if MISSING not in off:
             gates.append(MissingGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
-                                each_change=each_change, first=first, digest=digest))
+                                each_change=each_change, first=first))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
 
 

@@ -27,7 +27,6 @@ from ..engine.turn_assist import GateVerdict
 from ..host import NotARegularFile, TooLarge, host_program, is_within, read_small_file, resolve_path
 from .reply_shapes import is_test_path
 from .request import RequestReading, test_runner_named
-from .test_failures import digest as failures_digest
 
 OUTPUT_LINES = 40
 """Lines of a failed check's output sent back: the end, where the tests' assertions are."""
@@ -264,9 +263,6 @@ class VerifyGate:
     first: bool = False
     """Also run the tests the request names before the model's first reply, so it starts
     from their failures (as aider's /test puts them in the chat)."""
-    digest: bool = False
-    """Show a failing pytest run as its failures in short (test_failures.digest), each test's
-    lines and what went wrong, instead of the output's last lines."""
     asked: int = 0
     """Fixes asked for so far."""
     ran_after_changes: int = 0
@@ -310,7 +306,7 @@ class VerifyGate:
         outcomes = await self._run(checks, {})
         last = outcomes[-1]
         note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure)
-        return _shown_verdict(outcomes, note, self.digest)
+        return _shown_verdict(outcomes, note)
 
     async def checks_change(self, path: str) -> bool:
         """With `each_change`, while checks after changes may still run: whether the request
@@ -337,12 +333,12 @@ class VerifyGate:
         last = self.last = outcomes[-1]
         if last.ran is None:
             self.done = True
-            return _shown_verdict(outcomes, _not_run(last), self.digest)
+            return _shown_verdict(outcomes, _not_run(last))
         if last.passed:
             self.passed_unsaid = _commands(outcomes)
-            return _shown_verdict(outcomes, EACH_PASSED, self.digest)
+            return _shown_verdict(outcomes, EACH_PASSED)
         self.passed_unsaid = ""
-        return _shown_verdict(outcomes, EACH_FAILED.format(how=last.failure), self.digest)
+        return _shown_verdict(outcomes, EACH_FAILED.format(how=last.failure))
 
     def _unchanged(self) -> GateVerdict:
         """No change since the last check: a failure stands. Found after a change (the
@@ -393,7 +389,7 @@ class VerifyGate:
             self.done = True
             return GateVerdict(note=self._still_fails(last), evidence=evidence)
         self.asked += 1
-        return GateVerdict(again=_failure_message(CHECK_FAILED, last, self.digest), evidence=evidence)
+        return GateVerdict(again=_failure_message(CHECK_FAILED, last), evidence=evidence)
 
     def _still_fails(self, outcome: Outcome) -> str:
         tries = f"after {self.asked} attempt{'s' if self.asked != 1 else ''} to fix it"
@@ -409,14 +405,12 @@ def _commands(outcomes: Sequence[Outcome]) -> str:
     return "`, `".join(outcome.check.command for outcome in outcomes)
 
 
-def _shown_verdict(outcomes: Sequence[Outcome], note: str, digest: bool = False) -> GateVerdict:
+def _shown_verdict(outcomes: Sequence[Outcome], note: str) -> GateVerdict:
     """The checks run, shown to the model as calls whose results are their outputs' ends (a
     whole failing test file's output, thousands of tokens, is prefill a small model waits
-    for and reads past) or, with `digest`, their failures in short, and `note` after them
-    (the model's own runs are shown already)."""
+    for and reads past), and `note` after them (the model's own runs are shown already)."""
     made = [outcome for outcome in outcomes if not outcome.own]
-    shown = tuple(shown_output(outcome.output, digest) for outcome in made)
-    return GateVerdict(note=note, evidence=_made(made), shown=shown)
+    return GateVerdict(note=note, evidence=_made(made), shown=tuple(shown_output(outcome.output) for outcome in made))
 
 
 def _made(outcomes: Sequence[Outcome]) -> tuple[Evidence, ...]:
@@ -445,23 +439,17 @@ def _own_outcome(check: Check, record: Evidence) -> Outcome:
     return Outcome(check, record, ran, record.result, failure_of(check, ran, record.result), own=True)
 
 
-def shown_output(text: str, digest: bool = False) -> str:
-    """With `digest`, a failing pytest run's failures in short (test_failures.digest) when
-    it reads them; otherwise `output_tail`, saying how many lines it left out before it."""
-    told = failures_digest(text) if digest else None
-    if told is not None:
-        return told
+def shown_output(text: str) -> str:
+    """`output_tail`, saying how many lines it left out before it."""
     lines = text.rstrip().splitlines()
     left_out = len(lines) - OUTPUT_LINES
     tail = output_tail(text)
     return f"({left_out} earlier lines left out)\n{tail}" if left_out > 0 else tail
 
 
-def _failure_message(template: str, outcome: Outcome, digest: bool = False) -> str:
+def _failure_message(template: str, outcome: Outcome) -> str:
     how = f"It failed: {outcome.failure}."
-    told = failures_digest(outcome.output) if digest else None
-    output = told if told is not None else output_tail(outcome.output)
-    return template.format(command=outcome.check.command, how=how, output=output)
+    return template.format(command=outcome.check.command, how=how, output=output_tail(outcome.output))
 
 
 _RUNS_AT_TOP = (ast.Expr, ast.Assert, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.Try)

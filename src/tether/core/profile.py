@@ -130,12 +130,6 @@ class Profile:
     """Run the tests a change request names before the model's first reply, shown as calls
     with their results (assist/verify.VerifyGate.before_start). Off in every profile until it
     wins on the held-out benchmark; TETHER_PROFILE_ON=first."""
-    failure_digest: bool = False
-    """A failing pytest run the check after a change shows is told as its failures in short
-    (assist/test_failures.py): each failing test's lines and what went wrong, a comparison
-    said as what the call returned against what the test expects, instead of the output's
-    last 40 lines. Off in every profile until it wins on the held-out benchmark;
-    TETHER_PROFILE_ON=digest."""
     take_version: bool = False
     """A reply with no call that shows a whole new version of a file the turn read, for a
     request to change it, is that write_file call (aider's whole-file edit format), run
@@ -206,7 +200,6 @@ LEVER_FIELDS = {
     "first": "check_first",
     "grammar": "grammar",
     "tries": "fix_attempts",
-    "digest": "failure_digest",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
@@ -239,7 +232,6 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "first": {"check_first": False},
     "grammar": {"grammar": False},
     "tries": {"fix_attempts": None},
-    "digest": {"failure_digest": False},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
@@ -247,7 +239,6 @@ LEVER_ON: dict[str, dict[str, object]] = {
     "take": {"take_version": True},
     "first": {"check_first": True},
     "tries": {"fix_attempts": 4},
-    "digest": {"failure_digest": True},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""

@@ -183,8 +183,6 @@ class TurnSettings:
     check_first: bool = False
     """The tests a change request names run before the model's first reply (the gate's
     `before_start`)."""
-    failure_digest: bool = False
-    """A failing test run the gate shows is told as its failures in short."""
     take_version: bool = False
     """A whole file version shown in a reply with no call is taken as its write (the coach's
     `reply_call`)."""
@@ -266,7 +264,7 @@ class TurnLoop:
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
         assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
                                       self.settings.verify_each_change, self.settings.check_first,
-                                      self.settings.preread, self.settings.failure_digest)
+                                      self.settings.preread)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)

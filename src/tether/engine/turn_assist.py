@@ -138,11 +138,9 @@ class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              digest: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
         """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
         `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
         right after each change; `first`: the tests the request names also run before the
-        model's first reply; `preread`: the turn gets its `first_reads`; `digest`: a failing
-        test run the gate shows is told as its failures in short."""
+        model's first reply; `preread`: the turn gets its `first_reads`."""
         ...
