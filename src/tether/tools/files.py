@@ -7,8 +7,8 @@ changed since it was read) is refused instead of editing the wrong text.
 
 edit_file lives in `file_edit`, search_in_file in `file_search`, and what the tools
 share in `file_text`; this module holds the rest and the table. What only a call needs (an
-edit's checks, the search engines, the notes after a read or a write) is imported at the
-call: the table is built at every start, before the first request can be sent.
+edit's checks, the search engines, the code notes after a write) is imported at the call:
+the table is built at every start, before the first request can be sent.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from .file_text import (
     _write_bytes,
 )
 from .limits import params_named
+from .outside_values import outside_values_note
 
 if TYPE_CHECKING:
     from .params import (
@@ -84,8 +85,6 @@ def read_file(args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
     if loaded.encoding != "utf-8":
         page.insert(0, f"[note: not valid UTF-8; decoded as {loaded.encoding}]")
     summary = f"{shown}: lines {start}-{next_line - 1} of {len(lines):,}"
-    from .outside_values import outside_values_note
-
     return ToolOutput("\n".join(page) + outside_values_note(path, loaded.text, ctx), summary=summary)
 
 
