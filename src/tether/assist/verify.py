@@ -410,7 +410,8 @@ def _shown_verdict(outcomes: Sequence[Outcome], note: str) -> GateVerdict:
     whole failing test file's output, thousands of tokens, is prefill a small model waits
     for and reads past), and `note` after them (the model's own runs are shown already)."""
     made = [outcome for outcome in outcomes if not outcome.own]
-    return GateVerdict(note=note, evidence=_made(made), shown=tuple(shown_output(outcome.output) for outcome in made))
+    shown = tuple(shown_output(outcome.output) for outcome in made)
+    return GateVerdict(note=note, evidence=_made(made), shown=shown)
 
 
 def _made(outcomes: Sequence[Outcome]) -> tuple[Evidence, ...]:
@@ -449,7 +450,8 @@ def shown_output(text: str) -> str:
 
 def _failure_message(template: str, outcome: Outcome) -> str:
     how = f"It failed: {outcome.failure}."
-    return template.format(command=outcome.check.command, how=how, output=output_tail(outcome.output))
+    output = output_tail(outcome.output)
+    return template.format(command=outcome.check.command, how=how, output=output)
 
 
 _RUNS_AT_TOP = (ast.Expr, ast.Assert, ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.Try)
