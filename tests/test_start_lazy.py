@@ -1,7 +1,7 @@
 """What a start leaves for later: building and starting the runtime loads neither the assist
 package, the answer checks, the hooks' runner, the skills' book (none is configured here),
-repo_map's modules, search_web's, edit_file's nor search_in_file's, nor any tool's parameters
-model (nor pydantic with them);
+repo_map's modules, search_web's, edit_file's nor search_in_file's, an MCP server's launch
+(no server is configured here), nor any tool's parameters model (nor pydantic with them);
 the first turn, the first call of the tool, or the warm-up the chat runs once ready, loads them.
 And the collector waits for the start. A fresh interpreter each, so that nothing an earlier test
 imported counts."""
@@ -18,7 +18,8 @@ from fakeserver import FakeServer
 LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "tether.assist",
         "tether.engine.answer_checks", "tether.hooks.runner", "tether.skills.book",
         "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text",
-        "tether.tools.file_edit", "tether.tools.file_search", "tether.tools.code_notes")
+        "tether.tools.file_edit", "tether.tools.file_search", "tether.tools.code_notes",
+        "tether.mcp.launch", "tether.mcp.stdio")
 
 SCRIPT = """
 import io, json, sys

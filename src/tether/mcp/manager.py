@@ -14,17 +14,19 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.toolspec import Tool, ToolError, ToolTable
 from ..core.ui_protocol import NoticeLevel
 from ..safety.visible import visible
 from .config import ServerConfig
 from .entry_files import changes, entry_files
-from .launch import Launch, ServerSandbox, server_launch
 from .session import McpError, Session, Transport
-from .stdio import StdioTransport, Wrap, as_it_is
 from .tools import PREFIX, bridged_tool, hints, server_label, tool_name
+
+if TYPE_CHECKING:  # the stdio launch (and the shell session under it) loads with a first server
+    from .launch import Launch, ServerSandbox
+    from .stdio import Wrap
 
 State = Literal["starting", "ready", "failed", "stopped"]
 INSTRUCTIONS_LIMIT = 2000
@@ -128,6 +130,9 @@ class McpManager:
         """McpError when the server must not or cannot start (a project file it runs changed
         since its approval, its program is not found)."""
         if config.transport == "stdio":
+            from .launch import server_launch
+            from .stdio import StdioTransport
+
             self._check_approved_files(config)
             launch = server_launch(config, self.root, self.env)
             return StdioTransport(launch.program, config.args, launch.env, launch.cwd,
@@ -147,6 +152,8 @@ class McpManager:
     def _wrap(self, config: ServerConfig, launch: Launch) -> Wrap:
         """Inside the sandbox, with the network, for a project's server while the sandbox
         works; as it is otherwise. McpError when a sandbox was chosen and cannot start."""
+        from .stdio import as_it_is
+
         sandbox = self._sandbox_for(config)
         if sandbox is None:
             return as_it_is

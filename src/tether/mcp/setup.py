@@ -6,14 +6,17 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.toolspec import ToolTable
 from .config import ServerConfig, load_servers
-from .launch import ServerSandbox
 from .manager import McpManager, Notice
 from .resources import LIST_RESOURCES, READ_RESOURCE, resource_tools
 from .tools import is_mcp_tool
 from .trust import ApprovalStore, admit, remember_approval
+
+if TYPE_CHECKING:
+    from .launch import ServerSandbox
 
 
 @dataclass
