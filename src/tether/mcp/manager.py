@@ -24,7 +24,7 @@ from .entry_files import changes, entry_files
 from .session import McpError, Session, Transport
 from .tools import PREFIX, bridged_tool, hints, server_label, tool_name
 
-if TYPE_CHECKING:  # the stdio launch (and the shell session under it) loads with a first server
+if TYPE_CHECKING:  # the stdio launch and transport load with the first stdio server started
     from .launch import Launch, ServerSandbox
     from .stdio import Wrap
 
