@@ -131,3 +131,48 @@ async def test_sampling_and_elicitation_are_refused_and_roots_answered(tmp_path:
     assert (await ask("roots/list"))["result"] == {
         "roots": [{"uri": tmp_path.as_uri(), "name": tmp_path.name}]}
     assert (await ask("ping"))["result"] == {}
+
+
+# A server that has closed its input and exits only when told: the write fails while it
+# still runs, so the reason must wait for its exit rather than blame a pipe.
+CLOSES_ITS_INPUT = """
+import json, os, signal, sys
+os.close(0)
+sys.stderr.write("fake: cannot start, no config\\n"); sys.stderr.flush()
+print(json.dumps({"jsonrpc": "2.0", "method": "notifications/closed"}), flush=True)
+signal.sigwait({signal.SIGUSR1})
+sys.exit(2)
+"""
+
+
+async def test_a_server_exiting_as_we_write_is_reported_by_its_exit_and_last_words(
+    tmp_path: Path,
+) -> None:
+    import os
+    import signal
+    import sys
+
+    from tether.mcp.session import McpError
+    from tether.mcp.stdio import StdioTransport
+
+    transport = StdioTransport(sys.executable, ("-c", "import signal; signal.pthread_sigmask("
+                               "signal.SIG_BLOCK, {signal.SIGUSR1})\n" + CLOSES_ITS_INPUT),
+                               {**os.environ}, tmp_path)
+    input_closed = asyncio.Event()
+    await transport.open(lambda message: input_closed.set(), lambda reason: None)
+    try:
+        await input_closed.wait()
+        sending = asyncio.ensure_future(transport.send({"jsonrpc": "2.0", "id": 1,
+                                                        "method": "ping"}))
+        await asyncio.sleep(0)  # the write has failed; the server still runs
+        assert transport.process is not None and transport.process.returncode is None
+        os.kill(transport.process.pid, signal.SIGUSR1)
+        try:
+            await sending
+        except McpError as exc:
+            reason = str(exc)
+        else:
+            raise AssertionError("a write to a closed input succeeded")
+        assert "exited (code 2)" in reason and "no config" in reason
+    finally:
+        await transport.aclose()

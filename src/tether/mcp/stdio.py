@@ -134,12 +134,8 @@ class StdioTransport:
     async def send(self, message: dict[str, Any]) -> None:
         process = self.process
         if process is not None and process.returncode is not None:
-            # it exited before we spoke (a busy machine sees this first): say how, with
-            # its last words once its stderr has been read to the end
-            if len(self._tasks) > 1:
-                with contextlib.suppress(asyncio.TimeoutError, Exception):
-                    await asyncio.wait_for(asyncio.shield(self._tasks[1]), STOP_GRACE)
-            raise McpError(self._exit_reason(process.returncode))
+            # it exited before we spoke (a busy machine sees this first)
+            raise McpError(await self._exited_reason(process))
         if process is None or process.stdin is None:
             raise McpError("the server is not running")
         data = json.dumps(message, ensure_ascii=False).encode() + b"\n"
@@ -148,7 +144,19 @@ class StdioTransport:
                 process.stdin.write(data)
                 await process.stdin.drain()
             except (BrokenPipeError, ConnectionResetError) as exc:
+                # a server that exits as we write closes the pipe first: its exit is
+                # the reason worth telling, if it comes
+                code = await self._exit_code()
+                if code is not None:
+                    raise McpError(await self._exited_reason(process)) from None
                 raise McpError(f"the server is not reading its input ({exc})") from None
+
+    async def _exited_reason(self, process: asyncio.subprocess.Process) -> str:
+        """How it exited, with its last words once its stderr has been read to the end."""
+        if len(self._tasks) > 1:
+            with contextlib.suppress(asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._tasks[1]), STOP_GRACE)
+        return self._exit_reason(process.returncode)
 
     def negotiated(self, version: str) -> None:
         pass
