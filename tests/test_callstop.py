@@ -170,3 +170,16 @@ def test_a_block_stop_says_when_a_fenced_block_closes_on_a_line_of_its_own() -> 
     assert closed_after == ["Here:\n```python\nx = '```'\nprint(x)\n```\n",
                             "Here:\n```python\nx = '```'\nprint(x)\n```\nNow run it.\n~~~\nmore\n~~~\n"]
     assert BlockStop().feed("```python\ncode\n") is False  # open, not closed
+
+
+@pytest.mark.parametrize("after", ["\n{", "\n\n{\"name\": \"list_dir\"", "}\n[", "\n<tool_call>"])
+def test_a_delta_that_closes_the_call_and_opens_what_follows_still_stops_at_the_call(
+    table: ToolTable, after: str
+) -> None:
+    # A model's token may carry the call's last brace and the next object's first (`}}\n{`):
+    # the reply is balanced only inside that delta, never at a delta's end.
+    reply = CALL + after + '"name": "read_file", "arguments": {"filepath": "a.py"}}'
+    watch = CallStop(table)
+    assert not watch.feed(CALL[:-2])
+    assert watch.feed(CALL[-2:] + after)
+    assert reply[: watch.cut] == CALL

@@ -392,6 +392,14 @@ REPAIRED: list[tuple[str, str, list[tuple[str, dict[str, Any]]], str]] = [
         "To fix the call, the command should be:",
     ),
     (
+        "a whole call among prose followed by its own closed blocks and nothing else",
+        "To add a line at the end, use edit_file:\n\n"
+        '{"name": "edit_file", "arguments": {"filepath": "c.py"}}\n'
+        "<old_content>\nimport sys\n</old_content>\n<new_content>\nimport sys\nprint(1)\n</new_content>\n",
+        [("edit_file", {"filepath": "c.py", "old_content": "import sys\n", "new_content": "import sys\nprint(1)\n"})],
+        "To add a line at the end, use edit_file:",
+    ),
+    (
         "python None and single-quoted keys",
         "{'name': 'read_file', 'arguments': {'filepath': 'a.py', 'offset': None}}",
         [("read_file", {"filepath": "a.py", "offset": None})],
@@ -1026,3 +1034,58 @@ def test_the_blocks_closed_are_the_last_calls_of_a_tag_that_holds_two() -> None:
     first = '{"name": "write_file", "arguments": {"filepath": "b.py", "content": "x = 1\\n"}}\n'
     result = parse_reply(f"<tool_call>\n{first}{EDIT_UNCLOSED}</tool_call>", TABLE)
     assert calls_of(result)[-1] == ("edit_file", EDIT_ARGS)
+
+
+@pytest.mark.parametrize("after", ["\n{", "\n\n{\"na", "\n{\"name\": "])
+def test_a_whole_call_then_the_cut_start_of_something_else_is_the_call(after: str) -> None:
+    # The reply ended (or was cut) just as the model began its next object: the call it
+    # finished runs; the fragment, which names no tool, is dropped.
+    result = parse_reply(R + after, TABLE)
+    assert calls_of(result) == [READ_A] and result.errors == [] and result.text == ""
+
+
+def test_a_whole_call_then_a_cut_call_to_a_tool_runs_the_first_and_refuses_the_second() -> None:
+    result = parse_reply(R + '\n{"name": "run_cmd", "arguments": {"comm', TABLE)
+    assert calls_of(result) == [READ_A]
+    assert len(result.errors) == 1 and "run_cmd call was cut off" in result.errors[0]
+
+
+@pytest.mark.parametrize("value, problem", [
+    ("<content></content>", "is only block tags"),
+    ("<content>", "is only block tags"),
+    ("<old_content>\n\n<new_content>\n", "is only block tags"),
+    ("<old_content>\n\ndef f():\n    pass\n", "begins with the tag <old_content>"),
+    ("<content>print(1)", "begins with the tag <content>"),
+])
+def test_a_json_block_value_of_tags_is_refused_before_it_empties_or_tags_the_file(
+    value: str, problem: str
+) -> None:
+    reply = json.dumps({"name": "write_file", "arguments": {"filepath": "a.py", "content": value}})
+    for text in (reply, f"<tool_call>{reply}</tool_call>", f"```json\n{reply}\n```"):
+        result = parse_reply(text, TABLE)
+        assert result.calls == [] and len(result.errors) == 1, text
+        assert problem in result.errors[0] and "nothing was run" in result.errors[0]
+        assert "between <content> and </content>" in result.errors[0]
+
+
+@pytest.mark.parametrize("reply, content", [
+    ('{"name": "write_file", "arguments": {"filepath": "a.py", "content": "<content>x = 1</content>"}}',
+     "x = 1"),  # tags that wrap the whole value are taken off, and the result says so
+    ('{"name": "write_file", "arguments": {"filepath": "a.py", "content": ""}}', ""),  # an empty file
+    ('{"name": "write_file", "arguments": {"filepath": "a.md"}}\n<content>\n<old_content> is a tag\n</content>',
+     "<old_content> is a tag"),  # a raw block's text is the model's own
+])
+def test_block_values_that_are_text_still_run(reply: str, content: str) -> None:
+    result = parse_reply(reply, TABLE)
+    assert result.errors == [] and [c.arguments["content"].strip() for c in result.calls] == [content]
+
+
+@pytest.mark.parametrize("reply", [
+    '{"name": "edit_file", "arguments": {"filepath": "s.py"}}\n<old_content>\ndef commands(b):\n    pass\n\n',
+    '{"name": "edit_file", "arguments": {"filepath": "s.py"}}\n<old_content>\nx\n</old_content>\n<new_content>\ny\n',
+    '{"name": "write_file", "arguments": {"filepath": "s.py"}}\n<content>\ndef commands(b):\n',
+])
+def test_a_reply_that_ends_inside_the_calls_own_block_is_told_it_was_cut_off(reply: str) -> None:
+    # Not an answer that "only describes" the change: the call was there, and is incomplete.
+    result = parse_reply(reply, TABLE)
+    assert result.calls == [] and len(result.errors) == 1 and "was cut off" in result.errors[0]

@@ -290,11 +290,18 @@ def test_think_tags_inside_a_bare_json_value_are_the_value() -> None:
         assert [(c.name, c.arguments) for c in got.calls] == [(call.name, call.arguments)], text
 
 
-def test_a_value_that_only_opens_a_raw_block_tag_is_kept_as_written() -> None:
+def test_a_json_value_that_is_only_a_raw_block_tag_is_refused_a_raw_block_keeps_it() -> None:
+    # `"content": "<content>"` is a placeholder for text that never came: written, the file
+    # would hold the tag. In a raw block or an XML parameter the same text is the model's own.
     call = ToolCall("call_x", "write_file", {"filepath": "a", "content": "<content>"})
-    for text in renderings(call):
+    raw, *json_forms, xml = renderings(call)
+    for own_text in (raw, xml):
+        got = parse_reply(own_text, TABLE)
+        assert [(c.name, c.arguments) for c in got.calls] == [(call.name, call.arguments)], own_text
+    for text in json_forms:
         got = parse_reply(text, TABLE)
-        assert [(c.name, c.arguments) for c in got.calls] == [(call.name, call.arguments)], text
+        assert got.calls == [] and len(got.errors) == 1, text
+        assert "content is only block tags" in got.errors[0] and "nothing was run" in got.errors[0]
 
 
 CONTENT_PIECES = st.sampled_from(["<old_content>", "<new_content>", "</new_content>", "<stdin>", "<plan>",

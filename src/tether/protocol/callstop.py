@@ -81,18 +81,24 @@ class CallStop:
         start = self._length
         self._chunks.append(delta)
         self._length += len(delta)
+        text: str | None = None
         for offset, ch in enumerate(delta):
+            closed = self._scan.last_close
             self._step(ch, start + offset + 1)
-        scan = self._scan
-        if self._call_end is None and (scan.depth or scan.quote or not scan.last_close):
-            return False  # nothing whole yet: no need to look at the text at all
-        text = "".join(self._chunks)
+            if self._call_end is None and self._scan.last_close != closed and self._balanced():
+                # looked at where it closed, not at the delta's end: one delta may close the
+                # call and open the next (`}}\n{`), and then the reply is never balanced again
+                text = text or "".join(self._chunks)
+                blocks = self._whole_call_blocks(text)
+                if blocks is not None:
+                    self._call_end, self._call_blocks = self._scan.last_close, blocks
         if self._call_end is None:
-            blocks = self._whole_call_blocks(text)
-            if blocks is None:
-                return False
-            self._call_end, self._call_blocks = scan.last_close, blocks
-        return self._past_the_call(text)
+            return False  # nothing whole yet
+        return self._past_the_call(text or "".join(self._chunks))
+
+    def _balanced(self) -> bool:
+        scan = self._scan
+        return not (scan.depth or scan.quote or scan.closer or scan.pending)
 
     def _past_the_call(self, text: str) -> bool:
         """Whether the model has begun something that is not part of its call."""

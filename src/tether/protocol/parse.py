@@ -45,6 +45,7 @@ from .shapes import (
     _xml_params,
     close_open_blocks,
     repair_block_values,
+    stray_block_tags,
 )
 from .tags import FUNCTION_OPEN, _block_names
 
@@ -213,6 +214,9 @@ class _ReplyParser:
         if resolved is None:
             return _bad_arguments_error(name)
         args = resolved[0]
+        refused = self._stray_tags(tool, {k: v for k, v in args.items() if k not in blocks})
+        if refused is not None:
+            return refused
         # A block needs no escaping, so where the JSON and a block disagree the block is right.
         args.update({k: v for k, v in blocks.items() if _accepts_block(tool, k)})
         return ToolCall(new_call_id(), tool.name, args)
@@ -278,7 +282,7 @@ class _ReplyParser:
             text = text[:-3].rstrip()
         found = self._untagged_call_with_blocks(text) or self._loose_calls(
             text, at_eof=True, report_invalid=not self.native  # a whole reply that is a broken call
-        )
+        ) or self._block_left_open(text)
         if found:
             self.found.extend(found)
             self.visible = []
@@ -288,8 +292,9 @@ class _ReplyParser:
         should be:\n{"name": "run_cmd", ...}\nThen use its output."): small models write the
         call they mean among words, the way a nudge shows a call to send. Only under the text
         protocol, outside fences, one object that is a valid call to a real tool and closes
-        on its own line (a call that needs a raw block is not whole without it); the words
-        before it stay the reply's text."""
+        on its own line, or is followed by its own closed raw blocks and nothing else (a call
+        that needs a raw block is not whole without it); the words before it stay the
+        reply's text."""
         if self.native:
             return
         starts = [m.end() - 1 for m in _CALL_LINE.finditer(text)
@@ -301,9 +306,35 @@ class _ReplyParser:
         if text[end:].split("\n", 1)[0].strip():
             return  # more on the line: the call is quoted in a sentence
         found = self._loose_calls(text[start:end], at_eof=False, report_invalid=False)
-        if found and len(found) == 1 and isinstance(found[0], ToolCall) and _valid_call(found[0], self.table):
-            self.found.extend(found)
+        if not self._one_valid_call(found):
+            # the call's own raw blocks after it, and nothing else, make it whole
+            found = self._untagged_call_with_blocks(text[start:].rstrip())
+        if self._one_valid_call(found):
+            self.found.extend(found or [])
             self.visible = [text[:start].rstrip()]
+
+    def _one_valid_call(self, found: _Found | None) -> bool:
+        if not found or len(found) != 1:
+            return False
+        only = found[0]
+        return isinstance(only, ToolCall) and _valid_call(only, self.table)
+
+    def _block_left_open(self, text: str) -> _Found | None:
+        """`{"name": "edit_file", ...}` then `<old_content>` and text, and the reply ends:
+        the call was cut off inside its own raw block (text protocol only). Said so, rather
+        than read as an answer that only describes the change."""
+        if self.native:
+            return None
+        end = _json_extent(text, 0)
+        name = _sniff_name(text[:end])
+        tool = self.table.get(name) if name else None
+        if tool is None or not tool.block_params:
+            return None
+        names = "|".join(re.escape(n) for n in tool.block_params)
+        opened = re.match(rf"\s*(?:<(?:{names})>.*?</(?:{names})>\s*)*<({names})>", text[end:], re.S)
+        if opened is None or f"</{opened.group(1)}>" in text[opened.end() :]:
+            return None
+        return [_cut_off_error(name)]
 
     def _untagged_call_with_blocks(self, text: str) -> _Found | None:
         """`{"name": "write_file", ...}` then `<content>...</content>`: a whole call in the
@@ -344,7 +375,11 @@ class _ReplyParser:
             try:
                 value = _decode(value_src, at_eof and k == len(values) - 1)
             except _Truncated:
-                return found + [_cut_off_error(name)] if name in self.table else None
+                if name in self.table:
+                    return found + [_cut_off_error(name)]
+                # the start of something after whole calls (`{`, the reply ended or was cut
+                # there): what the stop at a call would have cut off
+                return found or None
             except _Invalid:
                 return (
                     found + [_invalid_json_error(value_src)]
@@ -355,8 +390,15 @@ class _ReplyParser:
                 call = _loose_object(obj, self.table)
                 if call is None:
                     return None
-                found.append(call)
+                tool = self.table.get(call.name)
+                refused = self._stray_tags(tool, call.arguments) if tool is not None else None
+                found.append(call if refused is None else refused)
         return found or None
+
+    def _stray_tags(self, tool: Tool, json_values: dict[str, Any]) -> str | None:
+        """The refusal of a call whose JSON value of a raw-block parameter is block tags
+        (text protocol only; a raw block's own text is the model's, whatever it begins with)."""
+        return None if self.native else stray_block_tags(tool, json_values, self.table)
 
 
 def _invented_result(tool: Tool, rest: str, table: ToolTable) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from ..core.messages import ToolCall
 from ..core.toolspec import Tool, ToolTable
 from .jsonrepair import _decode, _Invalid, _Truncated
-from .tags import FUNCTION_CLOSE, PARAM_CLOSE, PARAM_OPEN
+from .tags import FUNCTION_CLOSE, PARAM_CLOSE, PARAM_OPEN, _block_names
 
 _NAME_KEYS = ("name", "tool_name", "function_name", "tool", "function")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "params")
@@ -294,6 +294,33 @@ def repair_block_values(call: ToolCall, table: ToolTable) -> tuple[ToolCall, lis
             fixed["content"] = unfenced[0]
             notes.append(UNFENCED_NOTE.format(label=unfenced[1], path=fixed.get("filepath")))
     return (call, []) if fixed == call.arguments else (ToolCall(call.id, call.name, fixed), notes)
+
+
+STRAY_BLOCK_TAGS = (
+    "Your {tool} call's {param} {problem}; nothing was run. Send the call again with the "
+    "text itself between <{param}> and </{param}> after the call."
+)
+
+
+def stray_block_tags(tool: Tool, json_values: dict[str, Any], table: ToolTable) -> str | None:
+    """Why a text-protocol call must not run: the JSON value of one of its raw-block
+    parameters is only block tags (`"content": "<content></content>"`, a placeholder for text
+    that never came), or still begins with one once `_without_block_tags` has taken off tags
+    that wrap it whole (`"content": "<old_content>..."`, edit_file's form inside write_file's
+    value). Run, it would empty the file or write the tag into it."""
+    names = "|".join(re.escape(n) for n in sorted(_block_names(table)))
+    for key in tool.block_params:
+        value = json_values.get(key)
+        if not isinstance(value, str):
+            continue
+        if re.fullmatch(rf"(?:\s*</?(?:{names})>)+\s*", value):
+            problem = "is only block tags, with no text between them"
+        elif tag := re.match(rf"\s*(</?(?:{names})>)", _without_block_tags(key, value)):
+            problem = f"begins with the tag {tag.group(1)}, which would become part of the text"
+        else:
+            continue
+        return STRAY_BLOCK_TAGS.format(tool=tool.name, param=key, problem=problem)
+    return None
 
 
 def _accepts_block(tool: Tool, name: str) -> bool:
