@@ -1,4 +1,5 @@
-"""A streamed reply that loops on one line is stopped at the line's first copy."""
+"""A streamed reply that loops on one line, or on one block of lines, is stopped after the
+first copy."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tether.core.messages import Done, TextDelta, Usage
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.engine.dispatch import Dispatcher
 from tether.engine.loop import Conversation, TurnLoop, TurnSettings
-from tether.engine.repeatstop import REPEAT_LIMIT, RepeatStop
+from tether.engine.repeatstop import CYCLE_COPIES, REPEAT_LIMIT, RepeatStop
 from tether.tools.files import FILE_TOOLS
 
 LOOPED = '    assert slugify("Hello, World! 12345") == "hello-world-12345"\n'
@@ -51,6 +52,29 @@ TABLE = "".join(f'    {{"name": "user{n}", "age": {20 + n}, "city": "Paris"}},\n
     (LOOPED + "    pass_a_line_that_differs()\n") * 10,  # not in a row
 ])
 def test_no_stop_for_what_real_code_repeats(text: str) -> None:
+    assert not feed_in_pieces(RepeatStop(), text)
+
+
+ASSERTS = [f"    assert page_count({n}, 20) == {(n + 19) // 20}\n" for n in (40, 41, 5, 0)]
+
+
+def test_a_block_of_lines_repeated_in_a_row_stops_after_its_first_copy() -> None:
+    # The loop a 1.5B model wrote into a test's new_content until the token limit: the same
+    # few asserts, over and over.
+    head = '{"name": "edit_file", "arguments": {"filepath": "t.py"}}\n<new_content>\n'
+    block = "".join(ASSERTS)
+    stop = RepeatStop()
+    assert feed_in_pieces(stop, head + block * CYCLE_COPIES)
+    assert stop.cut == len(head + block) and stop.line.startswith("assert page_count(")
+
+
+@pytest.mark.parametrize("text", [
+    "".join(ASSERTS) * (CYCLE_COPIES - 1) + "x = 1\n",  # one copy short
+    "".join(ASSERTS[:2]) * 10,  # two lines taking turns
+    "    }\n  },\n  {\n" * 10,  # a block of short lines
+    "".join(ASSERTS) + "".join(reversed(ASSERTS)) + "".join(ASSERTS),  # not the same block
+])
+def test_no_stop_for_blocks_real_code_repeats(text: str) -> None:
     assert not feed_in_pieces(RepeatStop(), text)
 
 
@@ -94,7 +118,7 @@ async def test_the_loop_closes_a_looping_stream_runs_nothing_and_says_why(tmp_pa
     assert provider.closed and provider.sent == REPEAT_LIMIT
     assert not (tmp_path / "t.py").exists() and result.evidence == []
     told = [m.text for m in provider.requests[1] if m.role == "user"][-1]
-    assert "repeated one line over and over" in told
+    assert "repeated the same line over and over" in told
     kept = [m.text for m in conv.messages if m.role == "assistant"][0]
     assert kept.count("assert slugify") == 1  # the loop is not kept in the history
 
