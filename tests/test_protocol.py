@@ -1089,3 +1089,26 @@ def test_a_reply_that_ends_inside_the_calls_own_block_is_told_it_was_cut_off(rep
     # Not an answer that "only describes" the change: the call was there, and is incomplete.
     result = parse_reply(reply, TABLE)
     assert result.calls == [] and len(result.errors) == 1 and "was cut off" in result.errors[0]
+
+
+def test_read_files_line_numbers_copied_onto_a_whole_file_are_taken_off_and_said() -> None:
+    # A 1.5B model wrote back a file as read_file showed it: its first two lines bare, the
+    # rest each with its own number.
+    numbered = "".join(f"{n}| value_{n} = {n}\n" for n in range(3, 12))
+    reply = ('{"name": "write_file", "arguments": {"filepath": "a.py"}}\n<content>\n'
+             f'"""Doc\nmore."""\n{numbered}</content>')
+    result = parse_reply(reply, TABLE)
+    [call] = result.calls
+    assert call.arguments["content"].splitlines()[2:4] == ["value_3 = 3", "value_4 = 4"]
+    assert "line numbers copied from read_file were taken off 9 lines" in result.repairs[call.id]
+
+
+@pytest.mark.parametrize("content", [
+    "1| a\n5| b\nc\n",  # numbers that are not the lines' own
+    "1| first\n2| second\nthird\nfourth\nfifth\n",  # two numbered lines of five
+    "| a | b |\n| 1 | 2 |\n| 3 | 4 |\n",  # a table
+])
+def test_text_that_only_looks_numbered_is_written_as_it_is(content: str) -> None:
+    reply = json.dumps({"name": "write_file", "arguments": {"filepath": "a.md", "content": content}})
+    result = parse_reply(reply, TABLE)
+    assert [c.arguments["content"] for c in result.calls] == [content] and result.repairs == {}

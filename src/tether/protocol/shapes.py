@@ -246,6 +246,11 @@ UNFENCED_NOTE = (
     "off; the file holds the code inside it. If the fence was meant to be in the file, write it "
     "again with the fence inside other text.)"
 )
+NUMBERS_NOTE = (
+    "(Repaired before it ran: the 'N| ' line numbers copied from read_file were taken off "
+    "{count} lines of the content of {path}; they are not part of the file.)"
+)
+_NUMBERED = re.compile(r"^(\d+)\| ?")
 UNCLOSED_BLOCK = (
     "(Repaired before it ran: <{name}> was not closed, so it was read as ending where <{next}> "
     "begins.)"
@@ -272,7 +277,8 @@ def _unfenced(value: str, filepath: object) -> tuple[str, str] | None:
 
 def repair_block_values(call: ToolCall, table: ToolTable) -> tuple[ToolCall, list[str]]:
     """A text-protocol call with raw-block tags taken out of its block parameters' JSON
-    values and a fence naming the file's kind taken off a whole file's text (`_unfenced`),
+    values, a fence naming the file's kind taken off a whole file's text (`_unfenced`) and
+    read_file's line numbers taken off its lines (`_without_line_numbers`),
     and one note per repair, to go with its result: no repair is silent. Native calls are
     never repaired (their arguments are the model's own JSON)."""
     tool = table.get(call.name)
@@ -291,8 +297,12 @@ def repair_block_values(call: ToolCall, table: ToolTable) -> tuple[ToolCall, lis
     if isinstance(content, str) and "content" in tool.block_params:
         unfenced = _unfenced(content, fixed.get("filepath"))
         if unfenced is not None:
-            fixed["content"] = unfenced[0]
+            fixed["content"] = content = unfenced[0]
             notes.append(UNFENCED_NOTE.format(label=unfenced[1], path=fixed.get("filepath")))
+        unnumbered = _without_line_numbers(content)
+        if unnumbered is not None:
+            fixed["content"] = unnumbered[0]
+            notes.append(NUMBERS_NOTE.format(count=unnumbered[1], path=fixed.get("filepath")))
     return (call, []) if fixed == call.arguments else (ToolCall(call.id, call.name, fixed), notes)
 
 
@@ -321,6 +331,20 @@ def stray_block_tags(tool: Tool, json_values: dict[str, Any], table: ToolTable) 
             continue
         return STRAY_BLOCK_TAGS.format(tool=tool.name, param=key, problem=problem)
     return None
+
+
+def _without_line_numbers(text: str) -> tuple[str, int] | None:
+    """A whole file's text copied from read_file with its `N| ` prefixes, and how many lines
+    had one: when at least three lines, and three in four of the lines with text, begin with
+    the number of the line they are, the numbers are read_file's, not the file's (written,
+    every line would begin with its number). None when they are not."""
+    lines = text.split("\n")
+    numbered = {i for i, line in enumerate(lines)
+                if (m := _NUMBERED.match(line)) is not None and int(m.group(1)) == i + 1}
+    if len(numbered) < 3 or len(numbered) < 0.75 * sum(1 for line in lines if line.strip()):
+        return None
+    kept = [_NUMBERED.sub("", line, count=1) if i in numbered else line for i, line in enumerate(lines)]
+    return "\n".join(kept), len(numbered)
 
 
 def _accepts_block(tool: Tool, name: str) -> bool:
