@@ -32,13 +32,20 @@ original, runtime.build_runtime = runtime.build_runtime, held
 sys.exit(cli.main(sys.argv[1:]))
 """
 
-HELD_START = """
+HELD_START_AND_BUILD = """
 import sys
+from tether import cli, runtime
 
-GATE = sys.argv.pop(1)
-with open(GATE):  # a FIFO: the app starts once the test opens the other end
+START, BUILD = sys.argv.pop(1), sys.argv.pop(1)
+
+def held(*args, **kwargs):
+    with open(BUILD):
+        pass
+    return original(*args, **kwargs)
+
+original, runtime.build_runtime = runtime.build_runtime, held
+with open(START):  # FIFOs: each waits until the test opens the other end
     pass
-from tether import cli
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -54,14 +61,13 @@ sys.exit(cli.main(sys.argv[1:]))
 """
 
 
-def held_start(project: Path, home: Path, tmp_path: Path, url: str, *flags: str,
-               script: str = HELD_BUILD) -> tuple[PtyApp, Path]:
-    """The chat started with its build (or with `HELD_START`, all of it) held until the
-    returned FIFO is opened for writing."""
+def held_start(project: Path, home: Path, tmp_path: Path, url: str,
+               *flags: str) -> tuple[PtyApp, Path]:
+    """The chat started with its build held until the returned FIFO is opened for writing."""
     gate = tmp_path / "gate"
     os.mkfifo(gate)
     app = PtyApp([str(gate), *openai_args(url), *flags], cwd=project, env=app_env(home),
-                 python_args=("-c", script))
+                 python_args=("-c", HELD_BUILD))
     return app, gate
 
 
@@ -131,10 +137,18 @@ def test_keys_typed_before_the_first_prompt_is_drawn_are_sent_once_ready(
     line mode, so the Enter came as a line feed; the request is still sent, once, after a
     visible wait, and what followed the Enter waits in the next input line."""
     with FakeServer([Reply(text="Answered the early request."), Reply(text="Title")]) as server:
-        app, gate = held_start(project, home, tmp_path, server.url, script=HELD_START)
+        gate, build = tmp_path / "start", tmp_path / "build"
+        os.mkfifo(gate)
+        os.mkfifo(build)
+        app = PtyApp([str(gate), str(build), *openai_args(server.url)], cwd=project,
+                     env=app_env(home), python_args=("-c", HELD_START_AND_BUILD))
         with app:
             app.send("typed before the prompt\rand more")
             with gate_opened(app, gate):
+                pass
+            # the build held until the line has been taken: it waits, whatever the machine's load
+            app.wait_for_text(WAITING_FOR_START)
+            with gate_opened(app, build):
                 pass
             app.wait_for_text("Answered the early request.")
             app.wait_for(lambda _: app.at_prompt() and app.started(), what="the next prompt")
