@@ -1091,10 +1091,11 @@ def test_a_reply_that_ends_inside_the_calls_own_block_is_told_it_was_cut_off(rep
     assert result.calls == [] and len(result.errors) == 1 and "was cut off" in result.errors[0]
 
 
-def test_read_files_line_numbers_copied_onto_a_whole_file_are_taken_off_and_said() -> None:
+@pytest.mark.parametrize("mark", ["{n}| ", "{n}:a3|"])  # the small profile's read_file, the full one's
+def test_read_files_line_numbers_copied_onto_a_whole_file_are_taken_off_and_said(mark: str) -> None:
     # A 1.5B model wrote back a file as read_file showed it: its first two lines bare, the
     # rest each with its own number.
-    numbered = "".join(f"{n}| value_{n} = {n}\n" for n in range(3, 12))
+    numbered = "".join(mark.format(n=n) + f"value_{n} = {n}\n" for n in range(3, 12))
     reply = ('{"name": "write_file", "arguments": {"filepath": "a.py"}}\n<content>\n'
              f'"""Doc\nmore."""\n{numbered}</content>')
     result = parse_reply(reply, TABLE)

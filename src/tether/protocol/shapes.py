@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.messages import ToolCall
+from ..core.read_lines import READ_PREFIX
 from ..core.toolspec import Tool, ToolTable
 from .jsonrepair import _decode, _Invalid, _Truncated
 from .tags import FUNCTION_CLOSE, PARAM_CLOSE, PARAM_OPEN, _block_names
@@ -250,7 +251,6 @@ NUMBERS_NOTE = (
     "(Repaired before it ran: the 'N| ' line numbers copied from read_file were taken off "
     "{count} lines of the content of {path}; they are not part of the file.)"
 )
-_NUMBERED = re.compile(r"^(\d+)\| ?")
 UNCLOSED_BLOCK = (
     "(Repaired before it ran: <{name}> was not closed, so it was read as ending where <{next}> "
     "begins.)"
@@ -340,10 +340,10 @@ def _without_line_numbers(text: str) -> tuple[str, int] | None:
     every line would begin with its number). None when they are not."""
     lines = text.split("\n")
     numbered = {i for i, line in enumerate(lines)
-                if (m := _NUMBERED.match(line)) is not None and int(m.group(1)) == i + 1}
+                if (m := READ_PREFIX.match(line)) is not None and int(m.group(1)) == i + 1}
     if len(numbered) < 3 or len(numbered) < 0.75 * sum(1 for line in lines if line.strip()):
         return None
-    kept = [_NUMBERED.sub("", line, count=1) if i in numbered else line for i, line in enumerate(lines)]
+    kept = [READ_PREFIX.sub("", line, count=1) if i in numbered else line for i, line in enumerate(lines)]
     return "\n".join(kept), len(numbered)
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.read_lines import READ_PREFIX
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
 from .edit_repair import repaired_edit
@@ -159,7 +160,6 @@ def _single_changed_line(old: str, new: str) -> tuple[str, str] | None:
     return (old_line, new_line) if _INFORMATIVE.search(old_line) else None
 
 
-_READ_PREFIX = re.compile(r"^\d+(?::[0-9a-f]{2})?\| ?", re.M)
 _READ_HASH = re.compile(r"^(\d+):[0-9a-f]{2}\|", re.M)
 
 
@@ -168,9 +168,9 @@ def _without_read_prefixes(text: str) -> str:
     the first have one, they are read_file's, not the file's, and are taken off (the match
     stays exact, so a wrong guess only fails to match)."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or not all(_READ_PREFIX.match(line) for line in lines[1:] or lines):
+    if not lines or not all(READ_PREFIX.match(line) for line in lines[1:] or lines):
         return text
-    return _READ_PREFIX.sub("", text)
+    return READ_PREFIX.sub("", text)
 
 
 def plain_read_tool(full: Tool) -> Tool:
