@@ -97,6 +97,15 @@ def test_text_streams_onto_the_screen_before_the_reply_ends(
         app.wait_for_prompt()
 
 
+def test_an_empty_answer_is_said_above_the_footer(
+    server: FakeServer, project: Path, home: Path
+) -> None:
+    server.add(Reply(text=""), Reply(text="Greeting"))
+    with start_app(server, project, home) as app:
+        ask(app, "hello", "with an empty reply")
+        assert "(no answer: the model ended its turn with an empty reply)" in app.text()
+
+
 def test_markdown_is_rendered(server: FakeServer, project: Path, home: Path) -> None:
     answer = (
         "# Release Notes\n\n"

@@ -100,6 +100,17 @@ def test_the_step_cap_is_told_and_a_call_only_reply_leaves_stdout_not_empty(
                          "--max-steps raises the cap")
 
 
+def test_an_empty_last_reply_is_told_on_stdout_instead_of_a_blank(
+    project: Path, home: Path
+) -> None:
+    script = [Reply(tool_calls=[("list_dir", {"path": "."})]), Reply(text="")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "look", *openai_args(server)], project, home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ("(no answer: the model ended its turn with an empty reply; "
+                           "it made 1 tool call(s))\n")
+
+
 def test_a_reply_cut_off_at_the_token_limit_is_flagged(project: Path, home: Path) -> None:
     with FakeServer([Reply(text="The list goes on and", finish_reason="length")]) as server:
         proc = run_cli(["-p", "list", *openai_args(server)], project, home)

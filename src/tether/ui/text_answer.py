@@ -4,7 +4,8 @@ On a terminal the answer streams as it arrives; elsewhere (a pipe, a file) it is
 whole at the end, so a script reads exactly the answer. Either way the end is told: an
 interrupted run keeps its partial answer and says so, the step cap and a reply cut off at
 the output token limit get a line on stderr, and a run that ends without any answer says
-what happened on stdout instead of leaving it empty.
+what happened on stdout instead of leaving it empty (at the step cap, or when the model's
+last reply was empty: the last line a script or a user reads is never a silent blank).
 """
 
 from __future__ import annotations
@@ -16,6 +17,13 @@ from ..safety.visible import visible
 
 NO_ANSWER_AT_CAP = ("(no answer: the step cap was reached before the model wrote one; tools "
                     "were off for its last reply, so a call in it did not run)")
+NO_ANSWER_EMPTY = "(no answer: the model ended its turn with an empty reply{calls})"
+
+
+def no_answer_note(calls: int) -> str:
+    """Said instead of an empty answer: what happened, and where the work it did is shown."""
+    done = f"; it made {calls} tool call(s)" if calls else ""
+    return NO_ANSWER_EMPTY.format(calls=done)
 
 
 class TextAnswer:
@@ -60,6 +68,8 @@ class TextAnswer:
             self.write(visible(answer.rstrip("\n")) + "\n")
         elif stop == "max_steps":
             self.write(NO_ANSWER_AT_CAP + "\n")
+        elif stop == "end_turn":
+            self.write(no_answer_note(len(result.get("tool_calls") or [])) + "\n")
         self._closing_note(stop, bool(answer or streamed))
 
     def _answer(self, result: dict[str, Any]) -> str:

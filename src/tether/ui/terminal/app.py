@@ -28,6 +28,7 @@ from tether.host import SafeTextStream, clean_text, count_bad_chars, has_bad_cha
 from tether.providers import default_model
 from tether.store.config import Settings
 
+from ..text_answer import no_answer_note
 from .fit import fit_parts, print_above_input
 from .notify import Notifier
 from .paste import Pastes
@@ -302,6 +303,8 @@ class App(StartUp):
             self.notifier.turn_ended()
         if isinstance(result, TurnResult):
             self.last_result = result
+            if result.stop_reason == "end_turn" and not result.text.strip():
+                self.console.print(Text(no_answer_note(len(result.evidence)), style="notice"))
             self.footer(result, time.monotonic() - started)
         await self.sessions.save()
         if being_cancelled():  # the app itself is ending (SIGTERM), not just this turn
