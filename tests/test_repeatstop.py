@@ -152,3 +152,60 @@ def test_long_lines_count_only_word_for_word() -> None:
     grown = "".join(base + "2, " * n + "]\n" for n in range(1, REPEAT_LIMIT + 2))
     assert not feed_in_pieces(RepeatStop(), grown)
     assert feed_in_pieces(RepeatStop(), (base + "]\n") * REPEAT_LIMIT)
+
+
+def counting_cases(start: int, copies: int) -> str:
+    """One case per value, each list one item longer: the loop seen writing a function."""
+    return "".join(f"    if target == {n}:\n        return [{', '.join(['1'] * n)}, 2]\n"
+                   for n in range(start, start + copies))
+
+
+def test_one_case_per_value_counting_up_is_stopped_at_its_first_copy() -> None:
+    from tether.engine.repeatstop import COUNT_COPIES
+
+    head = "def find(coins, target):\n    if target == 0:\n        return []\n"
+    text = head + counting_cases(3, COUNT_COPIES + 5)
+    stop = RepeatStop()
+    assert feed_in_pieces(stop, text)
+    assert stop.counting and text[: stop.cut] == head + counting_cases(3, 1)
+    assert "counting up or down" in stop.note() and "general rule" in stop.note()
+    # one copy fewer is not yet a loop
+    assert not feed_in_pieces(RepeatStop(), head + counting_cases(3, COUNT_COPIES - 1))
+
+
+def test_code_that_only_looks_alike_is_not_a_counting_loop() -> None:
+    from tether.engine.repeatstop import COUNT_COPIES
+
+    rows = COUNT_COPIES + 4
+    same_number = "".join("    [1, 3, 3, 1],  # a row of the triangle\n" for _ in range(2)) + "".join(
+        f"    assert triangle({n}) == [1, 3, 3, 1]\n" if n % 2 else f"    assert row({n}) is None\n"
+        for n in range(rows))  # two shapes taking turns: no copy of one block
+    table = "".join(f"    '{chr(97 + n)}': {n + 1},  # the letter's place\n" for n in range(rows))
+    squares = "".join(f"    assert square({n}) == {n * n}\n" for n in (1, 2, 4, 8, 16, 3, 5, 7, 9, 10, 13, 15, 17, 19))
+    pascal = "".join("    assert pascal_row_first(n) == 1\n" for _ in range(2))
+    same_length = "".join(f"    if n == {n}:\n        return 'case {n % 10}'\n" for n in range(10, 10 + rows))
+    for text in (same_number, table, squares, pascal, same_length, TABLE):
+        assert not feed_in_pieces(RepeatStop(), text), text
+
+
+async def test_the_loop_tells_a_counting_model_to_write_the_rule_once(tmp_path: Path) -> None:
+    from tether.engine.repeatstop import COUNT_COPIES
+
+    class CountingWriter(ScriptedProvider):
+        async def stream(self, messages, tools, options):  # noqa: ANN001
+            self.requests.append(list(messages))
+            if len(self.requests) > 1:
+                yield TextDelta("I will write the rule once.")
+                yield Done(Usage(1, 1), "end_turn")
+                return
+            head = '<tool_call>\n{"name": "write_file", "arguments": {"filepath": "c.py"}}\n<content>\n'
+            for piece in (head, "def f(target):\n", counting_cases(1, COUNT_COPIES * 3)):
+                yield TextDelta(piece)
+            yield Done(Usage(), "max_tokens")
+
+    provider = CountingWriter([])
+    loop = writing_loop(provider, tmp_path, max_steps=2)
+    await loop.run_turn(Conversation(), "write c.py")
+    told = [m.text for m in provider.requests[1] if m.role == "user"][-1]
+    assert "one case per value" in told and "return [1, 1" in told
+    assert not (tmp_path / "c.py").exists()  # nothing in the stopped reply ran

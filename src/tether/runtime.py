@@ -280,11 +280,12 @@ class Runtime:
     def apply_profile(self, profile: Profile) -> None:
         """Set the menu, the edit tool, the prompt and the loop's limits for `profile`."""
         self.profile = profile
-        self._swap_edit_tool(profile.simple_edit)
+        self._swap_edit_tool(profile.simple_edit, profile.plain_reads)
         self.set_menu()
         self.prompt_extras = PromptExtras(
             small=profile.name == "small",
             worked_example=profile.worked_example,
+            numbered_reads=not (profile.simple_edit and profile.plain_reads),
             project_map=project_map(self.root, profile.project_map),
         )
         given = self.settings.given
@@ -327,17 +328,21 @@ class Runtime:
                 self.loop.menu.loaded = old.loaded  # the conversation's own set, mid-turn too
             self.table.add(tool_search_tool(self.loop.menu))
 
-    def _swap_edit_tool(self, simple: bool) -> None:
-        """One edit mode: edit_file without anchors, read_file without the anchors' hashes."""
-        for name, variant in (("edit_file", simple_edit_tool), ("read_file", plain_read_tool)):
+    def _swap_edit_tool(self, simple: bool, plain_reads: bool) -> None:
+        """One edit mode: edit_file without anchors, read_file without the anchors' hashes
+        (and, with `plain_reads`, without line numbers). The built-in tools are put back
+        first, so a profile switched mid-session gets exactly its own variants."""
+        variants: dict[str, Callable[[Tool], Tool]] = {
+            "edit_file": simple_edit_tool,
+            "read_file": lambda full: plain_read_tool(full, numbered=not plain_reads),
+        }
+        for name, variant in variants.items():
+            if name in self.originals:
+                self.table.replace(self.originals.pop(name))
             current = self.table.get(name)
-            if current is None:
-                continue
-            if simple and name not in self.originals:
+            if simple and current is not None:
                 self.originals[name] = current
                 self.table.replace(variant(current))
-            elif not simple and name in self.originals:
-                self.table.replace(self.originals.pop(name))
 
     def system_prompt(self, mode: ProtocolMode) -> str:
         """The stance and (text protocol) the menu: the same in every project and on every day."""

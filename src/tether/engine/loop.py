@@ -35,7 +35,6 @@ from ..core.messages import (
     Usage,
     new_call_id,
 )
-from ..core.textclip import clip_words
 from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
 from ..core.ui_protocol import UI, RequestEvents, show_checks
 from ..protocol import (
@@ -54,7 +53,7 @@ from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_steps import TurnSteps
 from .dispatch import Dispatcher, first_line
 from .prompts import OpeningContext
-from .repeatstop import LOOP_TEMPERATURE, REPEATING, RepeatStop
+from .repeatstop import LOOP_TEMPERATURE, RepeatStop
 from .toolmenu import ToolMenu
 from .turn_assist import UNASSISTED, AnswerGate, CoachSetup, GateVerdict, TurnAssist, TurnCoach
 from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
@@ -118,7 +117,8 @@ class Reply:
     usage: Usage = field(default_factory=Usage)
     stop_reason: str = "end_turn"
     repeated: str = ""
-    """The line the reply looped on, when its stream was stopped for that (see repeatstop.py)."""
+    """What the model is told about a reply whose stream was stopped for looping (see
+    repeatstop.py); empty when it was not."""
     stops_at_markers: bool = False
     """The request asked the server to stop at the text protocol's result markers."""
 
@@ -356,7 +356,7 @@ class TurnLoop:
                         break
                     self._take(event, reply, shown)
                     if repeats is not None and isinstance(event, TextDelta) and repeats.feed(event.text):
-                        reply.chunks, reply.repeated = [reply.text[: repeats.cut]], repeats.line
+                        reply.chunks, reply.repeated = [reply.text[: repeats.cut]], repeats.note()
                         break
                     if blocks is not None and isinstance(event, TextDelta) and blocks.feed(event.text) \
                             and await self._checked_block(turn, reply):
@@ -401,7 +401,7 @@ class TurnLoop:
             cut = parsed.calls.pop()
             parsed.errors.append(CUT_OFF_CALL.format(name=cut.name))
         if reply.repeated:
-            parsed.errors.append(REPEATING.format(line=clip_words(reply.repeated, 80)))
+            parsed.errors.append(reply.repeated)
         if reply.thinking:
             parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
         return parsed

@@ -58,6 +58,8 @@ class PromptExtras:
 
     small: bool = False
     worked_example: bool = False
+    numbered_reads: bool = True
+    """read_file numbers its lines (the worked example's read result shows them so)."""
     project_map: str = ""
 
 
@@ -69,7 +71,7 @@ def system_prompt(table: ToolTable, mode: str, extras: PromptExtras | None = Non
     if mode == "text" and len(table):
         text += "\n\n" + render_tool_prompt(table, one_call=extras.small)
         if extras.worked_example:
-            example = worked_example(table)
+            example = worked_example(table, extras.numbered_reads)
             text += "\n\n" + example if example else ""
     return text
 
@@ -99,10 +101,12 @@ def with_context(context: str, request: str) -> str:
     return f"{context}\n\n{CONTEXT_END}\n{request}" if context else request
 
 
-def worked_example(table: ToolTable) -> str:
-    """Look, change, check, answer: the three calls rendered as the text protocol writes them."""
+def worked_example(table: ToolTable, numbered_reads: bool = True) -> str:
+    """Look, change, check, answer: the three calls rendered as the text protocol writes them,
+    the read's result as read_file shows it."""
+    read = '1| print("Hello")' if numbered_reads else 'print("Hello")'
     steps = [
-        (ToolCall("ex1", "read_file", {"filepath": "hello.py"}), '1| print("Hello")'),
+        (ToolCall("ex1", "read_file", {"filepath": "hello.py"}), read),
         (
             ToolCall("ex2", "edit_file", {
                 "filepath": "hello.py",

@@ -18,14 +18,26 @@ Nor need the loop be one line: asked for a test, the model also writes the same 
 again and again, a block of `CYCLE_MIN_LINES` to `CYCLE_MAX_LINES` lines. A block that comes
 `CYCLE_COPIES` times in a row, word for word, with one line of some length in it, is a
 loop too; the reply is kept up to the end of its first copy.
+
+Nor need the copies be word for word: asked for a function, the model also writes one case
+per value, counting up (`if n == 12: return [...]`, `if n == 13: ...`, each list one item
+longer), until the token limit: minutes of generation for code that is never right. A block
+of 1 to `COUNT_MAX_LINES` lines that comes `COUNT_COPIES` times in a row alike but for its
+numbers (a run of list items counts as one), its first number going up or down by the same
+step each time and each copy longer than the one before, is that loop (the block that grows,
+as the line that grows above); the model is told to write the rule once instead. Rows of a
+table that count (`user1`, `user2`, ...) keep their length, and are not stopped.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+
+from ..core.textclip import clip_words
 
 REPEAT_LIMIT = 6
 """Copies in a row of one line that mean the reply is looping."""
@@ -44,6 +56,10 @@ CYCLE_MAX_LINES = 8
 """The longest block of lines whose repetition counts as a loop."""
 CYCLE_COPIES = 3
 """Copies in a row of one block of lines that mean the reply is looping."""
+COUNT_MAX_LINES = 4
+"""The longest block of lines whose counted copies (alike but for a number) count as a loop."""
+COUNT_COPIES = 10
+"""Copies in a row of one block, a number in it counting, that mean the reply is looping."""
 LOOP_TEMPERATURE = 0.7
 """The temperature of the request after a looping reply (at least): sent the same history at
 temperature 0, the model writes the same loop again."""
@@ -51,6 +67,14 @@ REPEATING = (
     "Your reply repeated the same line over and over ({line!r}), so it was stopped there and "
     "nothing in it was run. Send the call again, each line once."
 )
+COUNTING = (
+    "Your reply wrote the same lines again and again with only a number counting up or down "
+    "({line!r}), one case per value, so it was stopped there and nothing in it was run. Write "
+    "the general rule once (a loop or a formula that works for every value), then send the call "
+    "again."
+)
+_NUMBER = re.compile(r"\d+")
+_NUMBER_RUN = re.compile(r"#(?:\s*,\s*#)+")
 
 
 @dataclass
@@ -64,12 +88,14 @@ class RepeatStop:
     _last: str | None = None
     _count: int = 0
     _first_end: int = 0
-    _recent: deque[tuple[str, int]] = field(
-        default_factory=lambda: deque(maxlen=CYCLE_MAX_LINES * CYCLE_COPIES))
+    _recent: deque[tuple[str, int]] = field(default_factory=lambda: deque(
+        maxlen=max(CYCLE_MAX_LINES * CYCLE_COPIES, COUNT_MAX_LINES * COUNT_COPIES)))
     """The last lines, each with where it ends in the reply."""
     cut: int | None = None
     """Where to cut the reply (the end of the repeated line's first copy), once it loops."""
     line: str = ""
+    counting: bool = False
+    """The loop counts (copies alike but for a number that goes up by a step)."""
 
     def feed(self, text: str) -> bool:
         """Take one delta; True once the reply loops (then `cut` and `line` say where)."""
@@ -91,7 +117,14 @@ class RepeatStop:
             if (cycle := repeated_block(self._recent)) is not None:
                 self.cut, self.line = cycle
                 return True
+            if (counted := counted_block(self._recent)) is not None:
+                (self.cut, self.line), self.counting = counted, True
+                return True
         return False
+
+    def note(self) -> str:
+        """What the model is told about its stopped reply."""
+        return (COUNTING if self.counting else REPEATING).format(line=clip_words(self.line, 80))
 
 
 def repeated_block(recent: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
@@ -109,6 +142,45 @@ def repeated_block(recent: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
         if all(lines[-span + k] == block[k % size] for k in range(span)):
             return recent[-span + size - 1][1], longest.strip()
     return None
+
+
+def counted_block(recent: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
+    """Where the first copy of a counted block ends, and its longest line, when the last
+    lines are `COUNT_COPIES` copies of one block alike but for its numbers, the first of
+    which counts by one step (not 0), each copy longer than the last; None otherwise."""
+    lines = [line for line, _ in recent]
+    for size in range(1, COUNT_MAX_LINES + 1):
+        span = size * COUNT_COPIES
+        if len(lines) < span:
+            break
+        tail = lines[-span:]
+        copies = ["\n".join(tail[k * size:(k + 1) * size]) for k in range(COUNT_COPIES)]
+        longest = max(tail[:size], key=lambda line: len(line.strip())).strip()
+        shape = _shape(copies[0])
+        if len(longest) < REPEAT_MIN_CHARS or "#" not in shape:
+            continue
+        if any(_shape(copy) != shape for copy in copies[1:]):
+            continue
+        grows = all(len(a) < len(b) for a, b in zip(copies, copies[1:], strict=False))
+        if grows and _counts([_first_number(copy) for copy in copies]):
+            return recent[-span + size - 1][1], longest
+    return None
+
+
+def _first_number(text: str) -> int:
+    found = _NUMBER.search(text)
+    return int(found.group()) if found else 0
+
+
+def _counts(numbers: list[int]) -> bool:
+    """Whether `numbers` go up or down by one same step."""
+    steps = {b - a for a, b in zip(numbers, numbers[1:], strict=False)}
+    return len(steps) == 1 and 0 not in steps
+
+
+def _shape(text: str) -> str:
+    """`text` with each number as `#` and each run of listed numbers as one."""
+    return _NUMBER_RUN.sub("#", _NUMBER.sub("#", text))
 
 
 def repeats(last: str, line: str) -> bool:

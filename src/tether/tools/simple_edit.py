@@ -173,19 +173,21 @@ def _without_read_prefixes(text: str) -> str:
     return READ_PREFIX.sub("", text)
 
 
-def plain_read_tool(full: Tool) -> Tool:
-    """read_file showing each line as `N| text` without the line hash: the hashes serve only
-    the anchor mode, which the one-mode edit_file does not offer, and small models copy them."""
+def plain_read_tool(full: Tool, numbered: bool = True) -> Tool:
+    """read_file without the line hashes: the hashes serve only the anchor mode, which the
+    one-mode edit_file does not offer, and small models copy them. `numbered`: each line as
+    `N| text`; otherwise the file's text as it is (fewer tokens, nothing to copy by mistake)."""
 
     def handler(args: Any, ctx: ToolContext) -> Any:
         output = full.handler(args, ctx)
         if isinstance(output, ToolOutput):
-            return replace(output, text=_READ_HASH.sub(r"\1| ", output.text))
+            return replace(output, text=_READ_HASH.sub(r"\1| " if numbered else "", output.text))
         return output
 
+    shown = ("each line is shown as 'N| text' (N = line number, not part of the file)"
+             if numbered else "its text is shown as it is")
     return full.changed(
-        description="Read a text file; each line is shown as 'N| text' (N = line number, "
-        "not part of the file). Long files are paged: use offset.",
+        description=f"Read a text file; {shown}. Long files are paged: use offset.",
         handler=handler,
     )
 
