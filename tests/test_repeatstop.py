@@ -186,6 +186,8 @@ def test_code_that_only_looks_alike_is_not_a_counting_loop() -> None:
     same_length = "".join(f"    if n == {n}:\n        return 'case {n % 10}'\n" for n in range(10, 10 + rows))
     for text in (same_number, table, squares, pascal, same_length, TABLE):
         assert not feed_in_pieces(RepeatStop(), text), text
+    huge = "".join(f"    x = {'9' * 5000}{n}  # a number past int()'s digit limit\n" for n in range(12))
+    assert not feed_in_pieces(RepeatStop(), huge)  # no ValueError from a hostile number
 
 
 async def test_the_loop_tells_a_counting_model_to_write_the_rule_once(tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ def counted_block(recent: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
 
 def _first_number(text: str) -> int:
     found = _NUMBER.search(text)
-    return int(found.group()) if found else 0
+    return int(found.group()[:18]) if found else 0  # Python refuses int() of 4,300+ digits
 
 
 def _counts(numbers: list[int]) -> bool:
