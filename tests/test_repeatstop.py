@@ -211,3 +211,25 @@ async def test_the_loop_tells_a_counting_model_to_write_the_rule_once(tmp_path: 
     told = [m.text for m in provider.requests[1] if m.role == "user"][-1]
     assert "one case per value" in told and "return [1, 1" in told
     assert not (tmp_path / "c.py").exists()  # nothing in the stopped reply ran
+
+
+WINS = [f"    if board[{r}][0] == board[{r}][1] == board[{r}][2] == '{p}':\n        return 'win'\n"
+        for p in "XO" for r in range(3)]
+"""Six `if` blocks of two lines: the twelve-line block the model wrote over and over."""
+
+
+def test_a_long_block_is_a_loop_at_its_second_copy() -> None:
+    head = "def gamestate(board):\n"
+    block = "".join(WINS)
+    stop = RepeatStop()
+    assert feed_in_pieces(stop, head + block * 2)
+    assert stop.cut == len(head + block) and "board[" in stop.line
+
+
+@pytest.mark.parametrize("text", [
+    "".join(WINS) + "    return 'draw'\n" + "".join(WINS),  # not in a row
+    "".join(WINS) + "".join(WINS[:5]) + "    return 'draw'\n",  # one if short of the second copy
+    "".join(WINS) + "".join(reversed(WINS)),  # not the same block
+])
+def test_no_stop_for_long_blocks_that_do_not_repeat_in_a_row(text: str) -> None:
+    assert not feed_in_pieces(RepeatStop(), text)

@@ -17,7 +17,8 @@ not each longer than the last, and do not.
 Nor need the loop be one line: asked for a test, the model also writes the same few asserts
 again and again, a block of `CYCLE_MIN_LINES` to `CYCLE_MAX_LINES` lines. A block that comes
 `CYCLE_COPIES` times in a row, word for word, with one line of some length in it, is a
-loop too; the reply is kept up to the end of its first copy.
+loop too; the reply is kept up to the end of its first copy. A longer block, up to
+`LONG_CYCLE_MAX_LINES` lines, is a loop at its second copy in a row.
 
 Nor need the copies be word for word: asked for a function, the model also writes one case
 per value, counting up (`if n == 12: return [...]`, `if n == 13: ...`, each list one item
@@ -56,6 +57,12 @@ CYCLE_MAX_LINES = 8
 """The longest block of lines whose repetition counts as a loop."""
 CYCLE_COPIES = 3
 """Copies in a row of one block of lines that mean the reply is looping."""
+LONG_CYCLE_MAX_LINES = 16
+"""The longest block of lines whose repetition counts as a loop at `LONG_CYCLE_COPIES`."""
+LONG_CYCLE_COPIES = 2
+"""Copies in a row of a block longer than `CYCLE_MAX_LINES` that mean the reply is looping:
+real code does not write nine lines or more twice in a row word for word, and at three
+copies the token limit comes first (six `if` blocks of two lines each, over and over)."""
 COUNT_MAX_LINES = 4
 """The longest block of lines whose counted copies (alike but for a number) count as a loop."""
 COUNT_COPIES = 10
@@ -89,7 +96,8 @@ class RepeatStop:
     _count: int = 0
     _first_end: int = 0
     _recent: deque[tuple[str, int]] = field(default_factory=lambda: deque(
-        maxlen=max(CYCLE_MAX_LINES * CYCLE_COPIES, COUNT_MAX_LINES * COUNT_COPIES)))
+        maxlen=max(CYCLE_MAX_LINES * CYCLE_COPIES, LONG_CYCLE_MAX_LINES * LONG_CYCLE_COPIES,
+                   COUNT_MAX_LINES * COUNT_COPIES)))
     """The last lines, each with where it ends in the reply."""
     cut: int | None = None
     """Where to cut the reply (the end of the repeated line's first copy), once it loops."""
@@ -129,12 +137,15 @@ class RepeatStop:
 
 def repeated_block(recent: Sequence[tuple[str, int]]) -> tuple[int, str] | None:
     """Where the first copy of a block of lines ends, and its longest line, when the last
-    lines are `CYCLE_COPIES` copies of one block in a row; None otherwise."""
+    lines are copies of one block in a row: `CYCLE_COPIES` of a block of `CYCLE_MIN_LINES` to
+    `CYCLE_MAX_LINES` lines, or `LONG_CYCLE_COPIES` of a longer one up to `LONG_CYCLE_MAX_LINES`;
+    None otherwise."""
     lines = [line for line, _ in recent]
-    for size in range(CYCLE_MIN_LINES, CYCLE_MAX_LINES + 1):
-        span = size * CYCLE_COPIES
+    for size in range(CYCLE_MIN_LINES, LONG_CYCLE_MAX_LINES + 1):
+        copies = CYCLE_COPIES if size <= CYCLE_MAX_LINES else LONG_CYCLE_COPIES
+        span = size * copies
         if len(lines) < span:
-            break
+            continue  # a longer block may need fewer lines (fewer copies)
         block = lines[-size:]
         longest = max(block, key=lambda line: len(line.strip()))
         if len(longest.strip()) < REPEAT_MIN_CHARS or _periodic(block):
