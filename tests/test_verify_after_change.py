@@ -380,3 +380,37 @@ async def test_a_long_test_output_is_shown_to_the_model_by_its_end(tmp_path: Pat
     assert len(check.result.splitlines()) > OUTPUT_LINES  # the evidence keeps the whole output
     assert shown.startswith("(") and "earlier lines left out)" in shown.splitlines()[0]
     assert len(shown.splitlines()) <= OUTPUT_LINES + 3 and "41 failed" in shown
+
+
+async def test_with_the_trace_lever_an_unchanged_answer_is_dropped_and_the_first_failure_traced(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    shown_again = f"Here is the fixed code:\n```python\n{STILL_WRONG}```"
+    replies = [write(STILL_WRONG), say(shown_again), write(RIGHT), say("Fixed.")]
+    runtime, provider = runtime_for(root, home, replies, terse_history=True)
+    runtime.apply_profile(profile_named("full", "", "early,trace"))
+    runtime.loop.settings.terse_history = True
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    told = sent_back(provider)[-1]
+    assert "left the code as it was" in told and "step by step" in told
+    assert "self.assertEqual(add(2, 3), 5)" in told and "6 != 5" in told  # the case to go through
+    assert not any("Here is the fixed code" in m.text for m in provider.requests[2].messages)
+    assert provider.requests[2].options.temperature == LOOP_TEMPERATURE
+    assert (root / "calc.py").read_text() == RIGHT and result.text.startswith("Fixed.")
+
+
+async def test_without_the_trace_lever_the_unchanged_answer_stays_and_no_case_is_named(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    shown_again = f"Here is the fixed code:\n```python\n{STILL_WRONG}```"
+    replies = [write(STILL_WRONG), say(shown_again), write(RIGHT), say("Fixed.")]
+    runtime, provider = runtime_for(root, home, replies)
+    with_levers(runtime, "early")
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert "Nothing changed since" in sent_back(provider)[-1]
+    assert any("Here is the fixed code" in m.text for m in provider.requests[2].messages)
+
+
+def test_the_small_profile_leaves_the_trace_lever_off_until_measured() -> None:
+    assert not profile_named("small").trace_failure
+    assert profile_named("small", "", "trace").trace_failure

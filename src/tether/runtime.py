@@ -311,6 +311,7 @@ class Runtime:
         turn.verify_each_change = profile.verify_each_change
         turn.take_version = profile.take_version
         turn.check_first = profile.check_first
+        turn.trace_failure = profile.trace_failure
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but
@@ -517,8 +518,9 @@ class LateAssist:
         return self._assist
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
-        return self.load().start(request, attempts, setup, each_change, first, preread)
+              each_change: bool = False, first: bool = False, preread: bool = False,
+              trace: bool = False) -> AssistedTurn:
+        return self.load().start(request, attempts, setup, each_change, first, preread, trace)
 
 
 def attach_web(runtime: Runtime) -> None:

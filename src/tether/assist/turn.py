@@ -36,7 +36,8 @@ class Assist:
         self.python = ProjectPython(self.root)
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False,
+              trace: bool = False) -> AssistedTurn:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
@@ -50,7 +51,7 @@ class Assist:
         if MISSING not in off:
             gates.append(MissingGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
-                                each_change=each_change, first=first))
+                                each_change=each_change, first=first, trace=trace))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
 
 
@@ -95,5 +96,6 @@ class GateChain:
             shown += verdict.shown or [record.result for record in verdict.evidence]
             if verdict.again:
                 return GateVerdict(again=verdict.again, note="\n".join(notes), evidence=tuple(calls),
-                                   notice=verdict.notice, shown=tuple(shown), said_before=verdict.said_before)
+                                   notice=verdict.notice, shown=tuple(shown), said_before=verdict.said_before,
+                                   drop_reply=verdict.drop_reply)
         return GateVerdict(note="\n".join(notes), evidence=tuple(calls), shown=tuple(shown))

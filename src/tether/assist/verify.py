@@ -25,6 +25,7 @@ from ..engine.commands_ran import RanCommand, commands_run
 from ..engine.dispatch import first_line
 from ..engine.turn_assist import GateVerdict
 from ..host import NotARegularFile, TooLarge, host_program, is_within, read_small_file, resolve_path
+from .first_failure import first_failure
 from .reply_shapes import is_test_path
 from .request import RequestReading, test_runner_named
 
@@ -45,6 +46,16 @@ CHECK_FAILS_AS_SHOWN = (
 )
 """Said instead of CHECK_FAILED when its output is in the history already (the check after
 each change showed it): the same lines again are only more prefill."""
+CHECK_STUCK = (
+    "The check above still fails ({how}): `{command}`, and your reply left the code as it was: "
+    "the same code again will not pass.\n{case}\nGo through your code step by step with that "
+    "input: say what each line gives, and where the result first differs from what the test "
+    "expects. Then send the call that fixes the code (not the tests)."
+)
+"""Said instead of CHECK_FAILS_AS_SHOWN with the `trace` lever: a model at a fixed point
+copies its last reply; one concrete case to think through can move it."""
+STUCK_CASE = "The first failing test, {test}:\n{lines}\ngives {error}"
+STUCK_NO_CASE = "Take the first failing test in the output above."
 CHECK_PASSED = "Verified: `{command}` passed (exit 0)."
 EACH_FAILED = (
     "Warning: the harness ran this check after your change, and it fails ({how}). If your "
@@ -220,6 +231,18 @@ async def checks_for(reading: RequestReading, root: Path, python: ProjectPython,
     return list(dict.fromkeys(checks))
 
 
+def stuck_message(last: Outcome) -> str:
+    """CHECK_STUCK for a check that still fails, with its first failing test when the output
+    shows one."""
+    found = first_failure(last.output)
+    if found is None:
+        case = STUCK_NO_CASE
+    else:
+        shown = "\n".join(f"    {line}" for line in found.lines)
+        case = STUCK_CASE.format(test=found.test, lines=shown, error=found.error)
+    return CHECK_STUCK.format(how=last.failure, command=last.check.command, case=case)
+
+
 def failure_of(check: Check, ran: RanCommand | None, output: str) -> str:
     """Why the check failed ("" when it passed)."""
     if ran is None:
@@ -263,6 +286,10 @@ class VerifyGate:
     first: bool = False
     """Also run the tests the request names before the model's first reply, so it starts
     from their failures (as aider's /test puts them in the chat)."""
+    trace: bool = False
+    """A check still failing with the code unchanged asks the model to go through the first
+    failing test's input (CHECK_STUCK) instead of only to fix it, and leaves its unchanged
+    reply out of a terse history."""
     asked: int = 0
     """Fixes asked for so far."""
     ran_after_changes: int = 0
@@ -351,6 +378,8 @@ class VerifyGate:
             return GateVerdict()
         if self.each_change and self.asked < self.attempts and self.last.ran is not None:
             self.asked += 1
+            if self.trace:
+                return GateVerdict(again=stuck_message(self.last), said_before=True, drop_reply=True)
             again = CHECK_FAILS_AS_SHOWN.format(how=self.last.failure, command=self.last.check.command)
             return GateVerdict(again=again, said_before=True)
         self.done = True

@@ -139,6 +139,11 @@ class Profile:
     """A reply with no call that shows a whole new version of a file the turn read, for a
     request to change it, is that write_file call (aider's whole-file edit format), run
     through the dispatcher with a note saying so (assist/coach.Coach.reply_call)."""
+    trace_failure: bool = False
+    """Off by default (not yet measured on the held-out part): when the model answers a
+    failing check with the code unchanged, its reply leaves a terse history (it copies its
+    last reply) and it is asked to go through its code with the first failing test's input
+    (assist/first_failure.py) before it sends a fix."""
     grammar: bool = False
     """Text protocol: constrained decoding where the server supports it, so a reply is one
     well-formed call to a tool on the menu or a plain answer (protocol/grammar.py). Off in
@@ -206,6 +211,7 @@ LEVER_FIELDS = {
     "first": "check_first",
     "grammar": "grammar",
     "tries": "fix_attempts",
+    "trace": "trace_failure",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
@@ -239,6 +245,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "first": {"check_first": False},
     "grammar": {"grammar": False},
     "tries": {"fix_attempts": None},
+    "trace": {"trace_failure": False},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
@@ -246,6 +253,7 @@ LEVER_ON: dict[str, dict[str, object]] = {
     "take": {"take_version": True},
     "first": {"check_first": True},
     "tries": {"fix_attempts": 4},
+    "trace": {"trace_failure": True},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""

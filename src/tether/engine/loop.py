@@ -183,6 +183,9 @@ class TurnSettings:
     check_first: bool = False
     """The tests a change request names run before the model's first reply (the gate's
     `before_start`)."""
+    trace_failure: bool = False
+    """A check still failing with the code unchanged asks the model to go through the first
+    failing test's input (the gate's `before_answer`)."""
     take_version: bool = False
     """A whole file version shown in a reply with no call is taken as its write (the coach's
     `reply_call`)."""
@@ -264,7 +267,7 @@ class TurnLoop:
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
         assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
                                       self.settings.verify_each_change, self.settings.check_first,
-                                      self.settings.preread)
+                                      self.settings.preread, self.settings.trace_failure)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
@@ -463,7 +466,9 @@ class TurnLoop:
         model, and its last word is the answer's last line."""
         verdict = await self.gate_verdict(turn)
         if verdict.again:  # the check after the change failed: the model gets it and goes on
-            turn.conv.messages += [assistant_message(parsed, reply, self.settings), Message.user(verdict.again)]
+            if not (verdict.drop_reply and self.settings.terse_history):
+                turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
+            turn.conv.messages.append(Message.user(verdict.again))
             turn.looped = turn.looped or verdict.said_before
             self.ui.notice(verdict.notice or "the check after the change failed: its output goes back to the model")
             return None

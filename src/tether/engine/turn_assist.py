@@ -30,6 +30,9 @@ class GateVerdict:
     shown: tuple[str, ...] = ()
     """What the model reads of each call in `evidence` when the gate shows them as calls
     (their whole results when empty): a test run's end, where its failures are summed up."""
+    drop_reply: bool = False
+    """The reply `again` answers only repeats what the history holds (the code unchanged):
+    a terse history leaves it out, or the model copies it once more."""
     said_before: bool = False
     """`again` repeats what the model was told and answered without a change: its next reply
     is sampled (greedy decoding wrote the same answer again)."""
@@ -138,9 +141,11 @@ class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
     def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False) -> AssistedTurn:
+              each_change: bool = False, first: bool = False, preread: bool = False,
+              trace: bool = False) -> AssistedTurn:
         """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
         `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
         right after each change; `first`: the tests the request names also run before the
-        model's first reply; `preread`: the turn gets its `first_reads`."""
+        model's first reply; `preread`: the turn gets its `first_reads`; `trace`: a check still
+        failing with the code unchanged asks for the first failing test to be gone through."""
         ...
