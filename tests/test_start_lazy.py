@@ -24,6 +24,7 @@ LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "
 SCRIPT = """
 import io, json, sys
 from pathlib import Path
+from tether.engine.turn_assist import TurnChecks
 from tether.runtime import RunOptions, build_runtime
 from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
@@ -38,7 +39,7 @@ if step == "start":  # what the model can do, asked of the server as the chat do
     import asyncio
     asyncio.run(runtime.start())
 elif step == "turn":
-    runtime.loop.assist.start("What does main.py do?", 0)
+    runtime.loop.assist.start("What does main.py do?", TurnChecks())
 elif step == "warm":
     runtime.warm_up()
 elif step == "tools":  # repo_map and search_in_file called as the model would; search_web's searcher made

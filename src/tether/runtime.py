@@ -36,7 +36,7 @@ from .engine.prompts import PromptExtras, project_context, system_prompt
 from .engine.run_options import RunOptions
 from .engine.subagents import AgentBudget, SubagentRunner, routed_output
 from .engine.toolmenu import TOOL_SEARCH, ToolMenu, tool_search_tool
-from .engine.turn_assist import AssistedTurn, CoachSetup, TurnAssist
+from .engine.turn_assist import AssistedTurn, CoachSetup, TurnAssist, TurnChecks
 from .engine.user_command import UserCommand, run_user_command
 from .hooks.config import load_hooks
 from .mcp.setup import McpSetup, attach_mcp, defers_mcp
@@ -517,10 +517,9 @@ class LateAssist:
             self._assist = Assist(*self._args)
         return self._assist
 
-    def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              trace: bool = False) -> AssistedTurn:
-        return self.load().start(request, attempts, setup, each_change, first, preread, trace)
+    def start(self, request: str, checks: TurnChecks, setup: CoachSetup | None = None,
+              preread: bool = False) -> AssistedTurn:
+        return self.load().start(request, checks, setup, preread)
 
 
 def attach_web(runtime: Runtime) -> None:

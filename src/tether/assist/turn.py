@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.messages import Evidence
-from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdict
+from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdict, TurnChecks
 from .coach import Coach
 from .imports import tested_files
 from .leftovers import LeftoverGate
@@ -35,14 +35,13 @@ class Assist:
     def __post_init__(self) -> None:
         self.python = ProjectPython(self.root)
 
-    def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              trace: bool = False) -> AssistedTurn:
+    def start(self, request: str, checks: TurnChecks, setup: CoachSetup | None = None,
+              preread: bool = False) -> AssistedTurn:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
         first_reads = first_files(request, reading, self.root, files) if preread else ()
-        if attempts <= 0:
+        if checks.attempts <= 0:
             return AssistedTurn(reading, coach=coach, first_reads=first_reads)
         gates: list[AnswerGate] = []  # the change made whole first, then checked
         off = setup.rules_off if setup is not None else frozenset()
@@ -50,8 +49,9 @@ class Assist:
             gates.append(LeftoverGate(reading, self.dispatch))
         if MISSING not in off:
             gates.append(MissingGate(reading, self.dispatch))
-        gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files, attempts,
-                                each_change=each_change, first=first, trace=trace))
+        gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files,
+                                checks.attempts, each_change=checks.each_change, first=checks.first,
+                                trace=checks.trace))
         return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
 
 

@@ -55,7 +55,15 @@ from .dispatch import Dispatcher, first_line
 from .prompts import OpeningContext
 from .repeatstop import LOOP_TEMPERATURE, RepeatStop
 from .toolmenu import ToolMenu
-from .turn_assist import UNASSISTED, AnswerGate, CoachSetup, GateVerdict, TurnAssist, TurnCoach
+from .turn_assist import (
+    UNASSISTED,
+    AnswerGate,
+    CoachSetup,
+    GateVerdict,
+    TurnAssist,
+    TurnChecks,
+    TurnCoach,
+)
 from .turn_end import TurnHooks, answer_problems, correction_note, stop_reason, submit_prompt
 from .turn_record import TurnRecord
 
@@ -192,6 +200,11 @@ class TurnSettings:
     rules_off: frozenset[str] = frozenset()
     """Levers of the coach's rules switched off (assist/rules.py; TETHER_PROFILE_OFF)."""
 
+    def turn_checks(self) -> TurnChecks:
+        """How a turn's gate checks the work, from these settings."""
+        return TurnChecks(self.verify_attempts, self.verify_each_change, self.check_first,
+                          self.trace_failure)
+
 
 class ContextGuard(Protocol):
     """Keeps each request inside the model's context window (see context.py)."""
@@ -265,9 +278,7 @@ class TurnLoop:
         if self.on_turn is not None:
             self.on_turn()
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
-        assisted = (self.assist.start(user_text, self.settings.verify_attempts, setup,
-                                      self.settings.verify_each_change, self.settings.check_first,
-                                      self.settings.preread, self.settings.trace_failure)
+        assisted = (self.assist.start(user_text, self.settings.turn_checks(), setup, self.settings.preread)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)

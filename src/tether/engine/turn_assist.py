@@ -137,15 +137,26 @@ class AssistedTurn:
 UNASSISTED = AssistedTurn(None)
 
 
+@dataclass(frozen=True)
+class TurnChecks:
+    """How a turn's gate checks the work (the profile's levers and the user's settings)."""
+
+    attempts: int = 0
+    """The most fixes the gate asks for (0: no gate)."""
+    each_change: bool = False
+    """The gate's checks also run right after each change (lever `early`)."""
+    first: bool = False
+    """The tests the request names also run before the model's first reply (lever `first`)."""
+    trace: bool = False
+    """A check still failing with the code unchanged asks for the first failing test to be
+    gone through (lever `trace`)."""
+
+
 class TurnAssist(Protocol):
     """Reads each request once and gives its turn a gate and a coach."""
 
-    def start(self, request: str, attempts: int, setup: CoachSetup | None = None,
-              each_change: bool = False, first: bool = False, preread: bool = False,
-              trace: bool = False) -> AssistedTurn:
-        """The turn of `request`; `attempts` caps the fixes its gate asks for (0: no gate);
-        `setup`: the coach's (None: no coach); `each_change`: the gate's checks also run
-        right after each change; `first`: the tests the request names also run before the
-        model's first reply; `preread`: the turn gets its `first_reads`; `trace`: a check still
-        failing with the code unchanged asks for the first failing test to be gone through."""
+    def start(self, request: str, checks: TurnChecks, setup: CoachSetup | None = None,
+              preread: bool = False) -> AssistedTurn:
+        """The turn of `request`; `checks`: how its gate checks the work; `setup`: the
+        coach's (None: no coach); `preread`: the turn gets its `first_reads`."""
         ...
