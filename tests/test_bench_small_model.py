@@ -90,7 +90,11 @@ def test_levers_off_reach_tether_and_the_results(tmp_path: Path) -> None:
                          "--no-warmup", "--levers-off", "terse,stop", "--output-format", "stream-json",
                          "--label", "off", "--results-dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads((tmp_path / "off.json").read_text())["levers_off"] == "terse,stop"
+    results = json.loads((tmp_path / "off.json").read_text())
+    assert results["levers_off"] == "terse,stop"
+    (attempt,) = results["attempts"]  # each finished request's seconds, from its request line
+    assert len(attempt["request_s"]) == attempt["requests"] >= 1
+    assert all(seconds >= 0 for seconds in attempt["request_s"])
     events = (tmp_path / "off" / "count_todos.r1.out.jsonl").read_text().splitlines()
     levers = json.loads(events[0])["levers"]
     assert "terse" not in levers and "stop" not in levers and "nudges" in levers

@@ -195,3 +195,18 @@ def test_the_docs_show_every_event_and_each_example_matches_its_schema() -> None
     assert set(examples) == set(EVENT_TYPES)
     wrong = [p for obj in examples.values() for p in problems(obj)]
     assert wrong == []
+
+
+def test_each_finished_request_gets_a_request_line_with_its_usage_and_time(repo: Path, home: Path) -> None:
+    script = [Reply(tool_calls=[("read_file", {"filepath": "answer.txt"})]), Reply(text="It says 42.")]
+    with FakeServer(script) as server:
+        proc = run_cli(["-p", "What does answer.txt say?", "--output-format", "stream-json",
+                        *openai_args(server)], repo, home)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    requests = [e for e in events if e["type"] == "request"]
+    assert len(requests) == events[-1]["num_turns"] == 2
+    assert [e["stop_reason"] for e in requests] == ["tool_use", "end_turn"]
+    assert all(e["elapsed_ms"] >= 0 and problems(e) == [] for e in requests)
+    kinds = [e["type"] for e in events]
+    assert kinds.index("request") < kinds.index("tool_start")  # the request's line before its calls run

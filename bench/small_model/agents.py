@@ -40,6 +40,10 @@ class Figures:
     stop_reason: str
     tool_calls: list[str]
     error: str
+    request_s: list[float] = field(default_factory=list)
+    """Seconds each finished model request took, in order (tether's stream-json `request`
+    lines; empty for aider and for json output). The wall time less their sum is the tools'
+    time, tether's own, and a request the timeout cut short."""
 
 
 class Agent(Protocol):
@@ -135,6 +139,7 @@ class TetherAgent:
             stop_reason=str(result.get("stop_reason") or ("timeout" if timed_out else "no result")),
             tool_calls=[c.get("name", "?") for c in result.get("tool_calls") or []],
             error=str(result.get("result") or "") if result.get("stop_reason") == "error" else "",
+            request_s=request_seconds(stdout),
         )
 
     def problem(self) -> str | None:
@@ -174,6 +179,19 @@ def result_object(stdout: str) -> dict[str, Any]:
         if isinstance(obj, dict) and obj.get("type") == "result":
             return obj
     return {}
+
+
+def request_seconds(stdout: str) -> list[float]:
+    """The seconds of each `"type": "request"` line tether wrote (stream-json), in order."""
+    seconds = []
+    for line in stdout.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("type") == "request":
+            seconds.append(round(float(obj.get("elapsed_ms") or 0) / 1000, 1))
+    return seconds
 
 
 def tether_revision(src: Path) -> str:

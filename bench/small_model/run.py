@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
@@ -119,6 +119,8 @@ class Attempt:
     tool_calls: list[str]
     check: str
     error: str  # the agent's error message when the run ended in one (e.g. the server did not answer)
+    request_s: list[float] = field(default_factory=list)
+    """Seconds each finished model request took (tether with stream-json output)."""
 
 
 def run_process(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float, out: Path,
@@ -199,6 +201,7 @@ def attempt(task: Task, repeat: int, agent: Agent, transcripts: Path, scratch: P
         prompt_tokens=figures.prompt_tokens, completion_tokens=figures.completion_tokens,
         cached_tokens=figures.cached_tokens, stop_reason=figures.stop_reason,
         tool_calls=figures.tool_calls, check=first_line(check.output), error=figures.error,
+        request_s=figures.request_s,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .messages import Evidence, ToolCall
+from .messages import Evidence, ToolCall, Usage
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,14 @@ class RequestEvents(Protocol):
     request starts, so the wait for the model can be shown and timed."""
 
     def request_started(self) -> None: ...
+
+
+@runtime_checkable
+class RequestTimes(Protocol):
+    """A UI that records each finished model request (stream-json's `request` lines): its
+    usage, how long it took and why it stopped, so a script sees where a run's time went."""
+
+    def request_ended(self, usage: Usage, elapsed_ms: float, stop_reason: str) -> None: ...
 
 
 @runtime_checkable

@@ -36,7 +36,7 @@ from ..core.messages import (
     new_call_id,
 )
 from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolTable
-from ..core.ui_protocol import UI, RequestEvents, show_checks
+from ..core.ui_protocol import UI, RequestEvents, RequestTimes, show_checks
 from ..protocol import (
     RESULT_MARKERS,
     BlockStop,
@@ -360,6 +360,7 @@ class TurnLoop:
         blocks = BlockStop() if tools and self.settings.take_version and turn.gate is not None else None
         if isinstance(self.ui, RequestEvents):
             self.ui.request_started()
+        started, closed = time.monotonic(), ""
         stream = self.provider.stream(request, offered, options)
         try:
             async with aclosing(stream):
@@ -367,13 +368,16 @@ class TurnLoop:
                     if watch is not None and isinstance(event, TextDelta) and watch.feed(event.text):
                         # The rest would be invented (see callstop.py): keep the reply to its call.
                         self._take(TextDelta(event.text[: watch.cut - len(reply.text)]), reply, shown)
+                        closed = "stopped_at_call"
                         break
                     self._take(event, reply, shown)
                     if repeats is not None and isinstance(event, TextDelta) and repeats.feed(event.text):
                         reply.chunks, reply.repeated = [reply.text[: repeats.cut]], repeats.note()
+                        closed = "stopped_looping"
                         break
                     if blocks is not None and isinstance(event, TextDelta) and blocks.feed(event.text) \
                             and await self._checked_block(turn, reply):
+                        closed = "stopped_at_block"
                         break
         except (ProviderError, asyncio.CancelledError):
             raise
@@ -381,6 +385,9 @@ class TurnLoop:
             raise ProviderError(f"the request to the model failed: {type(exc).__name__}: {exc}",
                                 "stream") from exc
         self._show(shown.flush())
+        if isinstance(self.ui, RequestTimes):
+            self.ui.request_ended(reply.usage, (time.monotonic() - started) * 1000,
+                                  closed or reply.stop_reason)
         turn.looped = bool(reply.repeated) or reply.result_first
         turn.pending = None
         turn.requests += 1

@@ -23,7 +23,7 @@ SCHEMA_DIR = Path(__file__).with_name("schema")
 EVENT_TYPES = (
     "init", "text", "thinking", "tool_start", "tool_end", "notice",
     "agent_tool_start", "agent_tool_end", "agent_notice", "agent_output", "agent_end", "checks",
-    "result",
+    "request", "result",
 )
 """Every `type` a stream-json line can have; each has `schema/<type>.json`."""
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ..core.messages import INVALID_JSON_KEY, Evidence, ToolCall, arguments_fields
+from ..core.messages import INVALID_JSON_KEY, Evidence, ToolCall, Usage, arguments_fields
 from ..core.ui_protocol import Decision, NoticeLevel
 from ..engine.dispatch import NEEDS_APPROVAL, first_line
 from ..host import clean_data, discard_output, write_safely, writes_utf8
@@ -85,6 +85,11 @@ class HeadlessUI:
         elif self.answer is not None:
             self.answer.tool_started()
             self.progress(f"→ {call.name} {describe_arguments(call.arguments)}")
+
+    def request_ended(self, usage: Usage, elapsed_ms: float, stop_reason: str) -> None:
+        if self.format == "stream-json":
+            self.emit({"type": "request", "usage": usage.as_dict(),
+                       "elapsed_ms": round(elapsed_ms, 1), "stop_reason": stop_reason})
 
     def tool_end(self, evidence: Evidence) -> None:
         self.record.saw(evidence)
