@@ -414,3 +414,19 @@ async def test_without_the_trace_lever_the_unchanged_answer_stays_and_no_case_is
 def test_the_small_profile_leaves_the_trace_lever_off_until_measured() -> None:
     assert not profile_named("small").trace_failure
     assert profile_named("small", "", "trace").trace_failure
+
+
+async def test_once_the_check_after_a_change_passed_the_answer_gets_the_smaller_cap(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    replies = [write(STILL_WRONG), write(RIGHT), say("Fixed.")]
+    runtime, provider = runtime_for(root, home, replies)
+    runtime.apply_profile(profile_named("small"))
+    small = profile_named("small")
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    caps = [request.options.max_tokens for request in provider.requests]
+    # the first write's check failed: the fix had the whole cap; after the pass, the answer's
+    assert caps == [small.max_reply_tokens, small.max_reply_tokens, small.answer_tokens]
+    assert small.answer_tokens is not None and small.max_reply_tokens is not None
+    assert small.answer_tokens < small.max_reply_tokens
+    assert profile_named("small", "reply").answer_tokens is None  # the reply lever takes both

@@ -305,6 +305,7 @@ class Runtime:
         turn.preread = profile.preread
         turn.stop_at_call = profile.stop_at_call
         turn.max_reply_tokens = profile.max_reply_tokens
+        turn.answer_tokens = profile.answer_tokens
         turn.terse_history = profile.terse_history
         turn.grammar = profile.grammar
         turn.verify_attempts = fix_attempts(profile, self.settings.verify_after_change, given)

@@ -173,6 +173,9 @@ class AtTheAnswer:
     async def checks_change(self, path: str) -> bool:
         return False
 
+    def passed(self) -> bool:
+        return False
+
 
 @dataclass
 class LeftoverGate(AtTheAnswer):

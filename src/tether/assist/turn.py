@@ -84,6 +84,9 @@ class GateChain:
     async def checks_change(self, path: str) -> bool:
         return any([await gate.checks_change(path) for gate in self.gates])
 
+    def passed(self) -> bool:
+        return any(gate.passed() for gate in self.gates)
+
     async def _ask(self, evidence: Sequence[Evidence],
                    ask: Callable[[AnswerGate, list[Evidence]], Awaitable[GateVerdict]]) -> GateVerdict:
         notes: list[str] = []

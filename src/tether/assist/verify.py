@@ -335,6 +335,9 @@ class VerifyGate:
         note = FIRST_PASSED if last.passed else FIRST_FAILED.format(how=last.failure)
         return _shown_verdict(outcomes, note)
 
+    def passed(self) -> bool:
+        return bool(self.passed_unsaid)
+
     async def checks_change(self, path: str) -> bool:
         """With `each_change`, while checks after changes may still run: whether the request
         names a check for a change of `path` (or, naming none, whether a Python change calls

@@ -108,6 +108,10 @@ class Profile:
     """Text protocol: end a reply once it holds one whole call (the rest is invented)."""
     max_reply_tokens: int | None = None
     """A cap on each reply: a small model that loops on its own text stops there."""
+    answer_tokens: int | None = None
+    """With `max_reply_tokens` (lever `reply`): the cap once the check after the last change
+    passed. The answer is due then (a sentence); a small model wrote minutes of prose after a
+    pass, the test file copied out again, and a further call (a changelog edit) fits."""
     terse_history: bool = False
     """The history keeps a reply's calls, not its prose, and not an answer a nudge rejects."""
     temperature: float | None = None
@@ -234,7 +238,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "nudges": {"nudges": False},
     "note": {"opening_note": False},
     "stop": {"stop_at_call": False},
-    "reply": {"max_reply_tokens": None},
+    "reply": {"max_reply_tokens": None, "answer_tokens": None},
     "terse": {"terse_history": False},
     "sampling": {"temperature": None},
     "steps": {"max_steps": None, "soft_pressure_after": None},
@@ -274,6 +278,7 @@ SMALL = Profile(
     take_version=True,
     stop_at_call=True,
     max_reply_tokens=1500,
+    answer_tokens=400,
     terse_history=True,
     temperature=0.0,
     max_steps=18,

@@ -174,6 +174,8 @@ class TurnSettings:
     stop_at_call: bool = False
     """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
     max_reply_tokens: int | None = None
+    answer_tokens: int | None = None
+    """The reply cap once the check after the last change passed (None: max_reply_tokens)."""
     grammar: bool = False
     """Text protocol: constrain each reply to one call on the menu or an answer, where the
     server can (protocol/grammar.py)."""
@@ -334,6 +336,15 @@ class TurnLoop:
         """The tools on the menu now (the whole table unless a menu defers some)."""
         return self.menu.offered() if self.menu is not None else list(self.table)
 
+    def _reply_cap(self, turn: TurnState) -> int | None:
+        """The reply's token cap: `answer_tokens` once the check after the last change passed
+        (what is due is the answer; a small model otherwise wrote minutes of prose, the tests
+        copied out again, after a pass), else `max_reply_tokens`."""
+        cap, answer = self.settings.max_reply_tokens, self.settings.answer_tokens
+        if answer is None or turn.gate is None or not turn.gate.passed():
+            return cap
+        return answer if cap is None else min(cap, answer)
+
     async def ask(self, turn: TurnState, *, tools: bool, note: str = "") -> Reply:
         offered = self.offered() if tools and self.mode == "native" else None
         system = self._system = system_message(self.system_prompt(self.mode), self._system)
@@ -350,7 +361,7 @@ class TurnLoop:
             temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
         grammar = self._reply_grammar() if tools and self.mode == "text" and self.settings.grammar \
             else None
-        options = RequestOptions(self.settings.model, temperature, self.settings.max_reply_tokens, stop=stop,
+        options = RequestOptions(self.settings.model, temperature, self._reply_cap(turn), stop=stop,
                                  grammar=grammar)
         reply = Reply(stops_at_markers=bool(stop))
         turn.pending = reply

@@ -59,6 +59,11 @@ class AnswerGate(Protocol):
         shown to the model (`after_calls`)."""
         ...
 
+    def passed(self) -> bool:
+        """Whether the check after the last change passed, and nothing changed since: the
+        work is verified, and what is due is the answer."""
+        ...
+
 
 class TurnCoach(Protocol):
     """One turn's rules on its evidence (assist/coach.py): what to tell the model instead of
