@@ -430,3 +430,21 @@ async def test_once_the_check_after_a_change_passed_the_answer_gets_the_smaller_
     assert small.answer_tokens is not None and small.max_reply_tokens is not None
     assert small.answer_tokens < small.max_reply_tokens
     assert profile_named("small", "reply").answer_tokens is None  # the reply lever takes both
+
+
+async def test_a_reply_cut_at_the_answer_cap_gets_the_whole_cap_next(tmp_path: Path, home: Path) -> None:
+    from tether.core.messages import Done, TextDelta, Usage
+
+    root = project(tmp_path)
+    cut_call = ('<tool_call>\n{"name": "write_file", "arguments": {"filepath": "NOTES.md"}}\n'
+                "<content>\nA long file the cap cut")
+    cut = [TextDelta(cut_call), Done(Usage(10, 400), "max_tokens")]
+    replies = [write(RIGHT), cut, say("Fixed.")]
+    runtime, provider = runtime_for(root, home, replies)
+    runtime.apply_profile(profile_named("small"))
+    runtime.loop.mode = "text"  # the protocol the small profile picks when the setting is auto
+    small = profile_named("small")
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    caps = [request.options.max_tokens for request in provider.requests]
+    assert caps[:2] == [small.max_reply_tokens, small.answer_tokens]
+    assert caps[2:] and set(caps[2:]) == {small.max_reply_tokens}  # a cut call: the whole cap again

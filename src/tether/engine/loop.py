@@ -341,7 +341,7 @@ class TurnLoop:
         (what is due is the answer; a small model otherwise wrote minutes of prose, the tests
         copied out again, after a pass), else `max_reply_tokens`."""
         cap, answer = self.settings.max_reply_tokens, self.settings.answer_tokens
-        if answer is None or turn.gate is None or not turn.gate.passed():
+        if answer is None or turn.answer_cap_hit or turn.gate is None or not turn.gate.passed():
             return cap
         return answer if cap is None else min(cap, answer)
 
@@ -400,6 +400,8 @@ class TurnLoop:
             self.ui.request_ended(reply.usage, (time.monotonic() - started) * 1000,
                                   closed or reply.stop_reason)
         turn.looped = bool(reply.repeated) or reply.result_first
+        if reply.stop_reason == "max_tokens" and options.max_tokens != self.settings.max_reply_tokens:
+            turn.answer_cap_hit = True
         turn.pending = None
         turn.requests += 1
         turn.usage = turn.usage + reply.usage
@@ -704,6 +706,9 @@ class TurnState:
     looped: bool = False
     """The last reply was stopped for repeating one line (see repeatstop.py), or began with
     a tool result: asked the same at temperature 0, the model writes the same again."""
+    answer_cap_hit: bool = False
+    """A reply under the cap after a pass (`answer_tokens`) reached it: it was more than an
+    answer (a call the cap cut off), so the turn's later replies get the whole cap."""
 
     def unreadable(self, parsed: ParseResult) -> bool:
         """Whether the model has now sent MAX_UNREADABLE replies in a row that held calls it
