@@ -86,8 +86,9 @@ _NUMBER_RUN = re.compile(r"#(?:\s*,\s*#)+")
 
 @dataclass
 class RepeatStop:
-    """Says when a streamed reply has repeated one line `REPEAT_LIMIT` times in a row, or
-    one block of lines `CYCLE_COPIES` times."""
+    """Says when a streamed reply has repeated one line `REPEAT_LIMIT` times in a row, one
+    block of lines `CYCLE_COPIES` times (a long one `LONG_CYCLE_COPIES` times), or written one
+    block `COUNT_COPIES` times counting (see the module's docstring)."""
 
     _partial: str = ""
     _pos: int = 0
