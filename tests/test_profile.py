@@ -296,14 +296,17 @@ async def test_small_edit_file_takes_one_mode_and_shows_the_right_form(tmp_path:
     assert (root / "a.py").read_text() == "x = 7\ny = 5\n"
     read = runtime.table.get("read_file")
     shown = read.handler(read.params.model_validate({"filepath": "a.py"}), ctx)
-    assert shown.text == "x = 7\ny = 5"  # plain: the file's text, no numbers to pay for or copy
-    assert "shown as it is" in read.description and "1| print" not in runtime.system_prompt("text")
-    assert 'read_file\']\nprint("Hello")' in runtime.system_prompt("text")  # the example reads so too
-    runtime.apply_profile(SMALL.without(["plain"]))  # numbered again, the example too
-    read = runtime.table.get("read_file")
-    shown = read.handler(read.params.model_validate({"filepath": "a.py"}), ctx)
     assert shown.text == "1| x = 7\n2| y = 5"
     assert '1| print("Hello")' in runtime.system_prompt("text")
+    runtime.apply_profile(SMALL.with_levers(["plain"]))  # plain: the file's text, no numbers
+    read = runtime.table.get("read_file")
+    shown = read.handler(read.params.model_validate({"filepath": "a.py"}), ctx)
+    assert shown.text == "x = 7\ny = 5"
+    assert "shown as it is" in read.description and "1| print" not in runtime.system_prompt("text")
+    assert 'read_file\']\nprint("Hello")' in runtime.system_prompt("text")  # the example reads so too
+    runtime.apply_profile(SMALL)  # numbered again, the example too
+    read = runtime.table.get("read_file")
+    assert read.handler(read.params.model_validate({"filepath": "a.py"}), ctx).text == "1| x = 7\n2| y = 5"
     edit = runtime.table.get("edit_file")
     (root / "a.txt").write_text("x = 7\ny = 5\n")  # text: the edit below would not be valid Python
     kept = edit.params.model_validate({"filepath": "a.txt", "old_content": "x = 7\ny = 5",
