@@ -308,11 +308,10 @@ class Runtime:
         turn.answer_tokens = profile.answer_tokens
         turn.terse_history = profile.terse_history
         turn.grammar = profile.grammar
-        turn.verify_attempts = fix_attempts(profile, self.settings.verify_after_change, given)
-        turn.verify_each_change = profile.verify_each_change
+        turn.checks = TurnChecks(fix_attempts(profile, self.settings.verify_after_change, given),
+                                 each_change=profile.verify_each_change, first=profile.check_first,
+                                 trace=profile.trace_failure)
         turn.take_version = profile.take_version
-        turn.check_first = profile.check_first
-        turn.trace_failure = profile.trace_failure
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but
@@ -681,7 +680,7 @@ def build_loop(
         keep_thinking=settings.keep_thinking,
         answer_checks=settings.answer_checks,
         answer_check_feedback=settings.answer_check_feedback,
-        verify_attempts=settings.verify_after_change,
+        checks=TurnChecks(settings.verify_after_change),
     )
     return TurnLoop(
         provider=provider,

@@ -72,12 +72,12 @@ def _unittest_failure(output: str) -> FirstFailure | None:
         return None
     following = _UNITTEST_HEAD.search(output, head.end())
     rest = output[head.end():following.start() if following else len(output)]
-    frames = [frame.group(1).strip() for frame in _UNITTEST_FRAME.finditer(rest)]
-    ends = list(_UNITTEST_FRAME.finditer(rest))
-    error = _ERROR_LINE.search(rest, ends[-1].end()) if ends else None
-    if not frames or error is None:
+    frames = list(_UNITTEST_FRAME.finditer(rest))
+    error = _ERROR_LINE.search(rest, frames[-1].end()) if frames else None
+    if error is None:
         return None
-    return FirstFailure(_clip(head.group(1)), _ends(frames), _clip(error.group(1)))
+    code = [frame.group(1).strip() for frame in frames]
+    return FirstFailure(_clip(head.group(1)), _ends(code), _clip(error.group(1)))
 
 
 def _clip(text: str) -> str:

@@ -186,26 +186,13 @@ class TurnSettings:
     """Check the final answer against the turn's evidence (answer_checks.py)."""
     answer_check_feedback: bool = False
     """Send what the checks found back for one tool-free corrected answer."""
-    verify_attempts: int = 0
-    """Fixes the check after a change may ask for (assist/verify.py; 0: no check)."""
-    verify_each_change: bool = False
-    """The check after a change also runs right after each change (the gate's `after_calls`)."""
-    check_first: bool = False
-    """The tests a change request names run before the model's first reply (the gate's
-    `before_start`)."""
-    trace_failure: bool = False
-    """A check still failing with the code unchanged asks the model to go through the first
-    failing test's input (the gate's `before_answer`)."""
+    checks: TurnChecks = field(default_factory=TurnChecks)
+    """How the turn's gate checks the work (assist/verify.py; `attempts` 0: no check)."""
     take_version: bool = False
     """A whole file version shown in a reply with no call is taken as its write (the coach's
     `reply_call`)."""
     rules_off: frozenset[str] = frozenset()
     """Levers of the coach's rules switched off (assist/rules.py; TETHER_PROFILE_OFF)."""
-
-    def turn_checks(self) -> TurnChecks:
-        """How a turn's gate checks the work, from these settings."""
-        return TurnChecks(self.verify_attempts, self.verify_each_change, self.check_first,
-                          self.trace_failure)
 
 
 class ContextGuard(Protocol):
@@ -280,7 +267,7 @@ class TurnLoop:
         if self.on_turn is not None:
             self.on_turn()
         setup = coach_setup(self.settings, self.table, self.mode, self.dispatcher.ctx)
-        assisted = (self.assist.start(user_text, self.settings.turn_checks(), setup, self.settings.preread)
+        assisted = (self.assist.start(user_text, self.settings.checks, setup, self.settings.preread)
                     if self.assist else UNASSISTED)
         record = TurnRecord(user_text, assisted.reading, {t.name: t.main_arg for t in self.table},
                             self.dispatcher.ctx.root, self.dispatcher.ctx.resolve)
