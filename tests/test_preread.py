@@ -66,6 +66,30 @@ async def test_the_lever_switches_it_off_and_a_request_naming_nothing_reads_noth
     assert not [e for e in result.evidence if e.call.name == "read_file"]
 
 
+async def test_the_request_comes_again_after_the_files_read_for_it(tmp_path: Path, home: Path) -> None:
+    from tether.assist.rules import OPENING_NOTE, RECAP, RECAP_MAX
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "shapes.py").write_text("def area(w, h):\n    pass  # MARK\n")
+    request = "Implement area in shapes.py"
+    runtime, provider = run(root, home, "")
+    await runtime.loop.run_turn(Conversation(), request)
+    last = provider.requests[0].messages[-1]
+    assert last.text == RECAP.format(request=request) + OPENING_NOTE
+    assert first_request_text(provider).index("MARK") < first_request_text(provider).rindex(request)
+    # switched off, or a request too long to be worth saying twice: the note alone
+    for levers_off, asked in (("recap", request), ("", request + " " + "x" * RECAP_MAX)):
+        runtime, provider = run(root, home, "", levers_off=levers_off)
+        await runtime.loop.run_turn(Conversation(), asked)
+        assert provider.requests[0].messages[-1].text == OPENING_NOTE
+    # nothing read first: the request is the last text already, said once
+    runtime, provider = run(root, home, "", levers_off="preread")
+    await runtime.loop.run_turn(Conversation(), request)
+    before, note = provider.requests[0].messages[-2:]
+    assert before.text.endswith("# Request\n" + request) and note.text == OPENING_NOTE
+
+
 def lay_out(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,8 @@ from .call_guard import call_reasons
 from .rules import (
     MAX_WAITING_NUDGES,
     OPENING_NOTE,
+    RECAP,
+    RECAP_MAX,
     REPEATED_CALL,
     REPEATED_FAILURE,
     RULES,
@@ -87,9 +89,16 @@ class Coach:
     def _on(self, lever: str) -> bool:
         return self.setup.nudges and lever not in self.setup.rules_off
 
-    def opening_note(self) -> str:
+    def opening_note(self, after_reads: bool = False) -> str:
         on = self.setup.opening_note and len(self.request.split()) >= SHORT_CHAT
-        return OPENING_NOTE if on else ""
+        if not on:
+            return ""
+        if after_reads and self._on("recap") and len(self.request) <= RECAP_MAX:
+            # The files read before the first reply push the request far back, and a small
+            # model then answers the last thing it read (it wrote a file it had read back
+            # unchanged): the request comes again after them, as aider puts it after its files.
+            return RECAP.format(request=self.request.strip()) + OPENING_NOTE
+        return OPENING_NOTE
 
     def reply_note(self, evidence: TurnEvidence) -> str | None:
         """The first rule of the table that holds for this reply and is not spent."""

@@ -32,6 +32,10 @@ OPENING_NOTE = (
     "(Do this yourself with the tools, one call at a time. Look at the files first; never "
     "guess. Reply with a tool call now.)"
 )
+RECAP = "# Request (again)\n{request}\n\n"
+RECAP_MAX = 800
+"""A request longer than this (a pasted log) is not said again: its cost grows, and a
+short request is what a small model loses sight of behind the files."""
 SMALL = frozenset({"small"})
 MAX_WAITING_NUDGES = 8
 """The most times a turn is told a program still waits (each after new input went to it)."""

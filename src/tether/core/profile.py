@@ -222,7 +222,7 @@ LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
     "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
-    "missing",
+    "missing", "recap",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
 notes, and its note on a test file run directly that ran no test), each switching its rules

@@ -609,7 +609,8 @@ class TurnLoop:
         """The opening note goes into the history after the request (and the files read
         before the first reply), where it stays: every later request of the session starts
         with what this one sent."""
-        note = turn.coach.opening_note() if turn.coach is not None else ""
+        after_reads = bool(turn.conv.messages) and turn.conv.messages[-1].role == "tool"
+        note = turn.coach.opening_note(after_reads) if turn.coach is not None else ""
         if note:
             turn.conv.messages.append(Message.user(note))
 

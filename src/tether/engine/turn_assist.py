@@ -69,8 +69,9 @@ class TurnCoach(Protocol):
     """One turn's rules on its evidence (assist/coach.py): what to tell the model instead of
     ending the turn, why a call waits, and the notes on a result. Each reads a snapshot."""
 
-    def opening_note(self) -> str:
-        """Sent beside the request in the turn's first request ("" for none)."""
+    def opening_note(self, after_reads: bool = False) -> str:
+        """Sent beside the request in the turn's first request ("" for none); `after_reads`:
+        files were read before the first reply, so the request is no longer the last text."""
         ...
 
     def reply_note(self, evidence: TurnEvidence) -> str | None:
