@@ -136,7 +136,25 @@ async def test_a_request_naming_no_file_has_the_files_it_mentions_by_a_path_word
     read, _ = await read_first(root, home, "give the worker a pool of 8; the other services keep theirs")
     assert read == ["deploy/services.ini"]  # "services" finds services.ini
     read, _ = await read_first(root, home, "add tests for the uploader's policy")
-    assert read == ["uploader/policy.py", "uploader/client.py", "uploader/__init__.py"]  # "tests" reads nothing
+    # "tests" alone reads nothing; the uploader's own test file is mentioned by its subject
+    assert read == ["uploader/policy.py", "tests/test_uploader.py", "uploader/client.py", "uploader/__init__.py"]
+
+
+async def test_a_test_file_is_mentioned_by_its_subject_and_the_code_it_imports_is_read(
+        tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "project"
+    lay_out(root, {"pager/__init__.py": "", "pager/pages.py": "def page_count(n, size):  # MARK-CODE\n",
+                   "tests/test_pagination.py": "from pager.pages import page_count\n",
+                   "web/duration.test.js": "require('./duration')\n", "web/duration.js": "",
+                   "notes/pagination.md": ""})
+    read, sent = await read_first(root, home, "the pagination tests fail - make them pass, but leave "
+                                              "the tests themselves alone")
+    assert read == ["notes/pagination.md", "tests/test_pagination.py", "pager/pages.py"]
+    assert "MARK-CODE" in sent
+    read, _ = await read_first(root, home, "the duration tests fail")
+    assert read == ["web/duration.js", "web/duration.test.js"]
+    read, _ = await read_first(root, home, "what does pagination do?")  # no tests asked about: none read
+    assert read == ["notes/pagination.md"]
 
 
 def test_relative_and_src_layout_imports_find_the_tested_code(tmp_path: Path) -> None:

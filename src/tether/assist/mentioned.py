@@ -7,7 +7,9 @@ code it made up, or writes a whole settings file it guessed, without opening one
 request names no project file, the files whose folder or name (without its suffix) the
 request says as a word are read first, the most words matched first (aider ranks the files
 whose names a request mentions first in the same way). Test files count only when the
-request speaks of tests.
+request speaks of tests. A test file is mentioned by its subject too ("the pagination tests"
+mentions `tests/test_pagination.py`; `parser_test.go`, `duration.test.js` and `cart.spec.ts`
+name theirs the same way).
 """
 
 from __future__ import annotations
@@ -27,14 +29,22 @@ _LAYOUT_WORDS = frozenset({"test", "spec", "source", "code", "file", "folder", "
 parser, not every file under tests/ (folded, as the request's words are)."""
 
 
+_SPEAKS_OF_TESTS = re.compile(r"\b(?:tests?|specs?|testing)\b", re.I)
+"""Asks for a test, says one fails, or says to leave them alone: the test files are wanted."""
+_TEST_AFFIX = re.compile(r"^tests?_|(?:[._]test|[._]spec|_tests)$", re.I)
+"""How a test file's name adds to its subject's: `test_x`, `x_test`, `x.test`, `x.spec`."""
+
+
 def _folded(word: str) -> str:
     word = word.lower()
     return word[:-1] if len(word) >= _PLURAL_FROM and word.endswith("s") else word
 
 
-def mentioned_files(request: str, project_files: Iterable[str], wants_test: bool) -> list[str]:
+def mentioned_files(request: str, project_files: Iterable[str]) -> list[str]:
     """The project files a path word of which the request says, the most words matched first,
-    then the shallowest, then by name (a package's `__init__.py` last); none of them hidden."""
+    then the shallowest, then by name (a package's `__init__.py` last); none of them hidden,
+    and no test file unless the request speaks of tests."""
+    wants_test = _SPEAKS_OF_TESTS.search(request) is not None
     words = {_folded(word) for word in _WORD.findall(request.lower())} - _LAYOUT_WORDS
     ranked: list[tuple[int, int, bool, str]] = []
     for path in project_files:
@@ -42,7 +52,8 @@ def mentioned_files(request: str, project_files: Iterable[str], wants_test: bool
         if any(part.startswith(".") for part in parts) or (is_test_path(path) and not wants_test):
             continue
         stem = posixpath.splitext(parts[-1])[0]
-        names = {_folded(part) for part in (*parts[:-1], stem)}
+        subject = _TEST_AFFIX.sub("", stem) if is_test_path(path) else stem
+        names = {_folded(part) for part in (*parts[:-1], stem, subject) if part}
         matched = len(names & words)
         if matched:
             ranked.append((-matched, len(parts), stem.startswith("__"), path))

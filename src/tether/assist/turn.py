@@ -57,10 +57,10 @@ class Assist:
 
 def first_files(request: str, reading: RequestReading, root: Path, files: Sequence[str]) -> tuple[str, ...]:
     """What to read before the first reply: the files the request names and the code its
-    named tests import, or, when it names none, the files it mentions by a word of their path."""
-    if reading.files:
-        return (*reading.files, *tested_files(root, reading.files, files))
-    return tuple(mentioned_files(request, files, reading.wants_test))
+    named tests import, or, when it names none, the files it mentions by a word of their path
+    and the code the tests among them import."""
+    chosen = reading.files or tuple(mentioned_files(request, files))
+    return (*chosen, *tested_files(root, chosen, files))
 
 
 @dataclass(frozen=True)
