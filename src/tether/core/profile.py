@@ -225,8 +225,9 @@ RULE_LEVERS = (
     "missing", "recap",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
-notes, and its note on a test file run directly that ran no test), each switching its rules
-off for measurement; `nudges` switches them all off. And
+notes, its note on a test file run directly that ran no test, and `recap`: the opening note
+says the request again after the files read first), each switching its rules off for
+measurement; `nudges` switches them all off. And
 `leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
 of the checks after a change in every profile (not switched off by `nudges`)."""
 LEVER_OFF: dict[str, dict[str, object]] = {
