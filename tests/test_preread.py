@@ -143,18 +143,18 @@ async def test_a_request_naming_no_file_has_the_files_it_mentions_by_a_path_word
 async def test_a_test_file_is_mentioned_by_its_subject_and_the_code_it_imports_is_read(
         tmp_path: Path, home: Path) -> None:
     root = tmp_path / "project"
-    lay_out(root, {"pager/__init__.py": "", "pager/pages.py": "def page_count(n, size):  # MARK-CODE\n",
-                   "tests/test_pagination.py": "from pager.pages import page_count\n",
-                   "web/duration.test.js": "require('./duration')\n", "web/duration.js": "",
-                   "notes/pagination.md": ""})
-    read, sent = await read_first(root, home, "the pagination tests fail - make them pass, but leave "
+    lay_out(root, {"lex/__init__.py": "", "lex/scan.py": "def tokens(text):  # MARK-CODE\n",
+                   "tests/test_tokenizer.py": "from lex.scan import tokens\n",
+                   "web/lexer.test.js": "require('./lexer')\n", "web/lexer.js": "",
+                   "notes/tokenizer.md": ""})
+    read, sent = await read_first(root, home, "the tokenizer tests fail - make them pass, but leave "
                                               "the tests themselves alone")
-    assert read == ["notes/pagination.md", "tests/test_pagination.py", "pager/pages.py"]
+    assert read == ["notes/tokenizer.md", "tests/test_tokenizer.py", "lex/scan.py"]
     assert "MARK-CODE" in sent
-    read, _ = await read_first(root, home, "the duration tests fail")
-    assert read == ["web/duration.js", "web/duration.test.js"]
-    read, _ = await read_first(root, home, "what does pagination do?")  # no tests asked about: none read
-    assert read == ["notes/pagination.md"]
+    read, _ = await read_first(root, home, "the lexer tests fail")
+    assert read == ["web/lexer.js", "web/lexer.test.js"]
+    read, _ = await read_first(root, home, "what does the tokenizer do?")  # no tests asked about: none read
+    assert read == ["notes/tokenizer.md"]
 
 
 def test_relative_and_src_layout_imports_find_the_tested_code(tmp_path: Path) -> None:

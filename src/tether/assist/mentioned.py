@@ -1,14 +1,14 @@
 """The project files a request mentions by a word of their path, when it names no file.
 
-"How many times does the uploader retry?" names no file, but the project has an
-`uploader/` folder; "give the worker a pool size of 8; the other services keep theirs" has
-`deploy/services.ini`. A small model asked such a thing answers from the project map with
+"What does the mailer do with a bounced message?" names no file, but the project has a
+`mailer/` folder; "give the indexer 4 threads; the other daemons keep theirs" has
+`deploy/daemons.ini`. A small model asked such a thing answers from the project map with
 code it made up, or writes a whole settings file it guessed, without opening one. So when a
 request names no project file, the files whose folder or name (without its suffix) the
 request says as a word are read first, the most words matched first (aider ranks the files
 whose names a request mentions first in the same way). Test files count only when the
-request speaks of tests. A test file is mentioned by its subject too ("the pagination tests"
-mentions `tests/test_pagination.py`; `parser_test.go`, `duration.test.js` and `cart.spec.ts`
+request speaks of tests. A test file is mentioned by its subject too ("the tokenizer tests"
+mentions `tests/test_tokenizer.py`; `lexer_test.go`, `lexer.test.js` and `lexer.spec.ts`
 name theirs the same way).
 """
 
@@ -23,7 +23,7 @@ from .reply_shapes import is_test_path
 _WORD = re.compile(r"[a-z][a-z0-9_-]{3,}")
 """A word of four characters or more: shorter ones (`app`, `db`, `io`) name too much."""
 _PLURAL_FROM = 5
-"""A trailing "s" is dropped from words this long (`services` finds `service.py`)."""
+"""A trailing "s" is dropped from words this long (`daemons` finds `daemon.py`)."""
 _LAYOUT_WORDS = frozenset({"test", "spec", "source", "code", "file", "folder", "project"})
 """Words of a project's layout, not of what it does: "add tests for the parser" means the
 parser, not every file under tests/ (folded, as the request's words are)."""
