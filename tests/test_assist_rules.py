@@ -21,7 +21,7 @@ from tether.assist.rules import EMPTY_REPLY, RULE_LEVERS, RULES, Judged, Rule
 from tether.assist.turn import Assist
 from tether.core.messages import ToolCall
 from tether.core.profile import RULE_LEVERS as PROFILE_RULE_LEVERS
-from tether.core.profile import SMALL
+from tether.core.profile import RULES_OFF_BY_DEFAULT, SMALL
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.engine.dispatch import Dispatcher
@@ -112,7 +112,10 @@ def rule_named(name: str) -> Rule:
 def test_every_rule_has_its_cases_and_every_lever_is_a_profile_lever(tmp_path: Path) -> None:
     assert set(cases(tmp_path)) == set(RULE_NAMES)
     assert set(RULE_LEVERS) | {"guard", "repeat", "no_tests", "leftovers", "missing", "recap"} == set(PROFILE_RULE_LEVERS)
-    assert SMALL.without(["unseen"]).rules_off == {"unseen"}
+    assert SMALL.without(["unseen"]).rules_off == {"unseen", *RULES_OFF_BY_DEFAULT}
+    # a rule lever off by default is switched on by name, and listed as on then
+    assert "recap" in RULES_OFF_BY_DEFAULT and "recap" not in SMALL.levers()
+    assert "recap" in SMALL.with_levers(["recap"]).levers()
 
 
 @pytest.mark.parametrize("name", RULE_NAMES)

@@ -15,13 +15,14 @@ from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
 
 
-def run(root: Path, home: Path, request: str, profile: str = "small", levers_off: str = ""):  # noqa: ANN201
+def run(root: Path, home: Path, request: str, profile: str = "small", levers_off: str = "",  # noqa: ANN201
+        levers_on: str = ""):
     settings = {"provider": "openai", "model": "m", "openai_base_url": "http://127.0.0.1:9/v1",
                 "sandbox": "off"}
     loaded, _ = load_settings(settings, {}, home)
     runtime = build_runtime(loaded, RunOptions(root=root, home=home, auto=True),
                             HeadlessUI(out=io.StringIO(), err=io.StringIO()), {})
-    runtime.apply_profile(profile_named(profile, levers_off))
+    runtime.apply_profile(profile_named(profile, levers_off, levers_on))
     provider = ScriptedProvider([say("Done.")])
     runtime.loop.provider = provider
     return runtime, provider
@@ -73,18 +74,19 @@ async def test_the_request_comes_again_after_the_files_read_for_it(tmp_path: Pat
     root.mkdir()
     (root / "shapes.py").write_text("def area(w, h):\n    pass  # MARK\n")
     request = "Implement area in shapes.py"
-    runtime, provider = run(root, home, "")
+    runtime, provider = run(root, home, "", levers_on="recap")
     await runtime.loop.run_turn(Conversation(), request)
     last = provider.requests[0].messages[-1]
     assert last.text == RECAP.format(request=request) + OPENING_NOTE
     assert first_request_text(provider).index("MARK") < first_request_text(provider).rindex(request)
-    # switched off, or a request too long to be worth saying twice: the note alone
-    for levers_off, asked in (("recap", request), ("", request + " " + "x" * RECAP_MAX)):
-        runtime, provider = run(root, home, "", levers_off=levers_off)
+    # off by default, switched off, or a request too long to be worth saying twice: the note alone
+    for levers_off, on, asked in (("", "", request), ("recap", "", request),
+                                  ("", "recap", request + " " + "x" * RECAP_MAX)):
+        runtime, provider = run(root, home, "", levers_off=levers_off, levers_on=on)
         await runtime.loop.run_turn(Conversation(), asked)
         assert provider.requests[0].messages[-1].text == OPENING_NOTE
     # nothing read first: the request is the last text already, said once
-    runtime, provider = run(root, home, "", levers_off="preread")
+    runtime, provider = run(root, home, "", levers_off="preread", levers_on="recap")
     await runtime.loop.run_turn(Conversation(), request)
     before, note = provider.requests[0].messages[-2:]
     assert before.text.endswith("# Request\n" + request) and note.text == OPENING_NOTE

@@ -188,6 +188,9 @@ class Profile:
             if name in RULE_LEVERS and values is LEVER_OFF:
                 rules_off.add(name)
                 continue
+            if name in RULES_OFF_BY_DEFAULT and values is LEVER_ON:
+                rules_off.discard(name)
+                continue
             if name not in values:
                 known = ", ".join((*values, *RULE_LEVERS) if values is LEVER_OFF else values)
                 raise ValueError(f"unknown profile lever {name!r}; known: {known}")
@@ -226,10 +229,13 @@ RULE_LEVERS = (
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
 notes, its note on a test file run directly that ran no test, and `recap`: the opening note
-says the request again after the files read first), each switching its rules off for
-measurement; `nudges` switches them all off. And
+says the request again after the files read first, off by default: RULES_OFF_BY_DEFAULT),
+each switching its rules off for measurement; `nudges` switches them all off. And
 `leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
 of the checks after a change in every profile (not switched off by `nudges`)."""
+RULES_OFF_BY_DEFAULT = frozenset({"recap"})
+"""Rule levers the small profile has off until they win on the held-out part
+(TETHER_PROFILE_ON switches one on)."""
 LEVER_OFF: dict[str, dict[str, object]] = {
     "menu": {"short_menu": False},
     "edit": {"simple_edit": False},
@@ -285,6 +291,7 @@ SMALL = Profile(
     temperature=0.0,
     max_steps=18,
     soft_pressure_after=14,
+    rules_off=RULES_OFF_BY_DEFAULT,
 )
 PROFILES: dict[str, Profile] = {"small": SMALL, "full": FULL}
 
