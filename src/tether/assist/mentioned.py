@@ -49,10 +49,11 @@ def mentioned_files(request: str, project_files: Iterable[str]) -> list[str]:
     ranked: list[tuple[int, int, bool, str]] = []
     for path in project_files:
         parts = path.split("/")
-        if any(part.startswith(".") for part in parts) or (is_test_path(path) and not wants_test):
+        test = is_test_path(path)
+        if any(part.startswith(".") for part in parts) or (test and not wants_test):
             continue
         stem = posixpath.splitext(parts[-1])[0]
-        subject = _TEST_AFFIX.sub("", stem) if is_test_path(path) else stem
+        subject = _TEST_AFFIX.sub("", stem) if test else stem
         names = {_folded(part) for part in (*parts[:-1], stem, subject) if part}
         matched = len(names & words)
         if matched:

@@ -185,14 +185,11 @@ class Profile:
             name = raw.strip()
             if not name:
                 continue
-            if name in RULE_LEVERS and values is LEVER_OFF:
-                rules_off.add(name)
-                continue
-            if name in RULES_OFF_BY_DEFAULT and values is LEVER_ON:
-                rules_off.discard(name)
+            if name in RULE_LEVERS:  # a rule lever is on unless named in rules_off
+                (rules_off.add if values is LEVER_OFF else rules_off.discard)(name)
                 continue
             if name not in values:
-                known = ", ".join((*values, *RULE_LEVERS) if values is LEVER_OFF else values)
+                known = ", ".join((*values, *RULE_LEVERS))
                 raise ValueError(f"unknown profile lever {name!r}; known: {known}")
             changes.update(values[name])
         return replace(self, rules_off=frozenset(rules_off), **changes)  # type: ignore[arg-type]
