@@ -3,6 +3,8 @@ package, the answer checks, the hooks' runner, the skills' book (none is configu
 repo_map's modules, search_web's, edit_file's nor search_in_file's, an MCP server's launch
 (no server is configured here), nor any tool's parameters model (nor pydantic with them);
 the first turn, the first call of the tool, or the warm-up the chat runs once ready, loads them.
+Nor httpx (with httpcore, h11 and anyio): a model server on this machine over plain http is
+asked what the model can do without it; the first chat request, or the warm-up, loads it.
 And the collector waits for the start. A fresh interpreter each, so that nothing an earlier test
 imported counts."""
 
@@ -20,6 +22,7 @@ LATE = ("tether.tools.params", "tether.mcp.params", "tether.core.tool_params", "
         "tether.tools.repo_map", "tether.tools.web_search", "tether.tools.web_text",
         "tether.tools.file_edit", "tether.tools.file_search", "tether.tools.code_notes",
         "tether.mcp.launch", "tether.mcp.stdio")
+HTTP_CLIENT = ("httpx", "httpcore", "h11", "anyio")
 
 SCRIPT = """
 import io, json, sys
@@ -30,6 +33,7 @@ from tether.store.config import load_settings
 from tether.ui.headless import HeadlessUI
 
 root, home, step, url = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+HTTP_CLIENT = json.loads(sys.argv[6])
 settings = {"provider": "openai", "model": "m", "openai_base_url": url + "/v1", "sandbox": "off",
             "profile": sys.argv[5]}
 loaded, _ = load_settings(settings, {}, home)
@@ -50,7 +54,8 @@ elif step == "tools":  # repo_map and search_in_file called as the model would; 
         assert not result.is_error, result.content
     runtime.table.get("search_web").handler.__self__.searcher
 # what is loaded now, before the models are read below (which loads them)
-modules, pydantic = sorted(m for m in sys.modules if m.startswith("tether.")), "pydantic" in sys.modules
+modules = sorted(m for m in sys.modules if m.startswith("tether.") or m.split(".")[0] in HTTP_CLIENT)
+pydantic = "pydantic" in sys.modules
 params = [tool.params for tool in runtime.table]
 print(json.dumps({"modules": modules, "built": [p.__name__ for p in params if p.__pydantic_complete__],
                   "pydantic": pydantic}))
@@ -64,15 +69,15 @@ def loaded_after(step: str, tmp_path: Path) -> tuple[set[str], list[str]]:
 
 def loaded_with_pydantic(step: str, tmp_path: Path, url: str = "http://127.0.0.1:9",
                          profile: str = "full") -> tuple[set[str], list[str], bool]:
-    """The tether modules loaded, the parameters models built, and whether pydantic was
+    """The tether modules (and HTTP_CLIENT's) loaded, the parameters models built, and whether pydantic was
     imported before the models were read, after building the runtime and then `step`
     ("build": nothing more, "start": the start against the server at `url`, "turn": a turn's
     start, "warm": the warm-up, "tools": calls of repo_map and search_web)."""
     root, home = tmp_path / "project", tmp_path / "home"
     root.mkdir(exist_ok=True)
     home.mkdir(exist_ok=True)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(home), step, url, profile],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(root), str(home), step, url, profile,
+                           json.dumps(HTTP_CLIENT)], capture_output=True, text=True, check=True)
     found = json.loads(done.stdout)
     return set(found["modules"]), found["built"], found["pydantic"]
 
@@ -92,6 +97,18 @@ def test_building_and_starting_the_runtime_import_no_parameters_model_nor_pydant
             modules, _, pydantic = loaded_with_pydantic(step, tmp_path, server.url, profile)
             assert not pydantic, (step, profile)  # the small profile's variants load nothing either
             assert modules.isdisjoint(LATE), (step, profile)
+
+
+def test_starting_against_a_local_server_asks_it_without_httpx(tmp_path: Path) -> None:
+    """The model list was asked (over plain http, of 127.0.0.1) with neither httpx nor the
+    modules it brings; the warm-up after ready loads it for the first request."""
+    with FakeServer() as server:
+        for step in ("build", "start"):
+            modules, _, _ = loaded_with_pydantic(step, tmp_path, server.url)
+            assert not {m.split(".")[0] for m in modules} & set(HTTP_CLIENT), step
+        assert [path for path, _ in server.requests] == ["/v1/models"]
+    modules, _ = loaded_after("warm", tmp_path)
+    assert "httpx" in modules
 
 
 def test_a_turn_loads_the_assist_package_when_it_starts(tmp_path: Path) -> None:

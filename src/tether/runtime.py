@@ -247,7 +247,9 @@ class Runtime:
 
     def warm_up(self) -> None:
         """Load what the first turn needs and a start leaves out (the assist package, the
-        tools' schemas): the chat runs this in a thread once it is ready, while the user types."""
+        tools' schemas, httpx): the chat runs this in a thread once it is ready, while the user types."""
+        import httpx  # noqa: F401  (the start asked a server on this machine without it)
+
         if isinstance(self.loop.assist, LateAssist):
             self.loop.assist.load()
         for tool in list(self.table):

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
 from ..core.textclip import clip_words
 from .base import ProviderError
 from .retry import retry_after_from
@@ -158,6 +156,8 @@ def connect_failure_reason(exc: Exception, connect_timeout: float) -> str:
     httpx reports a refused connection as "All connection attempts failed";
     the real reason sits further down the exception chain.
     """
+    import httpx  # loaded already: only a request made with it fails this way
+
     if isinstance(exc, httpx.ConnectTimeout):
         return f"connection timed out after {connect_timeout:g} s"
     if isinstance(exc, httpx.UnsupportedProtocol):
@@ -219,13 +219,12 @@ class TransportErrors:
         return ProviderError(f"{where} returned an error ({detail}).", "api", status)
 
     def transport_error(self, exc: Exception, *, answer_started: bool) -> ProviderError:
+        """An httpx failure (httpx is loaded: it raised `exc`) in one line."""
+        import httpx
+
         where = f"{self.label} at {self.shown_url}"
         if isinstance(exc, httpx.ReadTimeout):
-            return ProviderError(
-                f"the model stopped responding for {self.read_timeout:g} s ({where}); "
-                "if it is just slow, raise request_timeout.",
-                "stream",
-            )
+            return self.stopped_responding()
         if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
             if not answer_started:  # nothing of the answer was read: safe to send again
                 return ProviderError(f"{where} closed the connection without answering.",
@@ -236,6 +235,14 @@ class TransportErrors:
             return ProviderError(f"{where} did not accept the request in time.", "connection")
         reason = connect_failure_reason(exc, self.connect_timeout)
         return ProviderError(f"cannot reach {where} ({reason}). {self.connect_hint}", "connection")
+
+    def stopped_responding(self) -> ProviderError:
+        """No answer, or no more of one, within the time allowed for a read."""
+        return ProviderError(
+            f"the model stopped responding for {self.read_timeout:g} s "
+            f"({self.label} at {self.shown_url}); if it is just slow, raise request_timeout.",
+            "stream",
+        )
 
     def unexpected_error(self, exc: Exception, *, answer_started: bool) -> ProviderError:
         """A failure the network layer does not wrap as an httpx error (a port out of

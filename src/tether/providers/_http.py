@@ -4,6 +4,11 @@ into a one-line ProviderError, and the small wire helpers both chat formats use.
 Opening a request happens in exactly one place (`HttpTransport._send`), and
 that is where rate-limited and overloaded requests are retried (see retry.py). What a
 failure says is worded in `_errors`.
+
+httpx is imported when the transport first sends with it. A JSON request to a model server
+on this machine over plain http:// goes out without it while no client was made
+(`loopback_http`): the chat's start asks what the model can do before it is ready, and httpx's
+import cost about 45 ms of CPU there. What that path cannot answer cleanly goes through httpx.
 """
 
 from __future__ import annotations
@@ -12,14 +17,20 @@ import importlib.util
 import json
 import ssl
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 from urllib.request import getproxies
-
-import httpx
 
 from ..core.history_prefix import SeenPrefix
 from ..core.messages import INVALID_JSON_KEY, Event, Message, Part, Text, ToolCall, ToolResult
@@ -38,11 +49,17 @@ from ._errors import (
 # Error wording lives in ._errors; the providers and their tests import these from here.
 from ._errors import connect_failure_reason as connect_failure_reason
 from .base import ProviderError
+from .loopback_http import Endpoint, LoopbackFailure, LoopbackTimeout, exchange, loopback_endpoint
 from .retry import NO_RETRIES, RetryPolicy, gave_up, retry_notice
 from .wire import encode_body
 
+if TYPE_CHECKING:
+    import httpx
+
 CAPABILITY_TIMEOUT = 3.0
 JSON_CONTENT = {"Content-Type": "application/json"}
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------- wire helpers
 
@@ -354,18 +371,24 @@ class HttpTransport:
     def shown_url(self) -> str:
         return display_url(self.base_url)
 
+    def _request_headers(self) -> dict[str, str]:
+        """The headers every request carries: the provider's own, and the key."""
+        headers = dict(self._headers)
+        if self._api_key:
+            if self._key_header:
+                headers[self._key_header] = self._api_key
+            else:
+                headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
     def _http(self) -> httpx.AsyncClient:
         # Created on first use so the client belongs to the running event loop.
         if self._client is None:
-            headers = dict(self._headers)
-            if self._api_key:
-                if self._key_header:
-                    headers[self._key_header] = self._api_key
-                else:
-                    headers["Authorization"] = f"Bearer {self._api_key}"
+            import httpx
+
             remember_missing("sniffio")
             self._client = httpx.AsyncClient(
-                headers=headers, verify=certificates_for(self.base_url),
+                headers=self._request_headers(), verify=certificates_for(self.base_url),
                 timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
             )
         return self._client
@@ -419,16 +442,52 @@ class HttpTransport:
         return await self._request_json(_Request("POST", path, body, describe, timeout))
 
     async def _request_json(self, request: _Request) -> Any:
-        async with self._send(request) as response:
-            raw = await self._read_all(response)
+        status, raw = await self._answer(request)
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, ValueError):
             raise ProviderError(
                 f"{self.label} at {self.shown_url} answered {request.path} with something that is not JSON.",
                 kind="api",
-                status=response.status_code,
+                status=status,
             ) from None
+
+    async def _answer(self, request: _Request) -> tuple[int, str]:
+        """The status and text of the successful answer to `request`."""
+        endpoint = self._loopback_endpoint(request)
+        if endpoint is not None:
+            try:
+                return await self._with_retries(lambda: self._ask_loopback(endpoint, request))
+            except LoopbackFailure:
+                pass  # no clean answer: httpx asks again, and says what is wrong as always
+        async with self._send(request) as response:
+            return response.status_code, await self._read_all(response)
+
+    def _loopback_endpoint(self, request: _Request) -> Endpoint | None:
+        """Where `request` goes when it may go without httpx: to a loopback server over
+        plain http, while no httpx client was made (once one is, its kept connection serves)."""
+        return loopback_endpoint(self.base_url + request.path) if self._client is None else None
+
+    async def _ask_loopback(self, endpoint: Endpoint, request: _Request) -> tuple[int, str]:
+        """One attempt without httpx: a success's status and text, an error status as the
+        ProviderError httpx's path gives, LoopbackFailure for anything httpx should ask again
+        (no clean answer, a redirect). Timeouts are httpx's: the request's, else the transport's."""
+        content = None if request.body is None else encode_body(request.body)
+        headers = self._request_headers() | (JSON_CONTENT if content is not None else {})
+        try:
+            answer = await exchange(
+                endpoint, request.method, headers, content,
+                connect_timeout=request.timeout or self.connect_timeout,
+                read_timeout=request.timeout or self.read_timeout,
+            )
+        except LoopbackTimeout:
+            raise self.errors.stopped_responding() from None
+        text = answer.body.decode("utf-8", errors="replace")
+        if answer.status >= 400:
+            raise self._status_failure(request, answer.status, answer.headers, text)
+        if answer.status >= 300:  # httpx hands a redirect on as it is; let it
+            raise LoopbackFailure(f"a redirect ({answer.status})")
+        return answer.status, text
 
     async def stream_lines(
         self, path: str, body: dict[str, Any], describe: StatusDescriber | None = None
@@ -456,10 +515,14 @@ class HttpTransport:
             await response.aclose()
 
     async def _open_with_retries(self, request: _Request) -> httpx.Response:
+        return await self._with_retries(lambda: self._open(request))
+
+    async def _with_retries(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt`'s result, made again after each "not now" failure the policy retries."""
         retries = 0
         while True:
             try:
-                return await self._open(request)
+                return await attempt()
             except ProviderError as exc:
                 wait = self.retry.wait_before_retry(exc, retries)
                 if wait is None:
@@ -474,6 +537,8 @@ class HttpTransport:
 
     async def _open(self, request: _Request) -> httpx.Response:
         """One attempt: the response when it is a success, else a ProviderError."""
+        import httpx
+
         timeout: httpx.Timeout | Any = (
             httpx.USE_CLIENT_DEFAULT if request.timeout is None else httpx.Timeout(request.timeout)
         )
@@ -493,12 +558,14 @@ class HttpTransport:
             text = await self._read_all(response)
         finally:
             await response.aclose()
-        info = StatusInfo(
-            response.status_code,
-            one_line(redact(server_error_message(text), self._api_key)),
-            parse_retry_after(response.headers, text),
-        )
-        raise (request.describe or self.errors.status_error)(info)
+        raise self._status_failure(request, response.status_code, response.headers, text)
+
+    def _status_failure(self, request: _Request, status: int, headers: Mapping[str, str],
+                        text: str) -> ProviderError:
+        """An error status as `request` describes it (or as the generic mapping does)."""
+        info = StatusInfo(status, one_line(redact(server_error_message(text), self._api_key)),
+                          parse_retry_after(headers, text))
+        return (request.describe or self.errors.status_error)(info)
 
     async def _read_all(self, response: httpx.Response) -> str:
         with self._failures_as_provider_errors(answer_started=True):
@@ -510,6 +577,8 @@ class HttpTransport:
 
         (`httpx.InvalidURL` is not an `httpx.HTTPError`; only building a request raises it.)
         """
+        import httpx
+
         try:
             yield
         except (httpx.HTTPError, httpx.InvalidURL) as exc:

@@ -24,9 +24,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ..core.messages import (
     Done,
@@ -59,6 +57,9 @@ from ._http import (
 )
 from .base import ProviderError, RequestOptions
 from .wire import WireCache
+
+if TYPE_CHECKING:  # httpx loads when a pull or an import begins: a chat's start never needs it
+    import httpx
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 SERVER_DEFAULT_NUM_CTX = 4096
@@ -421,12 +422,19 @@ class Job:
         return self.verb.rstrip("e") + "ing"
 
 
-JOB_TIMEOUT = httpx.Timeout(QUIET_LIMIT, connect=CONNECT_TIMEOUT)
+def job_client(base_url: str = "") -> httpx.AsyncClient:
+    """A client for one job: `CONNECT_TIMEOUT` to connect, `QUIET_LIMIT` for each read."""
+    import httpx
+
+    return httpx.AsyncClient(base_url=base_url,
+                             timeout=httpx.Timeout(QUIET_LIMIT, connect=CONNECT_TIMEOUT))
 
 
 @asynccontextmanager
 async def job_errors(base_url: str, job: Job) -> AsyncIterator[None]:
     """The HTTP failures of `job` as PullError, one line each."""
+    import httpx
+
     where = display_url(base_url)
     try:
         yield
@@ -455,7 +463,7 @@ async def pull_model(base_url: str, name: str, progress: PullProgress) -> None:
     when the model did not arrive. Cancelling it (Ctrl-C) closes the connection, which
     stops the pull (Ollama keeps what it fetched)."""
     job = Job("pull", name)
-    async with job_errors(base_url, job), httpx.AsyncClient(timeout=JOB_TIMEOUT) as client, \
+    async with job_errors(base_url, job), job_client() as client, \
             client.stream("POST", base_url.rstrip("/") + "/api/pull",
                           json={"model": name, "stream": True}) as response:
         await refuse_unless(response, base_url, job, 200)
@@ -533,7 +541,7 @@ async def import_gguf(base_url: str, name: str, path: Path, digest: str,
     job = Job("import", name, "run again to start it over")
     blob = f"/api/blobs/sha256:{digest}"
     async with job_errors(base_url, job), \
-            httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=JOB_TIMEOUT) as client:
+            job_client(base_url.rstrip("/")) as client:
         if not await has_blob(client, blob, base_url, job):
             size = file_size(path)
             response = await client.post(blob, content=file_chunks(path, size, progress),

@@ -58,13 +58,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.textclip import keep_ends
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from ..safety.netguard import MayReach
 from ..safety.web_guard import CALL_API, GET_URL, SEARCH_WEB, WebTaint
 from ..store.config import Settings
 from .limits import params_named
 from .web_fetch import Fetched, Fetcher, FetchLimits
 
 if TYPE_CHECKING:  # search_web's modules load at the first search, HTML reading at the first page
+    from ..safety.netguard import MayReach  # with httpx, at the first fetch
     from .params import CallApiParams, GetUrlParams, SearchWebParams
     from .web_search import SearchReport, WebSearch
 

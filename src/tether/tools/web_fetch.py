@@ -12,12 +12,15 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-import httpx
-
 from ..core.toolspec import ToolError
-from ..safety.netguard import BlockedAddress, GuardedTransport, MayReach, Resolver, resolve
+
+if TYPE_CHECKING:  # httpx and the guard load at the first fetch: a start never needs them
+    import httpx
+
+    from ..safety.netguard import MayReach, Resolver
 
 MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -83,7 +86,8 @@ class Fetcher:
     """The web tools' HTTP client (one per runtime, shared by their threads)."""
 
     def __init__(self, may_reach: MayReach, limits: FetchLimits | None = None,
-                 resolver: Resolver = resolve) -> None:
+                 resolver: Resolver | None = None) -> None:
+        """`resolver` stands in for the system's (`netguard.resolve`) in tests."""
         self.limits = limits or FetchLimits()
         self._may_reach = may_reach
         self._resolver = resolver
@@ -94,10 +98,14 @@ class Fetcher:
     def _client(self) -> httpx.Client:
         """Made at the first fetch: loading the certificate store for TLS took a tenth of the
         chat's start, in every run, for tools most runs never call."""
+        import httpx
+
+        from ..safety.netguard import GuardedTransport, resolve
+
         with self._making:
             if self._made is None:
                 self._made = httpx.Client(
-                    transport=GuardedTransport(self._may_reach, self._resolver),
+                    transport=GuardedTransport(self._may_reach, self._resolver or resolve),
                     follow_redirects=False, trust_env=False,
                     timeout=httpx.Timeout(self.limits.timeout), headers={"User-Agent": USER_AGENT},
                 )
@@ -136,6 +144,10 @@ class Fetcher:
 
     def _one(self, method: str, url: str, headers: Mapping[str, str] | None,
              body: bytes | None, max_bytes: int, timeout: float) -> Fetched:
+        import httpx
+
+        from ..safety.netguard import BlockedAddress
+
         try:
             request = self._client.build_request(
                 method, url, headers=dict(headers or {}), content=body, timeout=timeout
@@ -161,6 +173,8 @@ class Fetcher:
         """At most `max_bytes` of body; a server that trickles past the deadline is cut off
         there (the per-read timeout alone would let it go on forever)."""
         deadline = time.monotonic() + 2 * timeout
+        import httpx
+
         chunks: list[bytes] = []
         size = 0
         try:
