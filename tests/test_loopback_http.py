@@ -103,7 +103,8 @@ def httpx_transport(made: list[HttpTransport], url: str, **options: float) -> Ht
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8080/v1/models", "http://localhost/api/show",
-                                 "http://[::1]:11434/api/show?verbose=false"])
+                                 "http://[::1]:11434/api/show?verbose=false",
+                                 "http://127.0.0.1:8080/v1/models/org%2Fname..q4"])
 def test_plain_http_to_a_loopback_host_goes_without_httpx(url: str) -> None:
     assert loopback_endpoint(url) is not None
 
@@ -115,6 +116,8 @@ def test_plain_http_to_a_loopback_host_goes_without_httpx(url: str) -> None:
     "http://user:pass@127.0.0.1:8080/v1/models",  # httpx would send the user and password
     "http://127.0.0.1:8080/v1/a model",  # httpx would quote the path
     "http://127.0.0.1:8080/v1/modèles",
+    "http://127.0.0.1:8080/v1/{models}",
+    "http://127.0.0.1:8080/v1/../models",  # httpx would resolve the dots
     "http://127.0.0.1:99999/v1/models",  # httpx says what is wrong with the URL
 ])
 def test_anything_else_is_left_to_httpx(url: str) -> None:

@@ -34,8 +34,11 @@ OWN_HEADERS = frozenset({"host", "connection", "content-length", "transfer-encod
 """Headers this module writes itself: a caller's would contradict how the request is framed."""
 
 _STATUS_LINE = re.compile(rb"HTTP/1\.[01] ([1-9][0-9][0-9])(?: [^\r\n]*)?\r?\n")
-_REQUEST_TARGET = re.compile(r"/[!-~]*")
-"""A path and query that go on the request line as they are: printable ASCII, no spaces."""
+_REQUEST_TARGET = re.compile(r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/%?]*")
+"""A path and query that go on the request line as they are (RFC 3986's characters): httpx
+would percent-encode anything else."""
+_DOT_SEGMENT = re.compile(r"/\.\.?(?:/|\?|$)")
+"""A `.` or `..` segment, which httpx would resolve first."""
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e]*")
 """What a header value may hold here: printable ASCII and tabs (httpx sends values as ASCII)."""
@@ -84,9 +87,11 @@ def loopback_endpoint(url: str) -> Endpoint | None:
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     if parts.scheme != "http" or host not in LOOPBACK_HOSTS or not parts.netloc.isascii():
         return None
-    if "@" in parts.netloc or not _REQUEST_TARGET.fullmatch(target) or proxy_configured():
+    if "@" in parts.netloc or not _REQUEST_TARGET.fullmatch(target) or _DOT_SEGMENT.search(target):
         return None
-    return Endpoint(host, 80 if port is None else port, parts.netloc, target)
+    if proxy_configured():
+        return None
+    return Endpoint(host, 80 if port is None else port, parts.netloc.lower(), target)
 
 
 def proxy_configured() -> bool:
