@@ -1643,3 +1643,15 @@ async def test_a_number_converted_from_a_seen_one_is_not_called_unseen(
         request="How long does the cache keep an entry?", tools=[make_tool("read_file", ttl_read)],
     )
     assert [n.startswith(UNSEEN_NUMBER.split("{")[0]) for n in nudges_of(provider)] == ([True] if nudged else [])
+
+
+async def test_a_bare_file_name_the_turn_created_in_a_folder_counts_as_changed(tmp_path: Path) -> None:
+    """A request naming `c2f.py` "next to the other scripts" is met by scripts/c2f.py: the model
+    was told the request also named c2f.py, which it had just created."""
+    (tmp_path / "scripts").mkdir()
+    write = call(("write_file", {"filepath": "scripts/c2f.py", "content": "import sys\nprint(sys.argv)\n"}))
+    provider, _, _ = await run_nudged(
+        tmp_path, [write, say("Added scripts/c2f.py."), say("Done."), say("Done.")],
+        request="Add a c2f.py next to the other helper scripts that prints its arguments.",
+        tools=file_tools(tmp_path))
+    assert not any("The request also names" in n for n in nudges_of(provider))

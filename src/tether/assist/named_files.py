@@ -36,4 +36,13 @@ def named_unchanged(e: TurnEvidence) -> list[str]:
     wants_test = reading_of(e).wants_test
     targets = [name for name in e.reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES]
     return [name for name in targets
-            if not (is_test_path(name) and not wants_test) and os.path.normpath(name) not in e.written]
+            if not (is_test_path(name) and not wants_test) and not _was_written(name, e.written)]
+
+
+def _was_written(name: str, written: frozenset[str]) -> bool:
+    """Whether the turn changed the file the request names: that path, or, for a bare file
+    name ("add a c2f.py next to the other scripts"), a file of that name in any folder."""
+    path = os.path.normpath(name)
+    if path in written:
+        return True
+    return os.sep not in path and any(os.path.basename(done) == path for done in written)

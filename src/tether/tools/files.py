@@ -28,6 +28,7 @@ from tether.host import (
 )
 from tether.tools._paths import display_path
 
+from .copy_check import code_lines, copied_from, copy_note
 from .file_text import (
     _bare,
     _count_lines,
@@ -124,7 +125,9 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
     _write_bytes(path, new)
     verb = "Overwrote" if existed else "Created"
     count = _count_lines(args.content)
-    same_code = old is not None and _code_lines(old) == _code_lines(new)
+    same_code = old is not None and code_lines(old) == code_lines(new)
+    source = None if same_code else copied_from(path, new)
+    copy = "" if source is None else display_path(source, ctx.root)
     from .code_notes import code_notes
 
     return ToolOutput(
@@ -132,8 +135,9 @@ def write_file(args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
         + (": only blank lines and spacing changed, every other line is as it was, so what the code "
            "does is unchanged. To add code, use edit_file: old_content the file's last lines, "
            "new_content those lines with the new code after them." if same_code
-           else ".") + code_notes(path, args.content, shown, ctx, _text_of(old)),
-        summary=f"{verb.lower()} {shown}",
+           else ".") + (copy_note(copy) if copy else "")
+        + code_notes(path, args.content, shown, ctx, _text_of(old)),
+        summary=f"{verb.lower()} {shown}" + (f" (a copy of {copy})" if copy else ""),
         changed_paths=(path,),
     )
 
@@ -150,12 +154,6 @@ def _text_of(data: bytes | None) -> str | None:
     """A file's old bytes as text, for the checks that compare before and after (None: it
     was new, or too large to read for the comparison)."""
     return None if data is None else data.decode("utf-8", errors="replace")
-
-
-def _code_lines(data: bytes) -> list[bytes]:
-    """The lines that are not blank, without their trailing spaces: a small model asked to
-    add something often writes the file back unchanged but for its blank lines."""
-    return [line.rstrip() for line in data.splitlines() if line.strip()]
 
 
 # --- delete_file, copy_file, create_dir ---------------------------------------
