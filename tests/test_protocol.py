@@ -1091,6 +1091,23 @@ def test_a_reply_that_ends_inside_the_calls_own_block_is_told_it_was_cut_off(rep
     assert result.calls == [] and len(result.errors) == 1 and "was cut off" in result.errors[0]
 
 
+def test_a_call_left_open_inside_a_pasted_search_result_is_told_those_are_not_the_files_lines() -> None:
+    # A 1.5B model pasted search_in_file's result as old_content and ended its reply there;
+    # told only that the call was cut off, it sent the same paste three times.
+    search = ("test/d.test.js:5: const { f } = require('../lib/d');\n"
+              "test/d.test.js:8:   assert.equal(f(0), '0:00');\n(2 matching lines in 1 files)\n")
+    result = parse_reply('{"name": "edit_file", "arguments": {"filepath": "lib/d.js"}}\n<old_content>\n'
+                         + search, TABLE)
+    [error] = result.errors
+    assert "was cut off" in error and error.endswith(
+        "Its <old_content> holds lines of a search result (`path:N: text`): those are not the file's "
+        "own lines. Read the file with read_file, copy old_content from what it shows, and close the "
+        "block with </old_content>.")
+    code = parse_reply('{"name": "edit_file", "arguments": {"filepath": "a.py"}}\n<old_content>\n'
+                       'url = "http://host:8080/x"\nmore: 1\n', TABLE)
+    assert code.errors[0].endswith("Send the complete call again."), "code is not a search result"
+
+
 @pytest.mark.parametrize("mark", ["{n}| ", "{n}:a3|"])  # the small profile's read_file, the full one's
 def test_read_files_line_numbers_copied_onto_a_whole_file_are_taken_off_and_said(mark: str) -> None:
     # A 1.5B model wrote back a file as read_file showed it: its first two lines bare, the

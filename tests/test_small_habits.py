@@ -1203,6 +1203,20 @@ async def test_a_reply_cut_to_nothing_at_a_result_marker_is_told_so_and_asked_ag
     assert result.text == "It prints hi."
 
 
+async def test_the_reply_after_a_call_it_could_not_write_is_sampled_warmer(tmp_path: Path) -> None:
+    """A 1.5B model, told its edit_file call was cut off, sent the same broken call word for
+    word three times at temperature 0 (a minute each), and the turn stopped."""
+    from tether.engine.repeatstop import LOOP_TEMPERATURE
+
+    broken = say('<tool_call>{"name": "read_file", "arguments": {"filepath": "a.py", "limit": 1')
+    provider = ScriptedProvider([broken, say("It sets x.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    await loop.run_turn(Conversation(), "what does a.py set?")
+    assert provider.requests[0].options.temperature in (None, 0.0)
+    assert provider.requests[1].options.temperature == LOOP_TEMPERATURE
+
+
 def test_only_a_few_tokens_make_an_empty_reply_one_that_began_with_a_result() -> None:
     from tether.core.messages import Usage
     from tether.engine.loop import MARKER_TOKENS_AT_MOST, Reply

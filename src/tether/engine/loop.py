@@ -298,6 +298,8 @@ class TurnLoop:
                 if turn.unreadable(parsed):
                     self.ui.notice(UNREADABLE_STOP, "error")
                     return self.finish(turn, reply, parsed.text)
+                if not parsed.calls:  # at temperature 0 the same broken call comes back word for word
+                    turn.looped = True
                 await self.dispatch_all(turn, reply, parsed)
                 await self.after_calls(turn)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
@@ -692,8 +694,9 @@ class TurnState:
     """Asked before the turn ends with an answer (the check after a change)."""
     unreadable_in_a_row: int = 0
     looped: bool = False
-    """The last reply was stopped for repeating one line (see repeatstop.py), or began with
-    a tool result: asked the same at temperature 0, the model writes the same again."""
+    """The last reply was stopped for repeating one line (see repeatstop.py), began with a
+    tool result, or held only calls it could not write: asked the same at temperature 0, the
+    model writes the same again."""
     answer_cap_hit: bool = False
     """A reply under the cap after a pass (`answer_tokens`) reached it: it was more than an
     answer (a call the cap cut off), so the turn's later replies get the whole cap."""

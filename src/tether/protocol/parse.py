@@ -25,6 +25,7 @@ from .refusals import (
     _invalid_json_error,
     _malformed_xml_error,
     _no_name_error,
+    _search_lines_note,
     _unknown_tool_error,
 )
 from .segments import _reclassify_stray_think, _Segment, _split_reply
@@ -334,7 +335,7 @@ class _ReplyParser:
         opened = re.match(rf"\s*(?:<(?:{names})>.*?</(?:{names})>\s*)*<({names})>", text[end:], re.S)
         if opened is None or f"</{opened.group(1)}>" in text[opened.end() :]:
             return None
-        return [_cut_off_error(name)]
+        return [_cut_off_error(name) + _search_lines_note(opened.group(1), text[opened.end() :])]
 
     def _untagged_call_with_blocks(self, text: str) -> _Found | None:
         """`{"name": "write_file", ...}` then `<content>...</content>`: a whole call in the

@@ -18,6 +18,21 @@ def _cut_off_error(name: str | None) -> str:
     )
 
 
+_SEARCH_LINE = re.compile(r"^[^\s:]+:\d+: ", re.M)
+"""A line of search_in_file's result (`path:N: text`)."""
+
+
+def _search_lines_note(block: str, text: str) -> str:
+    """For a call left open inside a block that holds search result lines: that they are
+    not the file's text. A model that pastes a search result as an edit's old_content ends its
+    reply there, and told only that the call was cut off, sends the same paste again."""
+    if len(_SEARCH_LINE.findall(text)) < 2:
+        return ""
+    return (f" Its <{block}> holds lines of a search result (`path:N: text`): those are not the "
+            f"file's own lines. Read the file with read_file, copy {block} from what it shows, "
+            f"and close the block with </{block}>.")
+
+
 def _tool_list(table: ToolTable) -> str:
     names = table.names()
     shown = ", ".join(names[:30])
