@@ -94,11 +94,12 @@ async def test_a_filled_in_stub_with_a_new_signature_is_a_whole_version(tmp_path
     assert (root / "shapes.py").read_text() == filled and len(taken(result)) == 1
 
 
-async def test_part_of_a_file_a_question_a_kept_file_or_the_lever_off_is_never_written(
-        tmp_path: Path, home: Path) -> None:
+async def test_a_question_a_kept_file_or_the_lever_off_is_never_written(tmp_path: Path, home: Path) -> None:
     part = "def area(r):\n    return math.pi * r * r\n"
     cases = [
-        (REQUEST, shown(part), "take"),  # one function of two: no whole file
+        ("why is area in shapes.py wrong?", shown(part), "take"),  # a question quotes code
+        ("fix it, but don't change shapes.py", shown(part), "take"),
+        (REQUEST, shown(part), ""),  # the lever off
         ("why is area in shapes.py wrong?", shown(FIXED), "take"),  # a question quotes code
         ("fix it, but don't change shapes.py", shown(FIXED), "take"),
         (REQUEST, shown(FIXED), ""),  # the lever off
@@ -135,3 +136,52 @@ async def test_a_reply_stops_after_the_version_it_shows_when_the_change_is_check
             assert ran.call.id.startswith("check") and "After this change" not in said
         else:  # nothing checks the change: the model's own run is kept
             assert not ran.call.id.startswith("check") and "After this change" in said
+
+
+# ---------------------------------------------------------------- one definition shown alone
+
+THREE = ("import math\n\n\ndef area(r):\n    return r * r\n\n\n@staticmethod\ndef double(x):\n    return 2 * x\n\n\n"
+         "class Circle:\n    def __init__(self, r):\n        self.r = r\n\n    def size(self):\n        return self.r\n")
+
+
+def shown_alone(code: str) -> list:
+    return say(f"Here's the corrected version of the function:\n\n```python\n{code}```\n\nRun the tests again.")
+
+
+async def test_one_function_shown_alone_is_put_in_place_of_the_old_one(tmp_path: Path, home: Path) -> None:
+    """A 1.5B model found a failing test's fix and showed only the function it changed; not a
+    whole file, nothing was taken, and the check failed again with nothing changed."""
+    root = project(tmp_path, THREE)
+    fixed = "def area(r):\n    return math.pi * r * r\n"
+    runtime, provider = runtime_for(root, home, [read(), shown_alone(fixed), say("Fixed.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert (root / "shapes.py").read_text() == THREE.replace("    return r * r\n", "    return math.pi * r * r\n")
+    [record] = taken(result)
+    assert record.call.name == "edit_file" and record.changed_paths
+    results = [part.content for m in provider.requests[2].messages for part in m.tool_results]
+    assert any("showed this new version of `area` from shapes.py in a code block and made no call, so it "
+               "was put in place of the old one as the edit_file call above" in text for text in results)
+
+
+async def test_a_method_shown_alone_goes_in_at_the_methods_indentation(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path, THREE)
+    runtime, _ = runtime_for(root, home, [read(), shown_alone("def size(self):\n    return 2 * self.r\n"),
+                                          say("Fixed.")])
+    await runtime.loop.run_turn(Conversation(), "fix Circle.size in shapes.py: it is the diameter")
+    assert (root / "shapes.py").read_text().endswith("    def size(self):\n        return 2 * self.r\n")
+
+
+async def test_decorators_and_an_indented_block_are_replaced_whole(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path, THREE)
+    shown_code = "    @staticmethod\n    def double(x):\n        return x + x\n"
+    runtime, _ = runtime_for(root, home, [read(), shown_alone(shown_code), say("Fixed.")])
+    await runtime.loop.run_turn(Conversation(), "change double in shapes.py to add")
+    assert "@staticmethod\ndef double(x):\n    return x + x\n\n\nclass Circle" in (root / "shapes.py").read_text()
+
+
+async def test_the_definition_lever_off_takes_nothing(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path, THREE)
+    runtime, _ = runtime_for(root, home, [read(), shown_alone("def area(r):\n    return 0\n"), say("Fixed.")])
+    runtime.apply_profile(profile_named("full", "definition", "take"))
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert taken(result) == [] and (root / "shapes.py").read_text() == THREE

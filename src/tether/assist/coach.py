@@ -31,7 +31,7 @@ from .rules import (
     Offer,
     Rule,
 )
-from .shown_code import shown_file_version
+from .shown_code import shown_definition_edit, shown_file_version
 from .verify import no_tests_note
 
 SEND_CUE = "Send that call now."
@@ -42,10 +42,16 @@ _STEP_NOTE = re.compile(r"\s*\(Note: \d+ of \d+ tool round trips used\.[^()]*\)\
 """The step budget's note (loop.pressure_note), which may follow the call: the cue goes before it."""
 GUARD_LEVER = "guard"
 REPEAT_LEVER = "repeat"
+DEFINITION_LEVER = "definition"
 NO_TESTS_LEVER = "no_tests"
 TAKEN_VERSION = (
     "(Your reply showed this new version of {path} in a code block and made no call, so it was "
     "written as the write_file call above. Next time reply with the call itself.)"
+)
+TAKEN_DEFINITION = (
+    "(Your reply showed this new version of `{name}` from {path} in a code block and made no "
+    "call, so it was put in place of the old one as the edit_file call above. Next time reply "
+    "with the call itself.)"
 )
 TAKEN_ID = "taken"
 """How the ids of calls taken from a reply's code block begin."""
@@ -162,10 +168,22 @@ class Coach:
             return None
         shown = shown_file_version(e, e.reply)
         if shown is None:
-            return None
+            return self._definition_call(e)
         _, path, content = shown
         call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "write_file", {"filepath": path, "content": content})
         return call, TAKEN_VERSION.format(path=path)
+
+    def _definition_call(self, e: TurnEvidence) -> tuple[ToolCall, str] | None:
+        """The edit_file call a reply with no call makes when its block is a new version of
+        one function or class the turn's files define once (lever `definition`)."""
+        if DEFINITION_LEVER in self.setup.rules_off or "edit_file" not in e.tools:
+            return None
+        shown = shown_definition_edit(e, e.reply)
+        if shown is None:
+            return None
+        arguments = {"filepath": shown.path, "old_content": shown.old, "new_content": shown.new}
+        call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "edit_file", arguments)
+        return call, TAKEN_DEFINITION.format(name=shown.name, path=shown.path)
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
         """Ask once: the first time a call has a reason not yet sent this turn, the reason is

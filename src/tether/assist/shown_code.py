@@ -21,6 +21,7 @@ from .reply_shapes import (
     shown_version,
 )
 from .request import new_code_file, reading_of
+from .shown_definition import ShownDefinition, shown_definition
 
 VERSION_SHOWN = (
     "Your reply shows a new version of {path} but did not write it, so the file is unchanged. "
@@ -51,6 +52,13 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     if not _would_run(files, path, content):
         return None  # a function shown alone is no whole file
     return VERSION_SHOWN, path, content
+
+
+def shown_definition_edit(e: TurnEvidence, text: str) -> ShownDefinition | None:
+    """The new version of one function or class of a file the turn read or wrote, shown in a
+    code block instead of edited in (shown_definition.py); never in a file the request keeps."""
+    files = {path: named for path, named in _read_or_written(e).items() if not reading_of(e).keeps(named)}
+    return shown_definition(text, files)
 
 
 def _python_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
