@@ -76,3 +76,11 @@ def test_only_so_many_files_of_a_folder_are_compared(tmp_path: Path) -> None:
 
 def test_a_folder_that_cannot_be_listed_is_no_copy(tmp_path: Path) -> None:
     assert copied_from(tmp_path / "missing" / "new.py", SCRIPT.encode()) is None
+
+
+def test_a_copy_with_a_comment_naming_its_new_file_is_still_a_copy(ctx: ToolContext, tmp_path: Path) -> None:
+    """Told its script copied the one beside it, a 1.5B model wrote it again with
+    `# scripts/c2f.py` on top and the same formula."""
+    (tmp_path / "km_to_miles.py").write_text(SCRIPT)
+    out = write_file(WriteFileParams(filepath="c2f.py", content="# c2f.py\n" + SCRIPT), ctx)
+    assert "Its code is km_to_miles.py's, line for line" in out.text

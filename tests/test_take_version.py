@@ -185,3 +185,12 @@ async def test_the_definition_lever_off_takes_nothing(tmp_path: Path, home: Path
     runtime.apply_profile(profile_named("full", "definition", "take"))
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
     assert taken(result) == [] and (root / "shapes.py").read_text() == THREE
+
+
+async def test_the_file_quoted_with_a_comment_on_top_is_not_taken_as_a_new_version(tmp_path: Path, home: Path) -> None:
+    """A 1.5B model showed the script it had copied, `# scripts/km_to_miles.py` on top, and
+    the comment was written into a file the request never asked to change."""
+    root = project(tmp_path)
+    runtime, _ = runtime_for(root, home, [read(), shown("# shapes.py\n" + TWO), say("Done."), say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert taken(result) == [] and (root / "shapes.py").read_text() == TWO

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..core.python_tree import parsed_python
 from ..engine.turn_record import TurnEvidence
+from ..tools.copy_check import working_lines
 from .reply_shapes import (
     VERSION_MAX_CHARS,
     file_text,
@@ -49,9 +50,17 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
             return None
         return NEW_FILE_SHOWN, created[0], created[1]
     path, content = version
-    if not _would_run(files, path, content):
-        return None  # a function shown alone is no whole file
+    if not _would_run(files, path, content) or _quoted(files, path, content):
+        return None  # a function shown alone is no whole file; the file quoted is no new one
     return VERSION_SHOWN, path, content
+
+
+def _quoted(files: dict[Path, str], shown: str, content: str) -> bool:
+    """Whether the block is the file as it is, but for blank lines and comments (a model that
+    quotes the file it copied, a comment naming it on top, shows no change to make)."""
+    path = next((p for p, named in files.items() if named == shown), None)
+    old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
+    return old is not None and working_lines(old.encode()) == working_lines(content.encode())
 
 
 def shown_definition_edit(e: TurnEvidence, text: str) -> ShownDefinition | None:

@@ -3,8 +3,8 @@
 Asked for a new script next to others, or to implement a module beside its tests, a small
 model often writes the file it read last back under the new name: the copy runs, does what
 the other file does, and the model reports the request done. A write's result says so when
-its code lines (blank lines and trailing spaces aside) are exactly those of a file beside
-it with the same suffix; the write itself stands (a copy may be what was asked).
+its code lines (blank lines, trailing spaces and comment-only lines aside) are exactly those
+of a file beside it with the same suffix; the write itself stands (a copy may be what was asked).
 """
 
 from __future__ import annotations
@@ -27,9 +27,15 @@ def code_lines(data: bytes) -> list[bytes]:
     return [line.rstrip() for line in data.splitlines() if line.strip()]
 
 
+def working_lines(data: bytes) -> list[bytes]:
+    """The code lines that are not comments only (`#`, `//`): a copy with a comment naming
+    its new file on top, or a file quoted back with one, still does what it did."""
+    return [line for line in code_lines(data) if not line.lstrip().startswith((b"#", b"//"))]
+
+
 def copied_from(path: Path, new: bytes) -> Path | None:
-    """The file beside `path` (same suffix) whose code lines `new` repeats exactly, or None."""
-    lines = code_lines(new)
+    """The file beside `path` (same suffix) whose working lines `new` repeats exactly, or None."""
+    lines = working_lines(new)
     if len(lines) < MIN_CODE_LINES:
         return None
     for sibling in _siblings(path):
@@ -37,7 +43,7 @@ def copied_from(path: Path, new: bytes) -> Path | None:
             data = read_small_file(sibling, SIBLING_MAX_BYTES)
         except OSError:  # unreadable, too large, gone meanwhile: not a copy we can tell
             continue
-        if code_lines(data) == lines:
+        if working_lines(data) == lines:
             return sibling
     return None
 
