@@ -99,6 +99,18 @@ def httpx_transport(made: list[HttpTransport], url: str, **options: float) -> Ht
     return plain
 
 
+async def same_failure(made: list[HttpTransport], url: str, timeout: float | None = 5,
+                       **options: float) -> ProviderError:
+    """What asking `url` for its models raises on the loopback path, having checked that
+    httpx's path raises it in the same words."""
+    with pytest.raises(ProviderError) as plain:
+        await transport(url, **options).get_json("/v1/models", timeout=timeout)
+    with pytest.raises(ProviderError) as httpx_words:
+        await httpx_transport(made, url, **options).get_json("/v1/models", timeout=timeout)
+    assert str(plain.value) == str(httpx_words.value)
+    return plain.value
+
+
 # ---------------------------------------------------------------- which requests go this way
 
 
@@ -253,25 +265,17 @@ async def test_an_error_status_reads_as_httpx_s_path_words_it(
     answer = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nContent-Length: %d\r\n\r\n"
               % len(body) + body)
     async with Scripted(answer) as server:
-        with pytest.raises(ProviderError) as plain:
-            await transport(server.url).get_json("/v1/models", timeout=5)
-        with pytest.raises(ProviderError) as httpx_words:
-            await httpx_transport(via_httpx, server.url).get_json("/v1/models", timeout=5)
-    assert str(plain.value) == str(httpx_words.value)
-    assert (plain.value.kind, plain.value.status, plain.value.retry_after) == ("overloaded", 503, 7)
+        failure = await same_failure(via_httpx, server.url)
+    assert (failure.kind, failure.status, failure.retry_after) == ("overloaded", 503, 7)
     assert len(server.requests) == 2  # once each: the error was not asked again
 
 
 async def test_a_server_that_never_answers_is_reported_after_one_wait(
         via_httpx: list[HttpTransport]) -> None:
     async with Scripted(None) as server:
-        with pytest.raises(ProviderError) as plain:
-            await transport(server.url, read_timeout=TINY).get_json("/v1/models")
-        assert len(server.requests) == 1  # not asked again with httpx
-        with pytest.raises(ProviderError) as httpx_words:
-            await httpx_transport(via_httpx, server.url, read_timeout=TINY).get_json("/v1/models")
-    assert str(plain.value) == str(httpx_words.value)
-    assert "stopped responding" in str(plain.value) and plain.value.kind == "stream"
+        failure = await same_failure(via_httpx, server.url, None, read_timeout=TINY)
+    assert len(server.requests) == 2  # once each: the silent one was not asked again with httpx
+    assert "stopped responding" in str(failure) and failure.kind == "stream"
 
 
 async def test_a_closed_connection_is_asked_again_with_httpx_which_says_so() -> None:
@@ -294,12 +298,8 @@ async def test_a_closed_connection_then_an_answer_gives_the_answer() -> None:
 async def test_a_redirect_is_left_to_httpx(via_httpx: list[HttpTransport]) -> None:
     moved = b"HTTP/1.1 307 Temporary Redirect\r\nLocation: /v2/models\r\nContent-Length: 0\r\n\r\n"
     async with Scripted(moved) as server:
-        with pytest.raises(ProviderError) as plain:
-            await transport(server.url).get_json("/v1/models", timeout=5)
-        with pytest.raises(ProviderError) as httpx_words:
-            await httpx_transport(via_httpx, server.url).get_json("/v1/models", timeout=5)
-    assert str(plain.value) == str(httpx_words.value)
-    assert "not JSON" in str(plain.value)
+        failure = await same_failure(via_httpx, server.url)
+    assert "not JSON" in str(failure)
     assert len(server.requests) == 3  # the loopback path's, httpx's after it; httpx's alone
 
 
@@ -314,13 +314,8 @@ async def test_an_answer_that_is_not_utf_8_is_read_as_httpx_s_path_reads_it(
 
 async def test_a_refused_connection_reads_as_httpx_s_path_words_it(
         via_httpx: list[HttpTransport]) -> None:
-    url = f"http://127.0.0.1:{closed_port()}"
-    with pytest.raises(ProviderError) as plain:
-        await transport(url).get_json("/v1/models", timeout=5)
-    with pytest.raises(ProviderError) as httpx_words:
-        await httpx_transport(via_httpx, url).get_json("/v1/models", timeout=5)
-    assert str(plain.value) == str(httpx_words.value)
-    assert "connection refused" in str(plain.value)
+    failure = await same_failure(via_httpx, f"http://127.0.0.1:{closed_port()}")
+    assert "connection refused" in str(failure)
 
 
 async def test_once_the_httpx_client_is_made_requests_go_through_it(

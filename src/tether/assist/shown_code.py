@@ -50,23 +50,29 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
             return None
         return NEW_FILE_SHOWN, created[0], created[1]
     path, content = version
-    if not _would_run(files, path, content) or _quoted(files, path, content):
+    old = _text_of(files, path)
+    if not _would_run(old, path, content) or _quoted(old, content):
         return None  # a function shown alone is no whole file; the file quoted is no new one
     return VERSION_SHOWN, path, content
 
 
-def _quoted(files: dict[Path, str], shown: str, content: str) -> bool:
+def _text_of(files: dict[Path, str], shown: str) -> str | None:
+    """The text now of the file the turn named `shown` (None: not one of them, or unreadable)."""
+    path = next((p for p, named in files.items() if named == shown), None)
+    return file_text(path, VERSION_MAX_CHARS) if path is not None else None
+
+
+def _quoted(old: str | None, content: str) -> bool:
     """Whether the block is the file as it is, but for blank lines and comments (a model that
     quotes the file it copied, a comment naming it on top, shows no change to make)."""
-    path = next((p for p, named in files.items() if named == shown), None)
-    old = file_text(path, VERSION_MAX_CHARS) if path is not None else None
     return old is not None and working_lines(old.encode()) == working_lines(content.encode())
 
 
 def shown_definition_edit(e: TurnEvidence, text: str) -> ShownDefinition | None:
     """The new version of one function or class of a file the turn read or wrote, shown in a
     code block instead of edited in (shown_definition.py); never in a file the request keeps."""
-    files = {path: named for path, named in _read_or_written(e).items() if not reading_of(e).keeps(named)}
+    reading = reading_of(e)
+    files = {path: named for path, named in _read_or_written(e).items() if not reading.keeps(named)}
     return shown_definition(text, files)
 
 
@@ -99,19 +105,18 @@ def _read_or_written(e: TurnEvidence) -> dict[Path, str]:
     return files
 
 
-def _would_run(files: dict[Path, str], shown: str, content: str) -> bool:
+def _would_run(old: str | None, shown: str, content: str) -> bool:
     """Whether a shown Python version can stand for the whole file it names: it parses, keeps
     every top-level function and class the file defines (one function shown fixed is no whole
     module: written as one, it takes the other functions out), and keeps importing the names
     it uses (a version that drops an import stops the program with an ImportError). Other
-    kinds of file are not judged."""
+    kinds of file are not judged. `old`: the file's text now (None: not read or unreadable)."""
     if not shown.endswith(".py"):
         return True
     new_tree = parsed_python(content)
     if new_tree is None:
         return False
-    path = next((p for p, named in files.items() if named == shown), None)
-    old_tree = parsed_python(file_text(path, VERSION_MAX_CHARS) or "") if path is not None else None
+    old_tree = parsed_python(old) if old is not None else None
     if old_tree is None:
         return True
     if _defined_names(old_tree) - _defined_names(new_tree):

@@ -52,7 +52,7 @@ def _definition_edit(body: str, files: dict[Path, str]) -> ShownDefinition | Non
               for place in _places(path, named, shown.name)]
     if len(places) != 1:
         return None
-    path, named, source, old_node, indent = places[0]
+    named, source, old_node, indent = places[0]
     if not _keeps_what_it_had(old_node, shown) or not _imports_known(tree, parsed_python(source)):
         return None
     old = _segment(source, old_node)
@@ -73,21 +73,22 @@ def _only_definition(tree: ast.Module) -> DefNode | None:
     return rest[0]
 
 
-def _places(path: Path, named: str, name: str) -> list[tuple[Path, str, str, DefNode, str]]:
-    """Where the file defines `name`: a top-level function or class, or a method of a
-    top-level class, with the indentation its text has there."""
+def _places(path: Path, named: str, name: str) -> list[tuple[str, str, DefNode, str]]:
+    """Where the file defines `name`: (the path as named, its text, the definition, the
+    indentation its text has there) for a top-level function or class, or a method of a
+    top-level class."""
     source = file_text(path, VERSION_MAX_CHARS)
     tree = parsed_python(source)
     if source is None or tree is None:
         return []
-    places: list[tuple[Path, str, str, DefNode, str]] = []
+    places: list[tuple[str, str, DefNode, str]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            places.append((path, named, source, node, ""))
+            places.append((named, source, node, ""))
         if isinstance(node, ast.ClassDef):
             for member in node.body:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == name:
-                    places.append((path, named, source, member, " " * member.col_offset))
+                    places.append((named, source, member, " " * member.col_offset))
     return places
 
 

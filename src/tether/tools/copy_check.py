@@ -9,7 +9,6 @@ of a file beside it with the same suffix; the write itself stands (a copy may be
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 from tether.host import read_small_file
@@ -54,17 +53,11 @@ def copy_note(source: str) -> str:
             "request asked for a copy, change it to do what the request asks.")
 
 
-def _siblings(path: Path) -> Iterator[Path]:
+def _siblings(path: Path) -> list[Path]:
+    """The regular files beside `path` with its suffix, the first MAX_SIBLINGS by name."""
     try:
-        entries = sorted(path.parent.iterdir())
+        alike = sorted(entry for entry in path.parent.iterdir()
+                       if entry.suffix == path.suffix and entry.name != path.name)
     except OSError:
-        return
-    seen = 0
-    for entry in entries:
-        if seen >= MAX_SIBLINGS:
-            return
-        if entry.suffix != path.suffix or entry.name == path.name:
-            continue
-        seen += 1
-        if entry.is_file() and not entry.is_symlink():
-            yield entry
+        return []
+    return [entry for entry in alike[:MAX_SIBLINGS] if entry.is_file() and not entry.is_symlink()]
