@@ -158,8 +158,11 @@ def test_the_split_of_our_tasks_is_fixed_disjoint_and_covers_every_task() -> Non
         "script_csv_total",
         # the ten tasks of new kinds written later fell where their names put them
         "ask_help_option", "ask_release_archive", "docs_docstring_default", "docs_readme_usage",
-        "gitignore_env_dist", "help_export_script", "script_bash_bump"}
-    assert (len(tune), len(held)) == (14, 16)
+        "gitignore_env_dist", "help_export_script", "script_bash_bump",
+        # six more of the kinds the held-out part failed on most (renames, several files, scripts,
+        # a program to drive), named before their part was known
+        "rename_env_port", "rename_load_config"}
+    assert (len(tune), len(held)) == (18, 18)
     assert [split.part_of(n) for n in names] == [split.part_of(n) for n in names]
 
 

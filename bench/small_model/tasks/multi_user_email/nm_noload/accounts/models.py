@@ -1,0 +1,8 @@
+from dataclasses import dataclass
+
+
+@dataclass
+class User:
+    name: str
+    age: int
+    email: str = ""
