@@ -90,6 +90,10 @@ def cases(root: Path) -> dict[str, tuple[Judged, Judged]]:
         "unrun": (Judged(ev(root, "run report.py and tell me what it prints", reply="It prints 5.")),
                   Judged(ev(root, "run report.py and tell me what it prints", reply="It prints 5.",
                             commands=frozenset({"python report.py"})))),
+        "new_file_missing": (Judged(ev(root, "write tools/count.py that counts the lines of a folder's .py files",
+                                       reply="There are 209 lines.", acted=True, commands=frozenset({"wc -l a.py"}))),
+                             Judged(ev(root, "write a.py that counts the lines", reply="There are 209 lines.",
+                                       acted=True, commands=frozenset({"wc -l a.py"})))),
         "named_files": (Judged(ev(root, "change A in a.py and app.py", reply="Done.", acted=True,
                                   written=frozenset({"a.py"}))),
                         Judged(ev(root, "change A in a.py and app.py", reply="Done.", acted=True,
@@ -247,3 +251,30 @@ async def test_with_the_guard_lever_off_no_call_waits(tmp_path: Path) -> None:
                     assist=Assist(tmp_path, dispatcher.dispatch, dispatcher.ctx.files.names))
     result = await loop.run_turn(Conversation(), "set app.json to an empty list")
     assert not result.evidence[0].error
+
+
+def test_a_new_file_asked_for_is_missing_only_while_nothing_is_written_and_it_is_not_on_disk(tmp_path: Path) -> None:
+    """Asked to write a new script, a 1.5B model ran the script beside it and answered with a
+    number it made up: the request's new file is named back. Not once the turn wrote anything
+    (named_unchanged takes over), nor when a command made the file, nor for a data file."""
+    from tether.assist.named_files import missing_new_files
+
+    request = "Write tools/count_lines.py: it prints the total lines of the .py files in a folder."
+    ran = frozenset({"python tools/biggest.py src"})
+    assert missing_new_files(ev(tmp_path, request, acted=True, commands=ran)) == ["tools/count_lines.py"]
+    assert missing_new_files(ev(tmp_path, request, acted=True, written=frozenset({"tools/other.py"}))) == []
+    assert missing_new_files(ev(tmp_path, "Run the export so that it writes out.py", acted=True, commands=ran)) == []
+    assert missing_new_files(ev(tmp_path, "write the counts into counts.txt", acted=True, commands=ran)) == []
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "count_lines.py").write_text("print(1)\n")  # made by a command
+    assert missing_new_files(ev(tmp_path, request, acted=True, commands=ran)) == []
+
+
+def test_the_model_of_a_new_file_is_never_named_back_as_unchanged(tmp_path: Path) -> None:
+    """Asked for "a backup.sh like clean.sh", a model was told clean.sh was not changed yet."""
+    from tether.assist.named_files import named_unchanged
+
+    (tmp_path / "clean.sh").write_text("echo clean\n")
+    request = "Write a backup.sh like clean.sh: it copies the .txt files of a folder."
+    assert named_unchanged(ev(tmp_path, request, acted=True, written=frozenset({"notes/x.txt"}))) == ["backup.sh"]
+    assert named_unchanged(ev(tmp_path, request, acted=True, written=frozenset({"backup.sh"}))) == []

@@ -22,6 +22,12 @@ PROJECT = ("src/app.py", "tests/test_app.py", "pkg/strings.py", "report.py", "fo
     ("write a script total.py that sums numbers.csv", False, True, False, True),
     ("count the TODO lines and write the number to todo.txt", False, True, False, True),
     ("corrige `src/app.py` pour que tests/test_app.py passe", False, False, False, False),
+    # a change a program of the project makes: the model runs it instead of editing
+    ('Use report.py to add an entry "rent" and to mark "food" as paid.', False, False, True, False),
+    ("please use the `src/app.py` script to create a user ann", False, False, True, False),
+    ("Use report.py to add an entry, then fix the typo in README.md.", False, True, True, False),
+    ("Use dataclasses to refactor src/app.py", False, True, False, False),  # no program of the project
+    ("use pkg/strings.py to fix the bug in src/app.py", False, True, False, False),  # a library's use
 ])
 def test_the_kinds_of_a_request(text: str, question: bool, change: bool, run: bool, new_file: bool) -> None:
     reading = read_request(text, PROJECT)
@@ -112,6 +118,11 @@ FILES = ["darts_test.py", "config.yaml", "setup.cfg", "app.py", "tests/test_app.
     ("Do not change app.py, but fix config.yaml", ("app.py",)),
     ("Don't change anything yet, just tell me what app.py does", ()),
     ("edit config.yaml", ()),
+    # the model of a new file is to follow, not to change
+    ("Write a deploy.sh like the one in setup.cfg's docs", ()),  # a part of it, not a file
+    ("Write check.py like app.py: it reads config.yaml", ("app.py",)),
+    ("Add tools/new.py, similar to `app.py`, that prints the date", ("app.py",)),
+    ("Fix app.py so it behaves like before", ()),
 ])
 def test_the_files_the_request_says_to_leave_as_they_are(text: str, kept: tuple[str, ...]) -> None:
     reading = read_request(text, FILES)

@@ -31,6 +31,11 @@ parser, not every file under tests/ (folded, as the request's words are)."""
 
 _SPEAKS_OF_TESTS = re.compile(r"\b(?:tests?|specs?|testing)\b", re.I)
 """Asks for a test, says one fails, or says to leave them alone: the test files are wanted."""
+
+
+def speaks_of_tests(request: str) -> bool:
+    """Whether the request speaks of tests, so that test files are among what it means."""
+    return _SPEAKS_OF_TESTS.search(request) is not None
 _TEST_AFFIX = re.compile(r"^tests?_|(?:[._]test|[._]spec|_tests)$", re.I)
 """How a test file's name adds to its subject's: `test_x`, `x_test`, `x.test`, `x.spec`."""
 
@@ -44,7 +49,7 @@ def mentioned_files(request: str, project_files: Iterable[str]) -> list[str]:
     """The project files a path word of which the request says, the most words matched first,
     then the shallowest, then by name (a package's `__init__.py` last); none of them hidden,
     and no test file unless the request speaks of tests."""
-    wants_test = _SPEAKS_OF_TESTS.search(request) is not None
+    wants_test = speaks_of_tests(request)
     words = {_folded(word) for word in _WORD.findall(request.lower())} - _LAYOUT_WORDS
     ranked: list[tuple[int, int, bool, str]] = []
     for path in project_files:

@@ -4,7 +4,11 @@ Asked to add a function to one module and a test for it in another, a model adds
 function, sums up, and never touches the test file; asked to rename a setting in a settings
 file and wherever the code reads it, it renames the code and leaves the settings file. When
 a reply would end a change request after a change was made, and the request names a code or
-settings file that the turn has not changed, the model is told which, once. Test files
+settings file that the turn has not changed, the model is told which, once; not a file the
+request says to leave as it is, or names as the model of a new one. Asked to write a
+new script, a model ran the script beside it and answered with a number it made up: when a
+reply would end a change request with nothing written, and a new file the request asks for
+is still not on disk (a command may have made it), the model is told so, once. Test files
 count only when the request asks for a test; a request to run something, and data files
 (logs, CSVs, text), never count: they are inputs, not targets.
 """
@@ -21,6 +25,10 @@ NAMED_UNCHANGED = (
     "The request also names {paths}, which you have not changed in this turn. If the request "
     "asks for a change there, make it now (read the file first if it exists); if not, answer."
 )
+NEW_FILE_MISSING = (
+    "The request asks for {paths}, which does not exist yet: nothing was written in this turn. "
+    "Write it now with write_file (the whole file), then run it to check it."
+)
 _TARGET_SUFFIXES = frozenset({
     "py", "js", "mjs", "ts", "tsx", "jsx", "go", "rs", "rb", "java", "kt", "c", "h", "cc", "cpp",
     "cs", "php", "sh", "json", "toml", "yaml", "yml", "ini", "cfg", "conf",
@@ -33,10 +41,23 @@ def named_unchanged(e: TurnEvidence) -> list[str]:
     or the request is no change request, or nothing was changed yet)."""
     if not e.acted or not e.written or e.reading is None or not e.asks_change or e.asks_to_run:
         return []
-    wants_test = reading_of(e).wants_test
-    targets = [name for name in e.reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES]
+    reading = reading_of(e)
+    targets = [name for name in reading.named if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES
+               and not reading.keeps_by_name(name)]
     return [name for name in targets
-            if not (is_test_path(name) and not wants_test) and not _was_written(name, e.written)]
+            if not (is_test_path(name) and not reading.wants_test) and not _was_written(name, e.written)]
+
+
+def missing_new_files(e: TurnEvidence) -> list[str]:
+    """The new code or settings files a change request asks for that are still not on disk,
+    when the turn has written nothing ([] otherwise)."""
+    if e.written or e.root is None or e.reading is None or not e.asks_change or e.asks_to_run:
+        return []
+    reading = reading_of(e)
+    if not reading.new_file:
+        return []
+    return [name for name in reading.new_files
+            if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES and not (e.root / name).exists()]
 
 
 def _was_written(name: str, written: frozenset[str]) -> bool:

@@ -73,6 +73,14 @@ _QUESTION_START = re.compile(
     r"^\W*(how|what|which|where|why|when|who|whose|does|do|is|are|was|were|tell|explain|"
     r"describe|show|list|find|count)\b", re.I
 )
+_USE_PROGRAM = re.compile(
+    r"(?:^|(?<=[.!?])\s+)\W*(?:please\s+)?use\s+(?:the\s+)?`?((?:\.{1,2}/)?[\w./-]+\.(?:py|sh|js|mjs|rb|pl|pyz))`?"
+    r"(?:\s+(?:script|program|tool|app))?\s+to\b.*?"
+    r"(?=,?\s+(?:and\s+)?then\b|;|[.!?](?:\s|$)|\n|$)",
+    re.I,
+)
+"""A sentence that asks to use one of the project's programs for a change ("use todo.py to add
+an item"): the change is the program's to make, by running it, not the model's by editing."""
 _NEW_FILE_WORDS = re.compile(r"\b(create|write|add|make|new|save|generate|put)\b", re.I)
 _EVERYWHERE = re.compile(
     r"\b(?:everywhere|throughout|across|codebase|callers|call\s+sites|usages|"
@@ -161,7 +169,8 @@ class RequestReading:
     when it names the file where the change starts."""
     kept_files: tuple[str, ...] = ()
     """Project files the request says to leave as they are ("don't change app_test.py",
-    "leave config.yaml alone", "without touching setup.cfg"), as project-relative paths."""
+    "leave config.yaml alone", "without touching setup.cfg"), or names as the model of a new
+    file ("write backup.sh like clean.sh"), as project-relative paths."""
     code_names: tuple[str, ...] = ()
     """Names of code or settings the request names (`max_retries`, `getUser`, `--dry-run`,
     `parse()`), by their shape: in backticks, or with an underscore, an inner capital or
@@ -205,12 +214,13 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         elif name.rsplit(".", 1)[1].lower() in _CODE_SUFFIXES:
             new_files.append(name)
     commands = _named_commands(text, index)
-    change = bool(_CHANGE.search(text))
+    own_words = _USE_PROGRAM.sub(lambda m: " " if _program_does(m, index) else m.group(), text)
+    change = bool(_CHANGE.search(own_words))
     return RequestReading(
         text=text,
         question=_asks(text) and not change,
         change=change,
-        run=bool(_RUN.search(text)),
+        run=bool(_RUN.search(text)) or own_words != text,
         new_file=bool(new_files) and bool(_NEW_FILE_WORDS.search(text)),
         files=_unique(files),
         new_files=_unique(new_files),
@@ -227,6 +237,14 @@ def read_request(text: str, project_files: Iterable[str]) -> RequestReading:
         kept_files=_kept_files(text, index),
         everywhere=bool(_EVERYWHERE.search(text)),
     )
+
+
+def _program_does(use: re.Match[str], index: _FileIndex) -> bool:
+    """Whether a "use X to ..." sentence asks the program X, which the project has, to make
+    the change: not when it names another file ("use helpers.py to fix app.py": X is a
+    library, the change is app.py's)."""
+    program = use.group(1)
+    return index.find(program) is not None and all(name == program for name in _named_paths(use.group()))
 
 
 def reading_of(evidence: TurnEvidence) -> RequestReading:
@@ -280,13 +298,27 @@ def _asks(text: str) -> bool:
     return stripped.endswith("?") or bool(_QUESTION_START.match(stripped))
 
 
+_MODEL_FILE = re.compile(
+    r"\b(?:like|similar\s+to|based\s+on|same\s+as|modell?ed\s+on|in\s+the\s+style\s+of)\s+"
+    r"(?:the\s+one\s+in\s+|the\s+)?`?((?:\.{1,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})`?(?![\w/-]|'s\b)",
+    re.I,
+)
+"""A file named as the model of a new one ("write backup.sh like clean.sh"): to follow, not to change."""
+
+
+def _model_files(text: str, index: _FileIndex) -> list[str]:
+    return [found for match in _MODEL_FILE.finditer(text)
+            if (found := index.find(posixpath.normpath(match.group(1)))) is not None]
+
+
 def _kept_files(text: str, index: _FileIndex) -> tuple[str, ...]:
     """The project files named in the request's clauses that say to leave them as they are:
     as a whole ("don't change app_test.py", "the tests in test_app.py"), not a part of them
     ("app.py's API", "the signature of parse() in app.py"), and not named after "except"
     ("anything but app.py" is the file to change); a clause that tells what was done ("I did
-    not change app.py") keeps nothing."""
-    kept = []
+    not change app.py") keeps nothing. A file named as the model of a new one ("a backup.sh
+    like clean.sh") is kept too: asked so, a model changed the model instead."""
+    kept = _model_files(text, index) if _NEW_FILE_WORDS.search(text) else []
     for clause in _KEEP_CLAUSE.finditer(text):
         if _TOLD_NOT_ASKED.search(text[:clause.start()]):
             continue

@@ -21,7 +21,7 @@ from ..engine.answer_checks import COUNT_WORDS, LINE_PREFIXES, PASS_CLAIM, RAN_C
 from ..engine.derived_numbers import SeenNumbers
 from ..engine.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
-from .named_files import NAMED_UNCHANGED, named_unchanged
+from .named_files import NAMED_UNCHANGED, NEW_FILE_MISSING, missing_new_files, named_unchanged
 from .reply_shapes import NUMBERED_STEPS, gives_number, looks_like_command, shown_command
 from .request import new_code_file, reading_of
 from .shown_code import shown_file_version
@@ -460,6 +460,11 @@ def _named_unchanged(j: Judged) -> Fields | None:
     return {"paths": " and ".join(left)} if left else None
 
 
+def _new_file_missing(j: Judged) -> Fields | None:
+    left = missing_new_files(j.evidence) if j.reply else None
+    return {"paths": " and ".join(left)} if left else None
+
+
 def _unchecked(j: Judged) -> Fields | None:
     return {"path": j.evidence.unchecked} if j.evidence.unchecked is not None else None
 
@@ -526,6 +531,7 @@ RULES: tuple[Rule, ...] = (
     Rule("open", "open", OPEN_IT_YOURSELF, _told_to_open),
     Rule("apply", "apply", "{what}", _shows_instead_of_doing),
     Rule("unrun", "claimed", UNRUN_ANSWER, _unrun_answer, once="claimed"),
+    Rule("new_file_missing", "named_files", NEW_FILE_MISSING, _new_file_missing),
     Rule("named_files", "named_files", NAMED_UNCHANGED, _named_unchanged),
     Rule("check", "check", UNCHECKED, _unchecked),
     Rule("unseen", "unseen", UNSEEN_NUMBER, _unseen),

@@ -12,8 +12,9 @@ from ..engine.turn_assist import AnswerGate, AssistedTurn, CoachSetup, GateVerdi
 from .coach import Coach
 from .imports import tested_files
 from .leftovers import LeftoverGate
-from .mentioned import mentioned_files
+from .mentioned import mentioned_files, speaks_of_tests
 from .missing import MissingGate
+from .named_code import code_files
 from .request import RequestReading, read_request
 from .verify import Dispatch, ProjectPython, VerifyGate
 
@@ -56,10 +57,12 @@ class Assist:
 
 
 def first_files(request: str, reading: RequestReading, root: Path, files: Sequence[str]) -> tuple[str, ...]:
-    """What to read before the first reply: the files the request names and the code its
-    named tests import, or, when it names none, the files it mentions by a word of their path
-    and the code the tests among them import."""
-    chosen = reading.files or tuple(mentioned_files(request, files))
+    """What to read before the first reply: the files the request names, those that define
+    or use the code it names, and the code its named tests import; or, when it names neither
+    a file nor code the project has, the files it mentions by a word of their path and the
+    code the tests among them import."""
+    code = code_files(reading.code_names, root, files, speaks_of_tests(request))
+    chosen = tuple(dict.fromkeys((*reading.files, *code))) or tuple(mentioned_files(request, files))
     return (*chosen, *tested_files(root, chosen, files))
 
 
