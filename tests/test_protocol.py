@@ -1130,3 +1130,19 @@ def test_text_that_only_looks_numbered_is_written_as_it_is(content: str) -> None
     reply = json.dumps({"name": "write_file", "arguments": {"filepath": "a.md", "content": content}})
     result = parse_reply(reply, TABLE)
     assert [c.arguments["content"] for c in result.calls] == [content] and result.repairs == {}
+
+
+def test_an_empty_block_under_content_written_in_the_json_keeps_the_json_and_says_so() -> None:
+    """A 1.5B model wrote a script as a Python triple-quoted string in the call's JSON and an
+    empty <content></content> after it: the block won, and an empty file was created."""
+    text = ('<tool_call>\n{"name": "write_file", "arguments": {"path": "count.py", "content": """\n'
+            'import sys\nprint(len(sys.argv))\n"""\n}}\n<content>\n</content>\n</tool_call>')
+    result = parse_reply(text, TABLE)
+    assert [c.arguments["content"] for c in result.calls] == ["\nimport sys\nprint(len(sys.argv))\n"]
+    assert "block after the call was empty" in result.repairs[result.calls[0].id]
+    # a block with text still wins over the JSON, silently as before
+    text = ('<tool_call>\n{"name": "write_file", "arguments": {"path": "count.py", "content": "x"}}\n'
+            '<content>\nprint(1)\n</content>\n</tool_call>')
+    result = parse_reply(text, TABLE)
+    assert [c.arguments["content"] for c in result.calls] == ["print(1)\n"]
+    assert result.repairs == {}

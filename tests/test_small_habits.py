@@ -949,6 +949,21 @@ async def test_a_new_version_of_a_read_file_shown_in_prose_gets_its_write_file_c
     assert (tmp_path / "greeter.py").read_text() == GREETER  # offered, never written by the harness
 
 
+async def test_asked_for_a_new_file_a_version_of_the_file_read_beside_it_is_not_offered(tmp_path: Path) -> None:
+    """Asked for a new tools/count_lines.py, a model showed tools/biggest_files.py (which it had
+    read as a model) changed, and the block was taken over it."""
+    block = GREETER.replace("Hello", "Hi there")
+    nudges = await run_version(tmp_path, block, path="tools/greeter.py",
+                               request="write tools/farewell.py that says goodbye to a name")
+    assert not any("new version of" in n for n in nudges)
+    named = await run_version(tmp_path / "b", block, path="tools/greeter.py",
+                              request="write tools/farewell.py like tools/greeter.py, and make greeter.py say Hi there")
+    assert not any("new version of" in n for n in named)  # kept as the model of the new file
+    changed = await run_version(tmp_path / "c", block, path="tools/greeter.py",
+                                request="write tools/farewell.py and make tools/greeter.py say Hi there")
+    assert any("new version of tools/greeter.py" in n for n in changed)  # named as one to change
+
+
 @pytest.mark.parametrize("block", [
     GREETER,  # the file as it is: nothing to write
     "def shout(text):\n    return text.upper()\n",  # not a version of the file (keeps none of it)

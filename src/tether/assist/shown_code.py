@@ -9,6 +9,7 @@ the request names. Nothing is merged or rebuilt by the harness.
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from ..core.python_tree import parsed_python
@@ -44,6 +45,8 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     reading = reading_of(e)
     if version is not None and reading.keeps(version[0]):
         return None  # a file it was told to leave alone
+    if version is not None and reading.new_file and not _named(reading.files, version[0]):
+        return None  # asked for a new file, a model showed the file it read beside it, changed
     if version is None:
         created = shown_new_file(text, new_code_file(reading, e.root))
         if created is None or created[0] in e.written:
@@ -54,6 +57,11 @@ def shown_file_version(e: TurnEvidence, text: str) -> tuple[str, str, str] | Non
     if not _would_run(old, path, content) or _quoted(old, content):
         return None  # a function shown alone is no whole file; the file quoted is no new one
     return VERSION_SHOWN, path, content
+
+
+def _named(files: tuple[str, ...], shown: str) -> bool:
+    """Whether `shown` (as the reply names it) is one of the project files the request names."""
+    return os.path.normpath(shown) in files
 
 
 def _text_of(files: dict[Path, str], shown: str) -> str | None:

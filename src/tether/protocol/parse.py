@@ -31,6 +31,7 @@ from .refusals import (
 from .segments import _reclassify_stray_think, _Segment, _split_reply
 from .shapes import (
     _FUNCTION_TAG,
+    EMPTY_BLOCK_NOTE,
     UNCLOSED_BLOCK,
     _accepts_block,
     _arguments,
@@ -176,7 +177,8 @@ class _ReplyParser:
         """`found`, its last call noted with `note` (the blocks closed for it)."""
         calls = [item for item in found if isinstance(item, ToolCall)]
         if note and calls:
-            self.block_notes[calls[-1].id] = note
+            earlier = self.block_notes.get(calls[-1].id)
+            self.block_notes[calls[-1].id] = f"{note} {earlier}" if earlier else note
         return found
 
     def _object_calls(
@@ -218,9 +220,15 @@ class _ReplyParser:
         refused = self._stray_tags(tool, {k: v for k, v in args.items() if k not in blocks})
         if refused is not None:
             return refused
-        # A block needs no escaping, so where the JSON and a block disagree the block is right.
-        args.update({k: v for k, v in blocks.items() if _accepts_block(tool, k)})
-        return ToolCall(new_call_id(), tool.name, args)
+        # A block needs no escaping, so where the JSON and a block disagree the block is right;
+        # but an empty block under a value written in the JSON (a Python triple-quoted string
+        # the repair read) is a placeholder, and would write an empty file.
+        empty = [k for k, v in blocks.items() if not v.strip() and _written(args.get(k))]
+        args.update({k: v for k, v in blocks.items() if _accepts_block(tool, k) and k not in empty})
+        call = ToolCall(new_call_id(), tool.name, args)
+        if empty:
+            self.block_notes[call.id] = " ".join(EMPTY_BLOCK_NOTE.format(name=k) for k in empty)
+        return call
 
     def _xml_call(self, body: str, closed: bool) -> _Found | None:
         m = _FUNCTION_TAG.match(body)
@@ -417,6 +425,11 @@ def _invented_result(tool: Tool, rest: str, table: ToolTable) -> bool:
         return re.match(r"\s*\n```", rest) is not None  # a fence opened after it: the file or output it expects
     takes = {name for other in table for name in other.block_params}
     return not any(name.startswith(match.group(1)) for name in takes)
+
+
+def _written(value: object) -> bool:
+    """A JSON argument value that holds text (not blank)."""
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _block_owner(tool: Tool, blocks: list[str], table: ToolTable) -> Tool:

@@ -255,6 +255,10 @@ UNCLOSED_BLOCK = (
     "(Repaired before it ran: <{name}> was not closed, so it was read as ending where <{next}> "
     "begins.)"
 )
+EMPTY_BLOCK_NOTE = (
+    "(Repaired before it ran: the <{name}> block after the call was empty, so the {name} "
+    "written in the call's JSON was used.)"
+)
 TAGS_TAKEN_OUT = (
     "(Repaired before it ran: the <{name}>...</{name}> block tags written inside the {name} "
     "value were taken out; the value is the text between them.)"
