@@ -1054,6 +1054,10 @@ async def test_a_reply_that_repeats_the_note_it_was_sent_is_no_answer(tmp_path: 
     )
     assert nudges_of(provider) == [NOT_RUN, ECHOED]
     assert result.text == "It prints the grand total last."
+    # at temperature 0 the note came back word for word: the reply after the echo is sampled
+    from tether.engine.repeatstop import LOOP_TEMPERATURE
+
+    assert [r.options.temperature for r in provider.requests][2:] == [None, LOOP_TEMPERATURE]
 
 
 async def test_the_echo_nudge_is_sent_once_and_a_reply_quoting_nothing_is_not_an_echo(tmp_path: Path) -> None:

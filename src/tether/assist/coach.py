@@ -56,6 +56,9 @@ TAKEN_DEFINITION = (
 TAKEN_ID = "taken"
 """How the ids of calls taken from a reply's code block begin."""
 KEPT_REPLIES = frozenset({"apply"})
+REPEATED_REPLIES = frozenset({"echo"})
+"""Rules that hold on a reply that copied what the model was sent: told so, a model at
+temperature 0 sent the same note back word for word, and the turn ended on it."""
 """Rules whose reply is kept in a terse history: a fix shown in prose, for the model to apply."""
 
 ShowCall = Callable[[str, Mapping[str, str]], str]
@@ -223,6 +226,9 @@ class Coach:
         answer kept there anchors a small model, which repeats it; a fix shown in prose is
         kept, so the model can apply what it wrote."""
         return self.last_rule in KEPT_REPLIES
+
+    def reply_repeated(self) -> bool:
+        return self.last_rule in REPEATED_REPLIES
 
     def with_cue(self, request: list[Message]) -> list[Message]:
         """`request` with SEND_CUE after the call last written out when the last message (a

@@ -480,6 +480,8 @@ class TurnLoop:
         if not (self.settings.terse_history and coach is not None and not coach.keeps_reply()):
             turn.conv.messages.append(assistant_message(parsed, reply, self.settings))
         turn.conv.messages.append(Message.user(nudge))
+        if coach is not None and coach.reply_repeated():
+            turn.looped = True
         self.ui.notice(f"nudge: {nudge.split('.')[0]}.")
 
     async def conclude(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> TurnResult | None:

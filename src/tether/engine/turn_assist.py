@@ -100,6 +100,11 @@ class TurnCoach(Protocol):
         """Whether the reply the last message answers is worth keeping in the history."""
         ...
 
+    def reply_repeated(self) -> bool:
+        """Whether the reply the last message answers repeated text the model was sent:
+        greedy decoding would write it again, so the next reply is sampled."""
+        ...
+
     def with_cue(self, request: list[Message]) -> list[Message]:
         """The request to send, with a cue after a call written out at its very end."""
         ...
