@@ -25,7 +25,7 @@ from tether.core.toolspec import (
     ToolTable,  # noqa: E402
 )
 from tether.protocol import StreamFilter, parse_reply, render_call_as_text  # noqa: E402
-from tether.tools.files import FILE_TOOLS  # noqa: E402
+from tether.tools.file_table import FILE_TOOLS  # noqa: E402
 
 RUNS = 3
 FRACTIONS = (0.25, 0.5, 1.0)

@@ -14,7 +14,7 @@ from tether.engine.dispatch import Dispatcher
 from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.protocol.callstop import CallStop
 from tether.tools import builtin_tools
-from tether.tools.files import FILE_TOOLS
+from tether.tools.file_table import FILE_TOOLS
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,8 @@ import pytest
 
 from tether.core.toolspec import ToolContext
 from tether.tools.data_syntax import data_syntax_note
-from tether.tools.files import edit_file, write_file
+from tether.tools.file_edit import edit_file
+from tether.tools.files import write_file
 from tether.tools.params import EditFileParams, WriteFileParams
 
 VALID_AND_BROKEN = [

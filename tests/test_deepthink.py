@@ -28,7 +28,7 @@ from tether.providers.base import ProviderError
 from tether.runtime import undo_hooks
 from tether.safety.shell_session import CommandOutcome, ShellSessions
 from tether.store.git_ops import GitOps
-from tether.tools.files import FILE_TOOLS
+from tether.tools.file_table import FILE_TOOLS
 from tether.tools.plan import PlanGate
 from tether.tools.shell import render, shell_tools
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tether.core.toolspec import ToolContext, ToolError
-from tether.tools.files import FILE_TOOLS
+from tether.tools.file_table import FILE_TOOLS
 from tether.tools.simple_edit import simple_edit_tool
 
 CORE = (

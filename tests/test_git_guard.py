@@ -24,7 +24,7 @@ from tether.safety.approval import ApprovalPolicy
 from tether.safety.permissions import Rule, RuleSet
 from tether.store.git_ops import GitOps
 from tether.tools import builtin_tools
-from tether.tools.files import search_in_file
+from tether.tools.file_search import search_in_file
 from tether.tools.git import git_diff, git_status
 from tether.tools.params import GitDiffParams, GitStatusParams, SearchInFileParams
 from tether.ui.terminal.prompt import ProjectFiles

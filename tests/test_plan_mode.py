@@ -12,7 +12,7 @@ from tether.core.toolspec import ToolContext, ToolTable
 from tether.core.ui_protocol import SilentUI
 from tether.engine.dispatch import AllowAll, Dispatcher, GateVerdict
 from tether.engine.loop import Conversation, TurnLoop, TurnSettings
-from tether.tools.files import FILE_TOOLS
+from tether.tools.file_table import FILE_TOOLS
 from tether.tools.plan import SUBMIT_PLAN, ApprovePlan, PlanGate, plan_tools, set_plan_mode
 
 

@@ -31,6 +31,7 @@ from tether.core.profile import (
 )
 from tether.core.toolspec import ToolContext, ToolError, ToolTable
 from tether.core.ui_protocol import Decision, SilentUI
+from tether.engine import projectmap
 from tether.engine.dispatch import Dispatcher
 from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.engine.projectmap import project_map
@@ -376,6 +377,14 @@ def test_project_map_folds_folders_to_fit_the_budget(tmp_path: Path) -> None:
     (tmp_path / "main.py").write_text("print(1)\n")
     text = project_map(tmp_path, 200)
     assert len(text) <= 200 and "big/ (60 files)" in text and "main.py 9B" in text
+
+
+def test_without_a_budget_no_file_is_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full profile's map has no budget: its start runs no git to list the files."""
+    (tmp_path / "main.py").write_text("print(1)\n")
+    git(tmp_path, "init", "-q")
+    monkeypatch.setattr(projectmap, "project_files", lambda root: pytest.fail("the files were listed"))
+    assert project_map(tmp_path, 0) == ""
 
 
 # ---------------------------------------------------------------- nudges

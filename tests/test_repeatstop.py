@@ -14,7 +14,7 @@ from tether.core.toolspec import ToolContext, ToolTable
 from tether.engine.dispatch import Dispatcher
 from tether.engine.loop import Conversation, TurnLoop, TurnSettings
 from tether.engine.repeatstop import CYCLE_COPIES, REPEAT_LIMIT, RepeatStop
-from tether.tools.files import FILE_TOOLS
+from tether.tools.file_table import FILE_TOOLS
 
 LOOPED = '    assert slugify("Hello, World! 12345") == "hello-world-12345"\n'
 

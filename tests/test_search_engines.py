@@ -12,7 +12,7 @@ import pytest
 
 from tether.core.toolspec import ToolContext
 from tether.tools import file_search, ripgrep
-from tether.tools.files import search_in_file
+from tether.tools.file_search import search_in_file
 from tether.tools.params import SearchInFileParams
 
 ENGINES = ["python", "rg"]

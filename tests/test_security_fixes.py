@@ -24,7 +24,7 @@ from tether.providers.gemini import GeminiProvider
 from tether.providers.ollama import OllamaProvider
 from tether.providers.openai import OpenAIProvider
 from tether.store.git_ops import GitOps
-from tether.tools.files import search_in_file
+from tether.tools.file_search import search_in_file
 from tether.tools.git import git_diff, git_status
 from tether.tools.params import GitDiffParams, GitStatusParams, SearchInFileParams
 from tether.ui.terminal.prompt import ProjectFiles

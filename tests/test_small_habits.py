@@ -27,7 +27,7 @@ from tether.core.profile import SMALL
 from tether.core.toolspec import ToolContext, ToolError
 from tether.engine.loop import Conversation
 from tether.tools.file_search import search_in_file
-from tether.tools.files import FILE_TOOLS
+from tether.tools.file_table import FILE_TOOLS
 from tether.tools.params import SearchInFileParams
 
 # ---------------------------------------------------------------- the same call again

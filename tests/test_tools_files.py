@@ -18,16 +18,16 @@ from tether.core.toolspec import ToolContext, ToolError, ToolTable
 from tether.host import regular_files as _regular
 from tether.tools import file_edit, file_search, file_text, files
 from tether.tools._paths import display_path, is_inside_root, is_within
+from tether.tools.file_edit import edit_file
+from tether.tools.file_search import search_in_file
+from tether.tools.file_table import FILE_TOOLS
 from tether.tools.file_text import line_hash
 from tether.tools.files import (
-    FILE_TOOLS,
     copy_file,
     create_dir,
     delete_file,
-    edit_file,
     list_dir,
     read_file,
-    search_in_file,
     write_file,
 )
 from tether.tools.params import (
@@ -606,13 +606,13 @@ def test_a_catastrophic_pattern_is_stopped_and_called_too_slow(tmp_path: Path) -
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from tether.tools import file_search, files, params\n"
+        "from tether.tools import file_search, params\n"
         "from tether.core.toolspec import ToolContext, ToolError\n"
         "file_search.FILE_TIME_LIMIT = 1.0\n"
         "file_search.ripgrep.ripgrep = lambda: None\n"  # rg never backtracks: Python's search is the one stopped
         "ctx = ToolContext(root=Path(sys.argv[1]))\n"
         "try:\n"
-        f"    files.search_in_file(params.SearchInFileParams(pattern={CATASTROPHIC!r}), ctx)\n"
+        f"    file_search.search_in_file(params.SearchInFileParams(pattern={CATASTROPHIC!r}), ctx)\n"
         "except ToolError as err:\n"
         "    print(err)\n"
     )
@@ -749,7 +749,7 @@ def test_display_path(tmp_path: Path) -> None:
 
 
 def test_edit_matches_whole_lines_at_the_end_of_a_file_without_a_final_newline(tmp_path: Path) -> None:
-    from tether.tools.files import edit_file
+    from tether.tools.file_edit import edit_file
     from tether.tools.params import EditFileParams
 
     (tmp_path / "a.py").write_text("x = 10\ny = 1")

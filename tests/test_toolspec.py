@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import inspect
+import time
 import typing
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from tether.core import toolspec
 from tether.core.messages import Message
-from tether.core.toolspec import Tool, ToolContext, ToolTable
+from tether.core.toolspec import LateSlot, Shared, Tool, ToolContext, ToolTable
 from tether.engine.prompts import system_prompt
 from tether.protocol import render_tool_prompt
 from tether.providers.base import RequestOptions
 from tether.providers.openai import build_chat_body
+from tether.safety.web_guard import WebTaint
+from tether.store.config import Settings
 from tether.tools import builtin_tools
 from tether.tools import params as tool_params
 from tether.tools.plan import PlanGate, plan_tools
+from tether.tools.web_table import web_parts, web_tools
 
 PROMPT_BUDGET = 8000
 
@@ -26,6 +33,9 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> ToolTable:
     tools, _ = builtin_tools(ToolContext(root=tmp_path_factory.mktemp("root")),
                              home=tmp_path_factory.mktemp("home"))
     for tool in plan_tools(PlanGate(inner=None), None):  # type: ignore[arg-type]
+        tools.add(tool)
+    settings = Settings()
+    for tool in web_tools(settings, web_parts(settings, lambda host, port: False, WebTaint())):
         tools.add(tool)
     return tools
 
@@ -106,3 +116,44 @@ def test_native_schemas_offer_exactly_the_table(table: ToolTable) -> None:
     body = build_chat_body([Message.user("hi")], list(table), RequestOptions("m"))
     offered = [t["function"]["name"] for t in body["tools"]]
     assert offered == table.names()
+
+
+def late_tool(name: str, handler: object) -> Tool:
+    return Tool(name, "A tool for the test.", "tether.tools.params:ReadFileParams", handler)  # type: ignore[arg-type]
+
+
+def test_a_handler_named_by_where_it_lives_is_imported_at_its_first_read_and_kept() -> None:
+    from tether.tools import files
+
+    tool = late_tool("read_file", "tether.tools.files:read_file")
+    assert LateSlot.given(tool, "handler") == "tether.tools.files:read_file"  # building read nothing
+    assert tool.handler is files.read_file
+    assert LateSlot.given(tool, "handler") is files.read_file
+    variant = late_tool("list_dir", "tether.tools.files:list_dir").changed(description="Another.")
+    assert LateSlot.given(variant, "handler") == "tether.tools.files:list_dir"  # a variant reads nothing
+    assert LateSlot.given(variant, "params") == "tether.tools.params:ReadFileParams"
+
+
+def test_the_tools_of_a_group_share_one_object_made_at_the_first_call_of_any(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made once, even when two of its tools are first called from two threads at once."""
+    made: list[Counter[str]] = []
+
+    def slow_maker(location: str) -> object:
+        assert location == "collections:Counter"
+
+        def make(**arguments: int) -> Counter[str]:
+            time.sleep(0.05)  # long enough for the other thread to ask meanwhile
+            made.append(Counter(arguments))
+            return made[-1]
+        return make
+
+    monkeypatch.setattr(toolspec, "object_at", slow_maker)
+    shared = Shared("collections:Counter", a=2, b=1)
+    tools = [late_tool("first", shared.method("most_common")), late_tool("second", shared.method("total"))]
+    assert not shared.made and made == []  # building the entries made nothing
+    with ThreadPoolExecutor(2) as pool:
+        handlers = list(pool.map(lambda tool: tool.handler, tools))
+    assert shared.made and len(made) == 1
+    assert handlers[0]() == [("a", 2), ("b", 1)] and handlers[1]() == 3
+    assert handlers[0].__self__ is handlers[1].__self__ is shared.get()

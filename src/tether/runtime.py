@@ -58,9 +58,8 @@ from .store.git_ops import GitOps
 from .store.result_files import ResultFiles
 from .tools import builtin_tools
 from .tools.plan import SUBMIT_PLAN, PlanGate, plan_tools, set_plan_mode
-from .tools.simple_edit import plain_read_tool, simple_edit_tool
 from .tools.spawn import SPAWN_AGENT, spawn_tools
-from .tools.web import web_setup, web_tools
+from .tools.web_table import web_parts, web_tools
 
 if TYPE_CHECKING:  # loaded when a hook is configured, a skill found: most starts have neither
     from .hooks.engine import Hooks
@@ -335,15 +334,24 @@ class Runtime:
         """One edit mode: edit_file without anchors, read_file without the anchors' hashes
         (and, with `plain_reads`, without line numbers). The built-in tools are put back
         first, so a profile switched mid-session gets exactly its own variants."""
+        for name in ("edit_file", "read_file"):
+            if name in self.originals:
+                self.table.replace(self.originals.pop(name))
+        if simple:
+            self._add_edit_variants(plain_reads)
+
+    def _add_edit_variants(self, plain_reads: bool) -> None:
+        """The one-mode variants in the place of the built-in edit_file and read_file; their
+        module loads here, for a profile that uses them, not at every start."""
+        from .tools.simple_edit import plain_read_tool, simple_edit_tool
+
         variants: dict[str, Callable[[Tool], Tool]] = {
             "edit_file": simple_edit_tool,
             "read_file": lambda full: plain_read_tool(full, numbered=not plain_reads),
         }
         for name, variant in variants.items():
-            if name in self.originals:
-                self.table.replace(self.originals.pop(name))
             current = self.table.get(name)
-            if simple and current is not None:
+            if current is not None:
                 self.originals[name] = current
                 self.table.replace(variant(current))
 
@@ -528,13 +536,14 @@ def attach_web(runtime: Runtime) -> None:
     """search_web, get_url and call_api in the table, marking the policy's record of the
     request (`WebTaint`, cleared only by `Runtime.new_request`); the policy also knows which
     private hosts rules name."""
-    web = web_setup(runtime.settings, runtime.policy.may_reach, runtime.policy.web_taint)
-    for tool in web_tools(web):
+    web = web_parts(runtime.settings, runtime.policy.may_reach, runtime.policy.web_taint)
+    for tool in web_tools(runtime.settings, web):
         runtime.table.add(tool)
     runtime.policy.web_content_asks = runtime.settings.web_content_asks
 
     async def close() -> None:
-        web.fetcher.close()
+        if web.made:  # made at the first call of a web tool, with its client
+            web.get().fetcher.close()
 
     runtime.closers.append(close)
 

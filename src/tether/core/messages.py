@@ -6,7 +6,6 @@ their ids, and each provider (or the text protocol) encodes them at send time.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,6 +64,8 @@ Part = Text | Thinking | ToolCall | ToolResult | Image
 
 def new_call_id() -> str:
     """A provider-neutral call id (short enough for every API's limits)."""
+    import uuid  # with the platform module it imports, at the first call: no start makes an id
+
     return "call_" + uuid.uuid4().hex[:20]
 
 

@@ -3,8 +3,9 @@
 A `Tool` carries its parameters as a pydantic model. Native schemas (for each
 provider) and the text-protocol section of the system prompt are both rendered
 from that model, so the table, the prompt and the handlers cannot drift apart.
-A tool may name its model by where it lives ("module:Name"): the model, and pydantic
-with it, is imported at its first use, not when the table is built.
+A tool may name its model, and its handler, by where it lives ("module:name"; a handler may
+also be a method of a `Shared` object): the model (and pydantic with it) is imported at its
+first use, the handler's module at the tool's first call, not when the table is built.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import contextvars
 import copy
 import functools
 import importlib
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, overload
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, overload
 
 from ..host import ProjectFiles, resolve_user_path
 from .messages import CommandStatus, Message, ToolCall
@@ -123,35 +125,83 @@ class Access(NamedTuple):
     rules of a kind look at."""
 
 
-class ModelSlot:
-    """`Tool.params`: a parameters model, given as the class or as where it lives
-    ("package.module:Name"); a location is imported at the first read and kept. A start
-    builds the table without importing any model (or pydantic)."""
+def object_at(location: str) -> Any:
+    """The object at "package.module:name" (its module imported now if it was not yet)."""
+    module, _, name = location.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class Shared:
+    """What the tools of a group share (a client, caches), made by the maker at
+    "package.module:name" with the arguments the start knows, at the first call of any of
+    them: building the table imports none of the group's code. `method` names a handler."""
+
+    def __init__(self, maker: str, /, **arguments: Any) -> None:
+        self.maker = maker
+        self.arguments = arguments
+        self._made: Any = None
+        self._lock = threading.Lock()  # two of its tools may be first called at once
+
+    @property
+    def made(self) -> bool:
+        return self._made is not None
+
+    def get(self) -> Any:
+        """The object, made now if no tool of the group was called yet."""
+        with self._lock:
+            if self._made is None:
+                self._made = object_at(self.maker)(**self.arguments)
+            return self._made
+
+    def method(self, name: str) -> SharedMethod:
+        return SharedMethod(self, name)
+
+
+@dataclass(frozen=True)
+class SharedMethod:
+    """A handler that is the method `name` of a `Shared` object."""
+
+    shared: Shared
+    name: str
+
+    def resolve(self) -> Any:
+        return getattr(self.shared.get(), self.name)
+
+
+T = TypeVar("T")
+
+
+class LateSlot(Generic[T]):
+    """`Tool.params` and `Tool.handler`: the value, or where it lives ("package.module:name",
+    or a `SharedMethod`), which is imported (or made) at the first read and kept. A start
+    builds the table without importing any model (nor pydantic) or any handler named so;
+    the dispatcher's first call of a tool reads its handler."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = "_" + name
 
     @overload
-    def __get__(self, tool: None, owner: type) -> ModelSlot: ...
+    def __get__(self, tool: None, owner: type) -> LateSlot[T]: ...
     @overload
-    def __get__(self, tool: Tool, owner: type) -> type[BaseModel]: ...
-    def __get__(self, tool: Tool | None, owner: type) -> type[BaseModel] | ModelSlot:
+    def __get__(self, tool: Tool, owner: type) -> T: ...
+    def __get__(self, tool: Tool | None, owner: type) -> T | LateSlot[T]:
         if tool is None:  # a dataclass asking for a default: there is none
             raise AttributeError(self.key[1:])
         value = tool.__dict__[self.key]
         if isinstance(value, str):
-            value = tool.__dict__[self.key] = model_at(value)
-        return value
+            value = tool.__dict__[self.key] = object_at(value)
+        elif isinstance(value, SharedMethod):
+            value = tool.__dict__[self.key] = value.resolve()
+        found: T = value
+        return found
 
-    def __set__(self, tool: Tool, value: type[BaseModel] | str) -> None:
+    def __set__(self, tool: Tool, value: T | str | SharedMethod) -> None:
         tool.__dict__[self.key] = value
 
-
-def model_at(location: str) -> type[BaseModel]:
-    """The class at "package.module:Name"."""
-    module, _, name = location.partition(":")
-    found: type[BaseModel] = getattr(importlib.import_module(module), name)
-    return found
+    @staticmethod
+    def given(tool: Tool, name: str) -> Any:
+        """What the field `name` of `tool` was given, left unread (a location stays one)."""
+        return tool.__dict__["_" + name]
 
 
 HandlerResult = str | ToolOutput
@@ -162,10 +212,12 @@ Handler = Callable[[Any, ToolContext], HandlerResult | Awaitable[HandlerResult]]
 class Tool:
     name: str
     description: str
-    params: ModelSlot = ModelSlot()
-    """The parameters model, or where it lives ("package.module:Name"): see ModelSlot.
+    params: LateSlot[type[BaseModel]] = LateSlot()
+    """The parameters model, or where it lives ("package.module:Name"): see LateSlot.
     Required all the same (a descriptor is not a default; mypy takes it for one)."""
-    handler: Handler  # type: ignore[misc]
+    handler: LateSlot[Handler] = LateSlot()
+    """The handler, or where it lives ("package.module:name", a `SharedMethod`): see LateSlot.
+    Required, as `params` is."""
     reads: bool = False
     writes_files: bool = False
     runs_commands: bool = False
@@ -206,9 +258,11 @@ class Tool:
     model's; `params` then only has to accept the arguments."""
 
     def changed(self, **changes: Any) -> Tool:
-        """A copy with `changes` (as dataclasses.replace) that leaves a model named by where it
-        lives unread: a variant made at start (the small profile's read_file) loads nothing."""
-        changes.setdefault("params", self.__dict__["_params"])  # ModelSlot keeps it there
+        """A copy with `changes` (as dataclasses.replace) that leaves a model or a handler
+        named by where it lives unread: a variant made at start (the small profile's
+        read_file) loads nothing."""
+        for late in ("params", "handler"):
+            changes.setdefault(late, LateSlot.given(self, late))
         return replace(self, **changes)
 
     @property

@@ -60,9 +60,12 @@ def _size(root: Path, name: str) -> str:
 
 
 def project_map(root: Path, budget: int) -> str:
-    """The map as lines `path size`, at most `budget` characters; "" for an empty project."""
+    """The map as lines `path size`, at most `budget` characters; "" for an empty project,
+    or without a budget (the full profile's: its start lists no files)."""
+    if budget <= 0:
+        return ""
     files = project_files(root)
-    if not files or budget <= 0:
+    if not files:
         return ""
     lines = [f"{name} {_size(root, name)}" for name in files]
     text = "\n".join(lines)

@@ -36,7 +36,6 @@ import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 
 from ..core.textclip import clip_words
 
@@ -203,6 +202,8 @@ def repeats(last: str, line: str) -> bool:
         return True
     if len(line) <= len(last) or len(last.strip()) < REPEAT_MIN_CHARS or len(line) > GROWN_MAX_CHARS:
         return False
+    from difflib import SequenceMatcher  # at the first reply that may have grown: not at start
+
     kept = sum(b.size for b in SequenceMatcher(None, last, line, autojunk=False).get_matching_blocks())
     return kept >= GROWN_KEEPS * len(last)
 

@@ -3,7 +3,6 @@ failed, and the wording for each kind of failure of one endpoint."""
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import socket
@@ -106,6 +105,8 @@ def text_body_line(body: str) -> str:
     otherwise the body's first non-blank line."""
     if not _HTML_START.match(body):
         return next((line.strip() for line in body.splitlines() if line.strip()), "")
+    import html  # with its table of entities, only for an error page: not on every start
+
     found = _HTML_TITLE.search(body)
     text = found.group(2) if found else _HTML_TAG.sub("\n", _HTML_HIDDEN.sub("", body))
     line = next((ln for ln in html.unescape(_HTML_TAG.sub("", text)).splitlines() if ln.strip()), "")

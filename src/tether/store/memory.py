@@ -10,7 +10,6 @@ user fixes or moves it.
 from __future__ import annotations
 
 import builtins
-import difflib
 import json
 import re
 import time
@@ -187,6 +186,8 @@ def _preview(content: str) -> str:
 
 
 def _missing_message(name: str, names: list[str]) -> str:
+    import difflib  # only for a name not found: the store is made at every start
+
     folded = {n.casefold(): n for n in names}
     near = difflib.get_close_matches(name.casefold(), list(folded), n=3, cutoff=0.6)
     if near:

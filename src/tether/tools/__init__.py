@@ -33,8 +33,8 @@ def builtin_tools(
     from ..safety.shell_session import ShellSessions
     from ..store.memory import MEMORY_FILE, MemoryStore
     from .ask import ask_tools
-    from .ast_tools import AstTools
-    from .files import FILE_TOOLS
+    from .ast_table import ast_tools
+    from .file_table import FILE_TOOLS
     from .git import GIT_TOOLS
     from .memory import memory_tools
     from .shell import shell_tools
@@ -43,7 +43,7 @@ def builtin_tools(
     sessions = ShellSessions(ctx.root, on_output=on_output, launcher=sandbox)
     ctx.runs_unconfined = sessions.runs_unconfined
     tools = [*FILE_TOOLS, *shell_tools(sessions, sandbox), *GIT_TOOLS, *SYSTEM_TOOLS, *ask_tools(asker),
-             *AstTools(tag_store=home / TAG_CACHE if home is not None else None).tools()]
+             *ast_tools(home / TAG_CACHE if home is not None else None)]
     if home is not None:
         tools += memory_tools(MemoryStore(home / MEMORY_FILE))
     return ToolTable(tools), [sessions.close_all]

@@ -8,10 +8,12 @@ every file it finds.
 Code structure, in detail:
 
 `tools/ast_tools.AstTools` holds one `Grammars` (the optional `ast` extra: tree-sitter and
-the per-language grammar wheels, imported on first use) and one `RepoMapper`;
-`builtin_tools` adds its three entries, which are not in `profile.CORE_TOOLS`, so the small
-profile defers them (its system-prompt project map is `engine/projectmap.py`, which does not use
-them). `get_code_skeleton` and `query_ast_node` resolve their path with `ctx.resolve` and read
+the per-language grammar wheels, imported on first use) and one `RepoMapper`; its methods are
+the handlers. `builtin_tools` adds the three entries of `tools/ast_table.py`, which name them
+as methods of one `Shared` AstTools, made (and this module imported) at the first call of any
+of them. They are not in `profile.CORE_TOOLS`, so the small profile defers them (its
+system-prompt project map is `engine/projectmap.py`, which does not use them).
+`get_code_skeleton` and `query_ast_node` resolve their path with `ctx.resolve` and read
 with read_file's `_load_text`; the outline is the tags query's `definition.*` captures
 (`ast_outline.tree_sitter_outline`), or `python_outline` (stdlib `ast`) when
 `GrammarMissing` says tree-sitter is absent.
@@ -39,12 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.toolspec import CONVERSATION, Tool, ToolContext, ToolError, ToolOutput
+from ..core.toolspec import CONVERSATION, ToolContext, ToolError, ToolOutput
 from ._paths import display_path
 from .ast_grammars import EXTRA_HINT, GRAMMARS, GrammarMissing, Grammars, language_of
 from .ast_outline import Symbol, python_outline, render_outline, tree_sitter_outline
 from .file_text import _load_text, _os_errors_as_tool_errors
-from .limits import DEFAULT_MAP_BUDGET, MAX_MAP_BUDGET, params_named
+from .limits import DEFAULT_MAP_BUDGET
 
 if TYPE_CHECKING:
     from .params import QueryAstParams, RepoMapParams, SkeletonParams
@@ -66,7 +68,7 @@ class _Source:
 
 @dataclass
 class AstTools:
-    """The three tools over one set of grammars and one map cache."""
+    """The three tools' handlers over one set of grammars and one map cache."""
 
     grammars: Grammars = field(default_factory=Grammars)
     tag_store: Path | None = None
@@ -79,6 +81,7 @@ class AstTools:
 
         return RepoMapper(self.grammars, self.tag_store)
 
+    @_os_errors_as_tool_errors  # as in the file tools: an unexpected OSError becomes a message
     def skeleton(self, args: SkeletonParams, ctx: ToolContext) -> ToolOutput:
         source = _source_file(args.filepath, ctx)
         heading = f"{source.shown} ({source.language}, {source.text.count(chr(10)) + 1:,} lines)"
@@ -92,6 +95,7 @@ class AstTools:
         return ToolOutput(render_outline(symbols, heading), summary=f"{source.shown}: "
                           f"{len(symbols)} definitions")
 
+    @_os_errors_as_tool_errors
     def query(self, args: QueryAstParams, ctx: ToolContext) -> ToolOutput:
         source = _source_file(args.filepath, ctx)
         try:
@@ -110,6 +114,7 @@ class AstTools:
         found = self.grammars.captures(compiled, tree.root_node)
         return _render_captures(found, source.shown, "@" in args.query)
 
+    @_os_errors_as_tool_errors
     def repo_map(self, args: RepoMapParams, ctx: ToolContext) -> ToolOutput:
         target = ctx.resolve(args.path)
         shown = display_path(target, ctx.root)
@@ -123,22 +128,6 @@ class AstTools:
         parsed = f" ({built.parsed} parsed)" if built.parsed < built.files else ""
         return ToolOutput(built.text, summary=f"{built.shown_definitions} definitions from "
                           f"{built.files} files{parsed}{cached}")
-
-    def tools(self) -> list[Tool]:
-        """The table entries; an unexpected OSError becomes a message, as in the file tools."""
-        return [
-            Tool("get_code_skeleton", "Outline a source file: classes, functions and methods "
-                 "with signatures and line ranges, no bodies. Cheaper than read_file for "
-                 "finding where things are.", params_named("SkeletonParams"), _os_errors_as_tool_errors(self.skeleton), reads=True,
-                 main_arg="filepath", path_params=("filepath",)),
-            Tool("query_ast_node", "Run a tree-sitter S-expression query on a source file's "
-                 "syntax tree; shows each capture's text and lines.", params_named("QueryAstParams"),
-                 _os_errors_as_tool_errors(self.query), reads=True, main_arg="filepath", path_params=("filepath",)),
-            Tool("repo_map", "A map of the repository: its most referenced definitions "
-                 "(signatures only), ranked toward what the conversation is about, within "
-                 "a token budget.", params_named("RepoMapParams"), _os_errors_as_tool_errors(self.repo_map), reads=True, main_arg="path",
-                 path_params=("path",), result_cap=MAX_MAP_BUDGET * 4 + 1_000),
-        ]
 
 
 def _source_file(filepath: str, ctx: ToolContext) -> _Source:

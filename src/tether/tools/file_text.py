@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import ParamSpec, cast
 
 from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.host import (
@@ -22,9 +22,6 @@ from tether.host import (
 from tether.tools._paths import display_path, near_names
 from tether.tools.nearby import closest_paths
 
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
 READ_LINE_CAP = 4_000
 """Characters of one line shown by read_file; longer lines (minified code) are cut."""
 MAX_READ_BYTES = 64 * 1024 * 1024
@@ -34,20 +31,20 @@ UTF8_BOM = b"\xef\xbb\xbf"
 
 # --- shared helpers ---------------------------------------------------------
 
-_Params = TypeVar("_Params", bound="BaseModel")
+_Handler = ParamSpec("_Handler")
 
 
-def _os_errors_as_tool_errors(
-    handler: Callable[[_Params, ToolContext], ToolOutput],
-) -> Callable[[_Params, ToolContext], ToolOutput]:
+def _os_errors_as_tool_errors(handler: Callable[_Handler, ToolOutput]) -> Callable[_Handler, ToolOutput]:
     """An unexpected OSError (permissions, a file where a directory should be)
-    becomes a plain message for the model instead of a traceback."""
+    becomes a plain message for the model instead of a traceback. `handler` is a tool's
+    handler or a method that is one (AstTools'): the call's context is its last argument."""
 
     @functools.wraps(handler)
-    def wrapper(args: _Params, ctx: ToolContext) -> ToolOutput:
+    def wrapper(*args: _Handler.args, **kwargs: _Handler.kwargs) -> ToolOutput:
         try:
-            return handler(args, ctx)
+            return handler(*args, **kwargs)
         except OSError as err:
+            ctx = cast(ToolContext, args[-1])
             raise ToolError(_describe_os_error(err, ctx.root)) from err
 
     return wrapper

@@ -5,10 +5,11 @@ line's text. `edit_file` accepts those `N:hh` anchors back, so the model can
 replace a range of lines without retyping it, and a stale anchor (the line
 changed since it was read) is refused instead of editing the wrong text.
 
-edit_file lives in `file_edit`, search_in_file in `file_search`, and what the tools
-share in `file_text`; this module holds the rest and the table. What only a call needs (an
-edit's checks, the search engines, the code notes after a write) is imported at the call:
-the table is built at every start, before the first request can be sent.
+edit_file lives in `file_edit`, search_in_file in `file_search`, what the tools share in
+`file_text`, and their table in `file_table`; this module holds the other handlers. The table
+names each handler by where it lives, so the start (which builds the table before the first
+request can be sent) imports none of these modules: a handler's module loads at the tool's
+first call, and what only some calls need (the code notes after a write) at that call.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tether.core.toolspec import Tool, ToolContext, ToolError, ToolOutput
+from tether.core.toolspec import ToolContext, ToolError, ToolOutput
 from tether.host import (
     copy_regular,
     read_small_file,
@@ -39,7 +40,7 @@ from .file_text import (
     _split_keepends,
     _write_bytes,
 )
-from .limits import params_named
+from .limits import READ_CHAR_CAP
 from .outside_values import outside_values_note
 
 if TYPE_CHECKING:
@@ -47,15 +48,12 @@ if TYPE_CHECKING:
         CopyFileParams,
         CreateDirParams,
         DeleteFileParams,
-        EditFileParams,
         ListDirParams,
         ReadFileParams,
-        SearchInFileParams,
         WriteFileParams,
     )
 
 READ_LINE_LIMIT = 400
-READ_CHAR_CAP = 30_000
 LIST_ENTRY_CAP = 500
 COMPARE_MAX_BYTES = 2 * 1024 * 1024
 """A write_file over a file up to this size is compared with what it holds."""
@@ -284,117 +282,3 @@ def _human_size(size: int) -> str:
         if value < 1024:
             return f"{value:.1f} {unit}"
     return f"{value / 1024:.1f} TB"
-
-
-# --- edit_file and search_in_file, imported at their first call ----------------
-
-
-def edit_file(args: EditFileParams, ctx: ToolContext) -> ToolOutput:
-    """edit_file (`file_edit`): the module and the checks an edit runs load at the first edit."""
-    from .file_edit import edit_file as edit
-
-    return edit(args, ctx)
-
-
-def search_in_file(args: SearchInFileParams, ctx: ToolContext) -> ToolOutput:
-    """search_in_file (`file_search`): the search engines load at the first search."""
-    from .file_search import search_in_file as search
-
-    return search(args, ctx)
-
-
-# --- the table ------------------------------------------------------------------
-
-
-def _tool(name: str, description: str, params: str, handler: Any, **flags: Any) -> Tool:
-    return Tool(name=name, description=description, params=params, handler=handler, **flags)
-
-
-FILE_TOOLS: list[Tool] = [
-    _tool(
-        "read_file",
-        "Read a text file. Each line is shown as 'N:hh|text' (N = line number, hh = line "
-        "hash); edit_file accepts 'N:hh' as an anchor. Long files are paged: use offset.",
-        params_named("ReadFileParams"),
-        read_file,
-        reads=True,
-        main_arg="filepath",
-        path_params=("filepath",),
-        result_cap=READ_CHAR_CAP + 1_000,
-    ),
-    _tool(
-        "write_file",
-        "Create a file or overwrite it with the complete new content (parents are created).",
-        params_named("WriteFileParams"),
-        write_file,
-        writes_files=True,
-        block_params=("content",),
-        main_arg="filepath",
-        path_params=("filepath",),
-        written_params=("filepath",),
-    ),
-    _tool(
-        "edit_file",
-        "Edit a file in one of two ways: replace old_content (exact text occurring once) "
-        "with new_content, or replace the lines start_anchor..end_anchor ('N:hh' from "
-        "read_file) with new_content. Returns a diff.",
-        params_named("EditFileParams"),
-        edit_file,
-        writes_files=True,
-        block_params=("old_content", "new_content"),
-        main_arg="filepath",
-        path_params=("filepath",),
-        written_params=("filepath",),
-        reads_written=True,
-    ),
-    _tool(
-        "delete_file",
-        "Delete one file (not a directory).",
-        params_named("DeleteFileParams"),
-        delete_file,
-        writes_files=True,
-        main_arg="filepath",
-        path_params=("filepath",),
-        written_params=("filepath",),
-    ),
-    _tool(
-        "copy_file",
-        "Copy a file to a new path; refuses to overwrite an existing destination.",
-        params_named("CopyFileParams"),
-        copy_file,
-        writes_files=True,
-        main_arg="source",
-        path_params=("source", "destination"),
-        written_params=("destination",),
-    ),
-    _tool(
-        "create_dir",
-        "Create a directory and any missing parents.",
-        params_named("CreateDirParams"),
-        create_dir,
-        writes_files=True,
-        main_arg="path",
-        path_params=("path",),
-        written_params=("path",),
-    ),
-    _tool(
-        "list_dir",
-        "List a directory: subdirectories first (with a trailing '/'), then files with sizes.",
-        params_named("ListDirParams"),
-        list_dir,
-        reads=True,
-        main_arg="path",
-        path_params=("path",),
-        result_cap=32_000,
-    ),
-    _tool(
-        "search_in_file",
-        "Search a file, or every file under a directory, for a Python regular expression; "
-        "prints 'path:line: text'. Skips .git, ignored, binary and very large files.",
-        params_named("SearchInFileParams"),
-        search_in_file,
-        reads=True,
-        main_arg="pattern",
-        path_params=("path",),
-    ),
-]

@@ -8,9 +8,10 @@ fetching it again in the same request sends nothing new.
 
 The web tools, in detail:
 
-`runtime.attach_web` adds `tools/web.py`'s three tools (all `network`, none in
-`profile.CORE_TOOLS`, so the small profile defers them) over one `web_fetch.Fetcher`, marking
-the `ApprovalPolicy`'s `web_guard.WebTaint`. The taint belongs to the user's
+`runtime.attach_web` adds the three tools (all `network`, none in `profile.CORE_TOOLS`, so the
+small profile defers them) of `tools/web_table.py`, whose handlers are the methods of one
+`WebTools` over one `web_fetch.Fetcher`, made by `web_setup` (and this module imported) at the
+first call of any of them, marking the `ApprovalPolicy`'s `web_guard.WebTaint`. The taint belongs to the user's
 request, not to a loop turn: only `Runtime.new_request(typed, source=)` clears it, called by
 `cli.run_request` and `App.turn` (with the line as typed, before any @file is attached;
 `/mcp prompt` passes the server as `source`, so that request starts marked). /deepthink's
@@ -57,10 +58,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.textclip import keep_ends
-from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
-from ..safety.web_guard import CALL_API, GET_URL, SEARCH_WEB, WebTaint
+from ..core.toolspec import ToolContext, ToolError, ToolOutput
+from ..safety.web_guard import WebTaint
 from ..store.config import Settings
-from .limits import params_named
 from .web_fetch import Fetched, Fetcher, FetchLimits
 
 if TYPE_CHECKING:  # search_web's modules load at the first search, HTML reading at the first page
@@ -241,42 +241,6 @@ def search_details(report: SearchReport) -> list[str]:
               for r in report.chosen]
     lines += [f"rejected {page.candidate.url}: {why}" for page, why in report.rejected]
     return lines
-
-
-def web_tools(tools: WebTools) -> list[Tool]:
-    """The three web tools over one client; their timeouts cover a slow source or page."""
-    search_seconds = 2 * (tools.search.source_timeout + 1) + 2 * tools.fetcher.limits.timeout + 10
-    fetch_seconds = 2 * tools.fetcher.limits.timeout * 6 + 10  # every redirect hop may take it
-    cap = tools.max_text + 2_000
-    return [
-        Tool(
-            name=SEARCH_WEB,
-            description=(
-                "Search the web (several search sources at once), read the best pages and return "
-                "their passages that match the query, or say that nothing relevant was found."
-            ),
-            params=params_named("SearchWebParams"), handler=tools.search_web, network=True, main_arg="query",
-            timeout=search_seconds, result_cap=cap,
-        ),
-        Tool(
-            name=GET_URL,
-            description=(
-                "Read a web page with GET: HTML comes back as readable text (raw: the body as "
-                "received), capped; a redirect to another host is reported, not followed."
-            ),
-            params=params_named("GetUrlParams"), handler=tools.get_url, network=True, main_arg="url",
-            timeout=fetch_seconds, result_cap=cap,
-        ),
-        Tool(
-            name=CALL_API,
-            description=(
-                "Call an HTTP API: method, URL, optional headers and a JSON or text body; returns "
-                "the status, the headers and the body (JSON pretty-printed), capped."
-            ),
-            params=params_named("CallApiParams"), handler=tools.call_api, network=True, main_arg="url",
-            timeout=fetch_seconds, result_cap=cap,
-        ),
-    ]
 
 
 def web_setup(settings: Settings, may_reach: MayReach, taint: WebTaint) -> WebTools:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 
@@ -29,6 +28,8 @@ def change_preview(call: ToolCall, root: Path | None) -> list[str] | None:
         new_lines = args["content"].splitlines()
     else:
         return None
+    import difflib  # at the first preview: no start shows a diff
+
     diff = difflib.unified_diff(old_lines, new_lines, path, path, lineterm="", n=2)
     return list(diff)[2:] or ["(no change)"]
 
