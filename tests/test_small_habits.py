@@ -1704,8 +1704,46 @@ async def test_the_reply_after_a_read_sent_again_word_for_word_is_sampled_warmer
     loop.mode = "text"
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 2\n")
-    await loop.run_turn(Conversation(), "what does a.py set?")
+    await loop.run_turn(Conversation(), "what is x in a.py?")
     temperatures = [r.options.temperature for r in provider.requests]
     assert temperatures[0] in (None, 0.0) and temperatures[1] in (None, 0.0)
     assert temperatures[2] == LOOP_TEMPERATURE  # after the second, identical read
     assert temperatures[3] in (None, 0.0)
+
+
+async def test_an_empty_reply_is_drawn_again_once_sampled_from_the_same_request(tmp_path: Path) -> None:
+    """One request in seven of a 1.5B model's after a tool result came back empty at
+    temperature 0; the note that said so was echoed or drew another empty reply. With
+    `redraw_empty`, the same request is sent again once, sampled, and nothing about the empty
+    reply enters the history."""
+    from tether.engine.repeatstop import LOOP_TEMPERATURE
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), say(""), say("x is 1 in a.py.")])
+    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+    loop.mode = "text"
+    loop.settings.redraw_empty = True
+    conv = Conversation()
+    result = await loop.run_turn(conv, "what is x in a.py?")
+    assert result.text == "x is 1 in a.py."
+    first, empty, again = provider.requests
+    assert empty.options.temperature in (None, 0.0) and again.options.temperature == LOOP_TEMPERATURE
+    assert again.messages == empty.messages  # the same request, drawn again
+    assert nudges_in(conv) == [] and result.requests == 3
+
+
+async def test_a_reply_empty_twice_gets_the_rule_and_without_redraw_the_rule_at_once(tmp_path: Path) -> None:
+    from tether.assist.rules import EMPTY_REPLY, RESULT_FIRST_NEXT
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    for redraw, replies, nudged_at in ((True, 2, 3), (False, 1, 2)):
+        script = [call(("read_file", {"filepath": "a.py"})), *[say("")] * replies, say("x is 1 in a.py.")]
+        provider = ScriptedProvider(script)
+        loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
+        loop.mode = "text"
+        loop.settings.redraw_empty = redraw
+        result = await loop.run_turn(Conversation(), "what is x in a.py?")
+        assert result.text == "x is 1 in a.py."
+        assert len(provider.requests) == nudged_at + 1
+        nudge = provider.requests[nudged_at].messages[-1].text  # said empty, or begun with a result
+        assert nudge.startswith((EMPTY_REPLY.split(".")[0], RESULT_FIRST_NEXT.split(",")[0]))

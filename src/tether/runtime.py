@@ -313,6 +313,7 @@ class Runtime:
                                  each_change=profile.verify_each_change, first=profile.check_first,
                                  trace=profile.trace_failure)
         turn.take_version = profile.take_version
+        turn.redraw_empty = profile.redraw_empty
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but

@@ -22,7 +22,7 @@ Profiles: small and full, in detail:
 
 `profile.Profile` is a frozen set of levers (`short_menu`, `simple_edit`, `plain_reads`, `text_protocol`,
 `worked_example`, `project_map`, `nudges`, `opening_note`, `stop_at_call`, `max_reply_tokens`,
-`terse_history`, `temperature`, `max_steps`/`soft_pressure_after`, `preread`, `verify`,
+`terse_history`, `temperature`, `max_steps`/`soft_pressure_after`, `preread`, `verify`, `redraw_empty`,
 `grammar`, and `rules_off` for the coach's rule levers); `SMALL` has them on (but `grammar`),
 `FULL` off (but `verify`). A lever is on unless its field holds the value `LEVER_OFF` gives it (a temperature of 0 is
 on). `choose_profile` is pure (setting, model name, stated size ->
@@ -140,6 +140,11 @@ class Profile:
     """Run the tests a change request names before the model's first reply, shown as calls
     with their results (assist/verify.VerifyGate.before_start). Off in every profile until it
     wins on the held-out benchmark; TETHER_PROFILE_ON=first."""
+    redraw_empty: bool = False
+    """A reply with nothing in it (no text, no call; or cut to nothing at a result marker) is
+    drawn again once, sampled at the loop temperature, from the same request, before any rule
+    answers it: one request in seven of a 1.5B model's after a tool result came back empty at
+    temperature 0, and the note that said so was echoed or drew another empty reply."""
     take_version: bool = False
     """A reply with no call that shows a whole new version of a file the turn read, for a
     request to change it, is that write_file call (aider's whole-file edit format), run
@@ -213,6 +218,7 @@ LEVER_FIELDS = {
     "preread": "preread",
     "early": "verify_each_change",
     "take": "take_version",
+    "redraw": "redraw_empty",
     "first": "check_first",
     "grammar": "grammar",
     "tries": "fix_attempts",
@@ -253,6 +259,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "preread": {"preread": False},
     "early": {"verify_each_change": False},
     "take": {"take_version": False},
+    "redraw": {"redraw_empty": False},
     "first": {"check_first": False},
     "grammar": {"grammar": False},
     "tries": {"fix_attempts": None},
@@ -262,6 +269,7 @@ LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
     "early": {"verify_each_change": True},
     "take": {"take_version": True},
+    "redraw": {"redraw_empty": True},
     "first": {"check_first": True},
     "tries": {"fix_attempts": 4},
     "trace": {"trace_failure": True},
@@ -283,6 +291,7 @@ SMALL = Profile(
     preread=True,
     verify_each_change=True,
     take_version=True,
+    redraw_empty=True,
     stop_at_call=True,
     max_reply_tokens=1500,
     answer_tokens=400,

@@ -149,6 +149,13 @@ MARKER_TOKENS_AT_MOST = 12
 """The most tokens a reply cut to nothing at a result marker is taken to have produced."""
 
 
+def came_back_empty(reply: Reply) -> bool:
+    """A whole reply with nothing in it: no text, no call, no thinking (or cut to nothing at
+    a result marker); not one stopped for looping or at the token limit."""
+    nothing = not reply.text.strip() and not reply.calls and not reply.thinking
+    return nothing and reply.stop_reason == "end_turn" and not reply.repeated
+
+
 def began_with_result(reply: Reply) -> bool:
     """An empty reply that still produced a few tokens: in the text protocol, the stop at a
     result marker hit first ("[Tool Result for '" is five tokens). Many more are hidden
@@ -172,6 +179,8 @@ class TurnSettings:
     """Read the files the request names before the first request (`TurnLoop.preread`)."""
     """Send a reminder to act with the tools beside the request, in the turn's first request."""
     stop_at_call: bool = False
+    redraw_empty: bool = False
+    """A reply with nothing in it is drawn again once, sampled, from the same request."""
     """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
     max_reply_tokens: int | None = None
     answer_tokens: int | None = None
@@ -285,6 +294,9 @@ class TurnLoop:
             self.open_turn(turn)
             for step in range(1, self.settings.max_steps + 1):
                 reply = await self.ask(turn, tools=True, note=self._note(step, turn))
+                if self.settings.redraw_empty and came_back_empty(reply):
+                    turn.looped = True  # greedy decoding would draw the same nothing again
+                    reply = await self.ask(turn, tools=True, note=self._note(step, turn))
                 parsed = self.taken_call(turn, self.parse(reply), reply.result_first)
                 if not parsed.calls and not parsed.errors:
                     nudge = self.reply_note(turn, parsed.text, reply.result_first)
