@@ -1690,27 +1690,6 @@ async def test_a_bare_file_name_the_turn_created_in_a_folder_counts_as_changed(t
     assert not any("The request also names" in n for n in nudges_of(provider))
 
 
-async def test_the_reply_after_a_read_sent_again_word_for_word_is_sampled_warmer(tmp_path: Path) -> None:
-    """Told its search had already been made, a 1.5B model sent the same search_in_file call
-    nine times at temperature 0 and ran out of time: a read repeated word for word is a loop
-    that greedy decoding writes again, so the reply after it is sampled; the one after a new
-    read is not."""
-    from tether.engine.repeatstop import LOOP_TEMPERATURE
-
-    read = ("read_file", {"filepath": "a.py"})
-    provider = ScriptedProvider([call(read), call(read), call(("read_file", {"filepath": "b.py"})),
-                                 say("a.py sets x.")])
-    loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
-    loop.mode = "text"
-    (tmp_path / "a.py").write_text("x = 1\n")
-    (tmp_path / "b.py").write_text("y = 2\n")
-    await loop.run_turn(Conversation(), "what is x in a.py?")
-    temperatures = [r.options.temperature for r in provider.requests]
-    assert temperatures[0] in (None, 0.0) and temperatures[1] in (None, 0.0)
-    assert temperatures[2] == LOOP_TEMPERATURE  # after the second, identical read
-    assert temperatures[3] in (None, 0.0)
-
-
 async def test_an_empty_reply_is_drawn_again_once_sampled_from_the_same_request(tmp_path: Path) -> None:
     """One request in seven of a 1.5B model's after a tool result came back empty at
     temperature 0; the note that said so was echoed or drew another empty reply. With

@@ -38,8 +38,6 @@ class TurnSteps:
     """The rules on the turn's evidence (None: none)."""
     read_cache: dict[str, str] = field(default_factory=dict)
     """call key -> the result text of a read-only call that worked this turn."""
-    reuses: int = 0
-    """How many calls were answered from `read_cache` (sent again word for word)."""
 
     def refusal(self, call: ToolCall) -> str | None:
         refusal = self.menu.refusal(call.name) if self.menu is not None else None
@@ -53,7 +51,6 @@ class TurnSteps:
         earlier = self.read_cache.get(call_key(call))
         if earlier is None:
             return None
-        self.reuses += 1
         repeated = self.coach.repeated_read() if self.coach is not None else ""
         return repeated or earlier
 

@@ -312,10 +312,7 @@ class TurnLoop:
                     return self.finish(turn, reply, parsed.text)
                 if not parsed.calls:  # at temperature 0 the same broken call comes back word for word
                     turn.looped = True
-                reuses = turn.steps.reuses
                 await self.dispatch_all(turn, reply, parsed)
-                if turn.steps.reuses > reuses:  # a read sent again word for word comes back so too
-                    turn.looped = True
                 await self.after_calls(turn)
             reply = await self.ask(turn, tools=False, note=STEP_LIMIT_NOTE)
             parsed = self.parse(reply)
