@@ -1690,15 +1690,23 @@ async def test_a_bare_file_name_the_turn_created_in_a_folder_counts_as_changed(t
     assert not any("The request also names" in n for n in nudges_of(provider))
 
 
-async def test_an_empty_reply_is_drawn_again_once_sampled_from_the_same_request(tmp_path: Path) -> None:
+def empty_reply() -> list:
+    """A reply with nothing in it: the model ended its turn at once (one token)."""
+    from tether.core.messages import Done, Usage
+
+    return [Done(Usage(900, 1), "end_turn")]
+
+
+async def test_an_empty_reply_is_drawn_again_once_from_the_same_request_with_a_cue(tmp_path: Path) -> None:
     """One request in seven of a 1.5B model's after a tool result came back empty at
     temperature 0; the note that said so was echoed or drew another empty reply. With
-    `redraw_empty`, the same request is sent again once, sampled, and nothing about the empty
-    reply enters the history."""
-    from tether.engine.repeatstop import LOOP_TEMPERATURE
+    `redraw_empty`, the same request is sent again once with a cue at its end (at the same
+    temperature: sampling drew nothing again seven times in ten), and nothing about the empty
+    reply, nor the cue, enters the history."""
+    from tether.engine.loop import REDRAW_CUE
 
     (tmp_path / "a.py").write_text("x = 1\n")
-    provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), say(""), say("x is 1 in a.py.")])
+    provider = ScriptedProvider([call(("read_file", {"filepath": "a.py"})), empty_reply(), say("x is 1 in a.py.")])
     loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
     loop.mode = "text"
     loop.settings.redraw_empty = True
@@ -1706,17 +1714,19 @@ async def test_an_empty_reply_is_drawn_again_once_sampled_from_the_same_request(
     result = await loop.run_turn(conv, "what is x in a.py?")
     assert result.text == "x is 1 in a.py."
     first, empty, again = provider.requests
-    assert empty.options.temperature in (None, 0.0) and again.options.temperature == LOOP_TEMPERATURE
-    assert again.messages == empty.messages  # the same request, drawn again
+    assert empty.options.temperature == again.options.temperature
+    assert again.messages[:-1] == empty.messages[:-1]  # the same request, drawn again
+    assert again.messages[-1].text == empty.messages[-1].text + "\n\n" + REDRAW_CUE
     assert nudges_in(conv) == [] and result.requests == 3
+    assert REDRAW_CUE not in str([m.text for m in conv.messages])
 
 
 async def test_a_reply_empty_twice_gets_the_rule_and_without_redraw_the_rule_at_once(tmp_path: Path) -> None:
-    from tether.assist.rules import EMPTY_REPLY, RESULT_FIRST_NEXT
+    from tether.assist.rules import EMPTY_REPLY
 
     (tmp_path / "a.py").write_text("x = 1\n")
     for redraw, replies, nudged_at in ((True, 2, 3), (False, 1, 2)):
-        script = [call(("read_file", {"filepath": "a.py"})), *[say("")] * replies, say("x is 1 in a.py.")]
+        script = [call(("read_file", {"filepath": "a.py"})), *[empty_reply()] * replies, say("x is 1 in a.py.")]
         provider = ScriptedProvider(script)
         loop, _ = menu_loop(provider, tmp_path, tools=file_tools(tmp_path), nudges=True)
         loop.mode = "text"
@@ -1724,5 +1734,4 @@ async def test_a_reply_empty_twice_gets_the_rule_and_without_redraw_the_rule_at_
         result = await loop.run_turn(Conversation(), "what is x in a.py?")
         assert result.text == "x is 1 in a.py."
         assert len(provider.requests) == nudged_at + 1
-        nudge = provider.requests[nudged_at].messages[-1].text  # said empty, or begun with a result
-        assert nudge.startswith((EMPTY_REPLY.split(".")[0], RESULT_FIRST_NEXT.split(",")[0]))
+        assert provider.requests[nudged_at].messages[-1].text.startswith(EMPTY_REPLY.split(".")[0])

@@ -142,9 +142,10 @@ class Profile:
     wins on the held-out benchmark; TETHER_PROFILE_ON=first."""
     redraw_empty: bool = False
     """A reply with nothing in it (no text, no call; or cut to nothing at a result marker) is
-    drawn again once, sampled at the loop temperature, from the same request, before any rule
-    answers it: one request in seven of a 1.5B model's after a tool result came back empty at
-    temperature 0, and the note that said so was echoed or drew another empty reply."""
+    drawn again once from the same request with a one-line cue that stays out of the history
+    (engine/loop.REDRAW_CUE), before any rule answers it: one request in seven of a 1.5B
+    model's after a tool result came back empty at temperature 0, and the note that said so
+    was echoed or drew another empty reply."""
     take_version: bool = False
     """A reply with no call that shows a whole new version of a file the turn read, for a
     request to change it, is that write_file call (aider's whole-file edit format), run
