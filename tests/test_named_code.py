@@ -87,3 +87,12 @@ def test_unreadable_binary_and_missing_files_are_passed_over(tmp_path: Path) -> 
     (tmp_path / "bad.py").write_bytes(b"def parse_line(s): return '\xff\xfe'\n")
     got = code_files(["parse_line"], tmp_path, [*files, "blob.py", "bad.py", "gone.py"])
     assert got == ["ok.py", "bad.py"]
+
+
+def test_a_link_out_of_the_project_is_never_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("def secret_key():\n    pass\n")
+    root = tmp_path / "project"
+    files = project(root, {"app.py": "x = 1\n"})
+    (root / "linked.py").symlink_to(outside)
+    assert code_files(["secret_key"], root, [*files, "linked.py"]) == []

@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..tools._paths import is_inside_root
 from .reply_shapes import file_text, is_test_path
 
 SOURCE_SUFFIXES = frozenset({
@@ -60,8 +61,8 @@ def code_files(request_names: Sequence[str], root: Path, project_files: Iterable
                   and (wants_test or not is_test_path(path))]
     if len(candidates) > SEARCHED_AT_MOST:
         return []
-    texts = {path: text for path in candidates
-             if (text := file_text(root / path, FILE_LIMIT)) is not None}
+    texts = {path: text for path in candidates  # a link out of the project is not read
+             if is_inside_root(root / path, root) and (text := file_text(root / path, FILE_LIMIT)) is not None}
     defining: list[str] = []
     using: list[str] = []
     for name in names:
