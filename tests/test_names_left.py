@@ -251,6 +251,7 @@ async def test_every_name_taken_out_is_searched_and_their_places_go_back_togethe
     ("export function fetch_one() {", True), ("fetch_one = make()", True), ("const fetch_one = 1;", True),
     ("retry:\n  fetch_one: 3", True), ('{"fetch_one": 3}', False), ('  "fetch_one": 3,', True),
     ("    fetch_one = make()", False), ("x = fetch_one()", False), ("if fetch_one == 2:", False),
+    ("fetch_one() {\n  echo 1\n}", True), ("fetch_one", False),  # a shell function, and its call
 ])
 def test_what_defines_a_name(text: str, defined: bool) -> None:
     from tether.assist.leftovers import defines

@@ -62,13 +62,15 @@ def _whole(name: str) -> str:
 def defines(name: str, text: str) -> bool:
     """`text` defines `name`: a function, class or type by its keyword, a constant or
     variable set at the start of a line (a module's, not a function's local), or a setting's
-    key (`max_retries: 3` in YAML, `"max_retries": 3` in JSON, a field `max_retries: int`)."""
+    key (`max_retries: 3` in YAML, `"max_retries": 3` in JSON, a field `max_retries: int`), or
+    a shell function (`bump_part() {`)."""
     word = re.escape(name)
     keyword = (r"(?:export\s+)?(?:(?:async|pub|public|private|protected|static)\s+)*"
                r"(?:def|class|function|func|fn|struct|enum|interface|trait|type|module)")
     top = r"(?:export\s+)?(?:(?:const|let|var)\s+)?"
     key = rf"^[ \t]*(?:-[ \t]+)?[\"']?{word}[\"']?[ \t]*:(?!:)"
-    return re.search(rf"^[ \t]*{keyword}[ \t]+{word}\b|^{top}{word}[ \t]*(?::[^=\n]*)?=(?!=)|{key}",
+    shell = rf"^[ \t]*{word}[ \t]*\(\)[ \t]*\{{"
+    return re.search(rf"^[ \t]*{keyword}[ \t]+{word}\b|^{top}{word}[ \t]*(?::[^=\n]*)?=(?!=)|{key}|{shell}",
                      text, re.M) is not None
 
 

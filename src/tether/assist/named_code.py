@@ -14,11 +14,11 @@ many files use gives only the files that define it: the model has to search for 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..tools._paths import is_inside_root
+from ..tools._paths import is_inside_resolved, kernel_resolved
+from .leftovers import defines, has_word
 from .reply_shapes import file_text, is_test_path
 
 SOURCE_SUFFIXES = frozenset({
@@ -34,20 +34,6 @@ USERS_AT_MOST = 4
 """A name used in more files than this gives only the files that define it."""
 
 
-def _definition(name: str) -> re.Pattern[str]:
-    """A line that defines `name`: a function or class, a shell function, a variable or
-    constant set at the start of a line, a settings key."""
-    word = re.escape(name)
-    return re.compile(
-        rf"^[ \t]*(?:export[ \t]+(?:default[ \t]+)?)?(?:pub[ \t]+)?(?:async[ \t]+)?"
-        rf"(?:def|class|function|func|fn|const|let|var)"
-        rf"[ \t]+{word}\b"
-        rf"|^[ \t]*{word}[ \t]*(?:\(\)[ \t]*\{{|=(?!=)|:(?!:))"
-        rf"|^[ \t]*[\"']{word}[\"'][ \t]*:",
-        re.M,
-    )
-
-
 def code_files(request_names: Sequence[str], root: Path, project_files: Iterable[str],
                wants_test: bool = False) -> list[str]:
     """The project files that define one of the names, then those that use one (test files
@@ -59,18 +45,18 @@ def code_files(request_names: Sequence[str], root: Path, project_files: Iterable
                   if path.rsplit(".", 1)[-1].lower() in SOURCE_SUFFIXES
                   and not any(part.startswith(".") for part in path.split("/"))
                   and (wants_test or not is_test_path(path))]
-    if len(candidates) > SEARCHED_AT_MOST:
+    resolved_root = kernel_resolved(root)
+    if len(candidates) > SEARCHED_AT_MOST or resolved_root is None:
         return []
     texts = {path: text for path in candidates  # a link out of the project is not read
-             if is_inside_root(root / path, root) and (text := file_text(root / path, FILE_LIMIT)) is not None}
+             if is_inside_resolved(root / path, resolved_root)
+             and (text := file_text(root / path, FILE_LIMIT)) is not None}
     defining: list[str] = []
     using: list[str] = []
     for name in names:
-        word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
-        users = [path for path, text in texts.items() if word.search(text)]
-        definition = _definition(name)
-        defines = [path for path in users if definition.search(texts[path])]
-        defining += defines
+        users = [path for path, text in texts.items() if has_word(name, text)]
+        defined_in = [path for path in users if defines(name, texts[path])]
+        defining += defined_in
         if len(users) <= USERS_AT_MOST:
-            using += [path for path in users if path not in defines]
+            using += [path for path in users if path not in defined_in]
     return list(dict.fromkeys([*defining, *using]))

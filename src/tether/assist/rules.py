@@ -455,14 +455,16 @@ def _unrun_answer(j: Judged) -> Fields | None:
     return {} if j.reply and j.evidence.asks_to_run and _ran_nothing(j.evidence) else None
 
 
-def _named_unchanged(j: Judged) -> Fields | None:
-    left = named_unchanged(j.evidence) if j.reply else None
-    return {"paths": " and ".join(left)} if left else None
+def _files_left(find: Callable[[TurnEvidence], list[str]]) -> Callable[[Judged], Fields | None]:
+    """A condition on an answer: the files `find` says the turn left undone, as `paths`."""
+    def when(j: Judged) -> Fields | None:
+        left = find(j.evidence) if j.reply else None
+        return {"paths": " and ".join(left)} if left else None
+    return when
 
 
-def _new_file_missing(j: Judged) -> Fields | None:
-    left = missing_new_files(j.evidence) if j.reply else None
-    return {"paths": " and ".join(left)} if left else None
+_named_unchanged = _files_left(named_unchanged)
+_new_file_missing = _files_left(missing_new_files)
 
 
 def _unchecked(j: Judged) -> Fields | None:

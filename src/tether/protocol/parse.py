@@ -223,8 +223,9 @@ class _ReplyParser:
         # A block needs no escaping, so where the JSON and a block disagree the block is right;
         # but an empty block under a value written in the JSON (a Python triple-quoted string
         # the repair read) is a placeholder, and would write an empty file.
-        empty = [k for k, v in blocks.items() if not v.strip() and _written(args.get(k))]
-        args.update({k: v for k, v in blocks.items() if _accepts_block(tool, k) and k not in empty})
+        taken = {k: v for k, v in blocks.items() if _accepts_block(tool, k)}
+        empty = [k for k, v in taken.items() if not v.strip() and _written(args.get(k))]
+        args.update({k: v for k, v in taken.items() if k not in empty})
         call = ToolCall(new_call_id(), tool.name, args)
         if empty:
             self.block_notes[call.id] = " ".join(EMPTY_BLOCK_NOTE.format(name=k) for k in empty)
