@@ -182,13 +182,13 @@ class TurnSettings:
     nudges: bool = False
     """The coach's rules on the turn's evidence and its reasons a call waits (assist/rules.py)."""
     opening_note: bool = False
+    """Send a reminder to act with the tools beside the request, in the turn's first request."""
     preread: bool = False
     """Read the files the request names before the first request (`TurnLoop.preread`)."""
-    """Send a reminder to act with the tools beside the request, in the turn's first request."""
     stop_at_call: bool = False
+    """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
     redraw_empty: bool = False
     """A reply with nothing in it is drawn again once from the same request with REDRAW_CUE."""
-    """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
     max_reply_tokens: int | None = None
     answer_tokens: int | None = None
     """The reply cap once the check after the last change passed (None: max_reply_tokens)."""

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Prints the steps that would publish the site (a dry run): publish.sh [VERSION]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/config.env"
+
+version="${1:-latest}"
+release="$PUBLISH_DIR/releases/$version"
+
+echo "site:    $SITE_NAME"
+echo "release: $release"
+echo "link:    $PUBLISH_DIR/current -> $release"
+echo "keep:    the newest $KEEP_RELEASES releases in $PUBLISH_DIR/releases"
