@@ -147,7 +147,7 @@ def test_levers_can_be_switched_off_by_name() -> None:
     assert not profile.short_menu and not profile.nudges and profile.simple_edit
     assert "menu" not in profile.levers() and "edit" in profile.levers()
     # the checks after a change are the levers every profile has
-    assert profile_named("full", "menu").levers() == ["verify", "leftovers", "missing"]
+    assert profile_named("full", "menu").levers() == ["verify", "leftovers", "missing", "progress"]
     assert profile_named("full", "verify").levers() == []
     assert profile_named("full", "leftovers").levers() == ["verify", "missing"]
     small = profile_named("small", "echo,guard").levers()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.messages import Evidence, ToolCall, new_call_id
 from ..engine.turn_assist import GateVerdict
@@ -156,10 +156,7 @@ def searched(name: str, reading: RequestReading) -> bool:
 
 
 def left_over_message(name: str, changed: Sequence[str], places: Sequence[str]) -> str:
-    shown = list(places[:PLACES_SHOWN])
-    if len(places) > PLACES_SHOWN:
-        shown.append(f"(and {len(places) - PLACES_SHOWN} more lines)")
-    return LEFT_OVER.format(name=name, changed=" and ".join(changed), places="\n".join(shown))
+    return LEFT_OVER.format(name=name, changed=" and ".join(changed), places="\n".join(_capped(places)))
 
 
 class AtTheAnswer:
@@ -179,13 +176,73 @@ class AtTheAnswer:
         return False
 
 
+EARLY_MAX = 8
+"""The most notes on places left a turn's changes get (a rename across many files is said
+with each change; a turn that keeps changing the same lines is not told forever)."""
+STILL_IN = (
+    "The harness searched the project: `{name}` is still in:\n{places}\n"
+    "If the request means these too, change each of them; if they should stay, say why."
+)
+GONE = "The harness searched the project: `{name}` is in no other place now."
+
+
+def still_in_message(name: str, places: Sequence[str]) -> str:
+    return STILL_IN.format(name=name, places="\n".join(_capped(places)))
+
+
+def _capped(places: Sequence[str]) -> list[str]:
+    shown = list(places[:PLACES_SHOWN])
+    if len(places) > PLACES_SHOWN:
+        shown.append(f"(and {len(places) - PLACES_SHOWN} more lines)")
+    return shown
+
+
 @dataclass
 class LeftoverGate(AtTheAnswer):
-    """One turn's search for the names its changes took out, once, when it would end."""
+    """One turn's search for the names its changes took out: with `early`, right after each
+    change that took one out (the places left said with the change's result, when they differ
+    from the last said), and once when the turn would end."""
 
     reading: RequestReading
     dispatch: Dispatch
+    early: bool = False
     done: bool = False
+    seen: int = 0
+    """The evidence looked at after calls so far."""
+    told: int = 0
+    said: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each name's places as last said after a change."""
+
+    async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
+        """With `early`: after calls that changed files, each name the turn's changes took out
+        and still has places left (or had, when last said) is searched for, and the places
+        left go with the last result as a note; nothing is asked."""
+        fresh, self.seen = evidence[self.seen:], len(evidence)
+        if not self.early or self.done or self.told >= EARLY_MAX:
+            return GateVerdict()
+        if not any(record.changed_paths for record in fresh):
+            return GateVerdict()
+        found = removals(self.reading, evidence)
+        names = dict.fromkeys(r.name for r in found if searched(r.name, self.reading))
+        messages = []
+        for name in (*names, *(n for n in self.said if n not in names)):
+            of_name = [r for r in found if r.name == name]
+            places: tuple[str, ...] = ()
+            if of_name:
+                result, _record = await self.dispatch(search_call(name))
+                anywhere = project_wide(self.reading, of_name)
+                places = () if result.is_error else tuple(places_left(result.content, self.reading, anywhere))
+            if places == self.said.get(name, ()):
+                continue
+            messages.append(still_in_message(name, places) if places else GONE.format(name=name))
+            if places:
+                self.said[name] = places
+            else:
+                self.said.pop(name, None)
+        if not messages:
+            return GateVerdict()
+        self.told += 1
+        return GateVerdict(note="\n\n".join(messages))
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         found = removals(self.reading, evidence) if not self.done else []

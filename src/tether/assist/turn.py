@@ -20,6 +20,8 @@ from .verify import Dispatch, ProjectPython, VerifyGate
 
 LEFTOVERS = "leftovers"
 """The lever of the search for what a change left (assist/leftovers.py)."""
+PROGRESS = "progress"
+"""The lever of that search right after each change, said with its result."""
 MISSING = "missing"
 """The lever of the search for a name the request asks for (assist/missing.py)."""
 
@@ -47,7 +49,7 @@ class Assist:
         gates: list[AnswerGate] = []  # the change made whole first, then checked
         off = setup.rules_off if setup is not None else frozenset()
         if LEFTOVERS not in off:
-            gates.append(LeftoverGate(reading, self.dispatch))
+            gates.append(LeftoverGate(reading, self.dispatch, early=PROGRESS not in off))
         if MISSING not in off:
             gates.append(MissingGate(reading, self.dispatch))
         gates.append(VerifyGate(reading, self.root, self.dispatch, self.python, self.project_files,

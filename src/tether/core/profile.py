@@ -168,8 +168,11 @@ class Profile:
         """The names of the levers that are on (for the json output and the benchmark): the
         profile's own, then the rule levers of the rules it runs, less those switched off."""
         on = [name for name in LEVER_NAMES if self._is_on(name)]
-        rules = RULE_LEVERS if self.nudges else ("leftovers", "missing") if self.verify else ()
-        return on + [name for name in rules if name not in self.rules_off]
+        rules = RULE_LEVERS if self.nudges else ("leftovers", "missing", "progress") if self.verify else ()
+        rules_on = [name for name in rules if name not in self.rules_off]
+        if "leftovers" not in rules_on:  # the search after each change is the leftovers gate's
+            rules_on = [name for name in rules_on if name != "progress"]
+        return on + rules_on
 
     def _is_on(self, lever: str) -> bool:
         """A lever is on unless its field holds the value that switches it off (a temperature
@@ -231,7 +234,7 @@ LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
     "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
-    "missing", "recap", "definition",
+    "missing", "recap", "definition", "progress",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
 notes, its note on a test file run directly that ran no test, and `recap`: the opening note
@@ -240,7 +243,9 @@ says the request again after the files read first, off by default: RULES_OFF_BY_
 turn's files define once is that edit_file call, assist/shown_definition.py),
 each switching its rules off for measurement; `nudges` switches them all off. And
 `leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
-of the checks after a change in every profile (not switched off by `nudges`)."""
+of the checks after a change in every profile (not switched off by `nudges`), and `progress`:
+the same search right after each change that took such a name out, its places left said with
+the change's result (assist/leftovers.LeftoverGate.after_calls)."""
 RULES_OFF_BY_DEFAULT = frozenset({"recap"})
 """Rule levers the small profile has off until they win on the held-out part
 (TETHER_PROFILE_ON switches one on)."""
