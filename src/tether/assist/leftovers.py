@@ -180,8 +180,10 @@ EARLY_MAX = 8
 """The most notes on places left a turn's changes get (a rename across many files is said
 with each change; a turn that keeps changing the same lines is not told forever)."""
 STILL_IN = (
-    "The harness searched the project: `{name}` is still in:\n{places}\n"
-    "If the request means these too, change each of them; if they should stay, say why."
+    "The harness searched the project: `{name}` is still in these lines:\n{places}\n"
+    "If the request means them too, change each line with edit_file (old_content: the line as it "
+    "is, without its path and number; new_content: the line as it should be); if they should "
+    "stay, say why."
 )
 GONE = "The harness searched the project: `{name}` is in no other place now."
 

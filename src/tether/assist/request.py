@@ -119,6 +119,17 @@ call parentheses or an option's dashes; a plain English word has none."""
 _CALLED_WITH = re.compile(r"\((?!e?s\))[ \t]*[A-Za-z_*]\w*(?:[ \t]*(?:=[^()\n]{1,20})?[ \t]*,[ \t]*\*{0,2}[A-Za-z_]\w*)*[ \t]*(?:=[^()\n]{1,20})?\)")
 """A word's call with named parameters right after it (`slugify(text)`, `clamp(x, lo, hi)`):
 a function's name, though a plain word ("file(s)" aside)."""
+_RENAMED = re.compile(
+    r"\brenam(?:e|ing)\s+(?:(?:the|a|an|its|our|my)\s+)?"
+    r"(?:(?:environment|env|config|configuration|shell|json|yaml|toml|ini|css|html)\s+)?"
+    r"(?:(?:function|method|class|setting|variable|var|key|field|option|flag|constant|parameter|param|"
+    r"argument|arg|module|type|property|attribute|column|helper|command|struct|enum|interface|macro)s?\s+)?"
+    r"[`'\"]?(?P<old>-{0,2}[A-Za-z_$][\w$-]*)[`'\"]?\s+(?:to|as|into)\s+"
+    r"[`'\"]?(?P<new>-{0,2}[A-Za-z_$][\w$-]*)(?![\w$-]*[./])",
+    re.I,
+)
+"""A rename's two names ("rename the setting retries to max_retries"): names in code whatever
+their shape, a plain word too."""
 _REMOVES = re.compile(r"\b(?:remove|delete|drop|strip|clear|empty|trim)", re.I)
 _ADDS = re.compile(r"\badd(?:s|ing)?\b", re.I)
 _TAKES_AWAY = re.compile(r"\b(remove|delete|replace|rename|drop|instead of)\b", re.I)
@@ -365,6 +376,8 @@ def _code_names(text: str, files: list[str]) -> tuple[str, ...]:
         word = match.group(0)
         if word in backticked or _CODE_SHAPED.search(word) or _CALLED_WITH.match(text, match.end()):
             found.append(word.removesuffix("()"))
+    for match in _RENAMED.finditer(text):
+        found += [match.group("old").rstrip("-"), match.group("new").rstrip("-")]
     taken = {part for name in files for part in re.split(r"[/.]", name)}
     return _unique(name for name in found if name.strip("_-") and name not in taken)
 
