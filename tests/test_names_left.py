@@ -11,11 +11,14 @@ from test_verify_after_change import checks_run
 from test_verify_after_change import runtime_for as runtime_with_every_gate
 
 from tether.assist.leftovers import (
+    EARLY_MAX,
+    GONE,
     LEFT_OVER,
     PLACES_SHOWN,
     left_over_message,
     places_left,
     removals,
+    still_in_message,
 )
 from tether.assist.request import read_request
 from tether.core.messages import Evidence, ToolCall
@@ -274,3 +277,64 @@ async def test_the_places_left_go_back_first_and_the_check_runs_on_the_whole_cha
     assert [r.call.name for r in result.evidence] == ["edit_file", "search_in_file", "write_file", "run_cmd"]
     assert result.text.splitlines()[-1].startswith("Verified: ")
     assert len(provider.requests) == 4
+
+
+# ---------------------------------------------------------------- right after each change
+
+
+def result_notes(provider: ScriptedProvider, request: int) -> list[str]:
+    """The tool results the model was sent in request `request` (0-based), in order."""
+    return [r.content for m in provider.requests[request].messages for r in m.tool_results]
+
+
+async def test_each_change_that_takes_the_name_out_says_the_places_left_with_its_result(
+        tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    (root / "report.py").write_text("from util import calc_total\n")
+    fix_main = ("write_file", {"filepath": "main.py", "content": MAIN.replace("calc_total", "compute_total")})
+    fix_report = ("edit_file", {"filepath": "report.py", "old_content": "calc_total",
+                                "new_content": "compute_total"})
+    replies = [call(RENAME_DEF), call(fix_main), call(fix_report), say("Renamed in three files.")]
+    runtime, provider = runtime_for(root, home, replies)
+    result = await runtime.loop.run_turn(Conversation(), REQUEST)
+    first = result_notes(provider, 1)[-1]
+    assert first.endswith(still_in_message("calc_total", [
+        "main.py:1: from util import calc_total", "main.py:3: print(calc_total([1, 2]))",
+        "report.py:1: from util import calc_total"]))
+    assert result_notes(provider, 2)[-1].endswith(still_in_message("calc_total", ["report.py:1: from util import calc_total"]))
+    assert result_notes(provider, 3)[-1].endswith(GONE.format(name="calc_total"))
+    assert result.text == "Renamed in three files." and len(provider.requests) == 4
+    assert harness_says(provider) == []  # nothing left at the answer: not asked again
+
+
+async def test_the_places_are_said_again_only_when_they_changed(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    (root / "notes.py").write_text("x = 1\n")
+    unrelated = ("write_file", {"filepath": "notes.py", "content": "x = 2\n"})
+    replies = [call(RENAME_DEF), call(unrelated), say("Renamed.")]
+    runtime, provider = runtime_for(root, home, replies)
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert "still in these lines" in result_notes(provider, 1)[-1]
+    assert "harness searched" not in result_notes(provider, 2)[-1]  # the same places: not said again
+    assert len(harness_says(provider)) == 1  # at the answer, the places left go back once
+
+
+async def test_the_progress_lever_switches_off_only_the_notes_after_each_change(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), say("Renamed."), say("It stays.")],
+                                    env={LEVERS_ENV: "progress"})
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    assert "harness searched" not in result_notes(provider, 1)[-1]
+    assert len(harness_says(provider)) == 1
+
+
+async def test_a_turn_gets_at_most_so_many_notes_after_changes(tmp_path: Path, home: Path) -> None:
+    root = project(tmp_path)
+    lines = [f"calc_total({n})" for n in range(EARLY_MAX + 2)]
+    (root / "many.py").write_text("from util import calc_total\n" + "\n".join(lines) + "\n")
+    edits = [call(("edit_file", {"filepath": "many.py", "old_content": line, "new_content": f"compute_total({n})"}))
+             for n, line in enumerate(lines)]
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), *edits, say("Done."), say("Done.")])
+    await runtime.loop.run_turn(Conversation(), REQUEST)
+    told = [n for n in range(1, len(provider.requests)) if "harness searched" in result_notes(provider, n)[-1]]
+    assert len(told) == EARLY_MAX

@@ -137,6 +137,11 @@ def test_the_files_the_request_says_to_leave_as_they_are(text: str, kept: tuple[
     ("remove the --dry-run option from app.py", ("--dry-run",)),
     ("Set MAX_RETRIES to 5 in config.yaml; see https://example.com/a_b", ("MAX_RETRIES",)),
     ("make the greeting friendlier", ()),
+    # a rename's two names are names whatever their shape
+    ("Rename the setting retries to max_retries in config.yaml", ("max_retries", "retries")),
+    ("rename the function padLeft as leftPad", ("padLeft", "leftPad")),
+    ("Please rename the column amount into total.", ("amount", "total")),
+    ("Rename app.py to main.py", ()),  # a file's rename names no code
 ])
 def test_the_names_of_code_a_request_names(text: str, names: tuple[str, ...]) -> None:
     assert read_request(text, FILES).code_names == names

@@ -16,6 +16,7 @@ from ..core.messages import Evidence, Message, ToolCall, new_call_id
 from ..engine.turn_assist import CoachSetup
 from ..engine.turn_record import TurnEvidence, failed
 from .call_guard import call_reasons
+from .request import reading_of
 from .rules import (
     MAX_WAITING_NUDGES,
     OPENING_NOTE,
@@ -32,6 +33,7 @@ from .rules import (
     Rule,
 )
 from .shown_code import shown_definition_edit, shown_file_version
+from .shown_lines import shown_lines_edit
 from .verify import no_tests_note
 
 SEND_CUE = "Send that call now."
@@ -43,10 +45,15 @@ _STEP_NOTE = re.compile(r"\s*\(Note: \d+ of \d+ tool round trips used\.[^()]*\)\
 GUARD_LEVER = "guard"
 REPEAT_LEVER = "repeat"
 DEFINITION_LEVER = "definition"
+LINES_LEVER = "lines"
 NO_TESTS_LEVER = "no_tests"
 TAKEN_VERSION = (
     "(Your reply showed this new version of {path} in a code block and made no call, so it was "
     "written as the write_file call above. Next time reply with the call itself.)"
+)
+TAKEN_LINES = (
+    "(Your reply showed new text for line{s} {numbers} of {path} and made no call, so {it} put "
+    "in place as the edit_file call above. Next time reply with the call itself.)"
 )
 TAKEN_DEFINITION = (
     "(Your reply showed this new version of `{name}` from {path} in a code block and made no "
@@ -171,10 +178,25 @@ class Coach:
             return None
         shown = shown_file_version(e, e.reply)
         if shown is None:
-            return self._definition_call(e)
+            return self._lines_call(e) or self._definition_call(e)
         _, path, content = shown
         call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "write_file", {"filepath": path, "content": content})
         return call, TAKEN_VERSION.format(path=path)
+
+    def _lines_call(self, e: TurnEvidence) -> tuple[ToolCall, str] | None:
+        """The edit_file call a reply with no call makes when it shows changed lines of a
+        project file by path and line number (lever `lines`, assist/shown_lines.py)."""
+        if LINES_LEVER in self.setup.rules_off or "edit_file" not in e.tools or e.root is None:
+            return None
+        shown = shown_lines_edit(e.reply, e.root, reading_of(e).keeps)
+        if shown is None:
+            return None
+        arguments = {"filepath": shown.path, "old_content": shown.old, "new_content": shown.new}
+        call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "edit_file", arguments)
+        many = len(shown.numbers) > 1
+        numbers = ", ".join(map(str, shown.numbers))
+        return call, TAKEN_LINES.format(s="s" if many else "", numbers=numbers, path=shown.path,
+                                        it="they were" if many else "it was")
 
     def _definition_call(self, e: TurnEvidence) -> tuple[ToolCall, str] | None:
         """The edit_file call a reply with no call makes when its block is a new version of

@@ -125,7 +125,7 @@ _RENAMED = re.compile(
     r"(?:(?:function|method|class|setting|variable|var|key|field|option|flag|constant|parameter|param|"
     r"argument|arg|module|type|property|attribute|column|helper|command|struct|enum|interface|macro)s?\s+)?"
     r"[`'\"]?(?P<old>-{0,2}[A-Za-z_$][\w$-]*)[`'\"]?\s+(?:to|as|into)\s+"
-    r"[`'\"]?(?P<new>-{0,2}[A-Za-z_$][\w$-]*)(?![\w$-]*[./])",
+    r"[`'\"]?(?P<new>-{0,2}[A-Za-z_$][\w$-]*)(?![\w$-]*(?:\.\w|/))",
     re.I,
 )
 """A rename's two names ("rename the setting retries to max_retries"): names in code whatever

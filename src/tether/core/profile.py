@@ -234,13 +234,15 @@ LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
     "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
-    "missing", "recap", "definition", "progress",
+    "missing", "recap", "definition", "progress", "lines",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
 notes, its note on a test file run directly that ran no test, and `recap`: the opening note
 says the request again after the files read first, off by default: RULES_OFF_BY_DEFAULT;
 `definition`: with `take`, a reply's block that is a new version of one function or class the
-turn's files define once is that edit_file call, assist/shown_definition.py),
+turn's files define once is that edit_file call, assist/shown_definition.py; `lines`: with
+`take`, a reply's changed lines shown as `path:line: text` are that edit_file call,
+assist/shown_lines.py),
 each switching its rules off for measurement; `nudges` switches them all off. And
 `leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
 of the checks after a change in every profile (not switched off by `nudges`), and `progress`:
