@@ -1,5 +1,5 @@
 """A whole file shown in a code block by a reply with no call is taken as its write_file
-call (the `take` lever, assist/coach.Coach.reply_call): through the real loop, dispatcher and
+call (the `take` lever, assist/coach.Coach.reply_calls): through the real loop, dispatcher and
 write_file on a real project."""
 
 from __future__ import annotations

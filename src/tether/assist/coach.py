@@ -33,7 +33,7 @@ from .rules import (
     Rule,
 )
 from .shown_code import shown_definition_edit, shown_file_version
-from .shown_lines import shown_lines_edit
+from .shown_lines import shown_lines_edits
 from .verify import no_tests_note
 
 SEND_CUE = "Send that call now."
@@ -166,49 +166,52 @@ class Coach:
         self.offered_keys.add(offer_key(offer.tool, offer.arguments))
         return self.offered
 
-    def reply_call(self, evidence: TurnEvidence) -> tuple[ToolCall, str] | None:
-        """The write_file call a reply with no call makes in aider's whole-file form: a whole
-        new version of a file the turn read (or of the new file the request names) in a code
-        block, for a request to change code (a question's answer may quote code; a file the
-        request keeps is never written). With the note that goes after its result."""
+    def reply_calls(self, evidence: TurnEvidence) -> list[tuple[ToolCall, str]]:
+        """The calls a reply with no call makes in another form, for a request to change code
+        (a question's answer may quote code; a file the request keeps is never changed): in
+        aider's whole-file form, a whole new version of a file the turn read (or of the new
+        file the request names) in a code block is its write_file call; else changed lines
+        shown by path and line number are an edit_file call for each file (lever `lines`);
+        else a block that is a new version of one definition is its edit (lever
+        `definition`). Each with the note that goes after its result."""
         e = evidence
         if not self.setup.take_version or not e.reply or "write_file" not in e.tools:
-            return None
+            return []
         if e.asks_question or e.asks_to_run:
-            return None
+            return []
         shown = shown_file_version(e, e.reply)
         if shown is None:
-            return self._lines_call(e) or self._definition_call(e)
+            return self._lines_calls(e) or self._definition_call(e)
         _, path, content = shown
         call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "write_file", {"filepath": path, "content": content})
-        return call, TAKEN_VERSION.format(path=path)
+        return [(call, TAKEN_VERSION.format(path=path))]
 
-    def _lines_call(self, e: TurnEvidence) -> tuple[ToolCall, str] | None:
-        """The edit_file call a reply with no call makes when it shows changed lines of a
-        project file by path and line number (lever `lines`, assist/shown_lines.py)."""
+    def _lines_calls(self, e: TurnEvidence) -> list[tuple[ToolCall, str]]:
+        """The edit_file calls a reply with no call makes when it shows changed lines of
+        project files by path and line number (lever `lines`, assist/shown_lines.py)."""
         if LINES_LEVER in self.setup.rules_off or "edit_file" not in e.tools or e.root is None:
-            return None
-        shown = shown_lines_edit(e.reply, e.root, reading_of(e).keeps)
-        if shown is None:
-            return None
-        arguments = {"filepath": shown.path, "old_content": shown.old, "new_content": shown.new}
-        call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "edit_file", arguments)
-        many = len(shown.numbers) > 1
-        numbers = ", ".join(map(str, shown.numbers))
-        return call, TAKEN_LINES.format(s="s" if many else "", numbers=numbers, path=shown.path,
-                                        it="they were" if many else "it was")
+            return []
+        taken = []
+        for shown in shown_lines_edits(e.reply, e.root, reading_of(e).keeps):
+            arguments = {"filepath": shown.path, "old_content": shown.old, "new_content": shown.new}
+            call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "edit_file", arguments)
+            many = len(shown.numbers) > 1
+            note = TAKEN_LINES.format(s="s" if many else "", numbers=", ".join(map(str, shown.numbers)),
+                                      path=shown.path, it="they were" if many else "it was")
+            taken.append((call, note))
+        return taken
 
-    def _definition_call(self, e: TurnEvidence) -> tuple[ToolCall, str] | None:
+    def _definition_call(self, e: TurnEvidence) -> list[tuple[ToolCall, str]]:
         """The edit_file call a reply with no call makes when its block is a new version of
         one function or class the turn's files define once (lever `definition`)."""
         if DEFINITION_LEVER in self.setup.rules_off or "edit_file" not in e.tools:
-            return None
+            return []
         shown = shown_definition_edit(e, e.reply)
         if shown is None:
-            return None
+            return []
         arguments = {"filepath": shown.path, "old_content": shown.old, "new_content": shown.new}
         call = ToolCall(f"{TAKEN_ID}_{new_call_id()}", "edit_file", arguments)
-        return call, TAKEN_DEFINITION.format(name=shown.name, path=shown.path)
+        return [(call, TAKEN_DEFINITION.format(name=shown.name, path=shown.path))]
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
         """Ask once: the first time a call has a reason not yet sent this turn, the reason is

@@ -7,8 +7,7 @@ lines are its edit: the text is the model's, the place is the one it gave. A lin
 when the file has that line, the shown text differs from it and is still mostly the same line
 (a changed copy, not other text at that number); the line keeps the indentation the file gives
 it. The lines of one file become one `edit_file` call over the span from the first to the
-last (old_content exactly once in the file); a reply that shows lines of several files makes
-the call for the first, and the rest are said to it again by the next search.
+last (old_content exactly once in the file), one call for each file the reply shows lines of.
 """
 
 from __future__ import annotations
@@ -41,20 +40,18 @@ class ShownLines:
     new: str
 
 
-def shown_lines_edit(text: str, root: Path, keeps: Callable[[str], bool]) -> ShownLines | None:
-    """The edit the first file's changed lines in `text` make (None when no line qualifies);
-    `keeps`: whether the request keeps a file (as named) as it is."""
+def shown_lines_edits(text: str, root: Path, keeps: Callable[[str], bool]) -> list[ShownLines]:
+    """The edit each file's changed lines in `text` make, in the order the files come (none
+    for a file with no line that qualifies); `keeps`: whether the request keeps a file (as
+    named) as it is."""
     by_file: dict[str, dict[int, str]] = {}
     for match in _SHOWN_LINE.finditer(text):
         text_shown = match.group("text")
         if match.group("quote") and text_shown.endswith("`"):  # `path:3: text` quoted whole
             text_shown = text_shown[:-1]
         by_file.setdefault(match.group("path"), {})[int(match.group("line"))] = text_shown
-    for named, lines in by_file.items():
-        edit = _file_edit(named, lines, root, keeps)
-        if edit is not None:
-            return edit
-    return None
+    edits = (_file_edit(named, lines, root, keeps) for named, lines in by_file.items())
+    return [edit for edit in edits if edit is not None]
 
 
 def _file_edit(named: str, shown: dict[int, str], root: Path, keeps: Callable[[str], bool]) -> ShownLines | None:

@@ -151,7 +151,7 @@ class Profile:
     take_version: bool = False
     """A reply with no call that shows a whole new version of a file the turn read, for a
     request to change it, is that write_file call (aider's whole-file edit format), run
-    through the dispatcher with a note saying so (assist/coach.Coach.reply_call)."""
+    through the dispatcher with a note saying so (assist/coach.Coach.reply_calls)."""
     trace_failure: bool = False
     """Off by default (not yet measured on the held-out part): when the model answers a
     failing check with the code unchanged, its reply leaves a terse history (it copies its

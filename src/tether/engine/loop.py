@@ -206,7 +206,7 @@ class TurnSettings:
     """How the turn's gate checks the work (assist/verify.py; `attempts` 0: no check)."""
     take_version: bool = False
     """A whole file version shown in a reply with no call is taken as its write (the coach's
-    `reply_call`)."""
+    `reply_calls`)."""
     rules_off: frozenset[str] = frozenset()
     """Levers of the coach's rules switched off (assist/rules.py; TETHER_PROFILE_OFF)."""
 
@@ -639,30 +639,33 @@ class TurnLoop:
 
     def taken_call(self, turn: TurnState, parsed: ParseResult, result_first: bool) -> ParseResult:
         """`parsed`, or, for a reply that changes nothing by its calls but makes a change in
-        another form (the coach's `reply_call`: a whole file in a code block), that call with
-        its note, before the reply's own calls (the fix shown, then "run the tests again")."""
+        another form (the coach's `reply_calls`: a whole file in a code block), those calls
+        with their notes, before the reply's own calls (the fix shown, then "run the tests
+        again")."""
         taken = self._taken(turn, parsed, result_first)
-        if taken is None:
+        if not taken:
             return parsed
-        call, note = taken
-        self.ui.notice(f"the reply's code block for {call.arguments.get('filepath')} is taken as its write_file call")
-        return replace(parsed, calls=[call, *parsed.calls], repairs={**parsed.repairs, call.id: note})
+        for call, _ in taken:
+            self.ui.notice(f"the reply's change to {call.arguments.get('filepath')} is taken as its {call.name} call")
+        notes = {call.id: note for call, note in taken}
+        return replace(parsed, calls=[*(call for call, _ in taken), *parsed.calls],
+                       repairs={**parsed.repairs, **notes})
 
     async def _checked_block(self, turn: TurnState, reply: Reply) -> bool:
         """The reply so far ends with a code block that is its change (`taken_call`) and the
         gate checks that change right after it: the rest would be talk about the change and
         "run the tests", which the check does, at a few seconds a line on a small CPU model."""
         taken = self._taken(turn, self.parse(reply), False)
-        if taken is None or turn.gate is None:
+        if not taken or turn.gate is None:
             return False
-        return await turn.gate.checks_change(str(taken[0].arguments.get("filepath", "")))
+        return await turn.gate.checks_change(str(taken[-1][0].arguments.get("filepath", "")))
 
-    def _taken(self, turn: TurnState, parsed: ParseResult, result_first: bool) -> tuple[ToolCall, str] | None:
+    def _taken(self, turn: TurnState, parsed: ParseResult, result_first: bool) -> list[tuple[ToolCall, str]]:
         if parsed.errors or turn.coach is None or turn.record is None:
-            return None
+            return []
         if any(not self._runs_or_reads(call.name) for call in parsed.calls):
-            return None  # a call that changes something: the reply's own change is that one
-        return turn.coach.reply_call(turn.record.snapshot(parsed.text.strip(), result_first))
+            return []  # a call that changes something: the reply's own change is that one
+        return turn.coach.reply_calls(turn.record.snapshot(parsed.text.strip(), result_first))
 
     def _runs_or_reads(self, name: str) -> bool:
         tool = self.table.get(name)

@@ -78,9 +78,9 @@ class TurnCoach(Protocol):
         """The message to send instead of ending the turn on `evidence.reply`, or None."""
         ...
 
-    def reply_call(self, evidence: TurnEvidence) -> tuple[ToolCall, str] | None:
-        """The call a reply that made none makes in another form (a whole file shown in a
-        code block), with the note for its result; None when it makes none."""
+    def reply_calls(self, evidence: TurnEvidence) -> list[tuple[ToolCall, str]]:
+        """The calls a reply that made none makes in another form (a whole file shown in a
+        code block; changed lines of several files), each with the note for its result."""
         ...
 
     def call_reason(self, call: ToolCall, key: str, evidence: TurnEvidence) -> str | None:
@@ -122,7 +122,7 @@ class CoachSetup:
     rules_off: frozenset[str] = frozenset()
     """Rule levers switched off (TETHER_PROFILE_OFF), for measurement."""
     take_version: bool = False
-    """A whole file version shown in a reply with no call is that write (`reply_call`)."""
+    """A whole file version shown in a reply with no call is that write (`reply_calls`)."""
     show_call: Callable[[str, Mapping[str, str]], str] | None = None
     """Renders a call as the protocol in use writes it (None: as JSON)."""
     ctx: ToolContext | None = None
