@@ -194,3 +194,26 @@ async def test_the_file_quoted_with_a_comment_on_top_is_not_taken_as_a_new_versi
     runtime, _ = runtime_for(root, home, [read(), shown("# shapes.py\n" + TWO), say("Done."), say("Done.")])
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
     assert taken(result) == [] and (root / "shapes.py").read_text() == TWO
+
+
+async def test_a_comment_that_only_names_the_file_on_top_of_its_version_is_no_line_of_it(
+        tmp_path: Path, home: Path) -> None:
+    """A 1.5B model showed a JSON file's new version under `# settings.json`, and the label
+    was written in: the file no longer parsed."""
+    root = project(tmp_path)
+    (root / "settings.json").write_text('{\n  "retries": 4,\n  "timeout_s": 10\n}\n')
+    new = '{\n  "max_retries": 4,\n  "timeout_s": 10\n}\n'
+    reply = say(f"The new settings:\n```python\n# settings.json\n{new}```\n")
+    runtime, _ = runtime_for(root, home, [call(("read_file", {"filepath": "settings.json"})), reply, say("Done.")])
+    result = await runtime.loop.run_turn(Conversation(), "rename retries to max_retries in settings.json")
+    assert (root / "settings.json").read_text() == new and len(taken(result)) == 1
+
+
+def test_a_label_is_dropped_only_when_it_names_the_file_and_the_file_does_not_start_with_it() -> None:
+    from tether.assist.reply_shapes import without_label
+
+    assert without_label("// lib/a.js\nx = 1\n", "lib/a.js", "x = 0\n") == "x = 1\n"
+    assert without_label("<!-- index.html -->\n<p>\n", "site/index.html", "<div>\n") == "<p>\n"
+    assert without_label("# a.py\nx = 1\n", "b.py", "x = 0\n") == "# a.py\nx = 1\n"  # another file's name
+    assert without_label("# a.py\nx = 1\n", "a.py", "# a.py\nx = 0\n") == "# a.py\nx = 1\n"  # the file's own line
+    assert without_label("# Compute totals\nx = 1\n", "a.py", "x = 0\n") == "# Compute totals\nx = 1\n"

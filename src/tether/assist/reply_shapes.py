@@ -7,6 +7,7 @@ write out the call that would do it; the model still decides whether to make it.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -70,9 +71,10 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
         return None
     olds = {shown: file_text(path, VERSION_MAX_CHARS) or "" for path, shown in files.items()}  # each read once
     best: tuple[float, str, str] | None = None
-    for body in blocks:
-        lines = {line.strip() for line in body.splitlines() if line.strip()}
+    for block in blocks:
         for shown, old in olds.items():
+            body = without_label(block, shown, old)
+            lines = {line.strip() for line in body.splitlines() if line.strip()}
             old_lines = [line.strip() for line in old.splitlines() if line.strip()]
             if not old_lines or lines <= set(old_lines):
                 continue  # no line new or changed: a copy of the file (or of part of it), no version
@@ -80,6 +82,21 @@ def shown_version(text: str, files: dict[Path, str]) -> tuple[str, str] | None:
             if kept >= 0.5 and (best is None or kept > best[0]):
                 best = (kept, shown, body)
     return None if best is None else (best[1], best[2])
+
+
+_LABEL_LINE = re.compile(r"^[ \t]*(?:#|//|--|;|<!--|/\*)[ \t]*(?P<name>[\w./-]+?)[ \t]*(?:-->|\*/)?[ \t]*\n")
+
+
+def without_label(body: str, shown: str, old: str) -> str:
+    """The block without a first line that only names the file in a comment (`# settings.json`
+    over a JSON file, `// lib/table.js`): a label the model put on the block, not a line of the
+    file (unless the file starts with it), which written in would break a format with no
+    comments."""
+    label = _LABEL_LINE.match(body)
+    if label is None or old.startswith(label.group(0).strip()):
+        return body
+    name = label.group("name")
+    return body[label.end():] if name in (shown, posixpath.basename(shown)) else body
 
 
 def python_blocks(text: str) -> list[str]:
