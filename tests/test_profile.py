@@ -295,6 +295,14 @@ async def test_small_edit_file_takes_one_mode_and_shows_the_right_form(tmp_path:
                                          "new_content": "1| x = 7\n2| y = 5"})
     edit.handler(copied, ctx)  # read_file's prefixes (all lines but the first) are not the file's
     assert (root / "a.py").read_text() == "x = 7\ny = 5\n"
+    searched = edit.params.model_validate({"filepath": "a.py", "old_content": "a.py:1: x = 7",
+                                           "new_content": "a.py:1: x = 8"})
+    edit.handler(searched, ctx)  # copied from search_in_file's matches of this file
+    assert (root / "a.py").read_text() == "x = 8\ny = 5\n"
+    other = edit.params.model_validate({"filepath": "a.py", "old_content": "b.py:1: x = 8", "new_content": "x = 7"})
+    with pytest.raises(ToolError):  # another file's match line is no line of this one
+        edit.handler(other, ctx)
+    edit.handler(edit.params.model_validate({"filepath": "a.py", "old_content": "x = 8", "new_content": "x = 7"}), ctx)
     read = runtime.table.get("read_file")
     shown = read.handler(read.params.model_validate({"filepath": "a.py"}), ctx)
     assert shown.text == "1| x = 7\n2| y = 5"

@@ -163,14 +163,27 @@ def _single_changed_line(old: str, new: str) -> tuple[str, str] | None:
 _READ_HASH = re.compile(r"^(\d+):[0-9a-f]{2}\|", re.M)
 
 
-def _without_read_prefixes(text: str) -> str:
-    """Text copied from read_file with its `N:hh|` line prefixes: when all lines but perhaps
-    the first have one, they are read_file's, not the file's, and are taken off (the match
-    stays exact, so a wrong guess only fails to match)."""
+def _without_read_prefixes(text: str, filepath: str = "") -> str:
+    """Text copied from read_file with its `N:hh|` line prefixes, or from search_in_file's
+    matches of this file with their `path:N: ` prefixes: when all lines but perhaps the first
+    have one, they are the tool's, not the file's, and are taken off (the match stays exact,
+    so a wrong guess only fails to match)."""
     lines = [line for line in text.splitlines() if line.strip()]
-    if not lines or not all(READ_PREFIX.match(line) for line in lines[1:] or lines):
-        return text
-    return READ_PREFIX.sub("", text)
+    if lines and all(READ_PREFIX.match(line) for line in lines[1:] or lines):
+        return READ_PREFIX.sub("", text)
+    if filepath and lines and all(_match_of(line, filepath) for line in lines):
+        return _SEARCH_PREFIX.sub("", text)
+    return text
+
+
+_SEARCH_PREFIX = re.compile(r"^(?:\./)?(?P<path>[^\s:]+):\d+: ?", re.M)
+"""search_in_file's mark at the start of a matching line: `path:N: `."""
+
+
+def _match_of(line: str, filepath: str) -> bool:
+    """The line is a search match line of `filepath`."""
+    found = _SEARCH_PREFIX.match(line)
+    return found is not None and found.group("path") == filepath.removeprefix("./")
 
 
 def plain_read_tool(full: Tool, numbered: bool = True) -> Tool:
@@ -223,8 +236,8 @@ def simple_edit_tool(full: Tool) -> Tool:
 
         params = EditFileParams(
             filepath=args.filepath,
-            old_content=_without_read_prefixes(args.old_content),
-            new_content=_without_read_prefixes(args.new_content),
+            old_content=_without_read_prefixes(args.old_content, args.filepath),
+            new_content=_without_read_prefixes(args.new_content, args.filepath),
             start_anchor=None,
             end_anchor=None,
         )
