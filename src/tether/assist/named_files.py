@@ -16,6 +16,7 @@ count only when the request asks for a test; a request to run something, and dat
 from __future__ import annotations
 
 import os
+import re
 
 from ..engine.turn_record import TurnEvidence
 from .reply_shapes import is_test_path
@@ -29,6 +30,19 @@ NEW_FILE_MISSING = (
     "The request asks for {paths}, which does not exist yet: nothing was written in this turn. "
     "Write it now with write_file (the whole file), then run it to check it."
 )
+CLAIMED_UNCHANGED = (
+    "Your answer says you changed {paths}, but no call of this turn changed {it}: nothing was "
+    "written there. If it needs the change, make it now with edit_file or write_file; if not, "
+    "answer without saying it was changed."
+)
+_CHANGE_CLAIM = re.compile(
+    r"\b(?:I|I've|I have|we|we've)\s+(?:also\s+|now\s+|just\s+)?(?:changed|updated|renamed|modified|"
+    r"edited|fixed|replaced|rewrote|rewritten|wrote|added|removed|applied)\b(?:[^.!?\n]|[.!?](?=\S))*",
+    re.I,
+)
+"""A sentence in which the model says it made a change ("I changed bin/report.js and ..."); a
+dot inside a word (a file name) does not end it."""
+_PATH_WORD = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[A-Za-z]\w*)(?![\w/-])")
 _TARGET_SUFFIXES = frozenset({
     "py", "js", "mjs", "ts", "tsx", "jsx", "go", "rs", "rb", "java", "kt", "c", "h", "cc", "cpp",
     "cs", "php", "sh", "json", "toml", "yaml", "yml", "ini", "cfg", "conf",
@@ -67,3 +81,16 @@ def _was_written(name: str, written: frozenset[str]) -> bool:
     if path in written:
         return True
     return os.sep not in path and any(os.path.basename(done) == path for done in written)
+
+
+def claimed_unchanged(e: TurnEvidence) -> list[str]:
+    """The project files the answer says it changed ("I changed bin/report.js ...") that no
+    call of this turn changed, for a change request ([] otherwise)."""
+    if e.root is None or not e.asks_change or e.asks_to_run or not e.reply:
+        return []
+    claimed = [m.group(1) for claim in _CHANGE_CLAIM.finditer(e.reply) for m in _PATH_WORD.finditer(claim.group(0))]
+    root = e.root.resolve()
+    return list(dict.fromkeys(
+        name for name in claimed
+        if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES and (root / name).resolve().is_relative_to(root)
+        and (root / name).is_file() and not _was_written(name, e.written)))

@@ -21,7 +21,14 @@ from ..engine.answer_checks import COUNT_WORDS, LINE_PREFIXES, PASS_CLAIM, RAN_C
 from ..engine.derived_numbers import SeenNumbers
 from ..engine.turn_record import TurnEvidence
 from ..tools._paths import is_inside_root
-from .named_files import NAMED_UNCHANGED, NEW_FILE_MISSING, missing_new_files, named_unchanged
+from .named_files import (
+    CLAIMED_UNCHANGED,
+    NAMED_UNCHANGED,
+    NEW_FILE_MISSING,
+    claimed_unchanged,
+    missing_new_files,
+    named_unchanged,
+)
 from .reply_shapes import NUMBERED_STEPS, gives_number, looks_like_command, shown_command
 from .request import new_code_file, reading_of
 from .shown_code import shown_file_version
@@ -464,6 +471,11 @@ def _files_left(find: Callable[[TurnEvidence], list[str]]) -> Callable[[Judged],
 
 
 _named_unchanged = _files_left(named_unchanged)
+
+
+def _claimed_unchanged(j: Judged) -> Fields | None:
+    left = claimed_unchanged(j.evidence)
+    return {"paths": " and ".join(left), "it": "them" if len(left) > 1 else "it"} if left else None
 _new_file_missing = _files_left(missing_new_files)
 
 
@@ -533,6 +545,7 @@ RULES: tuple[Rule, ...] = (
     Rule("open", "open", OPEN_IT_YOURSELF, _told_to_open),
     Rule("apply", "apply", "{what}", _shows_instead_of_doing),
     Rule("unrun", "claimed", UNRUN_ANSWER, _unrun_answer, once="claimed"),
+    Rule("claimed_change", "claimed", CLAIMED_UNCHANGED, _claimed_unchanged),
     Rule("new_file_missing", "named_files", NEW_FILE_MISSING, _new_file_missing),
     Rule("named_files", "named_files", NAMED_UNCHANGED, _named_unchanged),
     Rule("check", "check", UNCHECKED, _unchecked),
