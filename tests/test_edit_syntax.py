@@ -97,3 +97,32 @@ def test_blank_lines_are_no_licence_to_match_other_text(stats: Path) -> None:
     with pytest.raises(ToolError, match="old_content was not found"):
         edit(stats, "def median(values):\n\n    ordered = sorted(values )\n", "x = 1\n")
     assert (stats / "stats" / "core.py").read_text() == CORE
+
+
+def test_old_content_at_another_indentation_is_found_and_new_content_takes_the_files(tmp_path: Path) -> None:
+    """A 1.5B model copied a two-space JSON file at four spaces; old_content was not found."""
+    (tmp_path / "settings.json").write_text('{\n  "base_url": "x",\n  "retries": 4,\n  "opts": {\n    "a": 1\n  }\n}\n')
+    old = '{\n    "base_url": "x",\n    "retries": 4,\n    "opts": {\n        "a": 1\n    }\n}'
+    new = old.replace('"retries"', '"max_retries"').replace('"a": 1', '"a": 1,\n        "b": 2')
+    result = edit(tmp_path, old, new, "settings.json")
+    assert result.startswith("old_content was not found as written, but its lines are lines 1-7 of the file "
+                             "at another indentation")
+    assert (tmp_path / "settings.json").read_text() == (
+        '{\n  "base_url": "x",\n  "max_retries": 4,\n  "opts": {\n    "a": 1,\n    "b": 2\n  }\n}\n')
+
+
+def test_a_method_copied_without_its_class_indentation_goes_back_in_at_it(stats: Path) -> None:
+    (stats / "stats" / "shapes.py").write_text("class Box:\n    def area(self):\n        return 1\n")
+    edit(stats, "def area(self):\n    return 1", "def area(self):\n    if self:\n        return 2\n    return 1",
+         "stats/shapes.py")
+    assert (stats / "stats" / "shapes.py").read_text() == (
+        "class Box:\n    def area(self):\n        if self:\n            return 2\n        return 1\n")
+
+
+def test_indentation_is_no_licence_to_match_twice_or_to_guess_a_rule(stats: Path) -> None:
+    (stats / "stats" / "twice.py").write_text("if a:\n    x = 1\nif b:\n    x = 1\n")
+    with pytest.raises(ToolError, match="old_content was not found"):
+        edit(stats, "        x = 1", "        x = 2", "stats/twice.py")  # two places
+    (stats / "stats" / "mixed.py").write_text("if a:\n    x = 1\n    if b:\n        y = 2\n")
+    with pytest.raises(ToolError, match="old_content was not found"):  # 4 -> 4 and 4 -> 8: no one rule
+        edit(stats, "    x = 1\n    if b:\n    y = 2", "    x = 5\n    if b:\n    y = 3", "stats/mixed.py")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.read_lines import READ_PREFIX
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
+from .edit_indent import reindented_change
 from .edit_repair import repaired_edit
 from .edit_syntax import syntax_guard
 from .limits import params_named
@@ -253,7 +254,8 @@ def simple_edit_tool(full: Tool) -> Tool:
             path = ctx.resolve(args.filepath)
             current = _current_text(path, limit=None)
             repaired = (_one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
-                        or blank_lines_change(full, params, ctx, current))
+                        or blank_lines_change(full, params, ctx, current)
+                        or reindented_change(full, params, ctx, current))
             if repaired is not None:
                 return repaired
             raise ToolError(message + _shown_whole(_current_text(path))) from None
