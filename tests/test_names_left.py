@@ -15,6 +15,7 @@ from tether.assist.leftovers import (
     GONE,
     LEFT_OVER,
     PLACES_SHOWN,
+    left_at_end_line,
     left_over_message,
     places_left,
     removals,
@@ -63,8 +64,9 @@ async def test_a_rename_done_in_one_file_of_two_gets_the_places_left(tmp_path: P
     assert message == LEFT_OVER.format(
         name="calc_total", changed="util.py",
         places="main.py:1: from util import calc_total\nmain.py:3: print(calc_total([1, 2]))")
-    [search] = checks_run(result)
+    search, again = checks_run(result)  # the second: nothing is left at the second answer
     assert search.call.name == "search_in_file" and search.call.arguments["path"] == "."
+    assert again.call.arguments == search.call.arguments and again.result.startswith("No matches")
     assert "calc_total" not in (root / "main.py").read_text() and result.text == "Renamed in both files."
     assert len(provider.requests) == 4  # asked once: the second answer ends the turn
 
@@ -84,7 +86,10 @@ async def test_the_model_may_answer_why_they_stay_and_is_not_asked_again(tmp_pat
     replies = [call(RENAME_DEF), say("Renamed."), say("main.py is generated; it stays.")]
     runtime, provider = runtime_for(root, home, replies)
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
-    assert result.text == "main.py is generated; it stays." and len(checks_run(result)) == 1
+    assert len(provider.requests) == 3 and len(checks_run(result)) == 2
+    assert result.text == ("main.py is generated; it stays.\n\n" + left_at_end_line(
+        "calc_total", ["main.py:1: from util import calc_total", "main.py:3: print(calc_total([1, 2]))"]))
+    assert result.text.endswith("`calc_total` is still in main.py (lines 1, 3).")
 
 
 async def test_a_write_of_a_file_read_in_the_turn_counts_as_taking_the_name_out(tmp_path: Path, home: Path) -> None:
@@ -246,7 +251,10 @@ async def test_every_name_taken_out_is_searched_and_their_places_go_back_togethe
         Conversation(), "Rename calc_total to compute_total and remove the --legacy-mode option.")
     [message] = harness_says(provider)
     assert "main.py:3: print(calc_total([1, 2]))" in message and "README.md:1: Pass --legacy-mode" in message
-    assert [r.call.name for r in checks_run(result)] == ["search_in_file", "search_in_file"]
+    assert [r.call.name for r in checks_run(result)] == ["search_in_file"] * 4  # at each answer
+    assert result.text.splitlines()[-2:] == [
+        left_at_end_line("calc_total", ["cli.py:1: x", "main.py:1: x", "main.py:3: x"]),
+        left_at_end_line("--legacy-mode", ["README.md:1: x"])]
 
 
 @pytest.mark.parametrize(("text", "defined"), [
@@ -274,7 +282,8 @@ async def test_the_places_left_go_back_first_and_the_check_runs_on_the_whole_cha
     replies = [call(RENAME_DEF), say("Renamed."), call(fix_main), say("Renamed in both files.")]
     runtime, provider = runtime_for(root, home, replies)
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
-    assert [r.call.name for r in result.evidence] == ["edit_file", "search_in_file", "write_file", "run_cmd"]
+    assert [r.call.name for r in result.evidence] == [
+        "edit_file", "search_in_file", "write_file", "search_in_file", "run_cmd"]
     assert result.text.splitlines()[-1].startswith("Verified: ")
     assert len(provider.requests) == 4
 

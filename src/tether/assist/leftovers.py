@@ -203,7 +203,8 @@ def _capped(places: Sequence[str]) -> list[str]:
 class LeftoverGate(AtTheAnswer):
     """One turn's search for the names its changes took out: with `early`, right after each
     change that took one out (the places left said with the change's result, when they differ
-    from the last said), and once when the turn would end."""
+    from the last said); once when the turn would end (the places go back to the model); and
+    when it would end again, the places still left are the answer's last line."""
 
     reading: RequestReading
     dispatch: Dispatch
@@ -214,6 +215,8 @@ class LeftoverGate(AtTheAnswer):
     told: int = 0
     said: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Each name's places as last said after a change."""
+    ended: bool = False
+    """The answer's last line on the places left was given (or none was due)."""
 
     async def after_calls(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """With `early`: after calls that changed files, each name the turn's changes took out
@@ -224,16 +227,10 @@ class LeftoverGate(AtTheAnswer):
             return GateVerdict()
         if not any(record.changed_paths for record in fresh):
             return GateVerdict()
-        found = removals(self.reading, evidence)
-        names = dict.fromkeys(r.name for r in found if searched(r.name, self.reading))
+        _, left = await self._left(removals(self.reading, evidence))
         messages = []
-        for name in (*names, *(n for n in self.said if n not in names)):
-            of_name = [r for r in found if r.name == name]
-            places: tuple[str, ...] = ()
-            if of_name:
-                result, _record = await self.dispatch(search_call(name))
-                anywhere = project_wide(self.reading, of_name)
-                places = () if result.is_error else tuple(places_left(result.content, self.reading, anywhere))
+        for name in (*left, *(n for n in self.said if n not in left)):
+            places = tuple(left.get(name, ()))
             if places == self.said.get(name, ()):
                 continue
             messages.append(still_in_message(name, places) if places else GONE.format(name=name))
@@ -247,23 +244,50 @@ class LeftoverGate(AtTheAnswer):
         return GateVerdict(note="\n\n".join(messages))
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
-        found = removals(self.reading, evidence) if not self.done else []
+        """Once, the places left go back to the model; when it answers again with places
+        still left, they are the answer's last line (the user reads what is not done)."""
+        if self.ended:
+            return GateVerdict()
+        found = removals(self.reading, evidence)
         if not found:
             return GateVerdict()
+        records, left = await self._left(found)
+        if self.done:
+            self.ended = True
+            lines = [left_at_end_line(name, places) for name, places in left.items() if places]
+            return GateVerdict(note="\n".join(lines), evidence=records)
         self.done = True
+        messages = [left_over_message(name, list(dict.fromkeys(r.path for r in found if r.name == name)), places)
+                    for name, places in left.items() if places]  # every name's places, in one message
+        if not messages:
+            self.ended = True  # nothing was left: nothing to say at the end
+            return GateVerdict(evidence=records)
+        names = ", ".join(f"`{name}`" for name, places in left.items() if places)
+        notice = f"{names} still in places the change left: they go back to the model"
+        return GateVerdict(again="\n\n".join(messages), evidence=records, notice=notice)
+
+    async def _left(self, found: Sequence[Removal]) -> tuple[tuple[Evidence, ...], dict[str, list[str]]]:
+        """The searches made, and each searched name's places left (the match lines)."""
         records: list[Evidence] = []
-        messages: list[str] = []
-        names: list[str] = []
+        left: dict[str, list[str]] = {}
         for name in dict.fromkeys(removal.name for removal in found if searched(removal.name, self.reading)):
             result, record = await self.dispatch(search_call(name))
             records.append(record)
-            of_name = [r for r in found if r.name == name]
-            anywhere = project_wide(self.reading, of_name)
-            places = [] if result.is_error else places_left(result.content, self.reading, anywhere)
-            if places:  # every name's places, in one message: the model is asked once
-                messages.append(left_over_message(name, list(dict.fromkeys(r.path for r in of_name)), places))
-                names.append(f"`{name}`")
-        if not messages:
-            return GateVerdict(evidence=tuple(records))
-        notice = f"{', '.join(names)} still in places the change left: they go back to the model"
-        return GateVerdict(again="\n\n".join(messages), evidence=tuple(records), notice=notice)
+            anywhere = project_wide(self.reading, [r for r in found if r.name == name])
+            left[name] = [] if result.is_error else places_left(result.content, self.reading, anywhere)
+        return tuple(records), left
+
+
+LEFT_AT_END = "Not done: the harness searched the project, and `{name}` is still in {places}."
+
+
+def left_at_end_line(name: str, places: Sequence[str]) -> str:
+    """The answer's last line for a name still left: its files, each with its line numbers."""
+    lines: dict[str, list[str]] = {}
+    for place in places:
+        match = _MATCH_LINE.match(place)
+        if match is not None:
+            lines.setdefault(match.group("path"), []).append(match.group("line"))
+    shown = ", ".join(f"{path} (line{'s' if len(numbers) > 1 else ''} {', '.join(numbers)})"
+                      for path, numbers in lines.items())
+    return LEFT_AT_END.format(name=name, places=shown)
