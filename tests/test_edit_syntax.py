@@ -126,3 +126,28 @@ def test_indentation_is_no_licence_to_match_twice_or_to_guess_a_rule(stats: Path
     (stats / "stats" / "mixed.py").write_text("if a:\n    x = 1\n    if b:\n        y = 2\n")
     with pytest.raises(ToolError, match="old_content was not found"):  # 4 -> 4 and 4 -> 8: no one rule
         edit(stats, "    x = 1\n    if b:\n    y = 2", "    x = 5\n    if b:\n    y = 3", "stats/mixed.py")
+
+
+def test_a_name_alone_for_a_name_renames_it_throughout_the_file(tmp_path: Path) -> None:
+    """A 1.5B model told where a name was still used sent the name alone and the new name; the
+    file had it three times and the edit failed."""
+    (tmp_path / "cart.py").write_text("from shop import calc_total\n\n"
+                                      "a = calc_total([1])\nb = calc_total_2(calc_total([2]))\n")
+    result = edit(tmp_path, "calc_total", "compute_total", "cart.py")
+    assert result.startswith("old_content is the name `calc_total` alone, which cart.py has 3 times "
+                             "(lines 1, 3, 4), so each was changed to `compute_total`")
+    assert (tmp_path / "cart.py").read_text() == ("from shop import compute_total\n\n"
+                                                  "a = compute_total([1])\nb = calc_total_2(compute_total([2]))\n")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("x = 1", "x = 2"),  # a line, not a name
+    ("id", "key"),  # too short to mean one thing
+    ("total", "sum of it"),  # a name for other text
+])
+def test_only_a_name_for_a_name_is_renamed_throughout(tmp_path: Path, old: str, new: str) -> None:
+    text = "x = 1\nid = total\nx = 1\nid = total\n"
+    (tmp_path / "a.txt").write_text(text)
+    with pytest.raises(ToolError, match="occurs 2 times"):
+        edit(tmp_path, old, new, "a.txt")
+    assert (tmp_path / "a.txt").read_text() == text

@@ -182,8 +182,8 @@ with each change; a turn that keeps changing the same lines is not told forever)
 STILL_IN = (
     "The harness searched the project: `{name}` is still in these lines:\n{places}\n"
     "If the request means them too, change each line with edit_file (old_content: the line as it "
-    "is, without its path and number; new_content: the line as it should be); if they should "
-    "stay, say why."
+    "is, without its path and number; new_content: the line as it should be; or `{name}` alone "
+    "and the new name, to rename it throughout one file); if they should stay, say why."
 )
 GONE = "The harness searched the project: `{name}` is in no other place now."
 

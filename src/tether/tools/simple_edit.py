@@ -16,6 +16,7 @@ from ..core.read_lines import READ_PREFIX
 from ..core.toolspec import Tool, ToolContext, ToolError, ToolOutput
 from .edit_blanks import blank_lines_change
 from .edit_indent import reindented_change
+from .edit_rename import renamed_throughout
 from .edit_repair import repaired_edit
 from .edit_syntax import syntax_guard
 from .limits import params_named
@@ -249,6 +250,11 @@ def simple_edit_tool(full: Tool) -> Tool:
             output: ToolOutput = full.handler(params, ctx)  # type: ignore[assignment]
         except ToolError as exc:
             message = _ANCHOR_ADVICE.sub("", str(exc))
+            if message.startswith("old_content occurs"):  # the file was found and read
+                text = _current_text(ctx.resolve(args.filepath), limit=None)
+                renamed = renamed_throughout(full, params, ctx, text)
+                if renamed is not None:
+                    return renamed
             if not message.startswith("old_content was not found"):
                 raise ToolError(message) from None
             path = ctx.resolve(args.filepath)
