@@ -95,7 +95,7 @@ def cases(root: Path) -> dict[str, tuple[Judged, Judged]]:
                              Judged(ev(root, "write a.py that counts the lines", reply="There are 209 lines.",
                                        acted=True, commands=frozenset({"wc -l a.py"})))),
         "claimed_change": (Judged(ev(root, "rename A to B everywhere", reply="I changed a.py and report.py to use B.",
-                                     acted=True, written=frozenset({"a.py"}))),
+                                     acted=True, written=frozenset({"a.py"}), commands=frozenset({"sed -i s/A/B/ a.py"}))),
                            Judged(ev(root, "rename A to B everywhere", reply="I changed a.py. report.py has no A.",
                                      acted=True, written=frozenset({"a.py"})))),
         "named_files": (Judged(ev(root, "change A in a.py and app.py", reply="Done.", acted=True,
@@ -282,3 +282,14 @@ def test_the_model_of_a_new_file_is_never_named_back_as_unchanged(tmp_path: Path
     request = "Write a backup.sh like clean.sh: it copies the .txt files of a folder."
     assert named_unchanged(ev(tmp_path, request, acted=True, written=frozenset({"notes/x.txt"}))) == ["backup.sh"]
     assert named_unchanged(ev(tmp_path, request, acted=True, written=frozenset({"backup.sh"}))) == []
+
+
+def test_a_file_a_command_of_the_turn_names_may_have_been_changed_by_it(tmp_path: Path) -> None:
+    from tether.assist.named_files import claimed_unchanged
+
+    (tmp_path / "app.py").write_text("A = 1\n")
+    claimed = ev(tmp_path, "rename A to B everywhere", reply="I changed app.py.", acted=True)
+    assert claimed_unchanged(claimed) == ["app.py"]
+    sed = ev(tmp_path, "rename A to B everywhere", reply="I changed app.py.", acted=True,
+             commands=frozenset({"sed -i 's/A/B/' app.py"}))
+    assert claimed_unchanged(sed) == []

@@ -85,7 +85,8 @@ def _was_written(name: str, written: frozenset[str]) -> bool:
 
 def claimed_unchanged(e: TurnEvidence) -> list[str]:
     """The project files the answer says it changed ("I changed bin/report.js ...") that no
-    call of this turn changed, for a change request ([] otherwise)."""
+    call of this turn changed, for a change request ([] otherwise); not one a command of the
+    turn names (`sed -i ... app.py` changes it with no file tool)."""
     if e.root is None or not e.asks_change or e.asks_to_run or not e.reply:
         return []
     claimed = [m.group(1) for claim in _CHANGE_CLAIM.finditer(e.reply) for m in _PATH_WORD.finditer(claim.group(0))]
@@ -93,4 +94,5 @@ def claimed_unchanged(e: TurnEvidence) -> list[str]:
     return list(dict.fromkeys(
         name for name in claimed
         if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES and (root / name).resolve().is_relative_to(root)
-        and (root / name).is_file() and not _was_written(name, e.written)))
+        and (root / name).is_file() and not _was_written(name, e.written)
+        and not any(os.path.basename(name) in command for command in e.commands)))  # `sed -i ... app.py`
