@@ -35,10 +35,11 @@ RENAME_DEF = ("edit_file", {"filepath": "util.py", "old_content": "def calc_tota
 
 
 def runtime_for(root: Path, home: Path, replies: list, env: dict[str, str] | None = None,
-                **given: object) -> tuple[Runtime, ScriptedProvider]:
+                progress: bool = False, **given: object) -> tuple[Runtime, ScriptedProvider]:
     """The runtime with the search for a missing name off (tests/test_missing_names.py's):
-    what these tests count is the search for what a change left."""
-    off = ",".join(filter(None, ["missing", (env or {}).get(LEVERS_ENV, "")]))
+    what these tests count is the search for what a change left; at the answer only, unless
+    `progress` (the search after each change) is asked for."""
+    off = ",".join(filter(None, ["missing", "" if progress else "progress", (env or {}).get(LEVERS_ENV, "")]))
     return runtime_with_every_gate(root, home, replies, env={**(env or {}), LEVERS_ENV: off}, **given)
 
 
@@ -304,7 +305,7 @@ async def test_each_change_that_takes_the_name_out_says_the_places_left_with_its
     fix_report = ("edit_file", {"filepath": "report.py", "old_content": "calc_total",
                                 "new_content": "compute_total"})
     replies = [call(RENAME_DEF), call(fix_main), call(fix_report), say("Renamed in three files.")]
-    runtime, provider = runtime_for(root, home, replies)
+    runtime, provider = runtime_for(root, home, replies, progress=True)
     result = await runtime.loop.run_turn(Conversation(), REQUEST)
     first = result_notes(provider, 1)[-1]
     assert first.endswith(still_in_message("calc_total", [
@@ -314,6 +315,7 @@ async def test_each_change_that_takes_the_name_out_says_the_places_left_with_its
     assert result_notes(provider, 3)[-1].endswith(GONE.format(name="calc_total"))
     assert result.text == "Renamed in three files." and len(provider.requests) == 4
     assert harness_says(provider) == []  # nothing left at the answer: not asked again
+    assert [r.call.name for r in checks_run(result)] == ["search_in_file"] * 4  # each change's, the answer's
 
 
 async def test_the_places_are_said_again_only_when_they_changed(tmp_path: Path, home: Path) -> None:
@@ -321,7 +323,7 @@ async def test_the_places_are_said_again_only_when_they_changed(tmp_path: Path, 
     (root / "notes.py").write_text("x = 1\n")
     unrelated = ("write_file", {"filepath": "notes.py", "content": "x = 2\n"})
     replies = [call(RENAME_DEF), call(unrelated), say("Renamed.")]
-    runtime, provider = runtime_for(root, home, replies)
+    runtime, provider = runtime_for(root, home, replies, progress=True)
     await runtime.loop.run_turn(Conversation(), REQUEST)
     assert "still in these lines" in result_notes(provider, 1)[-1]
     assert "harness searched" not in result_notes(provider, 2)[-1]  # the same places: not said again
@@ -343,7 +345,7 @@ async def test_a_turn_gets_at_most_so_many_notes_after_changes(tmp_path: Path, h
     (root / "many.py").write_text("from util import calc_total\n" + "\n".join(lines) + "\n")
     edits = [call(("edit_file", {"filepath": "many.py", "old_content": line, "new_content": f"compute_total({n})"}))
              for n, line in enumerate(lines)]
-    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), *edits, say("Done."), say("Done.")])
+    runtime, provider = runtime_for(root, home, [call(RENAME_DEF), *edits, say("Done."), say("Done.")], progress=True)
     await runtime.loop.run_turn(Conversation(), REQUEST)
     told = [n for n in range(1, len(provider.requests)) if "harness searched" in result_notes(provider, n)[-1]]
     assert len(told) == EARLY_MAX

@@ -227,7 +227,7 @@ class LeftoverGate(AtTheAnswer):
             return GateVerdict()
         if not any(record.changed_paths for record in fresh):
             return GateVerdict()
-        _, left = await self._left(removals(self.reading, evidence))
+        records, left = await self._left(removals(self.reading, evidence))
         messages = []
         for name in (*left, *(n for n in self.said if n not in left)):
             places = tuple(left.get(name, ()))
@@ -239,9 +239,9 @@ class LeftoverGate(AtTheAnswer):
             else:
                 self.said.pop(name, None)
         if not messages:
-            return GateVerdict()
+            return GateVerdict(unshown=records)
         self.told += 1
-        return GateVerdict(note="\n\n".join(messages))
+        return GateVerdict(note="\n\n".join(messages), unshown=records)
 
     async def before_answer(self, evidence: Sequence[Evidence]) -> GateVerdict:
         """Once, the places left go back to the model; when it answers again with places

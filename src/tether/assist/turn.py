@@ -97,13 +97,15 @@ class GateChain:
         notes: list[str] = []
         calls: list[Evidence] = []
         shown: list[str] = []
+        unshown: list[Evidence] = []
         for gate in self.gates:
-            verdict = await ask(gate, [*evidence, *calls])
+            verdict = await ask(gate, [*evidence, *unshown, *calls])
             notes += [verdict.note] if verdict.note else []
             calls += verdict.evidence
             shown += verdict.shown or [record.result for record in verdict.evidence]
+            unshown += verdict.unshown
             if verdict.again:
                 return GateVerdict(again=verdict.again, note="\n".join(notes), evidence=tuple(calls),
                                    notice=verdict.notice, shown=tuple(shown), said_before=verdict.said_before,
-                                   drop_reply=verdict.drop_reply)
-        return GateVerdict(note="\n".join(notes), evidence=tuple(calls), shown=tuple(shown))
+                                   drop_reply=verdict.drop_reply, unshown=tuple(unshown))
+        return GateVerdict(note="\n".join(notes), evidence=tuple(calls), shown=tuple(shown), unshown=tuple(unshown))

@@ -553,7 +553,9 @@ class TurnLoop:
 
     def show_gate_calls(self, turn: TurnState, verdict: GateVerdict) -> None:
         """The gate's calls in the turn's evidence and history (as calls with their results),
-        its note at the end of the last result (the model's own when the gate made none)."""
+        its note at the end of the last result (the model's own when the gate made none); the
+        calls it made unshown join the evidence only."""
+        turn.conv.evidence.extend(verdict.unshown)
         if verdict.evidence:
             turn.conv.evidence.extend(verdict.evidence)
             turn.steps.read_cache.clear()

@@ -36,6 +36,9 @@ class GateVerdict:
     said_before: bool = False
     """`again` repeats what the model was told and answered without a change: its next reply
     is sampled (greedy decoding wrote the same answer again)."""
+    unshown: tuple[Evidence, ...] = ()
+    """Calls the gate made that join the turn's evidence without being shown to the model as
+    calls (what they found is in `note`)."""
 
 
 class AnswerGate(Protocol):
