@@ -19,6 +19,7 @@ import os
 import re
 
 from ..engine.turn_record import TurnEvidence
+from ..tools._paths import is_inside_root
 from .reply_shapes import is_test_path
 from .request import reading_of
 
@@ -90,9 +91,9 @@ def claimed_unchanged(e: TurnEvidence) -> list[str]:
     if e.root is None or not e.asks_change or e.asks_to_run or not e.reply:
         return []
     claimed = [m.group(1) for claim in _CHANGE_CLAIM.finditer(e.reply) for m in _PATH_WORD.finditer(claim.group(0))]
-    root = e.root.resolve()
+    root = e.root
     return list(dict.fromkeys(
         name for name in claimed
-        if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES and (root / name).resolve().is_relative_to(root)
+        if name.rsplit(".", 1)[-1] in _TARGET_SUFFIXES and is_inside_root(root / name, root)
         and (root / name).is_file() and not _was_written(name, e.written)
         and not any(os.path.basename(name) in command for command in e.commands)))  # `sed -i ... app.py`

@@ -463,19 +463,16 @@ def _unrun_answer(j: Judged) -> Fields | None:
 
 
 def _files_left(find: Callable[[TurnEvidence], list[str]]) -> Callable[[Judged], Fields | None]:
-    """A condition on an answer: the files `find` says the turn left undone, as `paths`."""
+    """A condition on an answer: the files `find` says the turn left undone, as `paths` (and
+    `it`, the pronoun for them)."""
     def when(j: Judged) -> Fields | None:
         left = find(j.evidence) if j.reply else None
-        return {"paths": " and ".join(left)} if left else None
+        return {"paths": " and ".join(left), "it": "them" if len(left) > 1 else "it"} if left else None
     return when
 
 
 _named_unchanged = _files_left(named_unchanged)
-
-
-def _claimed_unchanged(j: Judged) -> Fields | None:
-    left = claimed_unchanged(j.evidence)
-    return {"paths": " and ".join(left), "it": "them" if len(left) > 1 else "it"} if left else None
+_claimed_unchanged = _files_left(claimed_unchanged)
 _new_file_missing = _files_left(missing_new_files)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from ..tools._paths import is_inside_root
 from .reply_shapes import VERSION_MAX_CHARS, file_text
 
 _SHOWN_LINE = re.compile(
@@ -55,8 +56,8 @@ def shown_lines_edits(text: str, root: Path, keeps: Callable[[str], bool]) -> li
 
 
 def _file_edit(named: str, shown: dict[int, str], root: Path, keeps: Callable[[str], bool]) -> ShownLines | None:
-    path = (root / named).resolve()
-    if keeps(named) or not path.is_relative_to(root.resolve()) or not path.is_file():
+    path = root / named
+    if keeps(named) or not is_inside_root(path, root) or not path.is_file():
         return None
     source = file_text(path, VERSION_MAX_CHARS)
     if source is None:

@@ -250,21 +250,19 @@ def simple_edit_tool(full: Tool) -> Tool:
             output: ToolOutput = full.handler(params, ctx)  # type: ignore[assignment]
         except ToolError as exc:
             message = _ANCHOR_ADVICE.sub("", str(exc))
-            if message.startswith("old_content occurs"):  # the file was found and read
-                text = _current_text(ctx.resolve(args.filepath), limit=None)
-                renamed = renamed_throughout(full, params, ctx, text)
-                if renamed is not None:
-                    return renamed
-            if not message.startswith("old_content was not found"):
+            several = message.startswith("old_content occurs")
+            if not several and not message.startswith("old_content was not found"):
                 raise ToolError(message) from None
-            path = ctx.resolve(args.filepath)
-            current = _current_text(path, limit=None)
-            repaired = (_one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
-                        or blank_lines_change(full, params, ctx, current)
-                        or reindented_change(full, params, ctx, current))
+            current = _current_text(ctx.resolve(args.filepath), limit=None)  # read once, for every repair
+            repaired = renamed_throughout(full, params, ctx, current) if several else (
+                _one_line_change(full, params, ctx, current) or _spread_change(full, params, ctx, current)
+                or blank_lines_change(full, params, ctx, current) or reindented_change(full, params, ctx, current))
             if repaired is not None:
                 return repaired
-            raise ToolError(message + _shown_whole(_current_text(path))) from None
+            if several:
+                raise ToolError(message) from None
+            short = current if len(current) <= SHOW_FILE_CHARS else ""
+            raise ToolError(message + _shown_whole(short)) from None
         return output
 
     return full.changed(
