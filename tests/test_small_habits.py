@@ -1397,6 +1397,67 @@ async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request
     assert (tmp_path / "a.py").read_text() == "x  =  1\n"
 
 
+# ---------------------------------------------------------------- a write of a file's text as it was read
+
+
+async def test_a_write_of_the_text_the_file_already_holds_waits_once_with_the_request(tmp_path: Path) -> None:
+    """Seen on an exercise stub, a module to add a function to and a test file: right after
+    reading it, the model wrote the file back as it was, and "wrote it" read as the change
+    made. Line-end spaces and the final newline do not make it a change."""
+    from tether.assist.call_guard import SAME_WRITE
+
+    (tmp_path / "a.py").write_text("def f():\n    pass\n")
+    same = call(("write_file", {"filepath": "a.py", "content": "def f():  \n    pass"}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "a.py"})), same, same, say("Done.")],
+        request="make f return 1 in a.py", tools=[*tools, *write_and_run_tools()[1:]],
+        menu_names=("read_file", "write_file", "run_cmd"),
+    )
+    waited = result.evidence[1]
+    assert waited.error and waited.result == SAME_WRITE.format(path="a.py", request="make f return 1 in a.py")
+    assert not result.evidence[2].error, "asked once: the same write sent again runs"
+    assert (tmp_path / "a.py").read_text() == "def f():  \n    pass"
+
+
+async def test_a_new_file_that_copies_a_file_read_waits_once_and_a_real_new_file_does_not(tmp_path: Path) -> None:
+    """Asked for a new script like one the project has, the model wrote the one it read,
+    word for word, under the new name; asked for a module's test, it wrote the module into
+    the test file."""
+    from tether.assist.call_guard import COPIED_WRITE
+
+    model = "import sys\n\nfor arg in sys.argv[1:]:\n    print(float(arg) * 2)\n"
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "double.py").write_text(model)
+    request = "add scripts/half.py like scripts/double.py: it prints each argument halved"
+    copy = call(("write_file", {"filepath": "scripts/half.py", "content": model}))
+    own = call(("write_file", {"filepath": "scripts/half.py", "content": model.replace("* 2", "/ 2")}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "scripts/double.py"})), copy, own, say("Added.")],
+        request=request, tools=[*tools, *write_and_run_tools()[1:]],
+        menu_names=("read_file", "write_file", "run_cmd"),
+    )
+    waited = result.evidence[1]
+    assert waited.error and waited.result == COPIED_WRITE.format(
+        source="scripts/double.py", path="scripts/half.py", request=request)
+    assert not result.evidence[2].error
+    assert (tmp_path / "scripts" / "half.py").read_text() == model.replace("* 2", "/ 2")
+
+
+async def test_a_copy_the_request_asks_for_runs_when_sent_again(tmp_path: Path) -> None:
+    (tmp_path / "config.example.ini").write_text("[db]\nhost = localhost\n")
+    copy = call(("write_file", {"filepath": "config.ini", "content": "[db]\nhost = localhost\n"}))
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    provider, _, result = await run_nudged(
+        tmp_path, [call(("read_file", {"filepath": "config.example.ini"})), copy, copy, say("Copied.")],
+        request="copy config.example.ini to config.ini", tools=[*tools, *write_and_run_tools()[1:]],
+        menu_names=("read_file", "write_file", "run_cmd"),
+    )
+    assert result.evidence[1].error and not result.evidence[2].error
+    assert (tmp_path / "config.ini").read_text() == "[db]\nhost = localhost\n"
+
+
 # ---------------------------------------------------------------- a function added in place of another
 
 

@@ -223,6 +223,55 @@ def same_edit(e: TurnEvidence, call: ToolCall, filepath: str) -> Reason | None:
     return f"same:{filepath}", SAME_EDIT.format(path=filepath, request=clip_words(e.request, REQUEST_SHOWN))
 
 
+SAME_WRITE = (
+    "Not written: {path} already holds this text, line for line, so this write would change "
+    "nothing. The request is: \"{request}\". Send write_file again with that change made in "
+    "the content."
+)
+COPIED_WRITE = (
+    "Not written: this content is {source} as you read it, line for line, so {path} would "
+    "be a copy of it. The request is: \"{request}\". Write {path} with the content that "
+    "request needs. (If a copy is what the request asks for, send the same write_file again.)"
+)
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines without spacing at their ends and without blank lines around it: a
+    model copying a file drops the spaces at line ends and the final newline."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
+
+
+def unchanged_write(e: TurnEvidence, path: Path, shown: str, content: str) -> Reason | None:
+    """Why a whole-file write of the text a file already holds waits: a small model writes
+    the file it has just read back as it is, and the result "wrote it" reads as the change
+    made."""
+    old = file_text(path, SHRINK_CHECK_BYTES)
+    if old is None or _lines(old) != _lines(content) or not _lines(content):
+        return None
+    return f"unchanged:{path}", SAME_WRITE.format(path=shown, request=clip_words(e.request, REQUEST_SHOWN))
+
+
+def copied_write(e: TurnEvidence, path: Path, shown: str, content: str) -> Reason | None:
+    """Why a write of another file's text, as the turn read it, waits: asked for a new
+    script like an existing one (or a test beside the code), a small model writes the file
+    it read, unchanged, under the new name."""
+    lines = _lines(content)
+    if not lines:
+        return None
+    for source in sorted(e.read_paths - {path}):
+        text = file_text(source, SHRINK_CHECK_BYTES)
+        if text is not None and _lines(text) == lines:
+            return f"copy:{path}", COPIED_WRITE.format(
+                source=e.touched.get(source) or source.name, path=shown,
+                request=clip_words(e.request, REQUEST_SHOWN))
+    return None
+
+
 def missing_script(call: ToolCall, ctx: ToolContext, looked_at: Iterable[str] = (),
                    to_create: str | None = None) -> str | None:
     """Why `python hello.py` is not run when the project has no hello.py: small models run
@@ -301,12 +350,14 @@ def call_reasons(e: TurnEvidence, call: ToolCall, ctx: ToolContext) -> Iterator[
         return
     content = call.arguments.get("content")
     if isinstance(content, str) and not path.exists():
-        yield from _found(lambda: unseen_written(e, content))
+        yield from _found(lambda: unseen_written(e, content), lambda: copied_write(e, path, filepath, content))
         return
     readable = is_inside_root(path, ctx.root) and ctx.may_read(path)
     yield from _found(lambda: overwrite_refusal(e, path, filepath, readable))
     if readable and isinstance(content, str):
-        yield from _found(lambda: shrink_refusal(e, path, filepath, content))
+        yield from _found(lambda: unchanged_write(e, path, filepath, content),
+                          lambda: shrink_refusal(e, path, filepath, content),
+                          lambda: copied_write(e, path, filepath, content))
 
 
 def _found(*checks: Callable[[], Reason | None]) -> Iterator[Reason]:
