@@ -1401,8 +1401,8 @@ async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request
 
 
 async def test_a_write_of_the_text_the_file_already_holds_waits_once_with_the_request(tmp_path: Path) -> None:
-    """Seen on an exercise stub, a module to add a function to and a test file: right after
-    reading it, the model wrote the file back as it was, and "wrote it" read as the change
+    """Seen on a module to add a function to, one to take code out of and a JSON file: right
+    after reading it, the model wrote the file back as it was, and "wrote it" read as the change
     made. Line-end spaces and the final newline do not make it a change."""
     from tether.assist.call_guard import SAME_WRITE
 
