@@ -51,6 +51,8 @@ Streams use chunked transfer encoding as the real servers do, so a
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import hashlib
 import json
@@ -792,6 +794,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_openai_error(reply.status, reply.error_message, reply.retry_after)
         else:
             model = str(body.get("model", "fake"))
+            reply = self._llama_prefilled(body, reply)
             options = body.get("stream_options") or {}
             include_usage = bool(options.get("include_usage"))
             reply_id = str(len(self.fake.requests))
@@ -799,6 +802,15 @@ class _Handler(BaseHTTPRequestHandler):
             if frames is None:
                 frames = _openai_frames(reply, model, include_usage, reply_id)
             self._stream("text/event-stream", frames, reply)
+
+    def _llama_prefilled(self, body: dict, reply: Reply) -> Reply:
+        """As llama.cpp's server answers a request whose last message is the assistant's: the
+        model carries that message on, and the stream sends it back first."""
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        if self.fake.owned_by != "llamacpp" or last.get("role") != "assistant":
+            return reply
+        return dataclasses.replace(reply, text=str(last.get("content") or "") + reply.text)
 
     def _openai_models(self, body: dict) -> None:
         data = [

@@ -53,6 +53,8 @@ class ScriptedProvider:
     repeat_last: bool = False
     window: int | None = None
     """What `context_window` answers (None: the provider cannot tell)."""
+    continues: bool = False
+    """What `continues_replies` answers."""
 
     async def stream(
         self, messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions
@@ -82,6 +84,9 @@ class ScriptedProvider:
 
     async def context_window(self, model: str) -> int | None:
         return self.window
+
+    async def continues_replies(self, model: str) -> bool:
+        return self.continues
 
     async def aclose(self) -> None:
         pass

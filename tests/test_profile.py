@@ -703,7 +703,7 @@ async def test_a_write_after_reading_or_of_a_new_file_runs_at_once(tmp_path: Pat
     tools = [make_tool("read_file", _read), make_tool("write_file", write, TextArgs, reads=False, writes_files=True)]
     _, _, result = await run_nudged(tmp_path, [
         call(("read_file", {"filepath": "app.json"})),
-        call(("write_file", {"filepath": "app.json", "content": "{}\n"})),
+        call(("write_file", {"filepath": "app.json", "content": '{"a": 1}\n'})),
         call(("write_file", {"filepath": "new.py", "content": "print(1)\n"})),
         say("Done."),
     ], request="rewrite app.json and add new.py", tools=tools)

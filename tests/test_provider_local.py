@@ -51,8 +51,8 @@ class FakeBackend:
     def billions(self) -> float | None:
         return 1.5
 
-    def prompt(self, messages: list[dict[str, Any]]) -> Prompt:
-        text = "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+    def prompt(self, messages: list[dict[str, Any]], prefill: str = "") -> Prompt:
+        text = "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>" + prefill
         return Prompt([ord(c) for c in text], ("<end>",))
 
     def reused_prefix(self, tokens: list[int]) -> int:
@@ -336,3 +336,18 @@ def test_threads_default_to_the_physical_cores_this_process_may_use(
     assert physical_cores() == 4
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1}, raising=False)
     assert physical_cores() == 1
+
+
+async def test_the_start_of_a_reply_follows_the_template_and_only_what_follows_is_streamed(
+    tmp_path: Path, model_file: Path,
+) -> None:
+    """The in-process model carries a reply on (`RequestOptions.prefill`): its start goes
+    after the template's assistant opening, and the stream holds the continuation only."""
+    backend = FakeBackend(["return 1\n", "</new_content>"])
+    provider = provider_with(backend, tmp_path)
+    assert await provider.continues_replies("m")
+    start = "<old_content>\npass\n</old_content>\n<new_content>\n"
+    events = await collect(provider, [Message.user("fix")], RequestOptions(OPTIONS.model, prefill=start))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "return 1\n</new_content>"
+    prompt = "".join(chr(t) for t in backend.cache)
+    assert prompt.startswith("<user>fix<assistant>" + start)

@@ -314,6 +314,7 @@ class Runtime:
                                  trace=profile.trace_failure)
         turn.take_version = profile.take_version
         turn.redraw_empty = profile.redraw_empty
+        turn.resume_calls = profile.resume_calls
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but

@@ -248,8 +248,11 @@ def _lines(text: str) -> list[str]:
 
 def unchanged_write(e: TurnEvidence, path: Path, shown: str, content: str) -> Reason | None:
     """Why a whole-file write of the text a file already holds waits: a small model writes
-    the file it has just read back as it is, and the result "wrote it" reads as the change
-    made."""
+    the file it has just read back as it is, and takes the result for the change made. Not
+    for a file the turn wrote itself: the same write sent again says "Unchanged" and runs
+    (held back, a model changed the right count it had written to a wrong one)."""
+    if os.path.normpath(shown) in e.written:
+        return None
     old = file_text(path, SHRINK_CHECK_BYTES)
     if old is None or _lines(old) != _lines(content) or not _lines(content):
         return None

@@ -157,6 +157,12 @@ class Profile:
     failing check with the code unchanged, its reply leaves a terse history (it copies its
     last reply) and it is asked to go through its code with the first failing test's input
     (assist/first_failure.py) before it sends a fix."""
+    resume_calls: bool = False
+    """Text protocol: a reply that stopped with a call open between its raw blocks (the old
+    text written, then a tool result begun, cut by the stop strings) is carried on: the same
+    request with the reply so far and the tool's next block opened as the start of the reply,
+    where the provider can continue a reply (llama.cpp's server, vLLM, the in-process model).
+    At temperature 0 the same request wrote the same open call again however the error read."""
     grammar: bool = False
     """Text protocol: constrained decoding where the server supports it, so a reply is one
     well-formed call to a tool on the menu or a plain answer (protocol/grammar.py). Off in
@@ -229,6 +235,7 @@ LEVER_FIELDS = {
     "grammar": "grammar",
     "tries": "fix_attempts",
     "trace": "trace_failure",
+    "resume": "resume_calls",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
@@ -274,6 +281,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "grammar": {"grammar": False},
     "tries": {"fix_attempts": None},
     "trace": {"trace_failure": False},
+    "resume": {"resume_calls": False},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
@@ -284,6 +292,7 @@ LEVER_ON: dict[str, dict[str, object]] = {
     "tries": {"fix_attempts": 4},
     "trace": {"trace_failure": True},
     "plain": {"plain_reads": True},
+    "resume": {"resume_calls": True},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""
@@ -302,6 +311,7 @@ SMALL = Profile(
     verify_each_change=True,
     take_version=True,
     stop_at_call=True,
+    resume_calls=True,
     max_reply_tokens=1500,
     answer_tokens=400,
     terse_history=True,

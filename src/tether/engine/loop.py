@@ -48,6 +48,7 @@ from ..protocol import (
     cut_invented_results,
     parse_reply,
     render_call_as_text,
+    resumption,
 )
 from ..providers.base import Provider, ProviderError, RequestOptions
 from .call_steps import TurnSteps
@@ -189,6 +190,9 @@ class TurnSettings:
     """Text protocol: close a reply's stream once it holds one whole call (see callstop.py)."""
     redraw_empty: bool = False
     """A reply with nothing in it is drawn again once from the same request with REDRAW_CUE."""
+    resume_calls: bool = False
+    """Text protocol: a reply that stopped with a call open between its raw blocks is carried
+    on from the tool's next block, where the provider can continue a reply (`TurnLoop.resumed`)."""
     max_reply_tokens: int | None = None
     answer_tokens: int | None = None
     """The reply cap once the check after the last change passed (None: max_reply_tokens)."""
@@ -304,6 +308,7 @@ class TurnLoop:
                 if self.settings.redraw_empty and came_back_empty(reply):
                     cue = "\n\n".join(filter(None, (self._note(step, turn), REDRAW_CUE)))
                     reply = await self.ask(turn, tools=True, note=cue)
+                reply = await self.resumed(turn, reply, self._note(step, turn))
                 parsed = self.taken_call(turn, self.parse(reply), reply.result_first)
                 if not parsed.calls and not parsed.errors:
                     nudge = self.reply_note(turn, parsed.text, reply.result_first)
@@ -353,7 +358,25 @@ class TurnLoop:
             return cap
         return answer if cap is None else min(cap, answer)
 
-    async def ask(self, turn: TurnState, *, tools: bool, note: str = "") -> Reply:
+    async def resumed(self, turn: TurnState, reply: Reply, note: str) -> Reply:
+        """The reply carried on when it stopped with a call open between its raw blocks (it
+        began a tool result of its own after `<old_content>`, and the stop strings cut it):
+        the same request again, with the reply so far and the tool's next block opened as
+        the start of the reply, which the model goes on writing (protocol/resume.py). At
+        temperature 0 the same request writes the same open call however the error is
+        worded. Once per reply; only where the provider can continue a reply."""
+        if not self.settings.resume_calls or self.mode != "text" or reply.calls or reply.repeated \
+                or reply.stop_reason != "end_turn":
+            return reply
+        start = resumption(reply.text, self.table)
+        if start is None or not await self.provider.continues_replies(self.settings.model):
+            return reply
+        self.ui.notice(f"the reply stopped inside its call: carried on from {start.split()[-1]}", "info")
+        return await self.ask(turn, tools=True, note=note, start=start)
+
+    async def ask(self, turn: TurnState, *, tools: bool, note: str = "", start: str = "") -> Reply:
+        """One request and its reply. `start`: the reply's beginning, already written (sent
+        for the model to carry on; the returned reply holds it, then what followed)."""
         offered = self.offered() if tools and self.mode == "native" else None
         system = self._system = system_message(self.system_prompt(self.mode), self._system)
         context = self.context()
@@ -368,15 +391,21 @@ class TurnLoop:
         if turn.looped:  # greedy decoding would write the same loop (or result) again
             temperature = max(temperature or 0.0, LOOP_TEMPERATURE)
         grammar = self._reply_grammar() if tools and self.mode == "text" and self.settings.grammar \
-            else None
+            and not start else None  # a grammar reads a reply from its first character
         options = RequestOptions(self.settings.model, temperature, self._reply_cap(turn), stop=stop,
-                                 grammar=grammar)
+                                 grammar=grammar, prefill=start)
         reply = Reply(stops_at_markers=bool(stop))
         turn.pending = reply
         shown = StreamFilter()
         watch = CallStop(self.table) if tools and self.mode == "text" and self.settings.stop_at_call else None
         repeats = RepeatStop() if self.settings.stop_at_call else None
         blocks = BlockStop() if tools and self.settings.take_version and turn.gate is not None else None
+        if start:  # already shown: the watches read it, as the reply they will cut
+            reply.chunks.append(start)
+            shown.feed(start)
+            for stop_watch in (watch, repeats, blocks):
+                if stop_watch is not None:
+                    stop_watch.feed(start)
         if isinstance(self.ui, RequestEvents):
             self.ui.request_started()
         started, closed = time.monotonic(), ""

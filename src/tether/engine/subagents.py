@@ -184,6 +184,9 @@ class BudgetedProvider:
     async def context_window(self, model: str) -> int | None:
         return await self.inner.context_window(model)
 
+    async def continues_replies(self, model: str) -> bool:
+        return await self.inner.continues_replies(model)
+
     async def aclose(self) -> None:
         """The parent owns the connection: an agent's end does not close it."""
 

@@ -24,7 +24,8 @@ The package's modules, in the order a reply meets them: `tags` (the vocabulary),
 `jsonrepair` (almost-JSON decoded), `shapes` (the forms a call comes in),
 `refusals` (what a refused call is told), `parse` (parse_reply), and for the way
 back `render` (the tool menu, a call as text) and `history` (a history as text); for
-the small profile `grammar` (the GBNF of a reply) and `callstop` (where a streamed call ends, where a code block closes).
+the small profile `grammar` (the GBNF of a reply), `callstop` (where a streamed call ends, where a code block closes)
+and `resume` (what carries on a call a reply left open between its raw blocks).
 The names below are the package's interface; the underscored ones in the modules
 are its own.
 """
@@ -34,6 +35,7 @@ from .grammar import call_grammar
 from .history import RESULT_MARKERS, TextHistory, cut_invented_results, render_history_as_text
 from .parse import ParseResult, parse_reply
 from .render import render_call_as_text, render_tool_prompt
+from .resume import resumption
 from .scan import StreamFilter
 from .shapes import repair_block_values
 from .tags import (
@@ -71,4 +73,5 @@ __all__ = [
     "render_history_as_text",
     "render_tool_prompt",
     "repair_block_values",
+    "resumption",
 ]

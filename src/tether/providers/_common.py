@@ -16,7 +16,7 @@ from contextlib import aclosing
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..core.messages import Event, Message
+from ..core.messages import Done, Event, Message, TextDelta
 from ..core.model_table import known_context_window
 from ..core.toolspec import Tool
 from ._http import AnsweredHistories, HttpTransport, StatusDescriber, StatusInfo, UnreadableChunk
@@ -63,6 +63,47 @@ async def read_past_the_end(lines: AsyncIterator[str]) -> None:
         await asyncio.wait_for(rest(), TRAILING_SECONDS)
     except (asyncio.TimeoutError, ProviderError):
         pass  # the answer is whole; the connection is closed instead of reused
+
+
+class EchoedStart:
+    """Drops the start of a reply the request carried (`RequestOptions.prefill`) from the
+    stream when the server sends it back first, as llama.cpp's does; a server that sends only
+    what follows it (vLLM) passes through untouched."""
+
+    def __init__(self, start: str) -> None:
+        self.start = start
+        self.held = ""
+
+    def dropped(self, events: list[Event]) -> list[Event]:
+        if not self.start:
+            return events
+        out: list[Event] = []
+        for event in events:
+            if not isinstance(event, TextDelta):
+                if not isinstance(event, Done):
+                    out.append(event)
+                    continue
+                out += self._release()
+                out.append(event)
+                continue
+            out += self._feed(event.text)
+        return out
+
+    def _feed(self, text: str) -> list[Event]:
+        self.held += text
+        if self.start.startswith(self.held):
+            return []  # still inside what may be the echo
+        if self.held.startswith(self.start):
+            rest, self.start, self.held = self.held[len(self.start):], "", ""
+            return [TextDelta(rest)] if rest else []
+        return self._release()  # not an echo: the text is the continuation itself
+
+    def _release(self) -> list[Event]:
+        """What was held back, at the end or once it is no echo (the whole echo and
+        nothing after it is no text of the reply)."""
+        held = "" if self.held == self.start else self.held
+        self.start = self.held = ""
+        return [TextDelta(held)] if held else []
 
 
 class HttpChatProvider(ABC, Generic[DecoderT]):
@@ -135,10 +176,11 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
         # Every API wants each call answered in the next message: one repair for all of them.
         path, body = self._chat_request(self._answered(messages), tools, options)
         decoder = self._decoder()
+        echo = EchoedStart(options.prefill)
         lines = self._http.stream_lines(path, body, self._chat_status_error(options.model))
         async with aclosing(lines):
             async for line in lines:
-                events = self._decoded(decoder, line)
+                events = echo.dropped(self._decoded(decoder, line))
                 if decoder.finished:
                     # Before the last events: a caller may stop reading at them.
                     await read_past_the_end(lines)
@@ -146,7 +188,7 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
                     yield event
                 if decoder.finished:
                     return
-        for event in self._stream_ended(decoder):
+        for event in echo.dropped(self._stream_ended(decoder)):
             yield event
 
     def _decoded(self, decoder: DecoderT, line: str) -> list[Event]:
@@ -215,6 +257,10 @@ class HttpChatProvider(ABC, Generic[DecoderT]):
     async def context_window(self, model: str) -> int | None:
         """A hosted model's window from the table of known ones; None for any other."""
         return known_context_window(model)
+
+    async def continues_replies(self, model: str) -> bool:
+        """No start of a reply is sent (a provider that knows its server does says so)."""
+        return False
 
     def _model_list(self, data: Any, key: str) -> list[Any]:
         """The list under `key` in a model-list answer; ProviderError if there is none."""

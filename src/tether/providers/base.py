@@ -21,6 +21,9 @@ class RequestOptions:
     """A GBNF grammar the reply must follow (protocol/grammar.py: one call on the menu, or an
     answer). Sent only where the server is known to take it (llama.cpp's server, vLLM, the
     in-process model); any other provider leaves it out."""
+    prefill: str = ""
+    """The start of the reply, already written: the model carries it on, and the stream holds
+    only what follows it. Set only for a provider whose `continues_replies` said yes."""
 
 
 class ProviderError(Exception):
@@ -71,6 +74,11 @@ class Provider(Protocol):
         """How many tokens `model` takes, as this provider knows it (a table of hosted
         models, or the server's own answer); None when it cannot tell. May raise
         ProviderError, which counts as None."""
+        ...
+
+    async def continues_replies(self, model: str) -> bool:
+        """Whether a request may carry the start of its reply (`RequestOptions.prefill`) for
+        `model` to carry on: the server is known to continue a last assistant message."""
         ...
 
     async def aclose(self) -> None: ...

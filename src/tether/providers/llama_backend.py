@@ -125,7 +125,7 @@ class LlamaBackend:
         count = self.llm._model.n_params()
         return count / 1e9 if count > 0 else None
 
-    def prompt(self, messages: list[dict[str, Any]]) -> Prompt:
+    def prompt(self, messages: list[dict[str, Any]], prefill: str = "") -> Prompt:
         rendered = self._render(messages)
         stop = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or [])
         tokens: list[int] = []
@@ -133,6 +133,8 @@ class LlamaBackend:
                 lambda marked: self._render(marked).prompt, messages, rendered.prompt):
             tokens += self.llm.tokenize(text.encode("utf-8"), special=from_template,
                                         add_bos=not tokens and not rendered.added_special)
+        if prefill:  # the model's own text: no special tokens in it
+            tokens += self.llm.tokenize(prefill.encode("utf-8"), special=False, add_bos=False)
         return Prompt(tokens, tuple(s for s in stop if s))
 
     def _render(self, messages: list[dict[str, Any]]) -> Any:

@@ -164,6 +164,10 @@ class LocalProvider:
     async def context_window(self, model: str) -> int | None:
         return self._backend.n_ctx if self._backend is not None else self.n_ctx
 
+    async def continues_replies(self, model: str) -> bool:
+        """The prompt is rendered here: the reply's start follows the template's opening."""
+        return True
+
     async def stated_billions(self, model: str) -> float | None:
         """The loaded model's size; before it is loaded, the default model's when that is
         the one named (loading a model only to ask its size would cost seconds)."""
@@ -235,7 +239,7 @@ class Generation:
             with self.backend.lock:
                 if self.cancel.is_set():
                     return
-                prompt = self.backend.prompt(self.chat)
+                prompt = self.backend.prompt(self.chat, self.options.prefill)
                 self.check_room(len(prompt.tokens))
                 self.put(Usage(len(prompt.tokens), 0, self.backend.reused_prefix(prompt.tokens)))
                 sampling = Sampling(

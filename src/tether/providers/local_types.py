@@ -46,8 +46,9 @@ class Backend(Protocol):
     @property
     def billions(self) -> float | None: ...
 
-    def prompt(self, messages: list[dict[str, Any]]) -> Prompt:
-        """The conversation in the model's chat template, as tokens."""
+    def prompt(self, messages: list[dict[str, Any]], prefill: str = "") -> Prompt:
+        """The conversation in the model's chat template, as tokens, then `prefill` (the start
+        of the reply, which the model carries on)."""
         ...
 
     def reused_prefix(self, tokens: list[int]) -> int:

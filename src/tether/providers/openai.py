@@ -16,6 +16,7 @@ from ..core.messages import (
     Done,
     Event,
     Message,
+    Text,
     TextDelta,
     ThinkingDelta,
     ToolCall,
@@ -94,13 +95,27 @@ GRAMMAR_FIELDS: dict[str, Callable[[str], dict[str, Any]]] = {
 }
 """How each server that takes a grammar wants it, by the `owned_by` its model list states."""
 
+CONTINUE_FIELDS: dict[str, dict[str, Any]] = {
+    # llama.cpp's server carries on a last assistant message unless started with
+    # --no-prefill-assistant, and streams that message back first (EchoedStart drops it)
+    "llamacpp": {},
+    # vLLM: the last message left open instead of a new one begun
+    "vllm": {"continue_final_message": True, "add_generation_prompt": False},
+}
+"""The servers known to carry on the start of a reply sent as the last assistant message,
+by `owned_by`, and the fields that ask for it."""
+
 
 def build_chat_body(
     messages: Sequence[Message], tools: Sequence[Tool] | None, options: RequestOptions,
     wire: WireCache | None = None, server: str = "",
 ) -> dict[str, Any]:
     """`wire` reuses what earlier requests encoded of the same history and tools; `server`
-    (the `owned_by` of the model list) says whether and how a grammar is sent."""
+    (the `owned_by` of the model list) says whether and how a grammar is sent, and whether
+    the reply's start goes as the last assistant message (`options.prefill`)."""
+    continues = bool(options.prefill) and server in CONTINUE_FIELDS
+    if continues:
+        messages = [*messages, Message("assistant", [Text(options.prefill)])]
     body: dict[str, Any] = {
         "model": options.model,
         "messages": wire.messages(messages) if wire is not None
@@ -119,6 +134,8 @@ def build_chat_body(
         body["stop"] = list(options.stop)
     if options.grammar and server in GRAMMAR_FIELDS:
         body.update(GRAMMAR_FIELDS[server](options.grammar))
+    if continues:
+        body.update(CONTINUE_FIELDS[server])
     return body
 
 
@@ -312,8 +329,12 @@ class OpenAIProvider(HttpChatProvider[OpenAIStreamDecoder]):
                                           self._server_kind(options.model))
 
     async def _before_request(self, options: RequestOptions) -> None:
-        if options.grammar:  # which server is it? (its model list, asked once)
+        if options.grammar or options.prefill:  # which server is it? (its model list, asked once)
             await self._model_entry(options.model)
+
+    async def continues_replies(self, model: str) -> bool:
+        await self._model_entry(model)
+        return self._server_kind(model) in CONTINUE_FIELDS
 
     def _server_kind(self, model: str) -> str:
         """The server behind the API as its model list names it (`owned_by`: "llamacpp",
