@@ -52,7 +52,6 @@ Streams use chunked transfer encoding as the real servers do, so a
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import hashlib
 import json
