@@ -23,7 +23,7 @@ from tether.tools.file_table import FILE_TOOLS
 TABLE = ToolTable(list(FILE_TOOLS))
 HEAD = '{"name": "edit_file", "arguments": {"filepath": "change.py"}}\n'
 OPEN = HEAD + "<old_content>\ndef fewest(coins, target):\n    pass\n\n"
-"""Seen on three exercises, a JavaScript fix and a shell script: the old text written, then a
+"""Seen on three exercises, a JavaScript fix and a Python fix: the old text written, then a
 tool result begun ("[Tool Result for 'edit_file']"), which the stop strings cut."""
 NEW = "def fewest(coins, target):\n    return [target]\n"
 
