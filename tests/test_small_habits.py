@@ -1400,6 +1400,14 @@ async def test_an_edit_whose_two_halves_are_the_same_is_refused_with_the_request
 # ---------------------------------------------------------------- a write of a file's text as it was read
 
 
+async def run_reads_and_writes(tmp_path: Path, replies: list, request: str):  # noqa: ANN201
+    """A small-profile turn with read_file, write_file and a run_cmd that is never called."""
+    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
+    _, _, result = await run_nudged(tmp_path, replies, request=request, tools=[*tools, *write_and_run_tools()[1:]],
+                                    menu_names=("read_file", "write_file", "run_cmd"))
+    return result
+
+
 async def test_a_write_of_the_text_the_file_already_holds_waits_once_with_the_request(tmp_path: Path) -> None:
     """Seen on a module to add a function to, one to take code out of and a JSON file: right
     after reading it, the model wrote the file back as it was, and "wrote it" read as the change
@@ -1408,12 +1416,8 @@ async def test_a_write_of_the_text_the_file_already_holds_waits_once_with_the_re
 
     (tmp_path / "a.py").write_text("def f():\n    pass\n")
     same = call(("write_file", {"filepath": "a.py", "content": "def f():  \n    pass"}))
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "a.py"})), same, same, say("Done.")],
-        request="make f return 1 in a.py", tools=[*tools, *write_and_run_tools()[1:]],
-        menu_names=("read_file", "write_file", "run_cmd"),
-    )
+    result = await run_reads_and_writes(
+        tmp_path, [call(("read_file", {"filepath": "a.py"})), same, same, say("Done.")], "make f return 1 in a.py")
     waited = result.evidence[1]
     assert waited.error and waited.result == SAME_WRITE.format(path="a.py", request="make f return 1 in a.py")
     assert not result.evidence[2].error, "asked once: the same write sent again runs"
@@ -1422,8 +1426,7 @@ async def test_a_write_of_the_text_the_file_already_holds_waits_once_with_the_re
 
 async def test_a_new_file_that_copies_a_file_read_waits_once_and_a_real_new_file_does_not(tmp_path: Path) -> None:
     """Asked for a new script like one the project has, the model wrote the one it read,
-    word for word, under the new name; asked for a module's test, it wrote the module into
-    the test file."""
+    word for word, under the new name."""
     from tether.assist.call_guard import COPIED_WRITE
 
     model = "import sys\n\nfor arg in sys.argv[1:]:\n    print(float(arg) * 2)\n"
@@ -1432,12 +1435,8 @@ async def test_a_new_file_that_copies_a_file_read_waits_once_and_a_real_new_file
     request = "add scripts/half.py like scripts/double.py: it prints each argument halved"
     copy = call(("write_file", {"filepath": "scripts/half.py", "content": model}))
     own = call(("write_file", {"filepath": "scripts/half.py", "content": model.replace("* 2", "/ 2")}))
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
-    provider, _, result = await run_nudged(
-        tmp_path, [call(("read_file", {"filepath": "scripts/double.py"})), copy, own, say("Added.")],
-        request=request, tools=[*tools, *write_and_run_tools()[1:]],
-        menu_names=("read_file", "write_file", "run_cmd"),
-    )
+    result = await run_reads_and_writes(
+        tmp_path, [call(("read_file", {"filepath": "scripts/double.py"})), copy, own, say("Added.")], request)
     waited = result.evidence[1]
     assert waited.error and waited.result == COPIED_WRITE.format(
         source="scripts/double.py", path="scripts/half.py", request=request)
@@ -1445,15 +1444,29 @@ async def test_a_new_file_that_copies_a_file_read_waits_once_and_a_real_new_file
     assert (tmp_path / "scripts" / "half.py").read_text() == model.replace("* 2", "/ 2")
 
 
+async def test_a_module_written_over_its_test_file_waits_once(tmp_path: Path) -> None:
+    """Asked for a module's test, the model wrote the module's text into the test file."""
+    from tether.assist.call_guard import COPIED_WRITE
+
+    module = "def slug(text):\n    return text.lower()\n"
+    (tmp_path / "strings.py").write_text(module)
+    (tmp_path / "test_strings.py").write_text("from strings import slug\n")
+    request = "add a test of slug() to test_strings.py"
+    over = call(("write_file", {"filepath": "test_strings.py", "content": module}))
+    result = await run_reads_and_writes(
+        tmp_path, [call(("read_file", {"filepath": "strings.py"})), call(("read_file", {"filepath": "test_strings.py"})),
+                   over, say("Added.")], request)
+    assert result.evidence[2].error and result.evidence[2].result == COPIED_WRITE.format(
+        source="strings.py", path="test_strings.py", request=request)
+    assert (tmp_path / "test_strings.py").read_text() == "from strings import slug\n"
+
+
 async def test_a_copy_the_request_asks_for_runs_when_sent_again(tmp_path: Path) -> None:
     (tmp_path / "config.example.ini").write_text("[db]\nhost = localhost\n")
     copy = call(("write_file", {"filepath": "config.ini", "content": "[db]\nhost = localhost\n"}))
-    tools = [t for t in FILE_TOOLS if t.name in ("read_file", "write_file")]
-    provider, _, result = await run_nudged(
+    result = await run_reads_and_writes(
         tmp_path, [call(("read_file", {"filepath": "config.example.ini"})), copy, copy, say("Copied.")],
-        request="copy config.example.ini to config.ini", tools=[*tools, *write_and_run_tools()[1:]],
-        menu_names=("read_file", "write_file", "run_cmd"),
-    )
+        "copy config.example.ini to config.ini")
     assert result.evidence[1].error and not result.evidence[2].error
     assert (tmp_path / "config.ini").read_text() == "[db]\nhost = localhost\n"
 

@@ -251,10 +251,11 @@ def unchanged_write(e: TurnEvidence, path: Path, shown: str, content: str) -> Re
     the file it has just read back as it is, and takes the result for the change made. Not
     for a file the turn wrote itself: the same write sent again says "Unchanged" and runs
     (held back, a model changed the right count it had written to a wrong one)."""
-    if os.path.normpath(shown) in e.written:
+    lines = _lines(content)
+    if not lines or os.path.normpath(shown) in e.written:
         return None
     old = file_text(path, SHRINK_CHECK_BYTES)
-    if old is None or _lines(old) != _lines(content) or not _lines(content):
+    if old is None or _lines(old) != lines:
         return None
     return f"unchanged:{path}", SAME_WRITE.format(path=shown, request=clip_words(e.request, REQUEST_SHOWN))
 

@@ -79,14 +79,12 @@ class EchoedStart:
             return events
         out: list[Event] = []
         for event in events:
-            if not isinstance(event, TextDelta):
-                if not isinstance(event, Done):
-                    out.append(event)
-                    continue
-                out += self._release()
-                out.append(event)
+            if isinstance(event, TextDelta):
+                out += self._feed(event.text)
                 continue
-            out += self._feed(event.text)
+            if isinstance(event, Done):  # the reply is over: what was held is its text
+                out += self._release()
+            out.append(event)
         return out
 
     def _feed(self, text: str) -> list[Event]:
