@@ -13,7 +13,8 @@ from test_loop import RecordingUI
 from tether.core.messages import Message, TextDelta
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.engine.dispatch import Dispatcher
-from tether.engine.loop import Conversation, TurnLoop, TurnSettings
+from tether.engine.loop import CALL_OPENING, Conversation, TurnLoop, TurnSettings
+from tether.engine.turn_assist import AssistedTurn, GateVerdict
 from tether.protocol import resumption
 from tether.protocol.refusals import _cut_off_error
 from tether.providers.base import RequestOptions
@@ -153,3 +154,78 @@ async def test_a_server_not_known_to_continue_a_reply_says_so() -> None:
             assert not await provider.continues_replies("m")
         finally:
             await provider.aclose()
+
+
+# ---------------------------------------------------------------- an empty reply, started as a call
+
+READ_REST = 'read_file", "arguments": {"filepath": "change.py"}}'
+"""What a model writes after CALL_OPENING: the rest of its call."""
+
+
+class PassedGate:
+    """A gate whose check after the last change passed: what is due is the answer."""
+
+    async def before_answer(self, evidence: object) -> GateVerdict:
+        return GateVerdict()
+
+    async def after_calls(self, evidence: object) -> GateVerdict:
+        return GateVerdict()
+
+    async def before_start(self) -> GateVerdict:
+        return GateVerdict()
+
+    async def checks_change(self, path: str) -> bool:
+        return False
+
+    def passed(self) -> bool:
+        return True
+
+
+class GatedAssist:
+    def start(self, request: str, checks: object, setup: object = None, preread: bool = False) -> AssistedTurn:
+        return AssistedTurn(reading=None, gate=PassedGate())
+
+
+async def test_an_empty_reply_is_drawn_again_started_as_a_call_and_the_call_runs(tmp_path: Path) -> None:
+    (tmp_path / "change.py").write_text("x = 1\n")
+    provider = ScriptedProvider([say(""), say(READ_REST), say("x is 1.")], native=False, continues=True)
+    loop = text_loop(provider, tmp_path, open_empty=True)
+    result = await loop.run_turn(Conversation(), "what is x in change.py?")
+    assert provider.requests[1].options.prefill == CALL_OPENING
+    assert provider.requests[1].messages == provider.requests[0].messages  # the same request
+    assert [e.call.name for e in result.evidence] == ["read_file"] and not result.evidence[0].error
+    assert result.text == "x is 1." and result.requests == 3
+    assert any("drawn again as the start of a tool call" in n for n in loop.ui.notices)  # type: ignore[attr-defined]
+
+
+async def test_an_empty_reply_is_started_as_a_call_once(tmp_path: Path) -> None:
+    """Drawn again, it ended right after the opening: the reply is the empty one (here, with
+    no coach, it ends the turn with no answer), never the answer `{"name": "`."""
+    provider = ScriptedProvider([say(""), say(""), say("Done.")], native=False, continues=True)
+    result = await text_loop(provider, tmp_path, open_empty=True).run_turn(Conversation(), "what is x?")
+    assert [r.options.prefill for r in provider.requests] == ["", CALL_OPENING]
+    assert result.text == ""
+
+
+@pytest.mark.parametrize("continues, lever", [(False, True), (True, False)])
+async def test_without_the_lever_or_a_provider_that_continues_an_empty_reply_is_told_so(
+        tmp_path: Path, continues: bool, lever: bool) -> None:
+    provider = ScriptedProvider([say(""), say("Done.")], native=False, continues=continues)
+    await text_loop(provider, tmp_path, open_empty=lever).run_turn(Conversation(), "what is x?")
+    assert [r.options.prefill for r in provider.requests] == [""]  # the empty reply ends the turn
+
+
+async def test_once_the_check_passed_an_empty_reply_is_not_started_as_a_call(tmp_path: Path) -> None:
+    provider = ScriptedProvider([say(""), say("Done.")], native=False, continues=True)
+    loop = text_loop(provider, tmp_path, open_empty=True)
+    loop.assist = GatedAssist()
+    await loop.run_turn(Conversation(), "make the tests pass")
+    assert all(not r.options.prefill for r in provider.requests)
+
+
+async def test_a_native_reply_is_never_started_as_a_text_call(tmp_path: Path) -> None:
+    provider = ScriptedProvider([say(""), say("Done.")], native=True, continues=True)
+    loop = text_loop(provider, tmp_path, open_empty=True)
+    loop.mode = "native"
+    await loop.run_turn(Conversation(), "what is x?")
+    assert all(not r.options.prefill for r in provider.requests)

@@ -315,6 +315,7 @@ class Runtime:
         turn.take_version = profile.take_version
         turn.redraw_empty = profile.redraw_empty
         turn.resume_calls = profile.resume_calls
+        turn.open_empty = profile.open_empty
 
     def set_menu(self) -> None:
         """The small profile's short menu, or (with many MCP tools attached) every tool but

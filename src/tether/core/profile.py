@@ -23,7 +23,7 @@ Profiles: small and full, in detail:
 `profile.Profile` is a frozen set of levers (`short_menu`, `simple_edit`, `plain_reads`, `text_protocol`,
 `worked_example`, `project_map`, `nudges`, `opening_note`, `stop_at_call`, `max_reply_tokens`,
 `terse_history`, `temperature`, `max_steps`/`soft_pressure_after`, `preread`, `verify`, `redraw_empty`,
-`grammar`, and `rules_off` for the coach's rule levers); `SMALL` has them on (but `grammar` and `redraw_empty`),
+`resume_calls`, `open_empty`, `grammar`, and `rules_off` for the coach's rule levers); `SMALL` has them on (but `grammar` and `redraw_empty`),
 `FULL` off (but `verify`). A lever is on unless its field holds the value `LEVER_OFF` gives it (a temperature of 0 is
 on). `choose_profile` is pure (setting, model name, stated size ->
 `ProfileChoice`: name and reason); `detect_profile` asks the provider's `stated_billions` only
@@ -157,6 +157,14 @@ class Profile:
     failing check with the code unchanged, its reply leaves a terse history (it copies its
     last reply) and it is asked to go through its code with the first failing test's input
     (assist/first_failure.py) before it sends a fix."""
+    open_empty: bool = False
+    """Text protocol: a reply with nothing in it (no text, no call; or cut to nothing at a
+    result marker) is drawn again once with a call's opening (`{"name": "`) as its start,
+    where the provider can continue a reply, unless the check after the last change passed
+    (the answer is due then). A 1.5B model's empty replies begin with its end-of-turn token
+    at 0.2-0.6, a call's `{"` one to three nats behind; seven such requests of the tuning
+    part, started so, came back a call seven times (four of them the change or run the
+    request wanted). The same request with a cue (`redraw`) got a call 6 times of 14."""
     resume_calls: bool = False
     """Text protocol: a reply that stopped with a call open between its raw blocks (the old
     text written, then a tool result begun, cut by the stop strings) is carried on: the same
@@ -236,6 +244,7 @@ LEVER_FIELDS = {
     "tries": "fix_attempts",
     "trace": "trace_failure",
     "resume": "resume_calls",
+    "opening": "open_empty",
 }
 LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
@@ -282,6 +291,7 @@ LEVER_OFF: dict[str, dict[str, object]] = {
     "tries": {"fix_attempts": None},
     "trace": {"trace_failure": False},
     "resume": {"resume_calls": False},
+    "opening": {"open_empty": False},
 }
 LEVER_ON: dict[str, dict[str, object]] = {
     "grammar": {"grammar": True},
@@ -293,6 +303,7 @@ LEVER_ON: dict[str, dict[str, object]] = {
     "trace": {"trace_failure": True},
     "plain": {"plain_reads": True},
     "resume": {"resume_calls": True},
+    "opening": {"open_empty": True},
 }
 """How to switch a lever on: those off by default, and the small profile's own that other
 profiles may measure."""
@@ -312,6 +323,7 @@ SMALL = Profile(
     take_version=True,
     stop_at_call=True,
     resume_calls=True,
+    open_empty=True,
     max_reply_tokens=1500,
     answer_tokens=400,
     terse_history=True,
