@@ -1,10 +1,13 @@
 """How much of a request a local server's prompt cache can reuse, per profile and protocol.
 
-Two figures each: the tokens the first requests of two different projects share (another
-root, another day, another AGENTS.md, other files, so another project map), and the tokens
+Three figures each: the tokens the first requests of two different projects share (another
+root, another day, another AGENTS.md, other files, so another project map); the tokens
 two consecutive requests of one session share (the model's call and its result are all
-that the second adds). A server reuses its cache for the shared prefix only, so the rest
-is prefill computed again.
+that the second adds); and, for the text protocol, the tokens the second request shares with
+what the server holds after the first: its prompt and the reply as the model wrote it (a
+small model writes its call without the `<tool_call>` tags the prompt shows, and the
+history used to add them, so the server read the reply again). A server reuses its cache
+for the shared prefix only, so the rest is prefill computed again.
 
 Each request is a real tether runtime's request body, sent to the local fake
 OpenAI-compatible server, turned into the prompt text by the model server's own chat
@@ -72,9 +75,8 @@ async def session(root: Path, home: Path, profile: str, protocol: str) -> list[d
     from tether.store.config import load_settings
     from tether.ui.headless import HeadlessUI
 
-    main = f"src/{root.name}_main.py"
-    call = f'<tool_call>\n{{"name": "read_file", "arguments": {{"filepath": "{main}"}}}}\n</tool_call>'
-    first = Reply(text=call) if protocol == "text" else Reply(tool_calls=[("read_file", {"filepath": main})])
+    first = Reply(text=written_call(root.name)) if protocol == "text" else \
+        Reply(tool_calls=[("read_file", {"filepath": f"src/{root.name}_main.py"})])
     with FakeServer([first, Reply(text="It prints hi.")]) as server:
         settings, _ = load_settings({"provider": "openai", "openai_base_url": server.url + "/v1",
                                      "model": "fake", "sandbox": "off", "profile": profile,
@@ -91,6 +93,11 @@ async def session(root: Path, home: Path, profile: str, protocol: str) -> list[d
         finally:
             await runtime.aclose()
         return [body for path, body in server.requests if path.endswith("/chat/completions")]
+
+
+def written_call(name: str) -> str:
+    """The text-protocol call as a small model writes it: JSON alone, without the tags."""
+    return f'{{"name": "read_file", "arguments": {{"filepath": "src/{name}_main.py"}}}}'
 
 
 def all_bodies() -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -139,13 +146,20 @@ class Counter:
         return "tokens (the server's template and tokenizer)" if self.real else "characters"
 
     def pieces(self, body: dict[str, Any]) -> list[Any]:
-        """The request as the model reads it: token ids, or characters."""
+        """The request as the model reads it (the reply's start included): token ids, or
+        characters of a plain rendering (the menu, then each message after its role)."""
         if not self.real:
-            return list(json.dumps([body.get("tools"), body["messages"]]))
+            turns = "".join(f"<|{m['role']}|>{m.get('content') or ''}<|end|>" for m in body["messages"])
+            return list(json.dumps(body.get("tools")) + turns + "<|assistant|>")
         fields = {key: body[key] for key in ("messages", "tools") if key in body}
         prompt = self.client.post(f"{self.server}/apply-template", json=fields).json()["prompt"]
-        answer = self.client.post(f"{self.server}/tokenize", json={"content": prompt})
-        return answer.json()["tokens"]
+        return self.tokens(prompt)
+
+    def tokens(self, text: str) -> list[Any]:
+        """`text` alone, as the model wrote it: token ids, or characters."""
+        if not self.real:
+            return list(text)
+        return self.client.post(f"{self.server}/tokenize", json={"content": text}).json()["tokens"]
 
 
 def shared(a: list[Any], b: list[Any]) -> int:
@@ -157,23 +171,30 @@ def shared(a: list[Any], b: list[Any]) -> int:
     return n
 
 
-def figures(bodies: dict[str, dict[str, list[dict[str, Any]]]], counter: Counter) -> dict[str, tuple[int, int, int, int]]:
+Figures = tuple[int, int, int, int, int | None]
+
+
+def figures(bodies: dict[str, dict[str, list[dict[str, Any]]]], counter: Counter) -> dict[str, Figures]:
     """Per case: (shared by the two projects' first requests, the first's size, shared by a
-    session's two requests, the second's size)."""
-    out = {}
+    session's two requests, the second's size, and for the text protocol the second's tokens
+    shared with the first and the reply as written, after which the server computes anew)."""
+    out: dict[str, Figures] = {}
     for case, runs in bodies.items():
         one, two = (counter.pieces(body) for body in (runs["alpha"][0], runs["beta"][0]))
         later = counter.pieces(runs["alpha"][1])
-        out[case] = (shared(one, two), len(one), shared(one, later), len(later))
+        cached = shared(one + counter.tokens(written_call("alpha")), later) if case.endswith("/text") else None
+        out[case] = (shared(one, two), len(one), shared(one, later), len(later), cached)
     return out
 
 
-def show(title: str, found: dict[str, tuple[int, int, int, int]]) -> None:
+def show(title: str, found: dict[str, Figures]) -> None:
     print(title)
-    print(f"  {'profile/protocol':<16} {'two projects, first requests':>30} {'one session, requests 1 and 2':>32}")
-    for case, (projects, first, session_shared, second) in found.items():
+    print(f"  {'profile/protocol':<16} {'two projects, first requests':>30} {'one session, requests 1 and 2':>32}"
+          f" {'request 2 with request 1 and its reply':>40}")
+    for case, (projects, first, session_shared, second, cached) in found.items():
+        with_reply = f"{cached:>14,} of {second:>6,} ({cached / second:4.0%})" if cached is not None else "n/a"
         print(f"  {case:<16} {projects:>12,} of {first:>6,} ({projects / first:4.0%})"
-              f" {session_shared:>14,} of {second:>6,} ({session_shared / second:4.0%})")
+              f" {session_shared:>14,} of {second:>6,} ({session_shared / second:4.0%}) {with_reply:>40}")
 
 
 def main() -> None:
@@ -196,10 +217,12 @@ def main() -> None:
         results[source] = figures(bodies_of(source), counter)
         show(f"tether from {source}", results[source])
     if args.against:
-        print("side by side: shared by two projects' first requests / by a session's requests")
+        print("side by side: shared by two projects' first requests / by a session's requests"
+              " / by request 2 with request 1 and its reply")
         for case in results[here]:
             mine, theirs = results[here][case], results[args.against][case]
-            print(f"  {case:<16} this {mine[0]:>6,} / {mine[2]:>6,}   against {theirs[0]:>6,} / {theirs[2]:>6,}")
+            print(f"  {case:<16} this {mine[0]:>6,} / {mine[2]:>6,} / {mine[4] or 0:>6,}"
+                  f"   against {theirs[0]:>6,} / {theirs[2]:>6,} / {theirs[4] or 0:>6,}")
 
 
 if __name__ == "__main__":
