@@ -229,15 +229,3 @@ async def test_a_native_reply_is_never_started_as_a_text_call(tmp_path: Path) ->
     loop.mode = "native"
     await loop.run_turn(Conversation(), "what is x?")
     assert all(not r.options.prefill for r in provider.requests)
-
-
-async def test_an_opened_call_that_reads_again_what_the_turn_read_leaves_the_reply_empty(tmp_path: Path) -> None:
-    """Nothing changed since the read: the empty reply goes to the rules as it came (here,
-    with no coach, it ends the turn), never to the same read and its "already made" note."""
-    (tmp_path / "change.py").write_text("x = 1\n")
-    read = '{"name": "read_file", "arguments": {"filepath": "change.py"}}'
-    provider = ScriptedProvider([say(read), say(""), say(READ_REST), say("x is 1.")],
-                                native=False, continues=True)
-    result = await text_loop(provider, tmp_path, open_empty=True).run_turn(Conversation(), "what is x?")
-    assert [r.options.prefill for r in provider.requests] == ["", "", CALL_OPENING]
-    assert [e.call.name for e in result.evidence] == ["read_file"] and result.text == ""

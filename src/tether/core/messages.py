@@ -27,11 +27,6 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
-    written: str = field(default="", compare=False, repr=False)
-    """The text-protocol reply that was this call and nothing else, in the canonical form
-    with or without its tags, as the model wrote it; "" otherwise. The text history shows the call so: the
-    request then starts with what a local server cached of the reply, and the model reads
-    its own call back. Native providers never see it."""
 
 
 INVALID_JSON_KEY = "__invalid_json__"
@@ -124,10 +119,7 @@ _PART_NAMES = {cls: name for name, cls in _PART_TYPES.items()}
 
 
 def part_to_dict(part: Part) -> dict[str, Any]:
-    fields = dict(part.__dict__)
-    if isinstance(part, ToolCall) and not part.written:
-        del fields["written"]  # a session of the native protocol reads as it always did
-    return {"type": _PART_NAMES[type(part)], **fields}
+    return {"type": _PART_NAMES[type(part)], **part.__dict__}
 
 
 def part_from_dict(data: dict[str, Any]) -> Part:

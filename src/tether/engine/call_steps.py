@@ -54,10 +54,6 @@ class TurnSteps:
         repeated = self.coach.repeated_read() if self.coach is not None else ""
         return repeated or earlier
 
-    def known_read(self, call: ToolCall) -> bool:
-        """Whether `call` is a read this turn made already, with nothing changed since."""
-        return self._read_only(call) and call_key(call) in self.read_cache
-
     def finished(self, call: ToolCall, text: str, evidence: Evidence, ran: bool) -> str:
         read_only = self._read_only(call)
         if ran and read_only and not evidence.error:

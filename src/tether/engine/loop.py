@@ -375,10 +375,7 @@ class TurnLoop:
         by much, and the tool and its arguments are still its own. Not once the check after
         the last change passed (the answer is due, and an empty reply asks for it), and only
         where the provider can continue a reply. When the model ends the reply right after
-        the opening, or writes a read the turn made already with nothing changed since (two
-        of seven such replies of the tuning part, replayed: a loop of reads and their "already
-        made" notes), the reply is the empty one (never an answer of `{"name": "`), and the
-        rule on an empty reply answers it."""
+        the opening, the reply is the empty one (never an answer of `{"name": "`)."""
         if not self.settings.open_empty or self.mode != "text" or not came_back_empty(reply):
             return reply
         if turn.gate is not None and turn.gate.passed():
@@ -387,9 +384,7 @@ class TurnLoop:
             return reply
         self.ui.notice("the reply was empty: drawn again as the start of a tool call", "info")
         again = await self.ask(turn, tools=True, note=note, start=CALL_OPENING)
-        if again.text == CALL_OPENING or any(turn.steps.known_read(c) for c in self.parse(again).calls):
-            return reply
-        return again
+        return reply if again.text == CALL_OPENING else again  # it ended there: still empty
 
     async def resumed(self, turn: TurnState, reply: Reply, note: str) -> Reply:
         """The reply carried on when it stopped with a call open between its raw blocks (it
@@ -508,8 +503,6 @@ class TurnLoop:
             parsed.errors.append(reply.repeated)
         if reply.thinking:
             parsed.thinking = (reply.thinking + "\n" + parsed.thinking).strip()
-        if self.mode == "text" and not reply.calls:
-            parsed.calls = as_written(parsed, text, self.table)
         return parsed
 
     async def dispatch_all(self, turn: TurnState, reply: Reply, parsed: ParseResult) -> None:
@@ -843,22 +836,6 @@ def small_files(root: Path, names: Sequence[str]) -> list[str]:
             chosen.append(name)
             total += size
     return chosen
-
-
-def as_written(parsed: ParseResult, text: str, table: ToolTable) -> list[ToolCall]:
-    """The calls of a text-protocol reply; the one call of a reply that was that call alone,
-    in the canonical form with or without its `<tool_call>` tags, carries the reply's text
-    (`ToolCall.written`): the history shows it so instead of adding the tags the model left
-    out. A local server reuses what it computed for a prompt's longest prefix: with the tags
-    added, the reply was read again at every step (a tenth to a fifth of the prompt tokens of
-    a 1.5B model's tasks). Any other text (prose beside the call, JSON of another shape, a
-    repair) is rendered canonically, as the call that ran."""
-    if len(parsed.calls) != 1 or parsed.errors or parsed.repairs or parsed.text or parsed.thinking:
-        return parsed.calls
-    call, written = parsed.calls[0], text.strip()
-    if written not in (render_call_as_text(call, table, tagged=False), render_call_as_text(call, table)):
-        return parsed.calls
-    return [replace(call, written=written)]
 
 
 def assistant_message(parsed: ParseResult, reply: Reply, settings: TurnSettings) -> Message:

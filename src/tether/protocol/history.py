@@ -40,7 +40,7 @@ def _render_message(message: Message, table: ToolTable) -> tuple[Role, str]:
         if isinstance(part, Text):
             pieces.append(part.text)
         elif isinstance(part, ToolCall):
-            pieces.append(part.written or render_call_as_text(part, table))
+            pieces.append(render_call_as_text(part, table))
         elif isinstance(part, ToolResult):
             pieces.append(_render_result(part))
     has_results = any(isinstance(p, ToolResult) for p in message.parts)
