@@ -6,7 +6,8 @@ two consecutive requests of one session share (the model's call and its result a
 that the second adds); and, for the text protocol, the tokens the second request shares with
 what the server holds after the first: its prompt and the reply as the model wrote it (a
 small model writes its call without the `<tool_call>` tags the prompt shows, and the
-history used to add them, so the server read the reply again). A server reuses its cache
+history adds them, so the server reads the reply again: the gap between the second and the
+third figure). A server reuses its cache
 for the shared prefix only, so the rest is prefill computed again.
 
 Each request is a real tether runtime's request body, sent to the local fake
