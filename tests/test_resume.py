@@ -10,6 +10,7 @@ from fakeserver import FakeServer, Reply
 from scripted import ScriptedProvider, say
 from test_loop import RecordingUI
 
+from tether.assist.leftovers import AtTheAnswer
 from tether.core.messages import Message, TextDelta
 from tether.core.toolspec import ToolContext, ToolTable
 from tether.engine.dispatch import Dispatcher
@@ -162,20 +163,11 @@ READ_REST = 'read_file", "arguments": {"filepath": "change.py"}}'
 """What a model writes after CALL_OPENING: the rest of its call."""
 
 
-class PassedGate:
+class PassedGate(AtTheAnswer):
     """A gate whose check after the last change passed: what is due is the answer."""
 
     async def before_answer(self, evidence: object) -> GateVerdict:
         return GateVerdict()
-
-    async def after_calls(self, evidence: object) -> GateVerdict:
-        return GateVerdict()
-
-    async def before_start(self) -> GateVerdict:
-        return GateVerdict()
-
-    async def checks_change(self, path: str) -> bool:
-        return False
 
     def passed(self) -> bool:
         return True
@@ -208,7 +200,7 @@ async def test_an_empty_reply_is_started_as_a_call_once(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("continues, lever", [(False, True), (True, False)])
-async def test_without_the_lever_or_a_provider_that_continues_an_empty_reply_is_told_so(
+async def test_without_the_lever_or_a_provider_that_continues_an_empty_reply_stays_as_it_came(
         tmp_path: Path, continues: bool, lever: bool) -> None:
     provider = ScriptedProvider([say(""), say("Done.")], native=False, continues=continues)
     await text_loop(provider, tmp_path, open_empty=lever).run_turn(Conversation(), "what is x?")
@@ -220,7 +212,7 @@ async def test_once_the_check_passed_an_empty_reply_is_not_started_as_a_call(tmp
     loop = text_loop(provider, tmp_path, open_empty=True)
     loop.assist = GatedAssist()
     await loop.run_turn(Conversation(), "make the tests pass")
-    assert all(not r.options.prefill for r in provider.requests)
+    assert [r.options.prefill for r in provider.requests] == [""]  # the empty reply ends the turn
 
 
 async def test_a_native_reply_is_never_started_as_a_text_call(tmp_path: Path) -> None:

@@ -314,12 +314,12 @@ class TurnLoop:
                 self.show_gate_calls(turn, await turn.gate.before_start())
             self.open_turn(turn)
             for step in range(1, self.settings.max_steps + 1):
-                reply = await self.ask(turn, tools=True, note=self._note(step, turn))
+                note = self._note(step, turn)
+                reply = await self.ask(turn, tools=True, note=note)
                 if self.settings.redraw_empty and came_back_empty(reply):
-                    cue = "\n\n".join(filter(None, (self._note(step, turn), REDRAW_CUE)))
-                    reply = await self.ask(turn, tools=True, note=cue)
-                reply = await self.opened(turn, reply, self._note(step, turn))
-                reply = await self.resumed(turn, reply, self._note(step, turn))
+                    reply = await self.ask(turn, tools=True, note="\n\n".join(filter(None, (note, REDRAW_CUE))))
+                reply = await self.opened(turn, reply, note)
+                reply = await self.resumed(turn, reply, note)
                 parsed = self.taken_call(turn, self.parse(reply), reply.result_first)
                 if not parsed.calls and not parsed.errors:
                     nudge = self.reply_note(turn, parsed.text, reply.result_first)
@@ -365,7 +365,7 @@ class TurnLoop:
         (what is due is the answer; a small model otherwise wrote minutes of prose, the tests
         copied out again, after a pass), else `max_reply_tokens`."""
         cap, answer = self.settings.max_reply_tokens, self.settings.answer_tokens
-        if answer is None or turn.answer_cap_hit or turn.gate is None or not turn.gate.passed():
+        if answer is None or turn.answer_cap_hit or not turn.check_passed():
             return cap
         return answer if cap is None else min(cap, answer)
 
@@ -376,9 +376,8 @@ class TurnLoop:
         the last change passed (the answer is due, and an empty reply asks for it), and only
         where the provider can continue a reply. When the model ends the reply right after
         the opening, the reply is the empty one (never an answer of `{"name": "`)."""
-        if not self.settings.open_empty or self.mode != "text" or not came_back_empty(reply):
-            return reply
-        if turn.gate is not None and turn.gate.passed():
+        if not self.settings.open_empty or self.mode != "text" or not came_back_empty(reply) \
+                or turn.check_passed():
             return reply
         if not await self.provider.continues_replies(self.settings.model):
             return reply
@@ -783,6 +782,11 @@ class TurnState:
     answer_cap_hit: bool = False
     """A reply under the cap after a pass (`answer_tokens`) reached it: it was more than an
     answer (a call the cap cut off), so the turn's later replies get the whole cap."""
+
+    def check_passed(self) -> bool:
+        """The gate's check after the last change passed, nothing changed since: the answer
+        is due."""
+        return self.gate is not None and self.gate.passed()
 
     def unreadable(self, parsed: ParseResult) -> bool:
         """Whether the model has now sent MAX_UNREADABLE replies in a row that held calls it
