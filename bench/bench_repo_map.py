@@ -41,7 +41,11 @@ CHILD = r"""
 import gc, inspect, json, resource, sys, time
 from pathlib import Path
 from tether.core.toolspec import ToolContext
-from tether.tools.ast_tools import AstTools, RepoMapParams
+from tether.tools.ast_tools import AstTools
+try:
+    from tether.tools.params import RepoMapParams
+except ImportError:  # code from before the parameter models moved to tools/params.py
+    from tether.tools.ast_tools import RepoMapParams
 
 root, cache = Path(sys.argv[1]), sys.argv[2]
 takes_cache = "tag_store" in inspect.signature(AstTools).parameters
@@ -62,13 +66,18 @@ SEARCH_CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from tether.core.toolspec import ToolContext, ToolError
-from tether.tools.files import SearchInFileParams, search_in_file
+try:
+    from tether.tools.file_search import search_in_file
+    from tether.tools.params import SearchInFileParams
+except ImportError:  # code from before the search and the parameter models had modules of their own
+    from tether.tools.files import SearchInFileParams, search_in_file
 
 root, pattern, engine = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 if engine == "python":
     try:
         from tether.tools import ripgrep
-        ripgrep.ripgrep = lambda: None
+        ripgrep.ripgrep = lambda: None  # code of before the search asked `usable`
+        ripgrep.usable = lambda pattern: None
     except ImportError:  # code from before rg was used: Python only
         pass
 start, cpu = time.perf_counter(), time.process_time()
@@ -113,18 +122,22 @@ def _count(root: Path) -> int:
     return sum(len(names) for _, _, names in os.walk(root))
 
 
-def run_child(src: Path, tree: Path, cache: str) -> dict[str, object]:
+def _child(src: Path, script: str, *args: str) -> dict[str, object]:
+    """One measuring child's JSON line; a child that fails ends the bench with its error."""
     env = {**os.environ, "PYTHONPATH": str(src)}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(tree), cache], env=env,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"the measuring process for {src} failed: {last}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def run_child(src: Path, tree: Path, cache: str) -> dict[str, object]:
+    return _child(src, CHILD, str(tree), cache)
+
+
 def search_row(src: Path, tree: Path, pattern: str, engine: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    done = subprocess.run([sys.executable, "-c", SEARCH_CHILD, str(tree), pattern, engine], env=env,
-                          capture_output=True, text=True, check=True)
-    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row = _child(src, SEARCH_CHILD, str(tree), pattern, engine)
     end = row["end"][0][:90] if row["end"] else ""
     return f"{row['seconds']:7.2f} {row['cpu']:6.2f}  {end}"
 
