@@ -119,7 +119,8 @@ def rule_named(name: str) -> Rule:
 
 def test_every_rule_has_its_cases_and_every_lever_is_a_profile_lever(tmp_path: Path) -> None:
     assert set(cases(tmp_path)) == set(RULE_NAMES)
-    assert set(RULE_LEVERS) | {"guard", "repeat", "no_tests", "leftovers", "missing", "recap", "definition", "progress", "lines"} == set(PROFILE_RULE_LEVERS)
+    assert set(RULE_LEVERS) | {"guard", "repeat", "no_tests", "leftovers", "missing", "recap", "definition", "progress", "lines",
+                              "sibling"} == set(PROFILE_RULE_LEVERS)
     assert SMALL.without(["unseen"]).rules_off == {"unseen", *RULES_OFF_BY_DEFAULT}
     # a rule lever off by default is switched on by name, and listed as on then
     assert "recap" in RULES_OFF_BY_DEFAULT and "recap" not in SMALL.levers()

@@ -98,9 +98,9 @@ def lay_out(root: Path, files: dict[str, str]) -> None:
         (root / name).write_text(text)
 
 
-async def read_first(root: Path, home: Path, request: str) -> tuple[list[str], str]:
+async def read_first(root: Path, home: Path, request: str, levers_off: str = "") -> tuple[list[str], str]:
     """The files read before the first reply, and what that request sent."""
-    runtime, provider = run(root, home, "")
+    runtime, provider = run(root, home, "", levers_off=levers_off)
     result = await runtime.loop.run_turn(Conversation(), request)
     return [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"], \
         first_request_text(provider)
@@ -157,6 +157,37 @@ async def test_a_test_file_is_mentioned_by_its_subject_and_the_code_it_imports_i
     assert read == ["web/lexer.js", "web/lexer.test.js"]
     read, _ = await read_first(root, home, "what does the tokenizer do?")  # no tests asked about: none read
     assert read == ["notes/tokenizer.md"]
+
+
+async def test_a_request_for_a_new_file_reads_first_no_mentioned_file_of_its_kind(
+        tmp_path: Path, home: Path) -> None:
+    root = tmp_path / "project"
+    lay_out(root, {"bin/report.py": "print('weekly')  # MARK-SIBLING\n",
+                   "bin/report.cfg": "weeks = 4\n", "lib/report.py": "def rows(): ...\n"})
+    # the new script's folder holds another script: read first, it is what gets written again
+    request = "Write bin/monthly.py, a report of the month's totals"
+    read, sent = await read_first(root, home, request)
+    assert read == ["bin/report.cfg", "lib/report.py"]  # another folder's code and another kind stay
+    assert "MARK-SIBLING" not in sent
+    # a new file named without a folder: a mentioned file of its suffix anywhere is left out
+    read, _ = await read_first(root, home, "Add a monthly.py beside the other report scripts")
+    assert read == ["bin/report.cfg"]
+    # the lever off, and a request for no new file, read them as before
+    read, _ = await read_first(root, home, request, levers_off="sibling")
+    assert read == ["bin/report.cfg", "bin/report.py", "lib/report.py"]
+    read, _ = await read_first(root, home, "What does the report print?")
+    assert "bin/report.py" in read
+
+
+def test_a_file_is_of_a_new_files_kind_by_its_suffix_and_folder() -> None:
+    from tether.assist.turn import like_new_file
+
+    assert like_new_file("tools/a.py", ["tools/b.py"])
+    assert like_new_file("tools/a.py", ["b.py"])  # no folder given: any folder
+    assert like_new_file("a.py", ["./b.py"])
+    assert not like_new_file("lib/a.py", ["tools/b.py"])
+    assert not like_new_file("tools/a.sh", ["tools/b.py"])
+    assert not like_new_file("tools/Makefile", ["tools/Build"])  # no suffix: never a kind
 
 
 def test_relative_and_src_layout_imports_find_the_tested_code(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ each request read once, the checks after a change, and the coach of the turn's e
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ PROGRESS = "progress"
 """The lever of that search right after each change, said with its result."""
 MISSING = "missing"
 """The lever of the search for a name the request asks for (assist/missing.py)."""
+SIBLING = "sibling"
+"""The lever that keeps files of a new file's kind out of the files read first."""
 
 
 @dataclass
@@ -43,11 +46,12 @@ class Assist:
         files = self.project_files()
         reading = read_request(request, files)
         coach = Coach(request, setup) if setup is not None else None
-        first_reads = first_files(request, reading, self.root, files) if preread else ()
+        off = setup.rules_off if setup is not None else frozenset()
+        siblings = setup is None or not setup.nudges or SIBLING in off
+        first_reads = first_files(request, reading, self.root, files, siblings) if preread else ()
         if checks.attempts <= 0:
             return AssistedTurn(reading, coach=coach, first_reads=first_reads)
         gates: list[AnswerGate] = []  # the change made whole first, then checked
-        off = setup.rules_off if setup is not None else frozenset()
         if LEFTOVERS not in off:
             gates.append(LeftoverGate(reading, self.dispatch, early=PROGRESS not in off))
         if MISSING not in off:
@@ -58,14 +62,35 @@ class Assist:
         return AssistedTurn(reading, GateChain(tuple(gates)), coach, first_reads)
 
 
-def first_files(request: str, reading: RequestReading, root: Path, files: Sequence[str]) -> tuple[str, ...]:
+def first_files(request: str, reading: RequestReading, root: Path, files: Sequence[str],
+                siblings: bool = True) -> tuple[str, ...]:
     """What to read before the first reply: the files the request names, those that define
     or use the code it names, and the code its named tests import; or, when it names neither
     a file nor code the project has, the files it mentions by a word of their path and the
-    code the tests among them import."""
+    code the tests among them import. Without `siblings`, a request for a new file leaves
+    out the mentioned files of that file's kind (`like_new_file`)."""
     code = code_files(reading.code_names, root, files, speaks_of_tests(request))
-    chosen = tuple(dict.fromkeys((*reading.files, *code))) or tuple(mentioned_files(request, files))
+    chosen = tuple(dict.fromkeys((*reading.files, *code)))
+    if not chosen:
+        mentioned = mentioned_files(request, files)
+        if not siblings and reading.new_file:
+            mentioned = [path for path in mentioned if not like_new_file(path, reading.new_files)]
+        chosen = tuple(mentioned)
     return (*chosen, *tested_files(root, chosen, files))
+
+
+def like_new_file(path: str, new_files: Sequence[str]) -> bool:
+    """Whether `path` is of the kind of a new file the request asks for: the same suffix, in
+    the new file's folder (in any folder when the request gives it none). Read first, such a
+    file was what a small model wrote as the new one: on two requests for a new script in a
+    folder of scripts, the script it had been shown, with its own arithmetic or its own
+    listing, instead of what the request described."""
+    folder, suffix = posixpath.dirname(path), posixpath.splitext(path)[1]
+    for new in new_files:
+        new_folder = posixpath.dirname(posixpath.normpath(new.lstrip("./"))) if "/" in new else None
+        if suffix and posixpath.splitext(new)[1] == suffix and new_folder in (None, folder):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -250,7 +250,7 @@ LEVER_NAMES = tuple(LEVER_FIELDS)
 RULE_LEVERS = (
     "echo", "empty", "shown", "look", "waiting", "version", "failure", "claimed", "named", "open",
     "apply", "named_files", "check", "unseen", "number", "guard", "repeat", "no_tests", "leftovers",
-    "missing", "recap", "definition", "progress", "lines",
+    "missing", "recap", "definition", "progress", "lines", "sibling",
 )
 """The levers of the coach's rules (assist/rules.py's table, its call guard and its repeat
 notes, its note on a test file run directly that ran no test, and `recap`: the opening note
@@ -258,7 +258,8 @@ says the request again after the files read first, off by default: RULES_OFF_BY_
 `definition`: with `take`, a reply's block that is a new version of one function or class the
 turn's files define once is that edit_file call, assist/shown_definition.py; `lines`: with
 `take`, a reply's changed lines shown as `path:line: text` are that edit_file call,
-assist/shown_lines.py),
+assist/shown_lines.py; `sibling`: a request for a new file does not read first the files
+it mentions of that file's kind, assist/turn.like_new_file),
 each switching its rules off for measurement; `nudges` switches them all off. And
 `leftovers`: the search after a change for a name it took out (assist/leftovers.py), part
 of the checks after a change in every profile (not switched off by `nudges`), and `progress`:
