@@ -98,9 +98,9 @@ def lay_out(root: Path, files: dict[str, str]) -> None:
         (root / name).write_text(text)
 
 
-async def read_first(root: Path, home: Path, request: str, levers_off: str = "") -> tuple[list[str], str]:
+async def read_first(root: Path, home: Path, request: str, levers_on: str = "") -> tuple[list[str], str]:
     """The files read before the first reply, and what that request sent."""
-    runtime, provider = run(root, home, "", levers_off=levers_off)
+    runtime, provider = run(root, home, "", levers_on=levers_on)
     result = await runtime.loop.run_turn(Conversation(), request)
     return [e.call.arguments["filepath"] for e in result.evidence if e.call.name == "read_file"], \
         first_request_text(provider)
@@ -166,16 +166,17 @@ async def test_a_request_for_a_new_file_reads_first_no_mentioned_file_of_its_kin
                    "bin/report.cfg": "weeks = 4\n", "lib/report.py": "def rows(): ...\n"})
     # the new script's folder holds another script: read first, it is what gets written again
     request = "Write bin/monthly.py, a report of the month's totals"
-    read, sent = await read_first(root, home, request)
+    read, sent = await read_first(root, home, request, levers_on="sibling")
     assert read == ["bin/report.cfg", "lib/report.py"]  # another folder's code and another kind stay
     assert "MARK-SIBLING" not in sent
     # a new file named without a folder: a mentioned file of its suffix anywhere is left out
-    read, _ = await read_first(root, home, "Add a monthly.py beside the other report scripts")
+    read, _ = await read_first(root, home, "Add a monthly.py beside the other report scripts",
+                               levers_on="sibling")
     assert read == ["bin/report.cfg"]
-    # the lever off, and a request for no new file, read them as before
-    read, _ = await read_first(root, home, request, levers_off="sibling")
+    # the lever off (as it is by default), and a request for no new file, read them as before
+    read, _ = await read_first(root, home, request)
     assert read == ["bin/report.cfg", "bin/report.py", "lib/report.py"]
-    read, _ = await read_first(root, home, "What does the report print?")
+    read, _ = await read_first(root, home, "What does the report print?", levers_on="sibling")
     assert "bin/report.py" in read
 
 
