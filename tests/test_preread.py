@@ -186,6 +186,7 @@ def test_a_file_is_of_a_new_files_kind_by_its_suffix_and_folder() -> None:
     assert like_new_file("tools/a.py", ["tools/b.py"])
     assert like_new_file("tools/a.py", ["b.py"])  # no folder given: any folder
     assert like_new_file("a.py", ["./b.py"])
+    assert like_new_file(".ci/a.py", [".ci/b.py"]) and not like_new_file(".ci/a.py", ["ci/b.py"])  # a dot folder is its own
     assert not like_new_file("lib/a.py", ["tools/b.py"])
     assert not like_new_file("tools/a.sh", ["tools/b.py"])
     assert not like_new_file("tools/Makefile", ["tools/Build"])  # no suffix: never a kind

@@ -87,7 +87,7 @@ def like_new_file(path: str, new_files: Sequence[str]) -> bool:
     listing, instead of what the request described."""
     folder, suffix = posixpath.dirname(path), posixpath.splitext(path)[1]
     for new in new_files:
-        new_folder = posixpath.dirname(posixpath.normpath(new.lstrip("./"))) if "/" in new else None
+        new_folder = posixpath.dirname(posixpath.normpath(new)) if "/" in new else None
         if suffix and posixpath.splitext(new)[1] == suffix and new_folder in (None, folder):
             return True
     return False
